@@ -1,0 +1,54 @@
+import type { OrderStatus, RefundStatus } from '../parsing/notification';
+
+/**
+ * Status projections never move backwards (spec, "States and transitions"; "Events" delivery rule 4):
+ *   order:  NEW < PENDING < WAITING_FOR_CONFIRMATION < COMPLETED | CANCELED
+ *   refund: PENDING < FINALIZED | CANCELED
+ * The final statuses share the highest rank, so "rank goes up" is the whole rule for applying;
+ * the database re-checks exactly that comparison to stay atomic under concurrent deliveries.
+ */
+export const ORDER_STATUS_RANK: Readonly<Record<OrderStatus | 'NEW', number>> = {
+  NEW: 0,
+  PENDING: 1,
+  WAITING_FOR_CONFIRMATION: 2,
+  COMPLETED: 3,
+  CANCELED: 3,
+};
+
+export const REFUND_STATUS_RANK: Readonly<Record<RefundStatus, number>> = {
+  PENDING: 1,
+  FINALIZED: 2,
+  CANCELED: 2,
+};
+
+const FINAL_STATUSES: ReadonlySet<string> = new Set(['COMPLETED', 'CANCELED', 'FINALIZED']);
+
+/**
+ * applied:  the projection moves to the incoming status;
+ * stale:    it would move backwards, or out of a final status into a non-final one (recorded, ignored);
+ * conflict: one final status after another (COMPLETED then CANCELED, FINALIZED then CANCELED, or the
+ *           reverse): recorded, ignored, and raised for a human.
+ */
+export type TransitionOutcome = 'applied' | 'stale' | 'conflict';
+
+export function decideTransition(
+  ranks: Readonly<Record<string, number>>,
+  current: string | null,
+  incoming: string,
+): TransitionOutcome {
+  const incomingRank = ranks[incoming];
+  if (incomingRank === undefined) throw new Error(`unknown status ${incoming}`);
+  if (current === null) return 'applied';
+  const currentRank = ranks[current];
+  if (currentRank === undefined) throw new Error(`unknown status ${current}`);
+  if (FINAL_STATUSES.has(current)) {
+    return FINAL_STATUSES.has(incoming) && incoming !== current ? 'conflict' : 'stale';
+  }
+  return incomingRank > currentRank ? 'applied' : 'stale';
+}
+
+export const decideOrderTransition = (current: OrderStatus | null, incoming: OrderStatus): TransitionOutcome =>
+  decideTransition(ORDER_STATUS_RANK, current, incoming);
+
+export const decideRefundTransition = (current: RefundStatus | null, incoming: RefundStatus): TransitionOutcome =>
+  decideTransition(REFUND_STATUS_RANK, current, incoming);
