@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import bytes from 'bytes';
 import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
@@ -77,8 +78,10 @@ const schema = z.object({
   DATABASE_TIMEOUT: duration.default(3000).pipe(z.number().min(100).max(60_000)),
   MIGRATE_ON_START: boolean.default(true),
   SECOND_KEYS: z
-    .string({ error: 'is required: comma-separated posId:secondKey entries' })
+    .string()
+    .default('')
     .transform((value, ctx) => {
+      if (value === '') return [];
       const { keys, problems } = parseSecondKeys(value);
       for (const message of problems) ctx.addIssue({ code: 'custom', message });
       return keys;
@@ -142,14 +145,23 @@ const schema = z.object({
   OUTBOX_RETENTION: duration.default(7 * 86_400_000),
 });
 
-/** Reads and validates the environment; throws ConfigError naming every problem (never a value). */
-export function loadConfig(env: NodeJS.ProcessEnv): Config {
+/** Loads ./.env for local runs (Node's own loader); variables already set win. */
+export function loadDotEnv(): void {
+  if (existsSync('.env')) process.loadEnvFile('.env');
+}
+
+/**
+ * Reads and validates the environment; throws ConfigError naming every problem (never a value).
+ * SECOND_KEYS is required to receive notifications; tools that only migrate or relay pass
+ * `{ receiving: false }`.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv, { receiving = true }: { receiving?: boolean } = {}): Config {
   // Empty strings mean "not set", so a blank line in .env or a Helm value falls back to the default.
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const result = schema.safeParse(present);
-  if (!result.success) {
-    throw new ConfigError(result.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`));
-  }
+  const problems = result.success ? [] : result.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`);
+  if (receiving && present.SECOND_KEYS === undefined) problems.push('SECOND_KEYS: is required (comma-separated posId:secondKey entries)');
+  if (!result.success || problems.length > 0) throw new ConfigError(problems);
   const c = result.data;
   return {
     port: c.PORT,

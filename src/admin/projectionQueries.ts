@@ -1,0 +1,117 @@
+import type { Db } from '../recording/database';
+
+export interface StatusHistoryEntry {
+  status: string;
+  /** When the first delivery of this status arrived. */
+  receivedAt: string;
+  /** Whether this notification moved the projection. */
+  applied: boolean;
+  outcome: 'applied' | 'stale' | 'conflict';
+  deliveries: number;
+}
+
+export interface RefundView {
+  refundId: string;
+  orderId: string;
+  extOrderId: string | null;
+  extRefundId: string | null;
+  status: string;
+  amount: string | null;
+  currencyCode: string | null;
+  statusDateTime: string | null;
+  refundDate: string | null;
+  reason: string | null;
+  reasonDescription: string | null;
+  updatedAt: string;
+  history: StatusHistoryEntry[];
+}
+
+export interface OrderView {
+  orderId: string;
+  extOrderId: string | null;
+  merchantPosId: string | null;
+  status: string;
+  totalAmount: string | null;
+  currencyCode: string | null;
+  paymentId: string | null;
+  payMethodType: string | null;
+  localReceiptDateTime: string | null;
+  updatedAt: string;
+  history: StatusHistoryEntry[];
+  refunds: RefundView[];
+}
+
+async function historyOf(db: Db, kind: 'order' | 'refund', subjectIds: string[]): Promise<Map<string, StatusHistoryEntry[]>> {
+  const result = new Map<string, StatusHistoryEntry[]>();
+  if (subjectIds.length === 0) return result;
+  const rows = await db
+    .selectFrom('notifications as n')
+    .select((eb) => [
+      'n.subject_id',
+      'n.status',
+      'n.received_at',
+      'n.outcome',
+      eb.selectFrom('deliveries as d').select((d) => d.fn.countAll<string>().as('c')).whereRef('d.notification_id', '=', 'n.id').as('deliveries'),
+    ])
+    .where('n.kind', '=', kind)
+    .where('n.subject_id', 'in', subjectIds)
+    .orderBy('n.id')
+    .execute();
+  for (const row of rows) {
+    const list = result.get(row.subject_id) ?? [];
+    list.push({
+      status: row.status,
+      receivedAt: new Date(row.received_at).toISOString(),
+      applied: row.outcome === 'applied',
+      outcome: row.outcome,
+      deliveries: Number(row.deliveries ?? 0),
+    });
+    result.set(row.subject_id, list);
+  }
+  return result;
+}
+
+async function refundsWhere(db: Db, column: 'refund_id' | 'order_id', value: string): Promise<RefundView[]> {
+  const rows = await db.selectFrom('refunds').selectAll().where(column, '=', value).orderBy('created_at').orderBy('refund_id').execute();
+  const histories = await historyOf(db, 'refund', rows.map((r) => r.refund_id));
+  return rows.map((r) => ({
+    refundId: r.refund_id,
+    orderId: r.order_id,
+    extOrderId: r.ext_order_id,
+    extRefundId: r.ext_refund_id,
+    status: r.status,
+    amount: r.amount,
+    currencyCode: r.currency_code,
+    statusDateTime: r.status_date_time,
+    refundDate: r.refund_date,
+    reason: r.reason,
+    reasonDescription: r.reason_description,
+    updatedAt: new Date(r.updated_at).toISOString(),
+    history: histories.get(r.refund_id) ?? [],
+  }));
+}
+
+export async function findOrder(db: Db, orderId: string): Promise<OrderView | null> {
+  const order = await db.selectFrom('orders').selectAll().where('order_id', '=', orderId).executeTakeFirst();
+  if (!order) return null;
+  const [histories, refunds] = await Promise.all([historyOf(db, 'order', [orderId]), refundsWhere(db, 'order_id', orderId)]);
+  return {
+    orderId: order.order_id,
+    extOrderId: order.ext_order_id,
+    merchantPosId: order.merchant_pos_id,
+    status: order.status,
+    totalAmount: order.total_amount,
+    currencyCode: order.currency_code,
+    paymentId: order.payment_id,
+    payMethodType: order.pay_method_type,
+    localReceiptDateTime: order.local_receipt_date_time,
+    updatedAt: new Date(order.updated_at).toISOString(),
+    history: histories.get(orderId) ?? [],
+    refunds,
+  };
+}
+
+export async function findRefund(db: Db, refundId: string): Promise<RefundView | null> {
+  const [refund] = await refundsWhere(db, 'refund_id', refundId);
+  return refund ?? null;
+}

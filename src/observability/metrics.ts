@@ -1,0 +1,151 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export const NOTIFICATION_KINDS = ['order', 'refund', 'unknown'] as const;
+export type MetricKind = (typeof NOTIFICATION_KINDS)[number];
+
+export const NOTIFICATION_OUTCOMES = [
+  'accepted',
+  'duplicate',
+  'stale',
+  'conflict',
+  'quarantined',
+  'rejected_signature',
+  'rejected_source',
+  'rejected_auth',
+  'malformed',
+  'too_large',
+  'unsupported_media_type',
+] as const;
+export type NotificationOutcome = (typeof NOTIFICATION_OUTCOMES)[number];
+
+export const PUBLISH_FAILURE_REASONS = ['nack', 'returned', 'timeout', 'connection'] as const;
+export type PublishFailureReason = (typeof PUBLISH_FAILURE_REASONS)[number];
+
+export interface Metrics {
+  registry: Registry;
+  notifications: Counter<'kind' | 'outcome'>;
+  variants: Counter<'kind'>;
+  requestDuration: Histogram<'server' | 'method' | 'route' | 'status_code'>;
+  eventsPublished: Counter<'type'>;
+  publishFailures: Counter<'reason'>;
+  pendingEvents: Gauge;
+  oldestPendingEvent: Gauge;
+  publishLatency: Histogram;
+  brokerConnectionUp: Gauge;
+  relayActive: Gauge;
+}
+
+export interface OutboxBacklog {
+  pending: number;
+  /** Unix seconds; 0 when nothing is pending. */
+  oldestCreatedAtSeconds: number;
+}
+
+export interface MetricSources {
+  /** Read at scrape time, so every replica reports the backlog whether or not its relay is active. */
+  outboxBacklog?: () => Promise<OutboxBacklog>;
+}
+
+/** A fresh registry per service instance (tests run several in one process). */
+export function createMetrics(sources: MetricSources = {}): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  const notifications = new Counter({
+    name: 'payment_notifications_total',
+    help: 'Notification deliveries by kind and outcome.',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [registry],
+  });
+  // Every series exists from the start, so rate() and absent-data alerts work before the first event.
+  for (const kind of NOTIFICATION_KINDS) for (const outcome of NOTIFICATION_OUTCOMES) notifications.inc({ kind, outcome }, 0);
+
+  const variants = new Counter({
+    name: 'payment_notification_variants_total',
+    help: 'Repeats with the same meaning as a recorded notification but different body bytes.',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
+  for (const kind of ['order', 'refund']) variants.inc({ kind }, 0);
+
+  const requestDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration, from the first byte read to the response written.',
+    labelNames: ['server', 'method', 'route', 'status_code'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+
+  const eventsPublished = new Counter({
+    name: 'outbox_events_published_total',
+    help: 'Domain events confirmed by the broker, by type.',
+    labelNames: ['type'] as const,
+    registers: [registry],
+  });
+  const publishFailures = new Counter({
+    name: 'outbox_publish_failures_total',
+    help: 'Event publish attempts that did not end in a broker confirm, by reason.',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  for (const reason of PUBLISH_FAILURE_REASONS) publishFailures.inc({ reason }, 0);
+
+  // One query serves both backlog gauges of a scrape.
+  let backlogRead: Promise<OutboxBacklog | null> | null = null;
+  const readBacklog = (): Promise<OutboxBacklog | null> => {
+    if (!sources.outboxBacklog) return Promise.resolve(null);
+    backlogRead ??= sources
+      .outboxBacklog()
+      .catch(() => null) // database down: keep the last values rather than fail the scrape
+      .finally(() => setImmediate(() => (backlogRead = null)));
+    return backlogRead;
+  };
+  const pendingEvents = new Gauge({
+    name: 'outbox_pending_events',
+    help: 'Events committed but not yet confirmed by the broker.',
+    registers: [registry],
+    async collect() {
+      const backlog = await readBacklog();
+      if (backlog) this.set(backlog.pending);
+    },
+  });
+  const oldestPendingEvent = new Gauge({
+    name: 'outbox_oldest_pending_event_created_timestamp_seconds',
+    help: 'Creation time (unix seconds) of the oldest unpublished event; 0 when there is none.',
+    registers: [registry],
+    async collect() {
+      const backlog = await readBacklog();
+      if (backlog) this.set(backlog.oldestCreatedAtSeconds);
+    },
+  });
+  const publishLatency = new Histogram({
+    name: 'outbox_publish_latency_seconds',
+    help: 'Time from the event commit to the broker confirm.',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  const brokerConnectionUp = new Gauge({
+    name: 'amqp_connection_up',
+    help: '1 while the relay holds an open broker connection.',
+    registers: [registry],
+  });
+  const relayActive = new Gauge({
+    name: 'outbox_relay_active',
+    help: '1 while this process is the active outbox relay (holds the relay lock).',
+    registers: [registry],
+  });
+
+  return {
+    registry,
+    notifications,
+    variants,
+    requestDuration,
+    eventsPublished,
+    publishFailures,
+    pendingEvents,
+    oldestPendingEvent,
+    publishLatency,
+    brokerConnectionUp,
+    relayActive,
+  };
+}

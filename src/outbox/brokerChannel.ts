@@ -1,0 +1,115 @@
+import amqp, { type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
+import type { Logger } from '../observability/logger';
+import type { Metrics, PublishFailureReason } from '../observability/metrics';
+import { CLOUDEVENTS_CONTENT_TYPE } from './events';
+
+export interface OutgoingEvent {
+  id: string;
+  type: string;
+  message: string;
+}
+
+export type PublishResult = { id: string; ok: true } | { id: string; ok: false; reason: PublishFailureReason; error: string };
+
+/**
+ * One broker connection with a confirm channel on which the exchange is declared. A message counts
+ * as published only when the broker confirmed it and did not return it as unroutable.
+ */
+export class BrokerChannel {
+  private connection: ChannelModel | null = null;
+  private channel: ConfirmChannel | null = null;
+  /** messageIds the broker returned (mandatory, no queue bound); RabbitMQ sends the return before the ack. */
+  private readonly returned = new Set<string>();
+
+  constructor(
+    private readonly url: string,
+    private readonly exchange: string,
+    private readonly confirmTimeoutMs: number,
+    private readonly metrics: Metrics,
+    private readonly logger: Logger,
+  ) {}
+
+  get isOpen(): boolean {
+    return this.channel !== null;
+  }
+
+  async open(): Promise<void> {
+    if (this.channel) return;
+    const connection = await amqp.connect(this.url, { clientProperties: { connection_name: 'payment-notification-receiver:relay' } });
+    try {
+      const channel = await connection.createConfirmChannel();
+      await channel.assertExchange(this.exchange, 'topic', { durable: true });
+      channel.on('return', (message: Message) => {
+        const id = message.properties.messageId as string | undefined;
+        if (id) this.returned.add(id);
+      });
+      channel.on('error', (error: Error) => this.logger.warn({ err: { message: error.message } }, 'broker channel error'));
+      channel.on('close', () => this.dropped());
+      connection.on('error', (error: Error) => this.logger.warn({ err: { message: error.message } }, 'broker connection error'));
+      connection.on('close', () => this.dropped());
+      this.connection = connection;
+      this.channel = channel;
+      this.metrics.brokerConnectionUp.set(1);
+      this.logger.info({ exchange: this.exchange }, 'broker connected');
+    } catch (error) {
+      await connection.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private dropped(): void {
+    if (this.channel || this.connection) this.logger.warn('broker connection closed');
+    this.channel = null;
+    const connection = this.connection;
+    this.connection = null;
+    this.metrics.brokerConnectionUp.set(0);
+    connection?.close().catch(() => undefined);
+  }
+
+  /** Publishes every event and waits for each confirm (or timeout). Never throws. */
+  async publish(events: readonly OutgoingEvent[]): Promise<PublishResult[]> {
+    const channel = this.channel;
+    if (!channel) return events.map((e) => ({ id: e.id, ok: false, reason: 'connection', error: 'no broker connection' }));
+    const timestamp = Math.floor(Date.now() / 1000);
+    const results = await Promise.all(
+      events.map(
+        (event) =>
+          new Promise<PublishResult>((resolve) => {
+            const timer = setTimeout(
+              () => resolve({ id: event.id, ok: false, reason: 'timeout', error: `no confirm within ${this.confirmTimeoutMs} ms` }),
+              this.confirmTimeoutMs,
+            );
+            const settle = (error: unknown): void => {
+              clearTimeout(timer);
+              if (this.returned.delete(event.id)) resolve({ id: event.id, ok: false, reason: 'returned', error: 'unroutable: no queue bound' });
+              else if (error) resolve({ id: event.id, ok: false, reason: this.channel ? 'nack' : 'connection', error: String(error) });
+              else resolve({ id: event.id, ok: true });
+            };
+            try {
+              channel.publish(
+                this.exchange,
+                event.type,
+                Buffer.from(event.message),
+                { persistent: true, mandatory: true, messageId: event.id, contentType: CLOUDEVENTS_CONTENT_TYPE, type: event.type, timestamp },
+                settle,
+              );
+            } catch (error) {
+              clearTimeout(timer);
+              resolve({ id: event.id, ok: false, reason: 'connection', error: (error as Error).message });
+            }
+          }),
+      ),
+    );
+    // After a timeout the channel's state is unknown: start over on a fresh connection.
+    if (results.some((r) => !r.ok && r.reason === 'timeout')) await this.close();
+    return results;
+  }
+
+  async close(): Promise<void> {
+    const connection = this.connection;
+    this.connection = null;
+    this.channel = null;
+    this.metrics.brokerConnectionUp.set(0);
+    await connection?.close().catch(() => undefined);
+  }
+}

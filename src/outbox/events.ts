@@ -1,0 +1,77 @@
+import { randomUUID } from 'node:crypto';
+
+/**
+ * Domain events as CloudEvents 1.0 in structured JSON mode (README, "AMQP interface").
+ * The routing key and the CloudEvents type are the same string.
+ */
+export type EventType =
+  | 'order.pending'
+  | 'order.waiting_for_confirmation'
+  | 'order.completed'
+  | 'order.canceled'
+  | 'order.status_conflict'
+  | 'refund.pending'
+  | 'refund.finalized'
+  | 'refund.canceled'
+  | 'refund.status_conflict';
+
+export const CLOUDEVENTS_CONTENT_TYPE = 'application/cloudevents+json';
+
+export interface OrderEventData {
+  orderId: string;
+  extOrderId: string | null;
+  merchantPosId: string | null;
+  /** The status applied; for order.status_conflict, the status the conflicting notification carried. */
+  status: string;
+  /** The status before; for order.status_conflict, the final status the order keeps. */
+  previousStatus: string | null;
+  totalAmount: string | null;
+  currencyCode: string | null;
+  paymentId: string | null;
+  payMethodType: string | null;
+  localReceiptDateTime: string | null;
+  sequence: number;
+  notificationId: string;
+}
+
+export interface RefundEventData {
+  orderId: string;
+  extOrderId: string | null;
+  refundId: string;
+  extRefundId?: string;
+  amount: string | null;
+  currencyCode: string | null;
+  status: string;
+  previousStatus: string | null;
+  statusDateTime: string | null;
+  refundDate: string | null;
+  reason: string | null;
+  reasonDescription: string | null;
+  sequence: number;
+  notificationId: string;
+}
+
+export interface CloudEvent<T> {
+  specversion: '1.0';
+  id: string;
+  source: string;
+  type: EventType;
+  subject: string;
+  time: string;
+  datacontenttype: 'application/json';
+  data: T;
+}
+
+export function statusEventType(kind: 'order' | 'refund', status: string, conflict: boolean): EventType {
+  return (conflict ? `${kind}.status_conflict` : `${kind}.${status.toLowerCase()}`) as EventType;
+}
+
+export function buildEvent<T extends OrderEventData | RefundEventData>(
+  source: string,
+  type: EventType,
+  data: T,
+  time: Date = new Date(),
+  id: string = randomUUID(),
+): CloudEvent<T> {
+  return { specversion: '1.0', id, source, type, subject: data.orderId, time: time.toISOString(), datacontenttype: 'application/json', data };
+}

@@ -1,0 +1,256 @@
+import pg from 'pg';
+import type { Logger } from '../observability/logger';
+import type { Metrics } from '../observability/metrics';
+import { BrokerChannel, type PublishResult } from './brokerChannel';
+import { OUTBOX_CHANNEL } from './writeEvent';
+
+export interface RelayOptions {
+  databaseUrl: string;
+  amqpUrl: string;
+  exchange: string;
+  retentionMs: number;
+  metrics: Metrics;
+  logger: Logger;
+  batchSize?: number;
+  /** Polling fallback when no NOTIFY arrives, and how often a standby tries to take over. */
+  pollIntervalMs?: number;
+  confirmTimeoutMs?: number;
+  /** Longest wait between broker reconnect attempts. */
+  maxBackoffMs?: number;
+}
+
+/** Only one relay publishes at a time, across every replica: per-order order needs one writer. */
+const RELAY_LOCK = 7_316_002;
+const RETENTION_SWEEP_MS = 60_000;
+
+interface ClaimedEvent {
+  id: string;
+  type: string;
+  message: string;
+  created_at: Date;
+}
+
+/**
+ * Publishes outbox rows to RabbitMQ and marks them published only after the broker confirmed them.
+ *
+ * - Claims rows by state (published_at IS NULL) with FOR UPDATE SKIP LOCKED, never by an id offset.
+ * - Takes at most the first pending event of each order per batch, so a failed event holds back
+ *   the later events of its own order (order kept) and nothing else.
+ * - Holds a session advisory lock on its own connection: standbys retry every poll interval and
+ *   take over as soon as the active relay's session ends.
+ * - At-least-once: killed between the broker confirm and the commit, an event is sent again with
+ *   the same id.
+ */
+export class OutboxRelay {
+  private readonly batchSize: number;
+  private readonly pollIntervalMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly broker: BrokerChannel;
+  private client: pg.Client | null = null;
+  private active = false;
+  private stopping = false;
+  private loop: Promise<void> | null = null;
+  private wakeUp: (() => void) | null = null;
+  private wakePending = false;
+  private lastSweep = 0;
+  private backoffMs = 0;
+
+  constructor(private readonly options: RelayOptions) {
+    this.batchSize = options.batchSize ?? 200;
+    this.pollIntervalMs = options.pollIntervalMs ?? 1000;
+    this.maxBackoffMs = options.maxBackoffMs ?? 10_000;
+    this.broker = new BrokerChannel(options.amqpUrl, options.exchange, options.confirmTimeoutMs ?? 10_000, options.metrics, options.logger);
+  }
+
+  get isActive(): boolean {
+    return this.active;
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.stopping = false;
+    this.loop = this.run();
+  }
+
+  /** A hint that events were committed; the relay also polls, so a lost hint costs at most a poll interval. */
+  wake(): void {
+    this.wakePending = true;
+    this.wakeUp?.();
+  }
+
+  /** Finishes the current batch, releases the lock and closes both connections. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake();
+    await this.loop;
+    this.loop = null;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopping) {
+      let delay = this.pollIntervalMs;
+      try {
+        if (await this.holdLock()) {
+          if (await this.openBroker()) {
+            const published = await this.publishBatch();
+            await this.sweepPublished();
+            if (published === this.batchSize) delay = 0; // more is waiting
+          } else {
+            delay = this.backoffMs;
+          }
+        }
+      } catch (error) {
+        // The database side failed: start over on a new connection (the lock went with the old one).
+        this.options.logger.warn({ err: { message: (error as Error).message } }, 'outbox relay lost its database connection');
+        await this.dropClient();
+      }
+      if (delay > 0) await this.sleep(delay);
+    }
+    await this.broker.close();
+    await this.dropClient();
+  }
+
+  /** Connects to the broker if needed; on failure backs off (250 ms doubling to maxBackoffMs). */
+  private async openBroker(): Promise<boolean> {
+    if (this.broker.isOpen) return true;
+    try {
+      await this.broker.open();
+      this.backoffMs = 0;
+      return true;
+    } catch (error) {
+      this.backoffMs = Math.min(Math.max(this.backoffMs * 2, 250), this.maxBackoffMs);
+      this.options.metrics.publishFailures.inc({ reason: 'connection' });
+      this.options.logger.warn({ err: { message: (error as Error).message }, retryInMs: this.backoffMs }, 'broker unreachable; events wait in the outbox');
+      return false;
+    }
+  }
+
+  private async connectClient(): Promise<pg.Client> {
+    const client = new pg.Client({
+      connectionString: this.options.databaseUrl,
+      keepAlive: true,
+      application_name: 'payment-notification-receiver:relay',
+      connectionTimeoutMillis: 5000,
+      statement_timeout: 30_000,
+    });
+    client.on('error', (error) => {
+      this.options.logger.warn({ err: { message: error.message } }, 'relay database connection lost');
+      if (this.client === client) void this.dropClient();
+    });
+    client.on('notification', () => this.wake());
+    await client.connect();
+    await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+    return client;
+  }
+
+  private async dropClient(): Promise<void> {
+    const client = this.client;
+    this.client = null;
+    this.setActive(false);
+    await client?.end().catch(() => undefined);
+  }
+
+  private setActive(active: boolean): void {
+    if (active !== this.active) this.options.logger.info({ active }, active ? 'outbox relay is active' : 'outbox relay is standing by');
+    this.active = active;
+    this.options.metrics.relayActive.set(active ? 1 : 0);
+  }
+
+  private async holdLock(): Promise<boolean> {
+    this.client ??= await this.connectClient();
+    if (!this.active) {
+      const { rows } = await this.client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [RELAY_LOCK]);
+      this.setActive(rows[0]?.locked === true);
+    }
+    return this.active;
+  }
+
+  /** Claims, publishes and marks one batch inside one transaction on the lock-holding connection. */
+  private async publishBatch(): Promise<number> {
+    const client = this.client as pg.Client;
+    this.wakePending = false;
+    await client.query('BEGIN');
+    try {
+      const { rows } = await client.query<ClaimedEvent>(
+        `SELECT o.id, o.type, o.message, o.created_at
+           FROM outbox_events o
+          WHERE o.published_at IS NULL
+            AND o.next_attempt_at <= now()
+            AND NOT EXISTS (SELECT 1 FROM outbox_events p
+                             WHERE p.order_id = o.order_id AND p.published_at IS NULL AND p.sequence < o.sequence)
+          ORDER BY o.created_at, o.sequence
+          LIMIT $1
+          FOR UPDATE OF o SKIP LOCKED`,
+        [this.batchSize],
+      );
+      if (rows.length > 0) await this.publishAndMark(client, rows);
+      await client.query('COMMIT');
+      return rows.length;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async publishAndMark(client: pg.Client, rows: ClaimedEvent[]): Promise<void> {
+    const results = await this.broker.publish(rows);
+    const confirmedAt = Date.now();
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const published = results.filter((r): r is Extract<PublishResult, { ok: true }> => r.ok);
+    const failed = results.filter((r): r is Extract<PublishResult, { ok: false }> => !r.ok);
+    if (published.length > 0) {
+      await client.query('UPDATE outbox_events SET published_at = now(), last_error = NULL WHERE id = ANY($1::uuid[])', [
+        published.map((r) => r.id),
+      ]);
+    }
+    if (failed.length > 0) {
+      // Per-event backoff: 1 s doubling to 5 min; the order's later events wait behind it.
+      await client.query(
+        `UPDATE outbox_events AS o
+            SET attempts = o.attempts + 1,
+                next_attempt_at = now() + least(interval '1 second' * power(2, o.attempts), interval '5 minutes'),
+                last_error = f.error
+           FROM unnest($1::uuid[], $2::text[]) AS f(id, error)
+          WHERE o.id = f.id`,
+        [failed.map((r) => r.id), failed.map((r) => `${r.reason}: ${r.error}`)],
+      );
+    }
+    for (const result of published) {
+      const row = byId.get(result.id) as ClaimedEvent;
+      this.options.metrics.eventsPublished.inc({ type: row.type });
+      this.options.metrics.publishLatency.observe(Math.max(0, confirmedAt - row.created_at.getTime()) / 1000);
+    }
+    for (const result of failed) this.options.metrics.publishFailures.inc({ reason: result.reason });
+    if (failed.length > 0) {
+      this.options.logger.warn({ failed: failed.length, reasons: [...new Set(failed.map((f) => f.reason))] }, 'events not confirmed; will retry');
+    }
+  }
+
+  private async sweepPublished(): Promise<void> {
+    const now = Date.now();
+    if (now - this.lastSweep < RETENTION_SWEEP_MS) return;
+    this.lastSweep = now;
+    const client = this.client as pg.Client;
+    const { rowCount } = await client.query(
+      `DELETE FROM outbox_events WHERE id IN (
+         SELECT id FROM outbox_events WHERE published_at < now() - $1 * interval '1 millisecond' LIMIT 10000)`,
+      [this.options.retentionMs],
+    );
+    if (rowCount) this.options.logger.info({ deleted: rowCount }, 'published events past retention deleted');
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.wakePending || this.stopping) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeUp = () => {
+        this.wakeUp = null;
+        done();
+      };
+    });
+  }
+}

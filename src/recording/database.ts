@@ -1,0 +1,104 @@
+import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
+import pg from 'pg';
+import type { Logger } from '../observability/logger';
+import type { Database } from './schema';
+
+export type Db = Kysely<Database>;
+
+export interface DatabaseOptions {
+  url: string;
+  poolMax: number;
+  /** Longest wait for a pool slot, and the statement timeout. */
+  timeoutMs: number;
+  applicationName?: string;
+}
+
+/** Errors that say the connection itself is unusable, so the client must not go back to the pool. */
+function breaksConnection(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P') || code.startsWith('E'))) return true;
+  return /Connection terminated|Query read timeout|timeout|ECONN|EPIPE|socket/i.test(error.message);
+}
+
+/**
+ * A pg pool as Kysely sees it, except that a client whose query failed at the connection level is
+ * destroyed on release instead of being handed to the next request (Kysely releases without
+ * passing the error, so without this a half-dead socket would be reused after a network cut).
+ */
+function resilientPool(pool: pg.Pool): PostgresPool {
+  return {
+    async connect(): Promise<PostgresPoolClient> {
+      const client = await pool.connect();
+      let broken: Error | undefined;
+      const query = (async (...args: unknown[]) => {
+        try {
+          return await (client.query as (...a: unknown[]) => Promise<unknown>)(...args);
+        } catch (error) {
+          if (breaksConnection(error)) broken = error as Error;
+          throw error;
+        }
+      }) as PostgresPoolClient['query'];
+      return { query, release: () => client.release(broken ?? false) };
+    },
+    end: () => pool.end(),
+  };
+}
+
+export function createPool(options: DatabaseOptions, logger: Logger): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolMax,
+    connectionTimeoutMillis: options.timeoutMs,
+    statement_timeout: options.timeoutMs,
+    // Client-side guard for a silent network: fires shortly after the server-side timeout would.
+    query_timeout: options.timeoutMs + 1000,
+    idle_in_transaction_session_timeout: options.timeoutMs * 4,
+    keepAlive: true,
+    application_name: options.applicationName ?? 'payment-notification-receiver',
+  });
+  // An idle client losing its connection must not crash the process.
+  pool.on('error', (error) => logger.warn({ err: { message: error.message } }, 'idle database connection lost'));
+  return pool;
+}
+
+export function createDb(pool: pg.Pool): Db {
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool) }) });
+}
+
+/** Creates the configured database when it does not exist yet (first start on a fresh server). */
+export async function ensureDatabaseExists(url: string): Promise<void> {
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString(), connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (rowCount === 0) {
+      try {
+        await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+      } catch (error) {
+        // Another replica created it first.
+        if ((error as { code?: string }).code !== '42P04') throw error;
+      }
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Whether an error means "the database cannot take the write right now" (answer 503 and let the
+ * sender retry) rather than a defect (500). Data and syntax errors are defects.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
+    return !['22', '23', '42', '2B', '0A', 'XX'].includes(code.slice(0, 2));
+  }
+  if (typeof code === 'string' && code.startsWith('E')) return true; // ECONNREFUSED, ETIMEDOUT, ...
+  return /Connection terminated|timeout|connection error|Connection refused|pool after calling end/i.test(error.message);
+}

@@ -1,0 +1,118 @@
+import type { ColumnType, Generated } from 'kysely';
+
+/** Typed views of the tables in sql/. bigint columns come back from pg as strings. */
+
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type BigintId = ColumnType<string, never, never>;
+type Amount = ColumnType<string | null, string | null, string | null>;
+
+export interface NotificationsTable {
+  id: BigintId;
+  kind: 'order' | 'refund';
+  subject_id: string;
+  status: string;
+  order_id: string;
+  outcome: 'applied' | 'stale' | 'conflict';
+  pos_id: string;
+  key_fingerprint: string;
+  body: Buffer | null;
+  body_sha256: Buffer;
+  parsed: ColumnType<unknown, string, string>;
+  received_at: Timestamp;
+}
+
+export interface NotificationVariantsTable {
+  notification_id: string;
+  body_sha256: Buffer;
+  body: Buffer | null;
+  first_received_at: Timestamp;
+}
+
+export interface QuarantinedNotificationsTable {
+  id: BigintId;
+  reason: string;
+  detail: string;
+  pos_id: string;
+  key_fingerprint: string;
+  body: Buffer | null;
+  body_sha256: Buffer;
+  received_at: Timestamp;
+  resolved_at: Date | null;
+  resolution: string | null;
+}
+
+export type DeliveryOutcome = 'accepted' | 'duplicate' | 'stale' | 'conflict' | 'quarantined';
+
+export interface DeliveriesTable {
+  id: BigintId;
+  received_at: Timestamp;
+  source_address: string | null;
+  processing_time_ms: number | null;
+  pos_id: string;
+  key_fingerprint: string;
+  body_sha256: Buffer;
+  outcome: DeliveryOutcome;
+  notification_id: string | null;
+  quarantine_id: string | null;
+}
+
+export interface OrdersTable {
+  order_id: string;
+  ext_order_id: string | null;
+  merchant_pos_id: string | null;
+  status: string;
+  status_rank: number;
+  total_amount: Amount;
+  currency_code: string | null;
+  payment_id: string | null;
+  pay_method_type: string | null;
+  local_receipt_date_time: string | null;
+  created_at: Generated<Date>;
+  updated_at: Timestamp;
+}
+
+export interface RefundsTable {
+  refund_id: string;
+  order_id: string;
+  ext_order_id: string | null;
+  ext_refund_id: string | null;
+  status: string;
+  status_rank: number;
+  amount: Amount;
+  currency_code: string | null;
+  status_date_time: string | null;
+  refund_date: string | null;
+  reason: string | null;
+  reason_description: string | null;
+  created_at: Generated<Date>;
+  updated_at: Timestamp;
+}
+
+export interface EventStreamsTable {
+  order_id: string;
+  last_sequence: ColumnType<string, number, number>;
+}
+
+export interface OutboxEventsTable {
+  id: string;
+  order_id: string;
+  sequence: ColumnType<string, number | string, never>;
+  type: string;
+  message: string;
+  created_at: Timestamp;
+  published_at: Date | null;
+  attempts: Generated<number>;
+  next_attempt_at: Timestamp;
+  last_error: string | null;
+}
+
+export interface Database {
+  notifications: NotificationsTable;
+  notification_variants: NotificationVariantsTable;
+  quarantined_notifications: QuarantinedNotificationsTable;
+  deliveries: DeliveriesTable;
+  orders: OrdersTable;
+  refunds: RefundsTable;
+  event_streams: EventStreamsTable;
+  outbox_events: OutboxEventsTable;
+}

@@ -1,0 +1,112 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createAdminApp } from './admin/adminApp';
+import type { Config } from './config';
+import { createPublicApp } from './intake/publicApp';
+import { createLogger, type Logger } from './observability/logger';
+import { createMetrics, type Metrics } from './observability/metrics';
+import { readOutboxBacklog } from './outbox/backlog';
+import { OutboxRelay } from './outbox/relay';
+import { createDb, createPool, ensureDatabaseExists, type Db } from './recording/database';
+import { migrate } from './recording/migrations';
+import { createNotificationStore } from './recording/notificationStore';
+
+export interface Service {
+  publicPort: number;
+  adminPort: number;
+  db: Db;
+  metrics: Metrics;
+  relay: OutboxRelay | null;
+  /** Readiness off, in-flight requests finished, relay stopped after its batch, connections closed. */
+  stop(): Promise<void>;
+}
+
+/** Slow senders are cut off rather than holding a connection (and a pool slot) indefinitely. */
+const HEADERS_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 15_000;
+
+function listen(server: http.Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function close(server: http.Server, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
+
+/** Prepares the database: creates it on a fresh server and applies pending migrations. */
+export async function prepareDatabase(config: Pick<Config, 'databaseUrl'>, logger: Logger): Promise<void> {
+  await ensureDatabaseExists(config.databaseUrl);
+  await migrate(config.databaseUrl, logger);
+}
+
+/** The composition root: builds every part from the config and owns start and stop. */
+export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Service> {
+  if (config.migrateOnStart) await prepareDatabase(config, logger);
+  if (config.sourceAllowlist.any) logger.warn('ALLOWED_SOURCE_IPS=any: the source address check is disabled');
+
+  const pool = createPool({ url: config.databaseUrl, poolMax: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs }, logger);
+  const db = createDb(pool);
+  const metrics = createMetrics({ outboxBacklog: () => readOutboxBacklog(db) });
+
+  const relay = config.relayEnabled
+    ? new OutboxRelay({
+        databaseUrl: config.databaseUrl,
+        amqpUrl: config.amqpUrl,
+        exchange: config.amqpExchange,
+        retentionMs: config.outboxRetentionMs,
+        metrics,
+        logger: logger.child({ component: 'relay' }),
+      })
+    : null;
+  relay?.start();
+
+  let accepting = true;
+  const store = createNotificationStore(db, { eventSource: config.eventSource });
+  const publicApp = createPublicApp({
+    config,
+    trustProxy: config.trustProxy,
+    store,
+    metrics,
+    logger,
+    onEventsWritten: () => relay?.wake(),
+  });
+  const adminApp = createAdminApp({ db, metrics, logger, isAccepting: () => accepting });
+
+  const publicServer = http.createServer(publicApp);
+  publicServer.headersTimeout = HEADERS_TIMEOUT_MS;
+  publicServer.requestTimeout = REQUEST_TIMEOUT_MS;
+  const adminServer = http.createServer(adminApp);
+
+  const publicPort = await listen(publicServer, config.port, config.host);
+  const adminPort = await listen(adminServer, config.adminPort, config.host);
+  logger.info({ publicPort, adminPort, relay: config.relayEnabled }, 'service started');
+
+  let stopping: Promise<void> | null = null;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      accepting = false;
+      logger.info('stopping: readiness off, draining requests');
+      await close(publicServer, config.shutdownTimeoutMs);
+      await relay?.stop();
+      await close(adminServer, 1000);
+      await db.destroy();
+      logger.info('stopped');
+    })();
+    return stopping;
+  };
+
+  return { publicPort, adminPort, db, metrics, relay, stop };
+}
