@@ -1,0 +1,82 @@
+import request from 'supertest';
+import { loadConfig } from '../../src/config';
+import { createLogger } from '../../src/observability/logger';
+import { startService, type Service } from '../../src/service';
+import { AMQP_URL, uniqueExchange } from './broker';
+import { testDatabase, type TestDatabase } from './database';
+import { exactBytes, POS_ID, SECOND_KEY, OTHER_POS_ID, OTHER_KEY, sign } from './signing';
+
+export interface TestService {
+  service: Service;
+  database: TestDatabase;
+  exchange: string;
+  /** Every log line the service wrote, as parsed JSON and raw text. */
+  logs: string[];
+  publicUrl: string;
+  adminUrl: string;
+  /** POST /notifications with a signature made with the default POS key. */
+  post(body: string | Buffer, headers?: Record<string, string>): request.Test;
+  stop(): Promise<void>;
+}
+
+export interface TestServiceOptions {
+  env?: Record<string, string>;
+  /** Reuse a database (restart scenarios); it is then not dropped by stop(). */
+  database?: TestDatabase;
+  databaseUrl?: string;
+}
+
+/** Starts the real service on free ports against a database and exchange of the test's own. */
+export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
+  const database = options.database ?? testDatabase();
+  const exchange = options.env?.AMQP_EXCHANGE ?? uniqueExchange();
+  const config = loadConfig({
+    PORT: '0',
+    ADMIN_PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: options.databaseUrl ?? database.url,
+    SECOND_KEYS: `${POS_ID}:${SECOND_KEY},${OTHER_POS_ID}:${OTHER_KEY}`,
+    ALLOWED_SOURCE_IPS: '127.0.0.1',
+    AMQP_URL,
+    AMQP_EXCHANGE: exchange,
+    LOG_LEVEL: 'info',
+    DATABASE_TIMEOUT: '2s',
+    SHUTDOWN_TIMEOUT: '5s',
+    ...options.env,
+  });
+  const logs: string[] = [];
+  const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(line) });
+  if (options.databaseUrl) await startDatabaseFor(database);
+  const service = await startService(config, logger);
+  const publicUrl = `http://127.0.0.1:${service.publicPort}`;
+  const adminUrl = `http://127.0.0.1:${service.adminPort}`;
+  return {
+    service,
+    database,
+    exchange,
+    logs,
+    publicUrl,
+    adminUrl,
+    post(body, headers = {}) {
+      return request(publicUrl)
+        .post('/notifications')
+        .set('Content-Type', 'application/json;charset=UTF-8')
+        .set('OpenSvc-Signature', sign(body, SECOND_KEY))
+        .set(headers)
+        .serialize(exactBytes)
+        .send(Buffer.isBuffer(body) ? body : Buffer.from(body));
+    },
+    async stop() {
+      await service.stop();
+      if (!options.database) await database.drop();
+    },
+  };
+}
+
+/** With a proxied DATABASE_URL the migrations still need the database to exist on the real server. */
+async function startDatabaseFor(database: TestDatabase): Promise<void> {
+  const { ensureDatabaseExists } = await import('../../src/recording/database');
+  const { migrate } = await import('../../src/recording/migrations');
+  await ensureDatabaseExists(database.url);
+  await migrate(database.url, createLogger('silent'));
+}

@@ -1,0 +1,122 @@
+import fc from 'fast-check';
+import { parseNotification } from '../../src/parsing/parseNotification';
+import { fixture, fixtures } from '../support/fixtures';
+
+const parse = (value: unknown) => parseNotification(Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)));
+const order = (fields: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+  parse({ order: { orderId: 'O1', status: 'PENDING', ...fields }, ...extra });
+
+describe('parseNotification', () => {
+  it('When a captured COMPLETED order is read, then every projected field is taken from it', () => {
+    expect(parseNotification(Buffer.from(fixture('real-01').body))).toEqual({
+      ok: true,
+      notification: {
+        kind: 'order',
+        orderId: 'PB68465GCH200213GUEST000P01',
+        extOrderId: '5e45160711d81',
+        merchantPosId: '300746',
+        status: 'COMPLETED',
+        totalAmount: '15000',
+        currencyCode: 'PLN',
+        paymentId: '76258454',
+        payMethodType: 'CARD_TOKEN',
+        localReceiptDateTime: '2020-02-13T10:25:40.528+01:00',
+      },
+    });
+  });
+
+  it('When a refund made in the panel lacks amount, currency and statusDateTime, then it is still read', () => {
+    expect(parseNotification(Buffer.from(fixture('real-15').body))).toEqual({
+      ok: true,
+      notification: {
+        kind: 'refund',
+        orderId: 'DHRGFXKV5B201103GUEST000P01',
+        extOrderId: '50024',
+        refundId: '5000024357',
+        extRefundId: null,
+        status: 'FINALIZED',
+        amount: null,
+        currencyCode: null,
+        statusDateTime: null,
+        refundDate: '2020-11-03T17:58:46.567+01:00',
+        reason: 'refund',
+        reasonDescription: null,
+      },
+    });
+  });
+
+  it('When every captured body is read, then orders and refunds with a status are understood', () => {
+    for (const f of fixtures.filter((x) => x.status !== null)) {
+      const result = parseNotification(Buffer.from(f.body));
+      expect({ id: f.id, ok: result.ok, kind: result.ok && result.notification.kind }).toEqual({ id: f.id, ok: true, kind: f.kind });
+    }
+  });
+
+  it.each([
+    ['1712345678901', '2024-04-05T19:34:38.901Z'],
+    [1712345678901, '2024-04-05T19:34:38.901Z'],
+    ['2014-08-20T19:43:31.418+02:00', '2014-08-20T19:43:31.418+02:00'],
+    ['2020-02-13T10:25:40', '2020-02-13T10:25:40'],
+    ['2020-02-13T10:25:40Z', '2020-02-13T10:25:40Z'],
+  ])('When a timestamp is %p, then it is read as %s', (value, expected) => {
+    const result = parse({ orderId: 'O', refund: { refundId: 'R', status: 'FINALIZED', statusDateTime: value } });
+    expect(result.ok && result.notification.kind === 'refund' && result.notification.statusDateTime).toBe(expected);
+  });
+
+  it.each([
+    ['15000', '15000'],
+    [15000, '15000'],
+    ['007', '7'],
+    ['0', '0'],
+  ])('When totalAmount is %p, then it is kept exactly as %s', (value, expected) => {
+    const result = order({ totalAmount: value });
+    expect(result.ok && result.notification.kind === 'order' && result.notification.totalAmount).toBe(expected);
+  });
+
+  it.each([['-1'], [-1], ['1.5'], [1.5], ['1e3'], [1e300], ['99999999999999999999'], [true], [{}]])(
+    'When totalAmount is %p, then the body is quarantined as invalid_field',
+    (value) => {
+      expect(order({ totalAmount: value })).toMatchObject({ ok: false, reason: 'invalid_field' });
+    },
+  );
+
+  it('When unknown fields are present, including __proto__ and constructor, then they are ignored', () => {
+    const body = '{"__proto__":{"polluted":1},"constructor":{"x":1},"order":{"orderId":"O1","status":"PENDING","newField":[1,2]},"more":null}';
+    expect(parseNotification(Buffer.from(body))).toMatchObject({ ok: true, notification: { orderId: 'O1' } });
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it.each([
+    [Buffer.from([0x7b, 0xff, 0x7d]), 'invalid_utf8'],
+    [Buffer.from('{"order":'), 'not_json'],
+    [Buffer.from('[1,2]'), 'unknown_shape'],
+    [Buffer.from('{"something":"else"}'), 'unknown_shape'],
+    [Buffer.from('{"order":{"orderId":"O"},"refund":{"refundId":"R"}}'), 'unknown_shape'],
+    [Buffer.from('{"order":{"orderId":"orderId"}}'), 'invalid_field'],
+    [Buffer.from('{"order":{"orderId":"O","status":"SHIPPED"}}'), 'invalid_field'],
+    [Buffer.from('{"order":{"orderId":"O\\u0000","status":"PENDING"}}'), 'invalid_field'],
+    [Buffer.from('{"order":{"orderId":"O","status":"PENDING","currencyCode":"zł"}}'), 'invalid_field'],
+    [Buffer.from('[' .repeat(100_000) + ']'.repeat(100_000)), 'too_deep'],
+  ])('When the body is %#, then it is quarantined as %s', (body, reason) => {
+    expect(parseNotification(body)).toMatchObject({ ok: false, reason });
+  });
+
+  it('When given arbitrary bytes, then it never throws and always gives a result', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 512 }), (bytes) => {
+        const result = parseNotification(Buffer.from(bytes));
+        expect(typeof result.ok).toBe('boolean');
+      }),
+    );
+  });
+
+  it('When given arbitrary JSON, then it never throws', () => {
+    fc.assert(
+      fc.property(fc.json(), fc.jsonValue(), (json, value) => {
+        parseNotification(Buffer.from(json));
+        parseNotification(Buffer.from(JSON.stringify({ order: value })));
+        parseNotification(Buffer.from(JSON.stringify({ orderId: 'O', refund: value })));
+      }),
+    );
+  });
+});
