@@ -1,0 +1,425 @@
+/**
+ * Static checks of the Helm chart: lint, render, Kubernetes schema validation, and the
+ * properties the service relies on (ports, probes, hardening, secrets, routing, hooks).
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
+import type { IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
+import type { IJob } from 'kubernetes-models/batch/v1/Job';
+import type { IIngress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
+import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
+import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import type { IContainer } from 'kubernetes-models/v1/Container';
+import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
+import type { ISecret } from 'kubernetes-models/v1/Secret';
+import type { IService } from 'kubernetes-models/v1/Service';
+import type { IServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
+import { parse } from 'yaml';
+import {
+  ALL_FEATURES_VALUES,
+  CHART_DIR,
+  MONITORING_API_VERSIONS,
+  helmLint,
+  helmTemplate,
+  only,
+  render,
+  validateManifests,
+  type K8sObject,
+} from './helm';
+
+const allFeatures = { valuesFiles: [ALL_FEATURES_VALUES], apiVersions: MONITORING_API_VERSIONS };
+const SECRET_KEYS = ['DATABASE_URL', 'AMQP_URL', 'SECOND_KEYS', 'NOTIFY_BASIC_AUTH'];
+
+const as = <T>(object: K8sObject): T => object as unknown as T;
+const deploymentOf = (objects: K8sObject[]): IDeployment => as<IDeployment>(only(objects, 'Deployment'));
+const podSpecOf = (objects: K8sObject[]): IPodSpec => {
+  const spec = deploymentOf(objects).spec?.template.spec;
+  if (!spec) throw new Error('Deployment has no pod spec');
+  return spec;
+};
+const containerOf = (spec: IPodSpec | undefined): IContainer => {
+  const [container, ...others] = spec?.containers ?? [];
+  if (!container || others.length > 0) throw new Error('expected exactly one container');
+  return container;
+};
+const configOf = (objects: K8sObject[]): Record<string, string> =>
+  as<IConfigMap>(only(objects, 'ConfigMap', '-notification-receiver')).data ?? {};
+
+let defaults: K8sObject[];
+let features: K8sObject[];
+
+beforeAll(() => {
+  defaults = render();
+  features = render(allFeatures);
+});
+
+describe('helm lint --strict', () => {
+  test.each([
+    ['default values', {}],
+    ['every feature on', { valuesFiles: [ALL_FEATURES_VALUES] }],
+  ])('passes with %s', (_name, options) => {
+    const result = helmLint(options);
+    expect(`${result.stdout}${result.stderr}`).not.toMatch(/\[(ERROR|WARNING)\]/);
+    expect(result.status).toBe(0);
+  });
+});
+
+describe('rendered objects', () => {
+  test('defaults render the core objects, and no monitoring.coreos.com kinds without the CRDs', () => {
+    expect(defaults.map((o) => o.kind).sort()).toEqual(
+      ['ConfigMap', 'ConfigMap', 'Deployment', 'Job', 'NetworkPolicy', 'PodDisruptionBudget', 'Service'].sort(),
+    );
+  });
+
+  test('every feature renders every kind', () => {
+    expect([...new Set(features.map((o) => o.kind))].sort()).toEqual(
+      [
+        'ConfigMap',
+        'Deployment',
+        'HorizontalPodAutoscaler',
+        'Ingress',
+        'Job',
+        'NetworkPolicy',
+        'PodDisruptionBudget',
+        'PrometheusRule',
+        'Secret',
+        'Service',
+        'ServiceMonitor',
+      ].sort(),
+    );
+  });
+
+  test.each([
+    ['default values', () => defaults],
+    ['every feature on', () => features],
+  ])('with %s, every object is valid against its Kubernetes schema', (_name, objects) => {
+    const reports = validateManifests(objects());
+    expect(reports).toHaveLength(objects().length);
+    expect(reports.filter((r) => r.errors.length > 0)).toEqual([]);
+  });
+
+  test('the validator itself rejects a broken object and an unknown kind', () => {
+    const deployment = deploymentOf(features);
+    const broken = structuredClone(deployment) as unknown as K8sObject;
+    const container = containerOf((broken as unknown as IDeployment).spec?.template.spec);
+    (container.ports ?? [])[0] = { containerPort: 'eighty' as unknown as number };
+    const unknown: K8sObject = { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } };
+    const reports = validateManifests([broken, unknown]);
+    expect(reports[0]?.errors.join('\n')).toMatch(/containerPort/);
+    expect(reports[1]?.errors.join('\n')).toMatch(/unknown apiVersion\/kind/);
+  });
+
+  test('ServiceMonitor and PrometheusRule follow the CRDs ("auto") or the value', () => {
+    const kinds = (objects: K8sObject[]): string[] => objects.map((o) => o.kind);
+    expect(kinds(render({ apiVersions: MONITORING_API_VERSIONS }))).toEqual(expect.arrayContaining(['ServiceMonitor', 'PrometheusRule']));
+    expect(kinds(render({ set: ['serviceMonitor.enabled=true', 'prometheusRule.enabled=true'] }))).toEqual(
+      expect.arrayContaining(['ServiceMonitor', 'PrometheusRule']),
+    );
+    const off = render({ apiVersions: MONITORING_API_VERSIONS, set: ['serviceMonitor.enabled=false', 'prometheusRule.enabled=false'] });
+    expect(kinds(off)).not.toContain('ServiceMonitor');
+    expect(kinds(off)).not.toContain('PrometheusRule');
+  });
+});
+
+describe('Deployment', () => {
+  test('runs 2 replicas by default, and leaves the count to the HPA when autoscaling', () => {
+    expect(deploymentOf(defaults).spec?.replicas).toBe(2);
+    expect(deploymentOf(features).spec).not.toHaveProperty('replicas');
+    const hpa = as<IHorizontalPodAutoscaler>(only(features, 'HorizontalPodAutoscaler'));
+    expect(hpa.spec?.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: deploymentOf(features).metadata?.name });
+    expect(hpa.spec?.minReplicas).toBeGreaterThanOrEqual(2);
+  });
+
+  test.each([
+    ['default values', () => defaults],
+    ['every feature on', () => features],
+  ])('with %s, ports are the app defaults and the probes hit /livez and /readyz on the admin port', (_name, objects) => {
+    const container = containerOf(podSpecOf(objects()));
+    const ports = Object.fromEntries((container.ports ?? []).map((p) => [p.name, p.containerPort]));
+    expect(ports).toEqual({ http: 8080, admin: 9090 });
+    expect(configOf(objects())).toMatchObject({ PORT: '8080', ADMIN_PORT: '9090' });
+    expect(container.startupProbe?.httpGet).toEqual({ path: '/livez', port: 'admin' });
+    expect(container.livenessProbe?.httpGet).toEqual({ path: '/livez', port: 'admin' });
+    expect(container.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'admin' });
+    expect(container.resources?.requests).toBeDefined();
+    expect(container.resources?.limits?.memory).toBeDefined();
+  });
+
+  test.each([
+    ['server pods, defaults', () => podSpecOf(defaults)],
+    ['server pods, every feature on', () => podSpecOf(features)],
+    ['migration Job, every feature on', () => as<IJob>(only(features, 'Job')).spec?.template.spec],
+  ])('%s: security context is hardened', (_name, specOf) => {
+    const spec = specOf();
+    const container = containerOf(spec);
+    expect(spec?.automountServiceAccountToken).toBe(false);
+    expect(spec?.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    for (const id of [spec?.securityContext?.runAsUser, spec?.securityContext?.runAsGroup, spec?.securityContext?.fsGroup]) {
+      expect(Number.isInteger(id)).toBe(true);
+      expect(id).toBeGreaterThan(0);
+    }
+    expect(container.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(container.securityContext?.capabilities?.add ?? []).toEqual([]);
+    expect(container.securityContext?.privileged ?? false).toBe(false);
+    const tmp = container.volumeMounts?.find((m) => m.mountPath === '/tmp');
+    expect(spec?.volumes?.find((v) => v.name === tmp?.name)?.emptyDir).toBeDefined();
+  });
+
+  test('the grace period covers SHUTDOWN_TIMEOUT, the preStop sleep and the forced-exit margin, and follows them', () => {
+    const check = (objects: K8sObject[], preStop: number): void => {
+      const spec = podSpecOf(objects);
+      const shutdownSeconds = Number(/^(\d+)s$/.exec(configOf(objects).SHUTDOWN_TIMEOUT ?? '')?.[1]);
+      expect(shutdownSeconds).toBeGreaterThan(0);
+      expect(containerOf(spec).lifecycle?.preStop?.sleep?.seconds ?? 0).toBe(preStop);
+      // The app force-exits 5 s after SHUTDOWN_TIMEOUT; the kubelet must not SIGKILL before.
+      expect(spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(shutdownSeconds + preStop + 5);
+    };
+    check(defaults, 0);
+    check(features, 5);
+    const longer = render({ set: ['config.shutdownTimeoutSeconds=45'] });
+    expect(configOf(longer).SHUTDOWN_TIMEOUT).toBe('45s');
+    check(longer, 0);
+  });
+
+  test('a settings change changes the checksum annotation, so the pods roll', () => {
+    const checksum = (objects: K8sObject[]): string | undefined =>
+      deploymentOf(objects).spec?.template.metadata?.annotations?.['checksum/config'];
+    expect(checksum(defaults)).toMatch(/^[a-f0-9]{64}$/);
+    expect(checksum(render({ set: ['config.logLevel=debug'] }))).not.toBe(checksum(defaults));
+    const secretChecksum = (objects: K8sObject[]): string | undefined =>
+      deploymentOf(objects).spec?.template.metadata?.annotations?.['checksum/secret'];
+    expect(secretChecksum(features)).toMatch(/^[a-f0-9]{64}$/);
+    expect(secretChecksum(render({ ...allFeatures, set: ['secrets.secondKeys=1:other-key'] }))).not.toBe(secretChecksum(features));
+  });
+
+  test('the ConfigMap carries no secret keys; the container reads them only from a Secret', () => {
+    for (const objects of [defaults, features]) {
+      expect(Object.keys(configOf(objects))).not.toEqual(expect.arrayContaining([expect.stringMatching(/URL|KEYS|AUTH/)]));
+      const container = containerOf(podSpecOf(objects));
+      for (const key of SECRET_KEYS) {
+        const env = container.env?.find((e) => e.name === key);
+        expect(env?.valueFrom?.secretKeyRef?.key).toBe(key);
+        expect(env?.value).toBeUndefined();
+      }
+    }
+  });
+});
+
+describe('secrets', () => {
+  /** Every secret string of the all-features values, plus the passwords and keys inside them. */
+  function secretStrings(): string[] {
+    const values = parse(readFileSync(ALL_FEATURES_VALUES, 'utf8')) as { secrets: Record<string, string> };
+    const whole = Object.values(values.secrets).filter((v) => v !== '');
+    const parts = whole.flatMap((v) => v.match(/dummy-[a-z-]+-[0-9a-f]+/g) ?? []);
+    expect(parts.length).toBeGreaterThanOrEqual(5); // the check below must have something to find
+    return [...whole, ...parts];
+  }
+
+  test('no secret value appears in any rendered object other than a Secret', () => {
+    const needles = secretStrings().flatMap((s) => [s, Buffer.from(s).toString('base64')]);
+    const nonSecrets = features.filter((o) => o.kind !== 'Secret');
+    for (const object of nonSecrets) {
+      const text = JSON.stringify(object);
+      for (const needle of needles) {
+        if (text.includes(needle)) throw new Error(`${object.kind} ${object.metadata.name} contains a secret value`);
+      }
+    }
+    // ...and the same check does find them in the chart-made Secret.
+    const secret = as<ISecret>(only(features, 'Secret', '-notification-receiver'));
+    expect(Object.keys(secret.data ?? {}).sort()).toEqual([...SECRET_KEYS].sort());
+    expect(needles.some((n) => JSON.stringify(secret).includes(n))).toBe(true);
+  });
+
+  test('with secrets.existingSecret the chart makes no Secret and every reference names it', () => {
+    const objects = render({ set: ['secrets.existingSecret=receiver-credentials'] });
+    expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
+    const refs = JSON.stringify(objects).match(/"secretKeyRef":\{"name":"[^"]+"/g) ?? [];
+    expect(refs.length).toBeGreaterThanOrEqual(5); // 4 in the Deployment, 1 in the Job
+    expect(new Set(refs)).toEqual(new Set(['"secretKeyRef":{"name":"receiver-credentials"']));
+  });
+
+  test('existingSecret and secret values together are refused', () => {
+    const result = helmTemplate({ set: ['secrets.existingSecret=x', 'secrets.secondKeys=1:k'] });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/existingSecret cannot be combined/);
+  });
+
+  test('a chart-made Secret needs the database URL and the second keys', () => {
+    const result = helmTemplate({ set: ['secrets.notifyBasicAuth=u:p'] });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/secrets\.databaseUrl is required/);
+  });
+});
+
+describe('migrations hook', () => {
+  const annotations = (object: K8sObject): Record<string, string> => object.metadata.annotations ?? {};
+
+  test('a pre-install/pre-upgrade Job runs migrate.js, and the pods do not migrate on start', () => {
+    for (const objects of [defaults, features]) {
+      const job = only(objects, 'Job');
+      expect(annotations(job)['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+      const container = containerOf(as<IJob>(job).spec?.template.spec);
+      expect(container.command).toEqual(['node', 'dist/cli/migrate.js']);
+      expect(container.env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef?.key).toBe('DATABASE_URL');
+      expect(as<IJob>(job).spec?.template.spec?.restartPolicy).toBe('Never');
+      expect(configOf(objects).MIGRATE_ON_START).toBe('false');
+    }
+  });
+
+  test('the Job reads a chart-made Secret through a hook Secret created before it', () => {
+    const job = only(features, 'Job');
+    const hookSecret = only(features, 'Secret', '-migrations');
+    expect(annotations(hookSecret)['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+    expect(Number(annotations(hookSecret)['helm.sh/hook-weight'])).toBeLessThan(Number(annotations(job)['helm.sh/hook-weight']));
+    expect(annotations(hookSecret)['helm.sh/hook-delete-policy']).toContain('before-hook-creation');
+    expect(Object.keys(as<ISecret>(hookSecret).data ?? {})).toEqual(['DATABASE_URL']);
+    const ref = containerOf(as<IJob>(job).spec?.template.spec).env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef;
+    expect(ref?.name).toBe(hookSecret.metadata.name);
+  });
+
+  test('the Job does not depend on resources a first install has not created yet', () => {
+    const spec = as<IJob>(only(features, 'Job')).spec?.template.spec;
+    expect(JSON.stringify(spec)).not.toMatch(/configMapRef|configMapKeyRef/);
+  });
+
+  test('without the Job the pods migrate on start', () => {
+    const objects = render({ set: ['migrations.enabled=false'] });
+    expect(objects.map((o) => o.kind)).not.toContain('Job');
+    expect(configOf(objects).MIGRATE_ON_START).toBe('true');
+  });
+});
+
+describe('Service and Ingress', () => {
+  test('the Service has the public and the admin port, selects only server pods, and is ClusterIP', () => {
+    const service = as<IService>(only(features, 'Service'));
+    expect(service.spec?.type).toBe('ClusterIP');
+    expect(service.spec?.ports?.map((p) => [p.name, p.port, p.targetPort])).toEqual([
+      ['http', 8080, 'http'],
+      ['admin', 9090, 'admin'],
+    ]);
+    const podLabels = deploymentOf(features).spec?.template.metadata?.labels ?? {};
+    expect(podLabels).toMatchObject(service.spec?.selector ?? { missing: 'selector' });
+    const jobPodLabels = as<IJob>(only(features, 'Job')).spec?.template.metadata?.labels ?? {};
+    expect(Object.entries(service.spec?.selector ?? {}).every(([k, v]) => jobPodLabels[k] === v)).toBe(false);
+  });
+
+  test('the Ingress routes only POST /notifications (exact) to the public port, over TLS', () => {
+    const ingress = as<IIngress>(only(features, 'Ingress'));
+    const rules = ingress.spec?.rules ?? [];
+    expect(rules).toHaveLength(1);
+    expect(rules[0]?.http?.paths).toEqual([
+      {
+        path: '/notifications',
+        pathType: 'Exact',
+        backend: { service: { name: only(features, 'Service').metadata.name, port: { name: 'http' } } },
+      },
+    ]);
+    expect(ingress.spec?.defaultBackend).toBeUndefined();
+    expect(ingress.spec?.tls).toEqual([{ hosts: [rules[0]?.host], secretName: expect.any(String) }]);
+    expect(JSON.stringify(ingress)).not.toMatch(/admin|9090/);
+  });
+
+  test('an enabled Ingress needs a host', () => {
+    const result = helmTemplate({ set: ['ingress.enabled=true'] });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/ingress\.host is required/);
+  });
+
+  test('TRUST_PROXY trusts the one ingress hop by default', () => {
+    expect(configOf(defaults).TRUST_PROXY).toBe('1');
+  });
+});
+
+describe('availability and network', () => {
+  test('the PodDisruptionBudget covers the server pods', () => {
+    const pdb = as<IPodDisruptionBudget>(only(defaults, 'PodDisruptionBudget'));
+    expect(pdb.spec?.maxUnavailable).toBe(1);
+    expect(deploymentOf(defaults).spec?.template.metadata?.labels).toMatchObject(pdb.spec?.selector?.matchLabels ?? { missing: 'selector' });
+  });
+
+  test('the NetworkPolicy admits the ingress controller to the public port and Prometheus to the admin port only', () => {
+    for (const objects of [defaults, features]) {
+      const policy = as<INetworkPolicy>(only(objects, 'NetworkPolicy'));
+      expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
+      expect(deploymentOf(objects).spec?.template.metadata?.labels).toMatchObject(policy.spec?.podSelector.matchLabels ?? {});
+      const rules = policy.spec?.ingress ?? [];
+      expect(rules.map((r) => r.ports?.map((p) => p.port))).toEqual([['http'], ['admin']]);
+      for (const rule of rules) expect(rule.from?.length ?? 0).toBeGreaterThan(0); // an empty "from" admits everyone
+      expect(JSON.stringify(rules[0]?.from)).toContain('ingress-nginx');
+      expect(JSON.stringify(rules[1]?.from)).toContain('prometheus');
+      const egressPorts = (policy.spec?.egress ?? []).flatMap((r) => (r.ports ?? []).map((p) => p.port));
+      expect(egressPorts).toEqual(expect.arrayContaining([53, 5432, 5672, 5671]));
+    }
+  });
+
+  test('an empty or missing peer list is refused (it would admit everyone)', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'chart-values-'));
+    try {
+      const emptyPeers = path.join(dir, 'empty-peers.yaml');
+      writeFileSync(emptyPeers, 'networkPolicy:\n  adminPeers: []\n');
+      for (const options of [{ valuesFiles: [emptyPeers] }, { set: ['networkPolicy.publicPeers=null'] }]) {
+        const result = helmTemplate(options);
+        expect(result.status).not.toBe(0);
+        expect(result.stderr).toMatch(/schema/);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('the ServiceMonitor scrapes the admin port of this Service', () => {
+    const monitor = as<IServiceMonitor>(only(features, 'ServiceMonitor'));
+    expect(monitor.spec.endpoints?.map((e) => [e.port, e.path])).toEqual([['admin', '/metrics']]);
+    expect(only(features, 'Service').metadata.labels).toMatchObject(monitor.spec.selector.matchLabels ?? { missing: 'selector' });
+  });
+
+  test('the Grafana dashboard is a ConfigMap labelled for the sidecar, holding valid JSON', () => {
+    const dashboard = as<IConfigMap>(only(features, 'ConfigMap', '-dashboard'));
+    expect(dashboard.metadata?.labels?.grafana_dashboard).toBe('1');
+    const files = Object.values(dashboard.data ?? {});
+    expect(files).toHaveLength(1);
+    const json = JSON.parse(files[0] ?? '') as { title?: string; panels?: unknown[] };
+    expect(json.title).toBeTruthy();
+    expect(json.panels?.length).toBeGreaterThan(5);
+  });
+});
+
+describe('values.schema.json', () => {
+  const schemaFailures: [string, string[]][] = [
+    ['an unknown top-level key', ['replicaCont=3']],
+    ['an unknown nested key', ['config.logLevell=debug']],
+    ['an unknown key in a list item', ['networkPolicy.publicPeers[0].podSelecter.app=x']],
+    ['a string for an integer', ['replicaCount=two']],
+    ['a string for a boolean', ['config.relayEnabled=maybe']],
+    ['a value outside its enum', ['config.logLevel=verbose']],
+  ];
+
+  test.each(schemaFailures)('helm template and lint reject %s', (_name, set) => {
+    for (const result of [helmTemplate({ set }), helmLint({ set })]) {
+      expect(result.status).not.toBe(0);
+      expect(`${result.stdout}${result.stderr}`).toMatch(/schema/i);
+    }
+  });
+
+  test('every object the schema defines rejects unknown keys', () => {
+    const schema = JSON.parse(readFileSync(path.join(CHART_DIR, 'values.schema.json'), 'utf8')) as unknown;
+    const open: string[] = [];
+    const walk = (node: unknown, where: string): void => {
+      if (typeof node !== 'object' || node === null) return;
+      const record = node as Record<string, unknown>;
+      if (record.type === 'object' && record.properties !== undefined && record.additionalProperties !== false) open.push(where);
+      for (const [key, child] of Object.entries(record)) walk(child, `${where}/${key}`);
+    };
+    walk(schema, '#');
+    expect(open).toEqual([]);
+  });
+});
