@@ -54,7 +54,8 @@ const boolean = z
   .refine((v) => ['true', 'false', '1', '0', 'yes', 'no'].includes(v), 'must be true or false')
   .transform((v) => ['true', '1', 'yes'].includes(v));
 
-const port = z.coerce.number().int().min(1).max(65535);
+// 0 asks the OS for a free port (used by tests).
+const port = z.coerce.number().int().min(0).max(65535);
 
 const duration = z.string().transform((value, ctx) => {
   const ms = parseDuration(value);

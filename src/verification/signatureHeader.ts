@@ -64,7 +64,10 @@ export function parseSignatureHeader(value: string | undefined): SignatureHeader
   if (value === undefined || value.trim() === '') return { ok: false, problem: 'missing_signature_header' };
   const map = fields(value);
 
-  const algorithmName = (single(map, 'algorithm') ?? 'MD5').toUpperCase().replace(/-/g, '');
+  // No algorithm field means MD5, the spec's usual one; two different ones mean nothing.
+  const algorithmField = map.has('algorithm') ? single(map, 'algorithm') : 'MD5';
+  if (algorithmField === undefined) return { ok: false, problem: 'unsupported_algorithm' };
+  const algorithmName = algorithmField.toUpperCase().replace(/-/g, '');
   const algorithm = ALGORITHMS[algorithmName];
   if (!algorithm) return { ok: false, problem: 'unsupported_algorithm' };
 
