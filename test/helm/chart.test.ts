@@ -350,7 +350,7 @@ describe('availability and network', () => {
     for (const objects of [defaults, features]) {
       const policy = as<INetworkPolicy>(only(objects, 'NetworkPolicy'));
       expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
-      expect(deploymentOf(objects).spec?.template.metadata?.labels).toMatchObject(policy.spec?.podSelector.matchLabels ?? {});
+      expect(deploymentOf(objects).spec?.template.metadata?.labels).toMatchObject(policy.spec?.podSelector?.matchLabels ?? { missing: "selector" });
       const rules = policy.spec?.ingress ?? [];
       expect(rules.map((r) => r.ports?.map((p) => p.port))).toEqual([['http'], ['admin']]);
       for (const rule of rules) expect(rule.from?.length ?? 0).toBeGreaterThan(0); // an empty "from" admits everyone

@@ -1,0 +1,39 @@
+# syntax=docker/dockerfile:1
+# Payment notification receiver: docker build -t notification-receiver .
+# Runs `node dist/main.js` as UID 1000 (the base image's `node` user), on a read-only-friendly
+# layout: nothing under /app is writable by that user, only /tmp needs to be.
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# --- build: full dependency tree, TypeScript compiled to dist/ ---------------------------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# --- prod-deps: production dependencies only (none of them has install scripts) ----------
+FROM ${NODE_IMAGE} AS prod-deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+# --- runtime -------------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json ./
+COPY --from=prod-deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# Migrations are read at run time from <app root>/sql (next to dist/).
+COPY sql ./sql
+USER 1000:1000
+# 8080: public, POST /notifications only. 9090: admin (/metrics, /livez, /readyz, read API).
+EXPOSE 8080 9090
+# For plain Docker only; Kubernetes ignores HEALTHCHECK and uses the chart's probes.
+HEALTHCHECK --interval=30s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.ADMIN_PORT || 9090) + '/livez').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# Exec form, no npm or shell in between: SIGTERM reaches node, which drains and exits.
+CMD ["node", "dist/main.js"]

@@ -1,0 +1,145 @@
+{{/* Names, labels and the few values several templates derive from. */}}
+
+{{- define "notification-receiver.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Release-scoped name; the release name alone when it already contains the chart name. */}}
+{{- define "notification-receiver.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "notification-receiver.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "notification-receiver.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "notification-receiver.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "notification-receiver.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* The server pods (Deployment); the migration Job's pods carry component "migrations". */}}
+{{- define "notification-receiver.serverSelectorLabels" -}}
+{{ include "notification-receiver.selectorLabels" . }}
+app.kubernetes.io/component: server
+{{- end }}
+
+{{- define "notification-receiver.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The app's default ports, fixed: the chart sets PORT and ADMIN_PORT to them explicitly. */}}
+{{- define "notification-receiver.publicPort" -}}8080{{- end }}
+{{- define "notification-receiver.adminPort" -}}9090{{- end }}
+
+{{/* SHUTDOWN_TIMEOUT + the optional preStop sleep + 10 s for the process to exit. */}}
+{{- define "notification-receiver.terminationGracePeriodSeconds" -}}
+{{- add .Values.config.shutdownTimeoutSeconds .Values.preStopSleepSeconds 10 }}
+{{- end }}
+
+{{/* "true" when the chart makes the Secret itself (some secret value was given). */}}
+{{- define "notification-receiver.chartMadeSecret" -}}
+{{- $s := .Values.secrets }}
+{{- if or $s.databaseUrl $s.amqpUrl $s.secondKeys $s.notifyBasicAuth }}true{{ end }}
+{{- end }}
+
+{{/* Name of the Secret the pods read. */}}
+{{- define "notification-receiver.secretName" -}}
+{{- default (include "notification-receiver.fullname" .) .Values.secrets.existingSecret }}
+{{- end }}
+
+{{/* Fails the render on contradictory or missing values the schema cannot express. */}}
+{{- define "notification-receiver.validate" -}}
+{{- $s := .Values.secrets }}
+{{- if include "notification-receiver.chartMadeSecret" . }}
+{{- if $s.existingSecret }}
+{{- fail "secrets.existingSecret cannot be combined with secrets.databaseUrl/amqpUrl/secondKeys/notifyBasicAuth: use one or the other" }}
+{{- end }}
+{{- if not $s.databaseUrl }}{{ fail "secrets.databaseUrl is required when the chart makes the Secret" }}{{ end }}
+{{- if not $s.secondKeys }}{{ fail "secrets.secondKeys is required when the chart makes the Secret" }}{{ end }}
+{{- if and .Values.config.relayEnabled (not $s.amqpUrl) }}{{ fail "secrets.amqpUrl is required when the chart makes the Secret and config.relayEnabled is true" }}{{ end }}
+{{- end }}
+{{- if and .Values.ingress.enabled (not .Values.ingress.host) }}
+{{- fail "ingress.host is required when ingress.enabled is true" }}
+{{- end }}
+{{- if lt (int .Values.autoscaling.maxReplicas) (int .Values.autoscaling.minReplicas) }}
+{{- fail "autoscaling.maxReplicas must be >= autoscaling.minReplicas" }}
+{{- end }}
+{{- end }}
+
+{{/* env entries read from the Secret; AMQP_URL only matters to the relay, NOTIFY_BASIC_AUTH is optional. */}}
+{{- define "notification-receiver.secretEnv" -}}
+{{- $name := include "notification-receiver.secretName" . -}}
+- name: DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ $name }}
+      key: DATABASE_URL
+- name: SECOND_KEYS
+  valueFrom:
+    secretKeyRef:
+      name: {{ $name }}
+      key: SECOND_KEYS
+- name: AMQP_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ $name }}
+      key: AMQP_URL
+      optional: {{ not .Values.config.relayEnabled }}
+- name: NOTIFY_BASIC_AUTH
+  valueFrom:
+    secretKeyRef:
+      name: {{ $name }}
+      key: NOTIFY_BASIC_AUTH
+      optional: true
+{{- end }}
+
+{{/* Pod-level security context shared by the server pods and the migration Job. */}}
+{{- define "notification-receiver.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: {{ .Values.podSecurityContext.runAsUser }}
+runAsGroup: {{ .Values.podSecurityContext.runAsGroup }}
+fsGroup: {{ .Values.podSecurityContext.fsGroup }}
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "notification-receiver.containerSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: {{ .Values.podSecurityContext.runAsUser }}
+runAsGroup: {{ .Values.podSecurityContext.runAsGroup }}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+privileged: false
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/* Label matchers that pick this release's series (ServiceMonitor: job = Service name). */}}
+{{- define "notification-receiver.metricSelector" -}}
+namespace="{{ .Release.Namespace }}",job="{{ include "notification-receiver.fullname" . }}"
+{{- end }}
+
+{{/* "true" when a monitoring.coreos.com kind is wanted: forced by value, or "auto" and served. */}}
+{{- define "notification-receiver.wantMonitoringKind" -}}
+{{- $mode := toString .mode }}
+{{- if or (eq $mode "true") (and (eq $mode "auto") (.root.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" .kind))) }}true{{ end }}
+{{- end }}

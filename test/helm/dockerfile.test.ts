@@ -1,0 +1,198 @@
+/**
+ * The container image, without a Docker engine: the Dockerfile's shape, and its runtime
+ * stage reproduced in a clean folder (the build context files it copies, production
+ * dependencies installed with the prod-deps stage's own command, the compiled dist/), then
+ * started with the image's exact CMD and probed with the image's HEALTHCHECK command.
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { dropDatabase, ensureBuilt, freePort, start, stop, throwawayDatabaseUrl, waitForStatus, type RunningApp } from './app';
+import { copyArgs, dockerignored, execForm, readDockerfile, type Instruction, type Stage } from './dockerfile';
+import { REPO_ROOT } from './helm';
+
+/** The npm inside the runtime's base image (node:20 ships npm 10). */
+const IMAGE_NPM = 'npm@10';
+
+const stages = readDockerfile();
+const runtime = stages[stages.length - 1] as Stage;
+const all = (stage: Stage, keyword: string): Instruction[] => stage.instructions.filter((i) => i.keyword === keyword);
+const last = (stage: Stage, keyword: string): Instruction | undefined => all(stage, keyword).at(-1);
+const stageNamed = (name: string): Stage => {
+  const stage = stages.find((s) => s.name === name);
+  if (!stage) throw new Error(`no stage named ${name}`);
+  return stage;
+};
+const workdirOf = (stage: Stage): string => last(stage, 'WORKDIR')?.rest ?? '/';
+
+describe('Dockerfile', () => {
+  test('is multi-stage: a build stage, then a runtime on the same slim Node base', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    expect(runtime.image).toMatch(/^node:20[\w.-]*-slim$/);
+    expect(stages.some((s) => all(s, 'RUN').some((r) => /npm run build/.test(r.rest)))).toBe(true);
+    // The Node major matches package.json's engines.
+    const { engines } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { engines: { node: string } };
+    expect(engines.node).toBe('>=20');
+  });
+
+  test('the runtime stage installs nothing itself and gets only production dependencies', () => {
+    expect(all(runtime, 'RUN')).toEqual([]);
+    const nodeModules = all(runtime, 'COPY').find((c) => copyArgs(c.rest).sources.some((s) => s.endsWith('node_modules')));
+    const from = nodeModules?.flags.from;
+    expect(from).toBeDefined();
+    const installs = all(stageNamed(from ?? ''), 'RUN').map((r) => r.rest);
+    expect(installs).toEqual([expect.stringMatching(/^npm ci --omit=dev\b/)]);
+  });
+
+  test('runs as a numeric non-root user', () => {
+    const user = last(runtime, 'USER')?.rest ?? '';
+    expect(user).toMatch(/^\d+(:\d+)?$/);
+    expect(Number(user.split(':')[0])).toBeGreaterThan(0);
+  });
+
+  test('starts node directly (exec form), so SIGTERM reaches it', () => {
+    expect(execForm(last(runtime, 'CMD')?.rest ?? '')).toEqual(['node', 'dist/main.js']);
+    expect(all(runtime, 'ENTRYPOINT')).toEqual([]);
+    expect(all(runtime, 'STOPSIGNAL')).toEqual([]);
+  });
+
+  test('exposes the public and the admin port', () => {
+    const ports = all(runtime, 'EXPOSE').flatMap((e) => e.rest.split(/\s+/));
+    expect(ports.sort()).toEqual(['8080', '9090']);
+  });
+
+  test('has an exec-form HEALTHCHECK that runs node against /livez on the admin port', () => {
+    const check = last(runtime, 'HEALTHCHECK')?.rest ?? '';
+    const command = execForm(check.replace(/^CMD\s+/, ''));
+    expect(command?.[0]).toBe('node');
+    expect(command?.join(' ')).toMatch(/127\.0\.0\.1.*ADMIN_PORT.*9090.*\/livez/);
+  });
+
+  test('every COPY from the build context exists and is not left out by .dockerignore', () => {
+    const sources = stages.flatMap((s) => all(s, 'COPY').filter((c) => c.flags.from === undefined)).flatMap((c) => copyArgs(c.rest).sources);
+    expect(sources.length).toBeGreaterThan(0);
+    for (const source of sources) {
+      expect([source, existsSync(path.join(REPO_ROOT, source))]).toEqual([source, true]);
+      expect([source, dockerignored(source)]).toEqual([source, false]);
+    }
+    for (const local of ['node_modules', 'dist', '.env', '.git', 'test/helm/chart.test.ts']) {
+      expect([local, dockerignored(local)]).toEqual([local, true]);
+    }
+  });
+
+  describe("the runtime stage's command, from a clean production install", () => {
+    let root: string;
+    let app: RunningApp | undefined;
+    let adminPort: number;
+    let database: { url: string; name: string };
+    let env: Record<string, string>;
+
+    /** Stage `from`'s files at `source` (an absolute path inside that stage). */
+    function fromStage(from: string, source: string, scratch: string): string {
+      const stage = stageNamed(from);
+      const relative = path.posix.relative(workdirOf(stage), source);
+      // The build stage is this checkout after `npm run build`.
+      if (all(stage, 'RUN').some((r) => /npm run build/.test(r.rest))) return path.join(REPO_ROOT, relative);
+      // Any other stage is reproduced: its context COPYs, then its RUN commands.
+      const dir = path.join(scratch, from);
+      if (!existsSync(dir)) {
+        mkdirSync(dir, { recursive: true });
+        for (const instruction of stage.instructions) {
+          if (instruction.keyword === 'COPY') {
+            if (instruction.flags.from !== undefined) throw new Error('nested stage copies are not reproduced');
+            for (const s of copyArgs(instruction.rest).sources) cpSync(path.join(REPO_ROOT, s), path.join(dir, path.basename(s)), { recursive: true });
+          } else if (instruction.keyword === 'RUN') {
+            // Run npm as the base image ships it (node:20 comes with npm 10), not this
+            // machine's npm: npm 11 `npm ci` rejects a lock file that lacks other platforms'
+            // optional binaries (npm/cli#4828), which npm 10 and the image build accept.
+            const command = instruction.rest.replace(/^npm /, `npx --yes ${IMAGE_NPM} `);
+            const result = spawnSync('sh', ['-c', command], {
+              cwd: dir,
+              encoding: 'utf8',
+              env: { ...process.env, npm_config_prefer_offline: 'true', npm_config_update_notifier: 'false' },
+            });
+            if (result.status !== 0) throw new Error(`${instruction.rest} failed:\n${result.stdout}\n${result.stderr}`);
+          }
+        }
+      }
+      return path.join(dir, relative);
+    }
+
+    beforeAll(async () => {
+      ensureBuilt();
+      const scratch = mkdtempSync(path.join(tmpdir(), 'image-stages-'));
+      // root stands for the runtime stage's WORKDIR: every COPY there has a relative destination.
+      root = mkdtempSync(path.join(tmpdir(), 'image-app-'));
+      try {
+        for (const copy of all(runtime, 'COPY')) {
+          const { sources, dest } = copyArgs(copy.rest);
+          if (path.isAbsolute(dest)) throw new Error(`runtime COPY to an absolute path: ${copy.rest}`);
+          for (const source of sources) {
+            const from = copy.flags.from === undefined ? path.join(REPO_ROOT, source) : fromStage(copy.flags.from, source, scratch);
+            const target = dest.endsWith('/') ? path.join(root, dest, path.basename(source)) : path.join(root, dest);
+            cpSync(from, target, { recursive: true });
+          }
+        }
+      } finally {
+        rmSync(scratch, { recursive: true, force: true });
+      }
+      const imageEnv = Object.fromEntries(
+        all(runtime, 'ENV').map((e) => {
+          const [, key = '', value = ''] = /^(\w+)=(.*)$/.exec(e.rest) ?? [];
+          return [key, value];
+        }),
+      );
+      adminPort = await freePort();
+      database = throwawayDatabaseUrl('helm_image_check');
+      env = {
+        ...imageEnv,
+        HOST: '127.0.0.1',
+        PORT: String(await freePort()),
+        ADMIN_PORT: String(adminPort),
+        DATABASE_URL: database.url,
+        SECOND_KEYS: 'test:key',
+        ALLOWED_SOURCE_IPS: 'any',
+        RELAY_ENABLED: 'false',
+        SHUTDOWN_TIMEOUT: '5s',
+      };
+    }, 90_000);
+
+    afterAll(async () => {
+      if (app) await stop(app);
+      if (database) await dropDatabase(database.name);
+      if (root) rmSync(root, { recursive: true, force: true });
+    });
+
+    test('has no dev dependency installed', () => {
+      const { devDependencies } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
+        devDependencies: Record<string, string>;
+      };
+      for (const name of ['typescript', 'jest', 'kubernetes-models']) {
+        expect(Object.keys(devDependencies)).toContain(name);
+        expect([name, existsSync(path.join(root, 'node_modules', name))]).toEqual([name, false]);
+      }
+      expect(existsSync(path.join(root, 'sql'))).toBe(true);
+    });
+
+    test('CMD starts the service, /livez answers 200, and the HEALTHCHECK command passes', async () => {
+      const command = execForm(last(runtime, 'CMD')?.rest ?? '') ?? [];
+      app = start(command, root, env);
+      await waitForStatus(app, `http://127.0.0.1:${adminPort}/livez`, 200, 30_000);
+      await waitForStatus(app, `http://127.0.0.1:${adminPort}/readyz`, 200, 30_000);
+      const healthcheck = execForm((last(runtime, 'HEALTHCHECK')?.rest ?? '').replace(/^CMD\s+/, '')) ?? [];
+      const [, ...args] = healthcheck;
+      const result = spawnSync(process.execPath, args, { env: { ADMIN_PORT: String(adminPort) }, encoding: 'utf8', timeout: 10_000 });
+      expect(result.status).toBe(0);
+    }, 60_000);
+
+    test('SIGTERM makes it exit cleanly within SHUTDOWN_TIMEOUT', async () => {
+      if (!app) throw new Error('not started');
+      const started = Date.now();
+      const code = await stop(app);
+      expect({ code, output: code === 0 ? '' : app.output() }).toEqual({ code: 0, output: '' });
+      expect(Date.now() - started).toBeLessThan(5_000 + 1_000);
+      app = undefined;
+    }, 20_000);
+  });
+});
