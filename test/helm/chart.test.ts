@@ -18,6 +18,7 @@ import type { ISecret } from 'kubernetes-models/v1/Secret';
 import type { IService } from 'kubernetes-models/v1/Service';
 import type { IServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import { parse } from 'yaml';
+import { strictFieldErrors } from './strictFields';
 import {
   ALL_FEATURES_VALUES,
   CHART_DIR,
@@ -99,6 +100,20 @@ describe('rendered objects', () => {
     const reports = validateManifests(objects());
     expect(reports).toHaveLength(objects().length);
     expect(reports.filter((r) => r.errors.length > 0)).toEqual([]);
+  });
+
+  test.each([
+    ['default values', () => defaults],
+    ['every feature on', () => features],
+  ])('with %s, no object has a field its Kubernetes type does not define (e.g. a mis-indented line)', (_name, objects) => {
+    expect(strictFieldErrors(objects())).toEqual([]);
+  });
+
+  test('the unknown-field check finds a field at the wrong level', () => {
+    const deployment = structuredClone(only(features, 'Deployment'));
+    const spec = (deployment as unknown as IDeployment).spec;
+    Object.assign(spec?.template.spec ?? {}, { readOnlyRootFilesystem: true }); // belongs in a container's securityContext
+    expect(strictFieldErrors([deployment])).toEqual([expect.stringMatching(/^Deployment\/.*readOnlyRootFilesystem/s)]);
   });
 
   test('the validator itself rejects a broken object and an unknown kind', () => {
