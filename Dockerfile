@@ -22,6 +22,10 @@ RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --ignore-scripts --no
 
 # --- runtime -------------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime
+# No package managers at run time: nothing installs there, and fewer findings for scanners.
+RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
+    /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack \
+    /usr/local/bin/yarn /usr/local/bin/yarnpkg /opt/yarn-v*
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json ./

@@ -23,6 +23,7 @@ import {
   ALL_FEATURES_VALUES,
   CHART_DIR,
   MONITORING_API_VERSIONS,
+  helm,
   helmLint,
   helmTemplate,
   only,
@@ -341,6 +342,15 @@ describe('Service and Ingress', () => {
     expect(ingress.spec?.defaultBackend).toBeUndefined();
     expect(ingress.spec?.tls).toEqual([{ hosts: [rules[0]?.host], secretName: expect.any(String) }]);
     expect(JSON.stringify(ingress)).not.toMatch(/admin|9090/);
+  });
+
+  test('the install notes tell the notifyUrl', () => {
+    const result = helm([
+      ...['install', 'receiver', CHART_DIR, '--dry-run=client', '--namespace', 'payments'],
+      ...['--set', 'ingress.enabled=true', '--set', 'ingress.host=notify.example.com'],
+    ]);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/NOTES:[\s\S]*https:\/\/notify\.example\.com\/notifications/);
   });
 
   test('an enabled Ingress needs a host', () => {

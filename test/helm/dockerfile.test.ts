@@ -37,12 +37,19 @@ describe('Dockerfile', () => {
   });
 
   test('the runtime stage installs nothing itself and gets only production dependencies', () => {
-    expect(all(runtime, 'RUN')).toEqual([]);
+    // Its one RUN removes the base image's package managers.
+    expect(all(runtime, 'RUN').map((r) => r.rest)).toEqual([expect.stringMatching(/^rm -rf \/usr\/local\/lib\/node_modules\/npm /)]);
     const nodeModules = all(runtime, 'COPY').find((c) => copyArgs(c.rest).sources.some((s) => s.endsWith('node_modules')));
     const from = nodeModules?.flags.from;
     expect(from).toBeDefined();
     const installs = all(stageNamed(from ?? ''), 'RUN').map((r) => r.rest);
     expect(installs).toEqual([expect.stringMatching(/^npm ci --omit=dev\b/)]);
+  });
+
+  test('the chart deploys the version the package builds', () => {
+    const { version } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
+    const chart = readFileSync(path.join(REPO_ROOT, 'helm', 'notification-receiver', 'Chart.yaml'), 'utf8');
+    expect(/^appVersion:\s*"?([^"\s]+)"?\s*$/m.exec(chart)?.[1]).toBe(version);
   });
 
   test('runs as a numeric non-root user', () => {
