@@ -83,7 +83,7 @@ describe('Dockerfile', () => {
       expect([source, existsSync(path.join(REPO_ROOT, source))]).toEqual([source, true]);
       expect([source, dockerignored(source)]).toEqual([source, false]);
     }
-    for (const local of ['node_modules', 'dist', '.env', '.git', 'test/helm/chart.test.ts']) {
+    for (const local of ['node_modules', 'dist', 'dist-bench', '.env', '.git', 'test/helm/chart.test.ts']) {
       expect([local, dockerignored(local)]).toEqual([local, true]);
     }
   });
