@@ -114,7 +114,9 @@ describe('the chart against the running app', () => {
     const env = { ...environmentOf(container), DATABASE_URL: database.url };
     expect(Object.keys(env).sort()).toEqual(['DATABASE_TIMEOUT', 'DATABASE_URL', 'LOG_LEVEL']);
     const job = start(commandIn(container.command ?? []), workdir, env);
+    const killer = setTimeout(() => job.child.kill('SIGKILL'), 45_000); // never outlive the test
     const code = await job.exited;
+    clearTimeout(killer);
     expect({ code, output: code === 0 ? '' : job.output() }).toEqual({ code: 0, output: '' });
   }, 60_000);
 
