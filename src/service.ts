@@ -9,7 +9,7 @@ import { readOutboxBacklog } from './outbox/backlog';
 import { OutboxRelay } from './outbox/relay';
 import { createDb, createPool, ensureDatabaseExists, type Db } from './recording/database';
 import { migrate } from './recording/migrations';
-import { createNotificationStore } from './recording/notificationStore';
+import { GroupCommitStore } from './recording/groupCommit';
 
 export interface Service {
   publicPort: number;
@@ -74,7 +74,17 @@ export async function startService(config: Config, logger: Logger = createLogger
   relay?.start();
 
   let accepting = true;
-  const store = createNotificationStore(db, { eventSource: config.eventSource });
+  const store = new GroupCommitStore(
+    db,
+    { eventSource: config.eventSource },
+    {
+      maxBatchSize: 64,
+      // One connection stays free for readiness and the admin API.
+      maxConcurrentBatches: Math.max(1, config.databasePoolMax - 1),
+      maxQueued: 2000,
+      maxWaitMs: config.databaseTimeoutMs,
+    },
+  );
   const publicApp = createPublicApp({
     config,
     trustProxy: config.trustProxy,

@@ -6,6 +6,7 @@ import type { Logger } from '../observability/logger';
 import type { MetricKind, Metrics, NotificationOutcome } from '../observability/metrics';
 import { parseNotification } from '../parsing/parseNotification';
 import { isDatabaseUnavailable } from '../recording/database';
+import { RecorderOverloaded } from '../recording/groupCommit';
 import type { NotificationStore } from '../recording/notificationStore';
 import type { Delivery, RecordResult } from '../recording/recordNotification';
 import { parseSignatureHeader, type SignatureHeaderProblem } from '../verification/signatureHeader';
@@ -113,6 +114,10 @@ export function receiveNotification(options: IntakeOptions) {
         const work = parsed.ok ? store.record(delivery, parsed.notification) : store.quarantine(delivery, parsed.reason, parsed.detail);
         result = await withDeadline(work, config.databaseTimeoutMs + 1000);
       } catch (error) {
+        if (error instanceof RecorderOverloaded) {
+          logger.warn({ requestId: res.locals.requestId, reason: error.message }, 'recorder overloaded; answered 503');
+          throw new RequestError(503, 'overloaded', 'too many notifications at once; retry later', null, { 'Retry-After': RETRY_AFTER_SECONDS });
+        }
         if (error instanceof DeadlineExceeded || isDatabaseUnavailable(error)) {
           logger.warn({ requestId: res.locals.requestId, err: { message: (error as Error).message } }, 'database unavailable; answered 503');
           throw new RequestError(503, 'database_unavailable', 'the notification could not be recorded now; retry later', null, {

@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import { BrokerChannel, type PublishResult } from './brokerChannel';
-import { OUTBOX_CHANNEL } from './writeEvent';
+import { OUTBOX_CHANNEL } from './notifyChannel';
 
 export interface RelayOptions {
   databaseUrl: string;

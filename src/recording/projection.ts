@@ -1,0 +1,196 @@
+import type { Notification, OrderNotification, RefundNotification } from '../parsing/notification';
+import { buildEvent, statusEventType, type CloudEvent, type OrderEventData, type RefundEventData } from '../outbox/events';
+import { decideOrderTransition, decideRefundTransition, ORDER_STATUS_RANK, REFUND_STATUS_RANK, type TransitionOutcome } from './statusRules';
+
+/**
+ * Applying notifications to the order and refund projections, as pure functions: current state and
+ * new notifications in, outcomes, changed projections and events out. The recorder (recordBatch.ts)
+ * reads the state under per-order locks, calls this, and writes the result in the same transaction.
+ */
+
+export interface OrderProjection {
+  orderId: string;
+  extOrderId: string | null;
+  merchantPosId: string | null;
+  status: OrderNotification['status'];
+  totalAmount: string | null;
+  currencyCode: string | null;
+  paymentId: string | null;
+  payMethodType: string | null;
+  localReceiptDateTime: string | null;
+}
+
+export interface RefundProjection {
+  refundId: string;
+  orderId: string;
+  extOrderId: string | null;
+  extRefundId: string | null;
+  status: RefundNotification['status'];
+  amount: string | null;
+  currencyCode: string | null;
+  statusDateTime: string | null;
+  refundDate: string | null;
+  reason: string | null;
+  reasonDescription: string | null;
+}
+
+export interface ProjectionState {
+  orders: Map<string, OrderProjection>;
+  refunds: Map<string, RefundProjection>;
+  /** Last event sequence per order (refund events count in their order's sequence). */
+  sequences: Map<string, number>;
+}
+
+export interface NewNotification {
+  notificationId: string;
+  notification: Notification;
+}
+
+export type DomainEvent = CloudEvent<OrderEventData> | CloudEvent<RefundEventData>;
+
+export interface AppliedNotification {
+  outcome: TransitionOutcome;
+  /** Status before (applied), or the status kept (stale, conflict). */
+  previousStatus: string | null;
+  event: DomainEvent | null;
+}
+
+export interface ApplyResult {
+  /** One per input notification, in input order. */
+  applied: AppliedNotification[];
+  /** Projections that changed, in their final state. */
+  orders: OrderProjection[];
+  refunds: RefundProjection[];
+  /** Orders whose last sequence changed, with the new value. */
+  sequences: Map<string, number>;
+}
+
+/** A later notification wins field by field, but one lacking a field (CANCELED has no buyer) keeps the old value. */
+function merge<T extends object>(previous: T | undefined, next: T): T {
+  if (!previous) return next;
+  const merged = { ...next };
+  for (const key of Object.keys(next) as Array<keyof T>) {
+    if (merged[key] === null) merged[key] = previous[key];
+  }
+  return merged;
+}
+
+export function orderProjectionOf(n: OrderNotification): OrderProjection {
+  return {
+    orderId: n.orderId,
+    extOrderId: n.extOrderId,
+    merchantPosId: n.merchantPosId,
+    status: n.status,
+    totalAmount: n.totalAmount,
+    currencyCode: n.currencyCode,
+    paymentId: n.paymentId,
+    payMethodType: n.payMethodType,
+    localReceiptDateTime: n.localReceiptDateTime,
+  };
+}
+
+export function refundProjectionOf(n: RefundNotification): RefundProjection {
+  return {
+    refundId: n.refundId,
+    orderId: n.orderId,
+    extOrderId: n.extOrderId,
+    extRefundId: n.extRefundId,
+    status: n.status,
+    amount: n.amount,
+    currencyCode: n.currencyCode,
+    statusDateTime: n.statusDateTime,
+    refundDate: n.refundDate,
+    reason: n.reason,
+    reasonDescription: n.reasonDescription,
+  };
+}
+
+export const orderRank = (p: OrderProjection): number => ORDER_STATUS_RANK[p.status];
+export const refundRank = (p: RefundProjection): number => REFUND_STATUS_RANK[p.status];
+
+/**
+ * Applies new notifications in the given order (their arrival order) to the state. Duplicates must
+ * already be filtered out: every input is a first delivery of its meaning.
+ * Stale notifications change nothing and write no event; applied ones and conflicts write one event
+ * each, numbered per order.
+ */
+export function applyNotifications(
+  state: ProjectionState,
+  items: readonly NewNotification[],
+  eventSource: string,
+  now: Date = new Date(),
+): ApplyResult {
+  const orders = new Map(state.orders);
+  const refunds = new Map(state.refunds);
+  const sequences = new Map<string, number>();
+  const changedOrders = new Set<string>();
+  const changedRefunds = new Set<string>();
+  const nextSequence = (orderId: string): number => {
+    const next = (sequences.get(orderId) ?? state.sequences.get(orderId) ?? 0) + 1;
+    sequences.set(orderId, next);
+    return next;
+  };
+
+  const applied = items.map(({ notificationId, notification: n }): AppliedNotification => {
+    if (n.kind === 'order') {
+      const current = orders.get(n.orderId);
+      const outcome = decideOrderTransition(current?.status ?? null, n.status);
+      if (outcome === 'stale') return { outcome, previousStatus: current?.status ?? null, event: null };
+      const projection = outcome === 'applied' ? merge(current, orderProjectionOf(n)) : (current as OrderProjection);
+      if (outcome === 'applied') {
+        orders.set(n.orderId, projection);
+        changedOrders.add(n.orderId);
+      }
+      const data: OrderEventData = {
+        orderId: n.orderId,
+        extOrderId: projection.extOrderId,
+        merchantPosId: projection.merchantPosId,
+        status: n.status,
+        previousStatus: current?.status ?? null,
+        totalAmount: projection.totalAmount,
+        currencyCode: projection.currencyCode,
+        paymentId: projection.paymentId,
+        payMethodType: projection.payMethodType,
+        localReceiptDateTime: projection.localReceiptDateTime,
+        sequence: nextSequence(n.orderId),
+        notificationId,
+      };
+      const event = buildEvent(eventSource, statusEventType('order', n.status, outcome === 'conflict'), data, now);
+      return { outcome, previousStatus: current?.status ?? null, event };
+    }
+
+    const current = refunds.get(n.refundId);
+    const outcome = decideRefundTransition(current?.status ?? null, n.status);
+    if (outcome === 'stale') return { outcome, previousStatus: current?.status ?? null, event: null };
+    const projection = outcome === 'applied' ? merge(current, refundProjectionOf(n)) : (current as RefundProjection);
+    if (outcome === 'applied') {
+      refunds.set(n.refundId, projection);
+      changedRefunds.add(n.refundId);
+    }
+    const data: RefundEventData = {
+      orderId: projection.orderId,
+      extOrderId: projection.extOrderId,
+      refundId: projection.refundId,
+      ...(projection.extRefundId !== null ? { extRefundId: projection.extRefundId } : {}),
+      amount: projection.amount,
+      currencyCode: projection.currencyCode,
+      status: n.status,
+      previousStatus: current?.status ?? null,
+      statusDateTime: projection.statusDateTime,
+      refundDate: projection.refundDate,
+      reason: projection.reason,
+      reasonDescription: projection.reasonDescription,
+      sequence: nextSequence(n.orderId),
+      notificationId,
+    };
+    const event = buildEvent(eventSource, statusEventType('refund', n.status, outcome === 'conflict'), data, now);
+    return { outcome, previousStatus: current?.status ?? null, event };
+  });
+
+  return {
+    applied,
+    orders: [...changedOrders].map((id) => orders.get(id) as OrderProjection),
+    refunds: [...changedRefunds].map((id) => refunds.get(id) as RefundProjection),
+    sequences,
+  };
+}

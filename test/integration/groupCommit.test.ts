@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import { GroupCommitStore } from '../../src/recording/groupCommit';
+import type { Delivery } from '../../src/recording/recordNotification';
+import type { OrderNotification } from '../../src/parsing/notification';
+import { query } from '../support/database';
+import { startTestService, type TestService } from '../support/service';
+import { uniqueId } from '../support/signing';
+
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startTestService({ env: { RELAY_ENABLED: 'false' } });
+});
+afterAll(() => svc.stop());
+
+const delivery = (text: string): Delivery => {
+  const body = Buffer.from(text);
+  return { body, bodySha256: createHash('sha256').update(body).digest(), posId: '300746', keyFingerprint: 'test', sourceAddress: '127.0.0.1', processingTimeMs: null };
+};
+
+const order = (orderId: string, status: OrderNotification['status'], totalAmount = '100'): OrderNotification => ({
+  kind: 'order',
+  orderId,
+  extOrderId: null,
+  merchantPosId: '300746',
+  status,
+  totalAmount,
+  currencyCode: 'PLN',
+  paymentId: null,
+  payMethodType: null,
+  localReceiptDateTime: null,
+});
+
+describe('group commit', () => {
+  it('When notifications queue behind one busy transaction, then they are recorded together and each gets its own outcome', async () => {
+    const store = new GroupCommitStore(svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, maxConcurrentBatches: 1, maxQueued: 100, maxWaitMs: 5000 });
+    const orderId = uniqueId('GC');
+    const others = Array.from({ length: 10 }, () => uniqueId('GCO'));
+    const results = await Promise.all([
+      store.record(delivery(`${orderId}-p`), order(orderId, 'PENDING')),
+      store.record(delivery(`${orderId}-c`), order(orderId, 'COMPLETED')),
+      store.record(delivery(`${orderId}-c2`), order(orderId, 'COMPLETED')),
+      store.record(delivery(`${orderId}-p2`), order(orderId, 'PENDING')),
+      ...others.map((id) => store.record(delivery(id), order(id, 'PENDING'))),
+    ]);
+    expect(results.slice(0, 4).map((r) => [r.outcome, r.newVariant])).toEqual([
+      ['accepted', false],
+      ['accepted', false],
+      ['duplicate', true],
+      ['duplicate', true],
+    ]);
+    expect(results.slice(4).every((r) => r.outcome === 'accepted')).toBe(true);
+    const [row] = await query<{ status: string; last_sequence: string }>(
+      svc.database.url,
+      'SELECT o.status, s.last_sequence FROM orders o JOIN event_streams s USING (order_id) WHERE order_id = $1',
+      [orderId],
+    );
+    expect(row).toEqual({ status: 'COMPLETED', last_sequence: '2' });
+  });
+
+  it('When one notification in a batch breaks a database rule, then only it fails and the others commit', async () => {
+    const store = new GroupCommitStore(svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, maxConcurrentBatches: 1, maxQueued: 100, maxWaitMs: 5000 });
+    const good = Array.from({ length: 5 }, () => uniqueId('GOOD'));
+    const bad = uniqueId('BAD');
+    // The parser never lets a negative amount through; the table's CHECK stands in for any defect.
+    const settled = await Promise.allSettled([
+      ...good.slice(0, 2).map((id) => store.record(delivery(id), order(id, 'PENDING'))),
+      store.record(delivery(bad), order(bad, 'PENDING', '-1')),
+      ...good.slice(2).map((id) => store.record(delivery(id), order(id, 'PENDING'))),
+    ]);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+    const stored = await query<{ order_id: string }>(svc.database.url, 'SELECT order_id FROM orders WHERE order_id = ANY($1)', [[...good, bad]]);
+    expect(stored.map((r) => r.order_id).sort()).toEqual([...good].sort());
+  });
+
+  it('When the queue is full, then new notifications are refused at once rather than waiting', async () => {
+    const store = new GroupCommitStore(svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 1, maxConcurrentBatches: 1, maxQueued: 2, maxWaitMs: 5000 });
+    const ids = Array.from({ length: 6 }, () => uniqueId('FULL'));
+    const settled = await Promise.allSettled(ids.map((id) => store.record(delivery(id), order(id, 'PENDING'))));
+    const refused = settled.filter((s) => s.status === 'rejected');
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused.every((s) => s.status === 'rejected' && (s.reason as Error).name === 'RecorderOverloaded')).toBe(true);
+  });
+});
