@@ -79,8 +79,9 @@ export async function startService(config: Config, logger: Logger = createLogger
     { eventSource: config.eventSource },
     {
       maxBatchSize: 64,
-      // One connection stays free for readiness and the admin API.
-      maxConcurrentBatches: Math.max(1, config.databasePoolMax - 1),
+      // Two transactions in flight: one commits while the next fills. More only splits a burst
+      // into more, smaller commits contending for the same orders (docs/PERFORMANCE.md).
+      maxConcurrentBatches: Math.min(2, Math.max(1, config.databasePoolMax - 1)),
       maxQueued: 2000,
       maxWaitMs: config.databaseTimeoutMs,
     },

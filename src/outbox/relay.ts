@@ -199,7 +199,7 @@ export class OutboxRelay {
     const published = results.filter((r): r is Extract<PublishResult, { ok: true }> => r.ok);
     const failed = results.filter((r): r is Extract<PublishResult, { ok: false }> => !r.ok);
     if (published.length > 0) {
-      await client.query('UPDATE outbox_events SET published_at = now(), last_error = NULL WHERE id = ANY($1::uuid[])', [
+      await client.query('UPDATE outbox_events SET published_at = clock_timestamp(), last_error = NULL WHERE id = ANY($1::uuid[])', [
         published.map((r) => r.id),
       ]);
     }

@@ -1,0 +1,422 @@
+/**
+ * `npm run bench`: the service against the simplest possible receiver, side by side.
+ *
+ * Starts the built service (production mode, relay on, its own database and exchange, a consumer
+ * bound to the exchange) and a reference receiver written here (plain node:http, the same MD5
+ * check, ONE `INSERT ... ON CONFLICT DO NOTHING` of the raw body per request, a pool of 10), then
+ * alternates closed-loop runs of both several times and reports medians, plus open-loop latency
+ * at a fixed rate, commit-to-confirm lag, duplicates-only throughput, peak RSS and time to ready.
+ * Prints a table, then one JSON line with every figure.
+ *
+ * Options (environment): BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_RATE (1000),
+ * BENCH_CONNECTIONS (32), BENCH_PROFILE=1 (write a CPU profile of the service to bench.cpuprofile).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import amqp from 'amqplib';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { orderBody, refundBody, sign } from '../support/signing';
+
+const PG = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
+const AMQP = process.env.TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+const POS_ID = '300746';
+const KEY = 'b6ca15b0d1020e8094d9b5f8d163db54';
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const RATE = Number(process.env.BENCH_RATE ?? 1000);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+
+interface Notification {
+  body: string;
+  signature: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference receiver: the floor cost of "verify and commit".
+
+async function runReference(port: number, databaseUrl: string): Promise<void> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+  await pool.query('CREATE TABLE IF NOT EXISTS received (digest bytea PRIMARY KEY, body bytea NOT NULL)');
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const header = String(req.headers['opensvc-signature'] ?? '');
+      const signature = /signature=([0-9a-f]+)/i.exec(header)?.[1] ?? '';
+      const expected = createHash('md5').update(body).update(KEY).digest('hex');
+      if (signature.toLowerCase() !== expected) {
+        res.writeHead(401).end();
+        return;
+      }
+      const digest = createHash('sha256').update(body).digest();
+      pool.query('INSERT INTO received (digest, body) VALUES ($1, $2) ON CONFLICT DO NOTHING', [digest, body]).then(
+        () => res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"ok":true}'),
+        () => res.writeHead(503).end(),
+      );
+    });
+  });
+  server.listen(port, '127.0.0.1');
+  process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workload: realistic lifecycles, signed; 20 % of the requests repeat an earlier one.
+
+function workload(count: number, seed: string): Notification[] {
+  const out: Notification[] = [];
+  let n = 0;
+  const push = (body: string): void => {
+    out.push({ body, signature: sign(body, KEY) });
+  };
+  while (out.length < count) {
+    const orderId = `B${seed}${(n++).toString(36).toUpperCase()}`;
+    const steps = [orderBody({ orderId, status: 'PENDING', paymentId: String(n) })];
+    if (n % 5 === 0) steps.push(orderBody({ orderId, status: 'WAITING_FOR_CONFIRMATION', paymentId: String(n) }));
+    steps.push(
+      orderBody({
+        orderId,
+        status: 'COMPLETED',
+        paymentId: String(n),
+        payMethodType: 'PBL',
+        localReceiptDateTime: '2026-11-22T10:00:00.000+01:00',
+        buyer: { email: 'buyer@example.com', firstName: 'Ann', lastName: 'Buyer', language: 'pl' },
+      }),
+    );
+    if (n % 4 === 0) steps.push(refundBody({ orderId, refundId: `R${orderId}`, status: 'FINALIZED' }));
+    for (const body of steps) {
+      push(body);
+      if (Math.random() < 0.25 && out.length > 1) out.push(out[Math.floor(Math.random() * out.length)] as Notification);
+    }
+  }
+  return out.slice(0, count);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes and helpers.
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor(url: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      http.get(url, (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      }).on('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`${url} not ready`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function waitForPort(port: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.on('error', () => resolve(false));
+    });
+    if (open) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`port ${port} never opened`);
+}
+
+async function admin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: `${PG}/postgres` });
+  await client.connect();
+  await client.query(sql);
+  await client.end();
+}
+
+interface Service {
+  child: ChildProcess;
+  port: number;
+  adminPort: number;
+  readyMs: number;
+}
+
+async function startService(databaseUrl: string, exchange: string, profile: boolean): Promise<Service> {
+  const [port, adminPort] = [await freePort(), await freePort()];
+  const started = Date.now();
+  const child = spawn(process.execPath, [...(profile ? ['--cpu-prof', '--cpu-prof-name=bench.cpuprofile'] : []), 'dist/main.js'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      HOST: '127.0.0.1',
+      DATABASE_URL: databaseUrl,
+      SECOND_KEYS: `${POS_ID}:${KEY}`,
+      ALLOWED_SOURCE_IPS: '127.0.0.1',
+      AMQP_URL: AMQP,
+      AMQP_EXCHANGE: exchange,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  await waitFor(`http://127.0.0.1:${adminPort}/readyz`);
+  return { child, port, adminPort, readyMs: Date.now() - started };
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  await new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+
+const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+
+/** Closed loop: CONNECTIONS connections, each sending its next notification as soon as the last was answered. */
+async function closedLoop(port: number, notifications: Notification[], seconds: number): Promise<{ rps: number; non2xx: number }> {
+  let next = 0;
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}/notifications`,
+    connections: CONNECTIONS,
+    duration: seconds,
+    requests: [
+      {
+        method: 'POST',
+        setupRequest: (request) => {
+          const n = notifications[next++ % notifications.length] as Notification;
+          return {
+            ...request,
+            method: 'POST',
+            path: '/notifications',
+            headers: { 'content-type': 'application/json;charset=UTF-8', 'opensvc-signature': n.signature },
+            body: n.body,
+          };
+        },
+      },
+    ],
+  });
+  return { rps: result.requests.average, non2xx: result.non2xx };
+}
+
+/** Open loop: requests leave on schedule whatever the answers; latency counts from the scheduled time. */
+async function openLoop(port: number, notifications: Notification[], rate: number, seconds: number) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
+  const latencies: number[] = [];
+  let failures = 0;
+  const total = rate * seconds;
+  const start = performance.now();
+  const inFlight: Array<Promise<void>> = [];
+  for (let i = 0; i < total; i++) {
+    const due = start + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const n = notifications[i % notifications.length] as Notification;
+    inFlight.push(
+      new Promise<void>((resolve) => {
+        const req = http.request(
+          {
+            host: '127.0.0.1',
+            port,
+            path: '/notifications',
+            method: 'POST',
+            agent,
+            headers: { 'Content-Type': 'application/json;charset=UTF-8', 'OpenSvc-Signature': n.signature, 'Content-Length': Buffer.byteLength(n.body) },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => {
+              latencies.push(performance.now() - due);
+              if (res.statusCode !== 200) failures++;
+              resolve();
+            });
+          },
+        );
+        req.on('error', () => {
+          failures++;
+          resolve();
+        });
+        req.end(n.body);
+      }),
+    );
+  }
+  await Promise.all(inFlight);
+  agent.destroy();
+  const sorted = latencies.sort((a, b) => a - b);
+  return { sent: total, failures, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), max: sorted[sorted.length - 1] ?? 0 };
+}
+
+async function commitToConfirmLag(databaseUrl: string, since: Date) {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  // Publishing may still be catching up: wait until everything committed so far is confirmed.
+  for (let i = 0; i < 300; i++) {
+    const { rows } = await client.query<{ n: string }>('SELECT count(*) AS n FROM outbox_events WHERE published_at IS NULL');
+    if (rows[0]?.n === '0') break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const { rows } = await client.query<{ p50: number; p99: number; n: string }>(
+    `SELECT count(*) AS n,
+            1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM published_at - created_at)) AS p50,
+            1000 * percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM published_at - created_at)) AS p99
+       FROM outbox_events WHERE created_at >= $1`,
+    [since],
+  );
+  await client.end();
+  return { events: Number(rows[0]?.n ?? 0), p50: Number(rows[0]?.p50 ?? 0), p99: Number(rows[0]?.p99 ?? 0) };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const suffix = randomBytes(3).toString('hex');
+  const serviceDb = `bench_service_${suffix}`;
+  const referenceDb = `bench_reference_${suffix}`;
+  const exchange = `bench.payment.events.${suffix}`;
+  await admin(`CREATE DATABASE ${referenceDb}`);
+
+  const broker = await amqp.connect(AMQP);
+  const channel = await broker.createChannel();
+  await channel.assertExchange(exchange, 'topic', { durable: true });
+  const { queue } = await channel.assertQueue('', { exclusive: true });
+  await channel.bindQueue(queue, exchange, '#');
+  let consumed = 0;
+  await channel.consume(queue, () => void consumed++, { noAck: true });
+
+  const referencePort = await freePort();
+  const reference = spawn(process.execPath, [__filename, '--reference', String(referencePort), `${PG}/${referenceDb}`], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const serviceUrl = `${PG}/${serviceDb}`;
+
+  try {
+    // First start creates the database and applies migrations; the time to ready is measured on restarts.
+    await stop((await startService(serviceUrl, exchange, false)).child);
+    const readyTimes: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const s = await startService(serviceUrl, exchange, false);
+      readyTimes.push(s.readyMs);
+      await stop(s.child);
+    }
+    const service = await startService(serviceUrl, exchange, process.env.BENCH_PROFILE === '1');
+    await waitForPort(referencePort);
+
+    const perSecondGuess = 6000;
+    const serviceRps: number[] = [];
+    const referenceRps: number[] = [];
+    let non2xx = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      const notifications = workload(perSecondGuess * SECONDS, `${suffix}${round}`);
+      const s = await closedLoop(service.port, notifications, SECONDS);
+      const r = await closedLoop(referencePort, notifications, SECONDS);
+      serviceRps.push(s.rps);
+      referenceRps.push(r.rps);
+      non2xx += s.non2xx + r.non2xx;
+      process.stderr.write(`round ${round + 1}: service ${s.rps.toFixed(0)}/s, reference ${r.rps.toFixed(0)}/s\n`);
+    }
+
+    // Duplicates only: everything below was recorded already.
+    const recorded = workload(2000, `${suffix}dup`);
+    await closedLoop(service.port, recorded, 2);
+    await closedLoop(referencePort, recorded, 2);
+    const dupService: number[] = [];
+    const dupReference: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      dupService.push((await closedLoop(service.port, recorded, Math.max(3, SECONDS / 2))).rps);
+      dupReference.push((await closedLoop(referencePort, recorded, Math.max(3, SECONDS / 2))).rps);
+    }
+
+    // Open loop at a fixed rate, on fresh notifications, then the outbox lag of what it produced.
+    await new Promise((r) => setTimeout(r, 2000));
+    const since = new Date();
+    const open = await openLoop(service.port, workload(RATE * SECONDS, `${suffix}open`), RATE, SECONDS);
+    const lag = await commitToConfirmLag(serviceUrl, since);
+    const rss = peakRssMb(service.child.pid as number);
+    await stop(service.child);
+
+    const figures = {
+      machine: { cores: os.cpus().length, node: process.version },
+      rounds: ROUNDS,
+      secondsPerRun: SECONDS,
+      connections: CONNECTIONS,
+      throughput: {
+        serviceMedian: Math.round(median(serviceRps)),
+        referenceMedian: Math.round(median(referenceRps)),
+        ratio: Number((median(serviceRps) / median(referenceRps)).toFixed(2)),
+        serviceRuns: serviceRps.map(Math.round),
+        referenceRuns: referenceRps.map(Math.round),
+        non2xx,
+      },
+      duplicatesOnly: {
+        serviceMedian: Math.round(median(dupService)),
+        referenceMedian: Math.round(median(dupReference)),
+        ratio: Number((median(dupService) / median(dupReference)).toFixed(2)),
+      },
+      openLoop: { rate: RATE, sent: open.sent, failures: open.failures, p50Ms: round2(open.p50), p99Ms: round2(open.p99), maxMs: round2(open.max) },
+      commitToConfirm: { events: lag.events, p50Ms: round2(lag.p50), p99Ms: round2(lag.p99) },
+      eventsConsumed: consumed,
+      peakRssMb: Math.round(rss),
+      readyMs: { median: median(readyTimes), runs: readyTimes },
+    };
+
+    const rows: Array<[string, string, string]> = [
+      ['closed-loop throughput, 32 conns (median)', `${figures.throughput.serviceMedian}/s`, `reference ${figures.throughput.referenceMedian}/s, ratio ${figures.throughput.ratio}`],
+      ['duplicates-only throughput (median)', `${figures.duplicatesOnly.serviceMedian}/s`, `reference ${figures.duplicatesOnly.referenceMedian}/s, ratio ${figures.duplicatesOnly.ratio}`],
+      [`open loop ${RATE}/s latency p50 / p99 / max`, `${figures.openLoop.p50Ms} / ${figures.openLoop.p99Ms} / ${figures.openLoop.maxMs} ms`, `${open.failures} non-200 of ${open.sent}`],
+      ['commit-to-confirm lag p50 / p99', `${figures.commitToConfirm.p50Ms} / ${figures.commitToConfirm.p99Ms} ms`, `${lag.events} events`],
+      ['peak RSS of the service', `${figures.peakRssMb} MB`, ''],
+      ['start to ready (migrations applied)', `${figures.readyMs.median} ms`, `runs ${readyTimes.join(', ')} ms`],
+    ];
+    const width = Math.max(...rows.map((r) => r[0].length));
+    process.stdout.write(`\n${'figure'.padEnd(width)}  value                     note\n`);
+    for (const [name, value, note] of rows) process.stdout.write(`${name.padEnd(width)}  ${value.padEnd(24)}  ${note}\n`);
+    process.stdout.write(`${JSON.stringify(figures)}\n`);
+  } finally {
+    await stop(reference);
+    await broker.close().catch(() => undefined);
+    const cleanup = await amqp.connect(AMQP);
+    await (await cleanup.createChannel()).deleteExchange(exchange).catch(() => undefined);
+    await cleanup.close();
+    await admin(`DROP DATABASE IF EXISTS ${serviceDb} WITH (FORCE)`);
+    await admin(`DROP DATABASE IF EXISTS ${referenceDb} WITH (FORCE)`);
+  }
+}
+
+function round2(value: number): number {
+  return Math.round(value * 100) / 100;
+}
+
+if (process.argv[2] === '--reference') {
+  void runReference(Number(process.argv[3]), process.argv[4] as string);
+} else {
+  main().catch((error: unknown) => {
+    process.stderr.write(`benchmark failed: ${(error as Error).stack ?? String(error)}\n`);
+    process.exit(1);
+  });
+}
