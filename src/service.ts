@@ -79,9 +79,10 @@ export async function startService(config: Config, logger: Logger = createLogger
     { eventSource: config.eventSource },
     {
       maxBatchSize: 64,
-      // Two transactions in flight: one commits while the next fills. More only splits a burst
-      // into more, smaller commits contending for the same orders (docs/PERFORMANCE.md).
-      maxConcurrentBatches: Math.min(2, Math.max(1, config.databasePoolMax - 1)),
+      // Two lanes: one commits while the other runs its statements; more only splits a burst into
+      // more, smaller commits on a small machine (docs/PERFORMANCE.md). One connection stays free
+      // for readiness and the admin API.
+      lanes: Math.min(2, Math.max(1, config.databasePoolMax - 1)),
       maxQueued: 2000,
       maxWaitMs: config.databaseTimeoutMs,
     },

@@ -54,17 +54,22 @@ function text(object: JsonObject, path: string, name: string, maxLength: number)
   return value;
 }
 
-function requiredId(object: JsonObject, path: string, name: string): string {
-  const value = text(object, path, name, MAX_ID_LENGTH);
-  if (value === null || value.trim() === '') throw new FieldError(`${path}${name} is required`);
-  return value;
-}
+/** Identifiers and codes never hold control characters (the recorder relies on it to join them). */
+const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function id(object: JsonObject, path: string, name: string): string | null {
   const value = field(object, name);
   // Identifiers occasionally arrive as JSON numbers; their decimal text is the identifier.
   if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
-  return text(object, path, name, MAX_ID_LENGTH);
+  const identifier = text(object, path, name, MAX_ID_LENGTH);
+  if (identifier !== null && CONTROL.test(identifier)) throw new FieldError(`${path}${name} contains a control character`);
+  return identifier;
+}
+
+function requiredId(object: JsonObject, path: string, name: string): string {
+  const value = id(object, path, name);
+  if (value === null || value.trim() === '') throw new FieldError(`${path}${name} is required`);
+  return value;
 }
 
 /**

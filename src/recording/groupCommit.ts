@@ -8,12 +8,23 @@ import { recordQuarantine, type Delivery, type RecordingContext, type RecordResu
 export interface GroupCommitOptions {
   /** Most notifications in one transaction. */
   maxBatchSize: number;
-  /** Transactions in flight at once (each holds one pool connection). */
-  maxConcurrentBatches: number;
+  /**
+   * Independent lanes, each running one transaction at a time (each holds one pool connection).
+   * An order always goes to the same lane, so concurrent transactions never wait on each other's
+   * order locks, and one lane's commit overlaps the next lane's statements.
+   */
+  lanes: number;
   /** Notifications waiting for a transaction; beyond it new ones are refused at once (load shedding). */
   maxQueued: number;
   /** Longest a notification waits for its transaction to start before it is refused. */
   maxWaitMs: number;
+}
+
+/** A stable lane per order (FNV-1a of the orderId). */
+export function laneOf(orderId: string, lanes: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < orderId.length; i++) hash = Math.imul(hash ^ orderId.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % lanes;
 }
 
 /** The recorder cannot take more now: answer 503 with Retry-After, the sender retries later. */
@@ -40,27 +51,33 @@ interface Pending {
  * per transaction, so one bad notification never fails the others.
  */
 export class GroupCommitStore implements NotificationStore {
-  private readonly queue: Pending[] = [];
-  private active = 0;
+  private readonly queues: Pending[][];
+  private readonly busy: boolean[];
+  private queued = 0;
 
   constructor(
     private readonly db: Db,
     private readonly context: RecordingContext,
     private readonly options: GroupCommitOptions,
-  ) {}
+  ) {
+    this.queues = Array.from({ length: options.lanes }, () => []);
+    this.busy = this.queues.map(() => false);
+  }
 
-  /** Notifications waiting plus transactions running: a gauge of how busy the recorder is. */
+  /** Notifications waiting, and lanes with a transaction running. */
   get load(): { queued: number; activeBatches: number } {
-    return { queued: this.queue.length, activeBatches: this.active };
+    return { queued: this.queued, activeBatches: this.busy.filter(Boolean).length };
   }
 
   record(delivery: Delivery, notification: Notification): Promise<RecordResult> {
-    if (this.queue.length >= this.options.maxQueued) {
-      return Promise.reject(new RecorderOverloaded(`${this.queue.length} notifications already waiting`));
+    if (this.queued >= this.options.maxQueued) {
+      return Promise.reject(new RecorderOverloaded(`${this.queued} notifications already waiting`));
     }
+    const lane = laneOf(notification.orderId, this.queues.length);
     return new Promise<RecordResult>((resolve, reject) => {
-      this.queue.push({ item: { delivery, notification }, enqueuedAt: Date.now(), resolve, reject });
-      this.pump();
+      (this.queues[lane] as Pending[]).push({ item: { delivery, notification }, enqueuedAt: Date.now(), resolve, reject });
+      this.queued += 1;
+      this.pump(lane);
     });
   }
 
@@ -69,22 +86,23 @@ export class GroupCommitStore implements NotificationStore {
     return recordQuarantine(this.db, delivery, reason, detail);
   }
 
-  private pump(): void {
-    while (this.active < this.options.maxConcurrentBatches && this.queue.length > 0) {
-      const oldestAllowed = Date.now() - this.options.maxWaitMs;
-      const batch: Pending[] = [];
-      while (batch.length < this.options.maxBatchSize && this.queue.length > 0) {
-        const pending = this.queue.shift() as Pending;
-        if (pending.enqueuedAt < oldestAllowed) pending.reject(new RecorderOverloaded(`waited over ${this.options.maxWaitMs} ms`));
-        else batch.push(pending);
-      }
-      if (batch.length === 0) continue;
-      this.active += 1;
-      void this.run(batch).finally(() => {
-        this.active -= 1;
-        this.pump();
-      });
+  private pump(lane: number): void {
+    const queue = this.queues[lane] as Pending[];
+    if (this.busy[lane] || queue.length === 0) return;
+    const oldestAllowed = Date.now() - this.options.maxWaitMs;
+    const batch: Pending[] = [];
+    while (batch.length < this.options.maxBatchSize && queue.length > 0) {
+      const pending = queue.shift() as Pending;
+      this.queued -= 1;
+      if (pending.enqueuedAt < oldestAllowed) pending.reject(new RecorderOverloaded(`waited over ${this.options.maxWaitMs} ms`));
+      else batch.push(pending);
     }
+    if (batch.length === 0) return this.pump(lane);
+    this.busy[lane] = true;
+    void this.run(batch).finally(() => {
+      this.busy[lane] = false;
+      this.pump(lane);
+    });
   }
 
   private async run(batch: Pending[]): Promise<void> {

@@ -24,7 +24,8 @@ export interface BatchItem {
 
 const DELIVERY_OUTCOME: Record<TransitionOutcome, DeliveryOutcome> = { applied: 'accepted', stale: 'stale', conflict: 'conflict' };
 
-const meaningOf = (n: Notification): string => `${n.kind}\u0000${notificationSubject(n)}\u0000${n.status}`;
+/** kind, subject and status joined by U+001F, which identifiers never contain (the parser refuses control characters). */
+const meaningOf = (n: Notification): string => `${n.kind}\u001f${notificationSubject(n)}\u001f${n.status}`;
 
 /**
  * Serializes every writer of an order (its notifications, projection, refunds and event sequence)
@@ -37,23 +38,96 @@ async function lockOrders(trx: Trx, orderIds: string[]): Promise<void> {
               FROM (SELECT DISTINCT hashtextextended(o, 7316) AS k FROM unnest(${orderIds}::text[]) AS o ORDER BY k) AS keys`.execute(trx);
 }
 
-async function readState(trx: Trx, items: readonly BatchItem[]): Promise<ProjectionState> {
+interface OrderRow {
+  order_id: string;
+  ext_order_id: string | null;
+  merchant_pos_id: string | null;
+  status: OrderProjection['status'];
+  total_amount: string | null;
+  currency_code: string | null;
+  payment_id: string | null;
+  pay_method_type: string | null;
+  local_receipt_date_time: string | null;
+}
+
+interface RefundRow {
+  refund_id: string;
+  order_id: string;
+  ext_order_id: string | null;
+  ext_refund_id: string | null;
+  status: RefundProjection['status'];
+  amount: string | null;
+  currency_code: string | null;
+  status_date_time: string | null;
+  refund_date: string | null;
+  reason: string | null;
+  reason_description: string | null;
+}
+
+interface InsertAndRead {
+  inserted: Array<{ id: string; meaning: string }> | null;
+  known: Array<{ id: string; meaning: string; body_sha256: string }> | null;
+  orders: OrderRow[] | null;
+  refunds: RefundRow[] | null;
+  streams: Array<{ order_id: string; last_sequence: number }> | null;
+}
+
+/**
+ * One statement: insert the first delivery of each meaning (the unique constraint decides which
+ * are new), and read what the batch needs: ids and first-body digests of meanings recorded before,
+ * and the current projections and event sequences of its orders and refunds. The reads see the
+ * state as of the statement's start, after the order locks were granted.
+ * Amounts are read as text: JSON numbers would round values beyond 2^53.
+ */
+async function insertAndRead(trx: Trx, candidates: readonly BatchItem[], items: readonly BatchItem[]): Promise<InsertAndRead> {
+  const n = candidates.map((c) => c.notification);
   const orderIds = [...new Set(items.map((i) => i.notification.orderId))];
   const refundIds = [...new Set(items.flatMap((i) => (i.notification.kind === 'refund' ? [i.notification.refundId] : [])))];
-  const orders = items.some((i) => i.notification.kind === 'order')
-    ? await trx.selectFrom('orders').selectAll().where('order_id', 'in', orderIds).execute()
-    : [];
-  const refunds = refundIds.length > 0 ? await trx.selectFrom('refunds').selectAll().where('refund_id', 'in', refundIds).execute() : [];
-  const sequences = await trx.selectFrom('event_streams').selectAll().where('order_id', 'in', orderIds).execute();
+  const result = await sql<InsertAndRead>`
+    WITH candidate AS (
+      SELECT * FROM unnest(
+        ${n.map((x) => x.kind)}::text[], ${n.map(notificationSubject)}::text[], ${n.map((x) => x.status)}::text[],
+        ${n.map((x) => x.orderId)}::text[], ${candidates.map((c) => c.delivery.posId)}::text[],
+        ${candidates.map((c) => c.delivery.keyFingerprint)}::text[], ${candidates.map((c) => c.delivery.body)}::bytea[],
+        ${candidates.map((c) => c.delivery.bodySha256)}::bytea[], ${n.map((x) => JSON.stringify(x))}::jsonb[]
+      ) AS c(kind, subject_id, status, order_id, pos_id, key_fingerprint, body, body_sha256, parsed)
+    ), inserted AS (
+      INSERT INTO notifications (kind, subject_id, status, order_id, outcome, pos_id, key_fingerprint, body, body_sha256, parsed)
+      SELECT kind, subject_id, status, order_id, 'applied', pos_id, key_fingerprint, body, body_sha256, parsed FROM candidate
+      ON CONFLICT ON CONSTRAINT notifications_meaning DO NOTHING
+      RETURNING id, kind || chr(31) || subject_id || chr(31) || status AS meaning
+    )
+    SELECT
+      (SELECT json_agg(json_build_object('id', id::text, 'meaning', meaning)) FROM inserted) AS inserted,
+      (SELECT json_agg(json_build_object('id', x.id::text, 'meaning', x.kind || chr(31) || x.subject_id || chr(31) || x.status,
+                                         'body_sha256', encode(x.body_sha256, 'hex')))
+         FROM notifications x JOIN candidate c USING (kind, subject_id, status)) AS known,
+      (SELECT json_agg(json_build_object(
+                'order_id', o.order_id, 'ext_order_id', o.ext_order_id, 'merchant_pos_id', o.merchant_pos_id, 'status', o.status,
+                'total_amount', o.total_amount::text, 'currency_code', o.currency_code, 'payment_id', o.payment_id,
+                'pay_method_type', o.pay_method_type, 'local_receipt_date_time', o.local_receipt_date_time))
+         FROM orders o WHERE o.order_id = ANY(${orderIds}::text[])) AS orders,
+      (SELECT json_agg(json_build_object(
+                'refund_id', r.refund_id, 'order_id', r.order_id, 'ext_order_id', r.ext_order_id, 'ext_refund_id', r.ext_refund_id,
+                'status', r.status, 'amount', r.amount::text, 'currency_code', r.currency_code,
+                'status_date_time', r.status_date_time, 'refund_date', r.refund_date, 'reason', r.reason,
+                'reason_description', r.reason_description))
+         FROM refunds r WHERE r.refund_id = ANY(${refundIds}::text[])) AS refunds,
+      (SELECT json_agg(json_build_object('order_id', s.order_id, 'last_sequence', s.last_sequence))
+         FROM event_streams s WHERE s.order_id = ANY(${orderIds}::text[])) AS streams`.execute(trx);
+  return result.rows[0] as InsertAndRead;
+}
+
+function stateOf(read: InsertAndRead): ProjectionState {
   return {
     orders: new Map(
-      orders.map((r): [string, OrderProjection] => [
+      (read.orders ?? []).map((r): [string, OrderProjection] => [
         r.order_id,
         {
           orderId: r.order_id,
           extOrderId: r.ext_order_id,
           merchantPosId: r.merchant_pos_id,
-          status: r.status as OrderProjection['status'],
+          status: r.status,
           totalAmount: r.total_amount,
           currencyCode: r.currency_code,
           paymentId: r.payment_id,
@@ -63,14 +137,14 @@ async function readState(trx: Trx, items: readonly BatchItem[]): Promise<Project
       ]),
     ),
     refunds: new Map(
-      refunds.map((r): [string, RefundProjection] => [
+      (read.refunds ?? []).map((r): [string, RefundProjection] => [
         r.refund_id,
         {
           refundId: r.refund_id,
           orderId: r.order_id,
           extOrderId: r.ext_order_id,
           extRefundId: r.ext_refund_id,
-          status: r.status as RefundProjection['status'],
+          status: r.status,
           amount: r.amount,
           currencyCode: r.currency_code,
           statusDateTime: r.status_date_time,
@@ -80,184 +154,57 @@ async function readState(trx: Trx, items: readonly BatchItem[]): Promise<Project
         },
       ]),
     ),
-    sequences: new Map(sequences.map((s) => [s.order_id, Number(s.last_sequence)])),
+    sequences: new Map((read.streams ?? []).map((s) => [s.order_id, Number(s.last_sequence)])),
   };
 }
 
 /**
- * Records notifications that arrived together, in the caller's transaction, with a fixed number
- * of statements whatever their count:
- *   lock the orders; insert the notifications (deduplicated by the unique constraint on their
- *   meaning); read the projections; apply (pure, projection.ts); write projections, sequences,
- *   outbox events, outcomes, variants and deliveries; notify the relay.
+ * Records notifications that arrived together, in the caller's transaction, in three statements
+ * whatever their number (after BEGIN, before COMMIT):
+ *   1. lock their orders;
+ *   2. insert them, deduplicated by the unique constraint on their meaning, and read the state;
+ *   3. write everything the pure projection step (projection.ts) decided: projections, sequences,
+ *      outbox events, outcomes, variants, deliveries, and the NOTIFY hint for the relay.
  * Items are processed in the order given (their arrival order).
  */
 export async function recordBatchIn(trx: Trx, context: RecordingContext, items: readonly BatchItem[]): Promise<RecordResult[]> {
   if (items.length === 0) return [];
   await lockOrders(trx, items.map((i) => i.notification.orderId));
 
-  // First occurrence of each meaning in this batch is the candidate; later ones are repeats of it.
+  // The first occurrence of each meaning in the batch is the candidate; later ones repeat it.
   const firstOfMeaning = new Map<string, number>();
   items.forEach((item, index) => {
     const meaning = meaningOf(item.notification);
     if (!firstOfMeaning.has(meaning)) firstOfMeaning.set(meaning, index);
   });
   const candidates = [...firstOfMeaning.values()].map((index) => items[index] as BatchItem);
-  const inserted = await trx
-    .insertInto('notifications')
-    .values(
-      candidates.map(({ delivery, notification: n }) => ({
-        kind: n.kind,
-        subject_id: notificationSubject(n),
-        status: n.status,
-        order_id: n.orderId,
-        outcome: 'applied' as const,
-        pos_id: delivery.posId,
-        key_fingerprint: delivery.keyFingerprint,
-        body: delivery.body,
-        body_sha256: delivery.bodySha256,
-        parsed: JSON.stringify(n),
-      })),
-    )
-    .onConflict((oc) => oc.constraint('notifications_meaning').doNothing())
-    .returning(['id', 'kind', 'subject_id', 'status'])
-    .execute();
-  const newIds = new Map(inserted.map((r) => [`${r.kind}\u0000${r.subject_id}\u0000${r.status}`, r.id]));
+  const read = await insertAndRead(trx, candidates, items);
 
-  // Meanings recorded before this batch: their ids and first bodies, for deliveries and variants.
-  const known = new Map<string, { id: string; bodySha256: Buffer }>();
-  const repeatedMeanings = candidates.filter((c) => !newIds.has(meaningOf(c.notification)));
-  if (repeatedMeanings.length > 0) {
-    const rows = await trx
-      .selectFrom('notifications')
-      .select(['id', 'kind', 'subject_id', 'status', 'body_sha256'])
-      .where((eb) =>
-        eb.or(
-          repeatedMeanings.map(({ notification: n }) =>
-            eb.and([eb('kind', '=', n.kind), eb('subject_id', '=', notificationSubject(n)), eb('status', '=', n.status)]),
-          ),
-        ),
-      )
-      .execute();
-    for (const r of rows) known.set(`${r.kind}\u0000${r.subject_id}\u0000${r.status}`, { id: r.id, bodySha256: r.body_sha256 });
-  }
+  const newIds = new Map((read.inserted ?? []).map((r) => [r.meaning, r.id]));
+  // Every meaning of the batch: its record id and the digest of the body stored with it.
+  const records = new Map<string, { id: string; bodySha256: Buffer }>(
+    (read.known ?? []).map((k) => [k.meaning, { id: k.id, bodySha256: Buffer.from(k.body_sha256, 'hex') }]),
+  );
   for (const c of candidates) {
     const id = newIds.get(meaningOf(c.notification));
-    if (id !== undefined) known.set(meaningOf(c.notification), { id, bodySha256: c.delivery.bodySha256 });
+    if (id !== undefined) records.set(meaningOf(c.notification), { id, bodySha256: c.delivery.bodySha256 });
   }
 
-  const fresh: NewNotification[] = candidates
-    .filter((c) => newIds.has(meaningOf(c.notification)))
-    .map((c) => ({ notificationId: newIds.get(meaningOf(c.notification)) as string, notification: c.notification }));
-  const state = await readState(trx, items);
-  const result = applyNotifications(state, fresh, context.eventSource);
-  const outcomeOf = new Map(fresh.map((f, i) => [f.notificationId, result.applied[i]]));
+  const fresh: NewNotification[] = candidates.flatMap((c) => {
+    const id = newIds.get(meaningOf(c.notification));
+    return id === undefined ? [] : [{ notificationId: id, notification: c.notification }];
+  });
+  const result = applyNotifications(stateOf(read), fresh, context.eventSource);
+  const appliedById = new Map(fresh.map((f, i) => [f.notificationId, result.applied[i]]));
 
-  // Statements run one after another, each awaited: a statement still queued when an earlier one
-  // failed would otherwise run after Kysely's ROLLBACK, outside the transaction.
-  if (result.orders.length > 0) {
-    await trx
-      .insertInto('orders')
-      .values(
-        result.orders.map((p) => ({
-          order_id: p.orderId,
-          ext_order_id: p.extOrderId,
-          merchant_pos_id: p.merchantPosId,
-          status: p.status,
-          status_rank: orderRank(p),
-          total_amount: p.totalAmount,
-          currency_code: p.currencyCode,
-          payment_id: p.paymentId,
-          pay_method_type: p.payMethodType,
-          local_receipt_date_time: p.localReceiptDateTime,
-        })),
-      )
-      .onConflict((oc) =>
-        oc.column('order_id').doUpdateSet((eb) => ({
-          ext_order_id: eb.ref('excluded.ext_order_id'),
-          merchant_pos_id: eb.ref('excluded.merchant_pos_id'),
-          status: eb.ref('excluded.status'),
-          status_rank: eb.ref('excluded.status_rank'),
-          total_amount: eb.ref('excluded.total_amount'),
-          currency_code: eb.ref('excluded.currency_code'),
-          payment_id: eb.ref('excluded.payment_id'),
-          pay_method_type: eb.ref('excluded.pay_method_type'),
-          local_receipt_date_time: eb.ref('excluded.local_receipt_date_time'),
-          updated_at: sql<Date>`now()`,
-        })),
-      )
-      .execute();
-  }
-  if (result.refunds.length > 0) {
-    await trx
-      .insertInto('refunds')
-      .values(
-        result.refunds.map((p) => ({
-          refund_id: p.refundId,
-          order_id: p.orderId,
-          ext_order_id: p.extOrderId,
-          ext_refund_id: p.extRefundId,
-          status: p.status,
-          status_rank: refundRank(p),
-          amount: p.amount,
-          currency_code: p.currencyCode,
-          status_date_time: p.statusDateTime,
-          refund_date: p.refundDate,
-          reason: p.reason,
-          reason_description: p.reasonDescription,
-        })),
-      )
-      .onConflict((oc) =>
-        oc.column('refund_id').doUpdateSet((eb) => ({
-          ext_order_id: eb.ref('excluded.ext_order_id'),
-          ext_refund_id: eb.ref('excluded.ext_refund_id'),
-          status: eb.ref('excluded.status'),
-          status_rank: eb.ref('excluded.status_rank'),
-          amount: eb.ref('excluded.amount'),
-          currency_code: eb.ref('excluded.currency_code'),
-          status_date_time: eb.ref('excluded.status_date_time'),
-          refund_date: eb.ref('excluded.refund_date'),
-          reason: eb.ref('excluded.reason'),
-          reason_description: eb.ref('excluded.reason_description'),
-          updated_at: sql<Date>`now()`,
-        })),
-      )
-      .execute();
-  }
-  if (result.sequences.size > 0) {
-    await trx
-      .insertInto('event_streams')
-      .values([...result.sequences].map(([orderId, last]) => ({ order_id: orderId, last_sequence: last })))
-      .onConflict((oc) => oc.column('order_id').doUpdateSet((eb) => ({ last_sequence: eb.ref('excluded.last_sequence') })))
-      .execute();
-  }
-  const events = result.applied.flatMap((a) => (a.event ? [a.event] : []));
-  if (events.length > 0) {
-    await trx
-      .insertInto('outbox_events')
-      .values(events.map((e) => ({ id: e.id, order_id: e.subject, sequence: e.data.sequence, type: e.type, message: JSON.stringify(e) })))
-      .execute();
-    // Delivered at commit; a hint only, the relay also polls.
-    await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
-  }
-  const notApplied = fresh.filter((_, i) => result.applied[i]?.outcome !== 'applied');
-  if (notApplied.length > 0) {
-    await sql`UPDATE notifications AS n SET outcome = u.outcome
-          FROM unnest(${notApplied.map((f) => f.notificationId)}::bigint[], ${notApplied.map((f) => outcomeOf.get(f.notificationId)?.outcome)}::text[])
-               AS u(id, outcome)
-         WHERE n.id = u.id`.execute(trx);
-  }
-
-  // Per item: its outcome, and whether its bytes are a new variant of a recorded meaning.
   const results: RecordResult[] = [];
-  const variants: Array<{ notification_id: string; body_sha256: Buffer; body: Buffer }> = [];
-  const seenVariant = new Set<string>();
+  const variants: Array<{ notificationId: string; bodySha256: Buffer; body: Buffer }> = [];
+  const variantKeys = new Set<string>();
   items.forEach((item, index) => {
     const meaning = meaningOf(item.notification);
-    const record = known.get(meaning) as { id: string; bodySha256: Buffer };
-    const isNew = firstOfMeaning.get(meaning) === index && newIds.has(meaning);
-    if (isNew) {
-      const applied = outcomeOf.get(record.id);
+    const record = records.get(meaning) as { id: string; bodySha256: Buffer };
+    if (firstOfMeaning.get(meaning) === index && newIds.has(meaning)) {
+      const applied = appliedById.get(record.id);
       const outcome = applied?.outcome ?? 'applied';
       results.push({
         outcome: DELIVERY_OUTCOME[outcome],
@@ -269,42 +216,84 @@ export async function recordBatchIn(trx: Trx, context: RecordingContext, items: 
       });
       return;
     }
-    const variantKey = `${record.id}\u0000${item.delivery.bodySha256.toString('hex')}`;
-    if (!record.bodySha256.equals(item.delivery.bodySha256) && !seenVariant.has(variantKey)) {
-      seenVariant.add(variantKey);
-      variants.push({ notification_id: record.id, body_sha256: item.delivery.bodySha256, body: item.delivery.body });
+    const key = `${record.id}:${item.delivery.bodySha256.toString('hex')}`;
+    if (!record.bodySha256.equals(item.delivery.bodySha256) && !variantKeys.has(key)) {
+      variantKeys.add(key);
+      variants.push({ notificationId: record.id, bodySha256: item.delivery.bodySha256, body: item.delivery.body });
     }
     results.push({ outcome: 'duplicate', newVariant: false, notificationId: record.id, quarantineId: null, eventsWritten: 0, currentStatus: null });
   });
 
-  if (variants.length > 0) {
-    const added = await trx
-      .insertInto('notification_variants')
-      .values(variants)
-      .onConflict((oc) => oc.columns(['notification_id', 'body_sha256']).doNothing())
-      .returning(['notification_id', 'body_sha256'])
-      .execute();
-    const addedKeys = new Set(added.map((a) => `${a.notification_id}\u0000${a.body_sha256.toString('hex')}`));
-    items.forEach((item, index) => {
-      const result = results[index] as RecordResult;
-      const key = `${result.notificationId}\u0000${item.delivery.bodySha256.toString('hex')}`;
-      if (result.outcome === 'duplicate' && addedKeys.delete(key)) result.newVariant = true;
-    });
-  }
-
-  await trx
-    .insertInto('deliveries')
-    .values(
-      items.map((item, index) => ({
-        source_address: item.delivery.sourceAddress,
-        processing_time_ms: item.delivery.processingTimeMs,
-        pos_id: item.delivery.posId,
-        key_fingerprint: item.delivery.keyFingerprint,
-        body_sha256: item.delivery.bodySha256,
-        outcome: (results[index] as RecordResult).outcome,
-        notification_id: (results[index] as RecordResult).notificationId,
-      })),
+  const events = result.applied.flatMap((a) => (a.event ? [a.event] : []));
+  const notApplied = fresh.filter((f) => appliedById.get(f.notificationId)?.outcome !== 'applied');
+  const o = result.orders;
+  const r = result.refunds;
+  const written = await sql<{ variants: Array<{ notification_id: string; body_sha256: string }> | null }>`
+    WITH orders_upserted AS (
+      INSERT INTO orders (order_id, ext_order_id, merchant_pos_id, status, status_rank, total_amount, currency_code,
+                          payment_id, pay_method_type, local_receipt_date_time)
+      SELECT * FROM unnest(
+        ${o.map((p) => p.orderId)}::text[], ${o.map((p) => p.extOrderId)}::text[], ${o.map((p) => p.merchantPosId)}::text[],
+        ${o.map((p) => p.status)}::text[], ${o.map(orderRank)}::smallint[], ${o.map((p) => p.totalAmount)}::bigint[],
+        ${o.map((p) => p.currencyCode)}::text[], ${o.map((p) => p.paymentId)}::text[], ${o.map((p) => p.payMethodType)}::text[],
+        ${o.map((p) => p.localReceiptDateTime)}::text[])
+      ON CONFLICT (order_id) DO UPDATE SET
+        ext_order_id = excluded.ext_order_id, merchant_pos_id = excluded.merchant_pos_id, status = excluded.status,
+        status_rank = excluded.status_rank, total_amount = excluded.total_amount, currency_code = excluded.currency_code,
+        payment_id = excluded.payment_id, pay_method_type = excluded.pay_method_type,
+        local_receipt_date_time = excluded.local_receipt_date_time, updated_at = now()
+    ), refunds_upserted AS (
+      INSERT INTO refunds (refund_id, order_id, ext_order_id, ext_refund_id, status, status_rank, amount, currency_code,
+                           status_date_time, refund_date, reason, reason_description)
+      SELECT * FROM unnest(
+        ${r.map((p) => p.refundId)}::text[], ${r.map((p) => p.orderId)}::text[], ${r.map((p) => p.extOrderId)}::text[],
+        ${r.map((p) => p.extRefundId)}::text[], ${r.map((p) => p.status)}::text[], ${r.map(refundRank)}::smallint[],
+        ${r.map((p) => p.amount)}::bigint[], ${r.map((p) => p.currencyCode)}::text[], ${r.map((p) => p.statusDateTime)}::text[],
+        ${r.map((p) => p.refundDate)}::text[], ${r.map((p) => p.reason)}::text[], ${r.map((p) => p.reasonDescription)}::text[])
+      ON CONFLICT (refund_id) DO UPDATE SET
+        ext_order_id = excluded.ext_order_id, ext_refund_id = excluded.ext_refund_id, status = excluded.status,
+        status_rank = excluded.status_rank, amount = excluded.amount, currency_code = excluded.currency_code,
+        status_date_time = excluded.status_date_time, refund_date = excluded.refund_date, reason = excluded.reason,
+        reason_description = excluded.reason_description, updated_at = now()
+    ), sequences_updated AS (
+      INSERT INTO event_streams (order_id, last_sequence)
+      SELECT * FROM unnest(${[...result.sequences.keys()]}::text[], ${[...result.sequences.values()]}::bigint[])
+      ON CONFLICT (order_id) DO UPDATE SET last_sequence = excluded.last_sequence
+    ), events_added AS (
+      INSERT INTO outbox_events (id, order_id, sequence, type, message)
+      SELECT * FROM unnest(${events.map((e) => e.id)}::uuid[], ${events.map((e) => e.subject)}::text[],
+                           ${events.map((e) => e.data.sequence)}::bigint[], ${events.map((e) => e.type)}::text[],
+                           ${events.map((e) => JSON.stringify(e))}::text[])
+    ), outcomes_set AS (
+      UPDATE notifications AS n SET outcome = u.outcome
+        FROM unnest(${notApplied.map((f) => f.notificationId)}::bigint[],
+                    ${notApplied.map((f) => appliedById.get(f.notificationId)?.outcome)}::text[]) AS u(id, outcome)
+       WHERE n.id = u.id
+    ), variants_added AS (
+      INSERT INTO notification_variants (notification_id, body_sha256, body)
+      SELECT * FROM unnest(${variants.map((v) => v.notificationId)}::bigint[], ${variants.map((v) => v.bodySha256)}::bytea[],
+                           ${variants.map((v) => v.body)}::bytea[])
+      ON CONFLICT (notification_id, body_sha256) DO NOTHING
+      RETURNING notification_id, body_sha256
+    ), deliveries_added AS (
+      INSERT INTO deliveries (source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, notification_id)
+      SELECT * FROM unnest(
+        ${items.map((i) => i.delivery.sourceAddress)}::inet[], ${items.map((i) => i.delivery.processingTimeMs)}::integer[],
+        ${items.map((i) => i.delivery.posId)}::text[], ${items.map((i) => i.delivery.keyFingerprint)}::text[],
+        ${items.map((i) => i.delivery.bodySha256)}::bytea[], ${results.map((x) => x.outcome)}::text[],
+        ${results.map((x) => x.notificationId)}::bigint[])
     )
-    .execute();
+    SELECT (SELECT json_agg(json_build_object('notification_id', notification_id::text, 'body_sha256', encode(body_sha256, 'hex')))
+              FROM variants_added) AS variants,
+           -- The relay's wake-up hint, delivered at commit; it also polls, so a lost hint costs a poll interval.
+           CASE WHEN ${events.length}::int > 0 THEN pg_notify(${OUTBOX_CHANNEL}, '') END AS notified`.execute(trx);
+
+  const added = new Set((written.rows[0]?.variants ?? []).map((v) => `${v.notification_id}:${v.body_sha256}`));
+  items.forEach((item, index) => {
+    const result = results[index] as RecordResult;
+    if (result.outcome === 'duplicate' && added.delete(`${result.notificationId}:${item.delivery.bodySha256.toString('hex')}`)) {
+      result.newVariant = true;
+    }
+  });
   return results;
 }

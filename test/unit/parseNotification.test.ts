@@ -95,6 +95,7 @@ describe('parseNotification', () => {
     [Buffer.from('{"order":{"orderId":"orderId"}}'), 'invalid_field'],
     [Buffer.from('{"order":{"orderId":"O","status":"SHIPPED"}}'), 'invalid_field'],
     [Buffer.from('{"order":{"orderId":"O\\u0000","status":"PENDING"}}'), 'invalid_field'],
+    [Buffer.from('{"order":{"orderId":"O\\u001f1","status":"PENDING"}}'), 'invalid_field'],
     [Buffer.from('{"order":{"orderId":"O","status":"PENDING","currencyCode":"zł"}}'), 'invalid_field'],
     [Buffer.from('[' .repeat(100_000) + ']'.repeat(100_000)), 'too_deep'],
   ])('When the body is %#, then it is quarantined as %s', (body, reason) => {
