@@ -1,0 +1,316 @@
+import amqp, { type ConsumeMessage } from 'amqplib';
+import type { Command } from 'commander';
+import { createLogger } from '../../observability/logger';
+import { createMetrics } from '../../observability/metrics';
+import { BrokerChannel, type PublishResult } from '../../outbox/brokerChannel';
+import type { Db } from '../../recording/database';
+import {
+  action,
+  CliError,
+  collect,
+  durationOption,
+  emit,
+  EXIT_FAILURE,
+  EXIT_OK,
+  integerOption,
+  iso,
+  readConfig,
+  startProgress,
+  table,
+  timeOption,
+  UsageError,
+  withDatabase,
+  withDatabaseUrl,
+  withJson,
+  type CliIo,
+  type CliState,
+  type ExitCode,
+} from './common';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const PUBLISH_BATCH = 500;
+const CONFIRM_TIMEOUT_MS = 10_000;
+
+interface StoredEvent {
+  id: string;
+  order_id: string;
+  sequence: string;
+  type: string;
+  message: string;
+  created_at: Date;
+  published_at: Date | null;
+}
+
+export interface ReplaySelection {
+  ids: string[];
+  orders: string[];
+  since: Date | null;
+  until: Date | null;
+}
+
+/**
+ * The stored events a selection names: by id and by order (either matches), within the time range
+ * (created_at) when one is given; in the order the relay publishes them (created, then per-order sequence).
+ */
+export async function selectEvents(db: Db, selection: ReplaySelection): Promise<StoredEvent[]> {
+  let query = db
+    .selectFrom('outbox_events')
+    .select(['id', 'order_id', 'sequence', 'type', 'message', 'created_at', 'published_at'])
+    .orderBy('created_at')
+    .orderBy('order_id')
+    .orderBy('sequence');
+  if (selection.ids.length > 0 || selection.orders.length > 0) {
+    query = query.where((eb) =>
+      eb.or([
+        ...(selection.ids.length > 0 ? [eb('id', 'in', selection.ids)] : []),
+        ...(selection.orders.length > 0 ? [eb('order_id', 'in', selection.orders)] : []),
+      ]),
+    );
+  }
+  if (selection.since) query = query.where('created_at', '>=', selection.since);
+  if (selection.until) query = query.where('created_at', '<', selection.until);
+  return query.execute();
+}
+
+interface ReplayOptions {
+  id?: string[];
+  order?: string[];
+  since?: Date;
+  until?: Date;
+  dryRun?: boolean;
+  databaseUrl?: string;
+  amqpUrl?: string;
+  exchange?: string;
+  json?: boolean;
+}
+
+export interface ReplayedEvent {
+  id: string;
+  orderId: string;
+  sequence: number;
+  type: string;
+  createdAt: string | null;
+  /** Whether the relay had published it (the replay does not change the outbox). */
+  publishedByRelay: boolean;
+  /** confirmed, or why not (returned: no queue bound; nack; timeout; connection); `would publish` in a dry run. */
+  result: 'confirmed' | 'would publish' | PublishResultReason;
+  error: string | null;
+}
+
+type PublishResultReason = Extract<PublishResult, { ok: false }>['reason'];
+
+export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<ExitCode> {
+  const selection: ReplaySelection = { ids: options.id ?? [], orders: options.order ?? [], since: options.since ?? null, until: options.until ?? null };
+  if (selection.ids.length === 0 && selection.orders.length === 0 && !selection.since && !selection.until) {
+    throw new UsageError('choose the events: --id, --order, and/or a time range (--since, --until)');
+  }
+  const badId = selection.ids.find((id) => !UUID.test(id));
+  if (badId !== undefined) throw new UsageError(`--id ${badId}: an event id is a UUID`);
+  const config = readConfig(io, { DATABASE_URL: options.databaseUrl, AMQP_URL: options.amqpUrl, AMQP_EXCHANGE: options.exchange });
+  const json = options.json === true;
+  const dryRun = options.dryRun === true;
+
+  const events = await withDatabase(config, (db) => selectEvents(db, selection));
+  const found = new Set(events.map((e) => e.id.toLowerCase()));
+  const missing = selection.ids.filter((id) => !found.has(id.toLowerCase()));
+  const results: ReplayedEvent[] = events.map((e) => ({
+    id: e.id,
+    orderId: e.order_id,
+    sequence: Number(e.sequence),
+    type: e.type,
+    createdAt: iso(e.created_at),
+    publishedByRelay: e.published_at !== null,
+    result: 'would publish',
+    error: null,
+  }));
+
+  if (!dryRun && events.length > 0) {
+    const broker = new BrokerChannel(config.amqpUrl, config.amqpExchange, CONFIRM_TIMEOUT_MS, createMetrics(), createLogger('silent'));
+    try {
+      await broker.open();
+    } catch (error) {
+      throw new CliError(`cannot connect to the broker: ${(error as Error).message}`);
+    }
+    const progress = startProgress(io, json, 'events', events.length);
+    try {
+      for (let start = 0; start < events.length; start += PUBLISH_BATCH) {
+        const batch = events.slice(start, start + PUBLISH_BATCH);
+        // The exact stored message bytes, with the same id and type, as the relay sends them.
+        const published = await broker.publish(batch.map((e) => ({ id: e.id, type: e.type, message: e.message })));
+        published.forEach((r, i) => {
+          const entry = results[start + i] as ReplayedEvent;
+          entry.result = r.ok ? 'confirmed' : r.reason;
+          entry.error = r.ok ? null : r.error;
+        });
+        progress.increment(batch.length);
+        if (!broker.isOpen && start + PUBLISH_BATCH < events.length) await broker.open();
+      }
+    } finally {
+      progress.stop();
+      await broker.close();
+    }
+  }
+
+  const counts: Record<string, number> = {};
+  for (const r of results) counts[r.result] = (counts[r.result] ?? 0) + 1;
+  const failed = results.filter((r) => r.result !== 'confirmed' && r.result !== 'would publish');
+  emit(io, json, { dryRun, exchange: config.amqpExchange, selected: results.length, counts, missing, events: results }, () => [
+    ...table(
+      results.map((r) => [
+        r.createdAt ?? '',
+        r.type,
+        `${r.orderId} #${r.sequence}`,
+        r.id,
+        r.result + (r.error ? ` (${r.error})` : ''),
+      ]),
+    ),
+    '',
+    `${dryRun ? 'Dry run: would publish' : 'Published'} ${results.length} event(s) to exchange ${config.amqpExchange}` +
+      (dryRun ? '.' : `: ${counts.confirmed ?? 0} confirmed, ${failed.length} not (${failed.filter((f) => f.result === 'returned').length} returned: no queue bound for their routing key).`),
+    ...(missing.length > 0 ? [`Not found (never stored, or deleted after OUTBOX_RETENTION): ${missing.join(', ')}`] : []),
+    ...(results.some((r) => !r.publishedByRelay) ? ['Note: some of these were not yet published by the relay; it will still publish them (same id).'] : []),
+  ]);
+  if (results.length === 0 && missing.length === 0) io.stderr.write('no stored event matches the selection\n');
+  return results.length === 0 || missing.length > 0 || failed.length > 0 ? EXIT_FAILURE : EXIT_OK;
+}
+
+interface WatchOptions {
+  bindingKey: string;
+  count?: number;
+  timeout?: number;
+  amqpUrl?: string;
+  exchange?: string;
+  json?: boolean;
+}
+
+function describeEvent(message: ConsumeMessage): string {
+  try {
+    const event = JSON.parse(message.content.toString('utf8')) as {
+      time?: string;
+      subject?: string;
+      data?: { status?: string; previousStatus?: string | null; sequence?: number; refundId?: string; amount?: string | null; totalAmount?: string | null };
+    };
+    const d = event.data ?? {};
+    return [
+      event.time ?? '',
+      message.fields.routingKey.padEnd(30),
+      `order ${event.subject ?? '?'}${d.refundId ? ` refund ${d.refundId}` : ''}`,
+      `${d.previousStatus ?? '-'} -> ${d.status ?? '?'}`,
+      `seq ${d.sequence ?? '?'}`,
+      `id ${String(message.properties.messageId)}`,
+    ].join('  ');
+  } catch {
+    return `${message.fields.routingKey}  (not JSON, ${message.content.length} bytes)`;
+  }
+}
+
+/**
+ * Binds a queue of its own (exclusive, deleted when the watcher stops) to the exchange and prints
+ * every event. Without a bound queue the relay's publishes are returned and retried, so start this
+ * first.
+ */
+export async function watchEvents(io: CliIo, options: WatchOptions): Promise<ExitCode> {
+  const config = readConfig(io, { AMQP_URL: options.amqpUrl, AMQP_EXCHANGE: options.exchange });
+  const json = options.json === true;
+  let connection;
+  try {
+    connection = await amqp.connect(config.amqpUrl, { clientProperties: { connection_name: 'payment-notification-receiver:cli-watch' } });
+  } catch (error) {
+    throw new CliError(`cannot connect to the broker: ${(error as Error).message}`);
+  }
+  try {
+    const channel = await connection.createChannel();
+    await channel.assertExchange(config.amqpExchange, 'topic', { durable: true });
+    const { queue } = await channel.assertQueue('', { exclusive: true, autoDelete: true });
+    await channel.bindQueue(queue, config.amqpExchange, options.bindingKey);
+    let received = 0;
+    const outcome = await new Promise<ExitCode>((resolve) => {
+      const stop = (code: ExitCode): void => {
+        process.off('SIGINT', interrupted);
+        process.off('SIGTERM', interrupted);
+        clearTimeout(timer);
+        resolve(code);
+      };
+      const interrupted = (): void => stop(EXIT_OK);
+      process.on('SIGINT', interrupted);
+      process.on('SIGTERM', interrupted);
+      const timer =
+        options.timeout === undefined
+          ? undefined
+          : setTimeout(() => {
+              if (options.count !== undefined) io.stderr.write(`timed out after ${received} of ${options.count} event(s)\n`);
+              stop(options.count === undefined ? EXIT_OK : EXIT_FAILURE);
+            }, options.timeout);
+      connection.on('close', () => stop(EXIT_FAILURE));
+      void channel
+        .consume(
+          queue,
+          (message) => {
+            if (!message) return;
+            received++;
+            if (json) {
+              let event: unknown = null;
+              try {
+                event = JSON.parse(message.content.toString('utf8'));
+              } catch {
+                event = null;
+              }
+              io.stdout.write(`${JSON.stringify({ routingKey: message.fields.routingKey, messageId: message.properties.messageId ?? null, event })}\n`);
+            } else {
+              io.stdout.write(`${describeEvent(message)}\n`);
+            }
+            if (options.count !== undefined && received >= options.count) stop(EXIT_OK);
+          },
+          { noAck: true },
+        )
+        .then(() => {
+          io.stderr.write(`watching exchange ${config.amqpExchange} with binding key ${options.bindingKey} (Ctrl-C to stop)\n`);
+        });
+    });
+    return outcome;
+  } finally {
+    await connection.close().catch(() => undefined);
+  }
+}
+
+export function registerEvents(program: Command, io: CliIo, state: CliState): void {
+  const events = program.command('events').summary('replay stored events, or watch the exchange').description('Domain events: replay stored ones to the exchange, or watch the exchange.');
+
+  const replay = events
+    .command('replay')
+    .summary('publish stored events again (same ids, same bytes)')
+    .description(
+      'Publishes stored outbox events again to AMQP_EXCHANGE, with the same event id (messageId), type (routing ' +
+        'key) and message bytes, with publisher confirms and mandatory, and reports each confirm or return. ' +
+        'Selection: --id and --order (either matches; repeatable), limited to --since/--until (created time; ISO 8601 ' +
+        'or a duration ago such as 2h). Only events still in the outbox can be replayed (published ones are deleted ' +
+        'after OUTBOX_RETENTION). The outbox is not changed.\n\n' +
+        'Exit codes: 0 every selected event confirmed (or listed, with --dry-run); 1 nothing matched, an --id was not ' +
+        'found, or an event was returned (no queue bound), nacked or not confirmed; 2 usage error.',
+    )
+    .option('--id <eventId>', 'an event id (repeatable)', collect((v: string) => v))
+    .option('--order <orderId>', 'every event of an order (repeatable)', collect((v: string) => v))
+    .option('--since <time>', 'events created at or after (ISO 8601, or a duration ago: 30m, 2h, 7d)', timeOption)
+    .option('--until <time>', 'events created before (ISO 8601, or a duration ago)', timeOption)
+    .option('--dry-run', 'list what would be published; publish nothing')
+    .option('--amqp-url <url>', 'broker instead of AMQP_URL')
+    .option('--exchange <name>', 'exchange instead of AMQP_EXCHANGE');
+  withJson(withDatabaseUrl(replay)).action(action(state, (options: ReplayOptions) => replayEvents(io, options)));
+
+  const watch = events
+    .command('watch')
+    .summary('print the events published to the exchange')
+    .description(
+      'Binds a queue of its own (exclusive, deleted when it stops) to AMQP_EXCHANGE and prints every event (one JSON ' +
+        'line each with --json). Start it before the events are published: with no queue bound, the relay gets them ' +
+        'returned and retries later.\n\n' +
+        'Exit codes: 0 stopped (Ctrl-C, --count reached, or --timeout without --count); 1 --timeout before --count ' +
+        'events, or the broker connection lost; 2 usage error.',
+    )
+    .option('--binding-key <pattern>', 'topic pattern, e.g. order.*, refund.#, order.completed', '#')
+    .option('--count <n>', 'stop after this many events', integerOption(1))
+    .option('--timeout <duration>', 'stop after this long', durationOption)
+    .option('--amqp-url <url>', 'broker instead of AMQP_URL')
+    .option('--exchange <name>', 'exchange instead of AMQP_EXCHANGE');
+  withJson(watch).action(action(state, (options: WatchOptions) => watchEvents(io, options)));
+}

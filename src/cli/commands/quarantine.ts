@@ -1,0 +1,216 @@
+import { sql } from 'kysely';
+import type { Command } from 'commander';
+import { parseNotification } from '../../parsing/parseNotification';
+import type { Db } from '../../recording/database';
+import { recordNotificationIn, type Delivery } from '../../recording/recordNotification';
+import {
+  action,
+  emit,
+  EXIT_FAILURE,
+  EXIT_OK,
+  integerOption,
+  iso,
+  readConfig,
+  shortHex,
+  startProgress,
+  table,
+  UsageError,
+  withDatabase,
+  withDatabaseUrl,
+  withJson,
+  type CliIo,
+  type CliState,
+  type ExitCode,
+} from './common';
+
+export interface QuarantineEntry {
+  id: string;
+  receivedAt: string | null;
+  reason: string;
+  detail: string;
+  posId: string;
+  keyFingerprint: string;
+  bodySha256: string;
+  /** null once purged. */
+  bodyBytes: number | null;
+  deliveries: number;
+  resolved: boolean;
+  resolvedAt: string | null;
+  resolution: string | null;
+}
+
+interface ListOptions {
+  open?: boolean;
+  limit: number;
+  databaseUrl?: string;
+  json?: boolean;
+}
+
+export async function listQuarantine(io: CliIo, options: ListOptions): Promise<ExitCode> {
+  const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
+  const entries = await withDatabase(config, async (db) => {
+    let query = db
+      .selectFrom('quarantined_notifications as q')
+      .select(['q.id', 'q.received_at', 'q.reason', 'q.detail', 'q.pos_id', 'q.key_fingerprint', 'q.body_sha256', 'q.resolved_at', 'q.resolution'])
+      .select(sql<number | null>`octet_length(q.body)`.as('body_bytes'))
+      .select((eb) => eb.selectFrom('deliveries as d').select((d) => d.fn.countAll<string>().as('c')).whereRef('d.quarantine_id', '=', 'q.id').as('deliveries'))
+      .orderBy('q.id')
+      .limit(options.limit);
+    if (options.open) query = query.where('q.resolved_at', 'is', null);
+    return query.execute();
+  });
+  const list: QuarantineEntry[] = entries.map((q) => ({
+    id: q.id,
+    receivedAt: iso(q.received_at),
+    reason: q.reason,
+    detail: q.detail,
+    posId: q.pos_id,
+    keyFingerprint: q.key_fingerprint,
+    bodySha256: q.body_sha256.toString('hex'),
+    bodyBytes: q.body_bytes === null ? null : Number(q.body_bytes),
+    deliveries: Number(q.deliveries ?? 0),
+    resolved: q.resolved_at !== null,
+    resolvedAt: iso(q.resolved_at),
+    resolution: q.resolution,
+  }));
+  emit(io, options.json === true, { quarantined: list }, () =>
+    list.length === 0
+      ? [options.open ? 'No open quarantined notifications.' : 'No quarantined notifications.']
+      : [
+          ...table([
+            ['ID', 'RECEIVED', 'REASON', 'POS', 'KEY', 'BODY', 'DELIVERIES', 'STATE', 'DETAIL'],
+            ...list.map((q) => [
+              q.id,
+              q.receivedAt ?? '',
+              q.reason,
+              q.posId,
+              q.keyFingerprint,
+              `${shortHex(q.bodySha256)} ${q.bodyBytes === null ? '(purged)' : `${q.bodyBytes} B`}`,
+              String(q.deliveries),
+              q.resolved ? `resolved ${q.resolvedAt}` : 'OPEN',
+              q.detail + (q.resolution ? ` | ${q.resolution}` : ''),
+            ]),
+          ]),
+          '',
+          `${list.length} shown, ${list.filter((q) => !q.resolved).length} open.`,
+        ],
+  );
+  return EXIT_OK;
+}
+
+export type RetryResult =
+  | { id: string; result: 'recorded'; outcome: string; notificationId: string | null; eventsWritten: number }
+  | { id: string; result: 'still_unreadable'; reason: string; detail: string }
+  | { id: string; result: 'not_found' | 'already_resolved' | 'body_purged' | 'pos_mismatch'; detail: string };
+
+/**
+ * Reads one quarantined body again; if it now parses, records it as a live delivery would be and
+ * marks the row resolved, both in one transaction. Otherwise leaves the row as it is.
+ */
+export async function retryOne(db: Db, id: string, eventSource: string): Promise<RetryResult> {
+  return db.transaction().execute(async (trx) => {
+    const row = await trx.selectFrom('quarantined_notifications').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+    if (!row) return { id, result: 'not_found', detail: 'no quarantined notification with this id' };
+    if (row.resolved_at !== null) return { id, result: 'already_resolved', detail: row.resolution ?? '' };
+    if (row.body === null) return { id, result: 'body_purged', detail: 'the body was purged (retention); it cannot be read again' };
+    const parsed = parseNotification(row.body);
+    if (!parsed.ok) return { id, result: 'still_unreadable', reason: parsed.reason, detail: parsed.detail };
+    const n = parsed.notification;
+    // The receiver checks this after parsing; a body it could not parse never got the check.
+    if (n.kind === 'order' && n.merchantPosId !== null && n.merchantPosId !== row.pos_id) {
+      return { id, result: 'pos_mismatch', detail: `order.merchantPosId ${n.merchantPosId} is not POS ${row.pos_id}, whose key verified it` };
+    }
+    const original = await trx
+      .selectFrom('deliveries')
+      .select(['source_address', 'processing_time_ms'])
+      .where('quarantine_id', '=', id)
+      .orderBy('id')
+      .limit(1)
+      .executeTakeFirst();
+    const delivery: Delivery = {
+      body: row.body,
+      bodySha256: row.body_sha256,
+      posId: row.pos_id,
+      keyFingerprint: row.key_fingerprint,
+      sourceAddress: original?.source_address ?? null,
+      processingTimeMs: original?.processing_time_ms ?? null,
+    };
+    const recorded = await recordNotificationIn(trx, { eventSource }, delivery, n);
+    const resolution = `reprocessed: ${recorded.outcome}${recorded.notificationId ? ` as notification ${recorded.notificationId}` : ''}`;
+    await trx.updateTable('quarantined_notifications').set({ resolved_at: sql`now()`, resolution }).where('id', '=', id).execute();
+    return { id, result: 'recorded', outcome: recorded.outcome, notificationId: recorded.notificationId, eventsWritten: recorded.eventsWritten };
+  });
+}
+
+interface RetryOptions {
+  all?: boolean;
+  databaseUrl?: string;
+  json?: boolean;
+}
+
+export async function retryQuarantine(io: CliIo, ids: string[], options: RetryOptions): Promise<ExitCode> {
+  if (ids.length > 0 === (options.all === true)) throw new UsageError('name the quarantined notifications by id, or pass --all for every open one');
+  const badId = ids.find((id) => !/^\d{1,18}$/.test(id));
+  if (badId !== undefined) throw new UsageError(`${badId}: a quarantine id is a number (see quarantine list)`);
+  const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
+  const json = options.json === true;
+  const results = await withDatabase(config, async (db) => {
+    const selected = options.all
+      ? (await db.selectFrom('quarantined_notifications').select('id').where('resolved_at', 'is', null).orderBy('id').execute()).map((r) => r.id)
+      : ids;
+    const progress = startProgress(io, json, 'quarantined', selected.length);
+    const done: RetryResult[] = [];
+    try {
+      for (const id of selected) {
+        done.push(await retryOne(db, id, config.eventSource));
+        progress.increment();
+      }
+    } finally {
+      progress.stop();
+    }
+    return done;
+  });
+  const recorded = results.filter((r) => r.result === 'recorded').length;
+  const left = results.filter((r) => r.result !== 'recorded' && r.result !== 'already_resolved');
+  emit(io, json, { retried: results.length, recorded, left: left.length, results }, () => [
+    ...(results.length === 0 ? ['No open quarantined notifications.'] : []),
+    ...results.map((r) => {
+      if (r.result === 'recorded') return `#${r.id}: recorded (${r.outcome}${r.notificationId ? `, notification #${r.notificationId}` : ''}, ${r.eventsWritten} event(s)); resolved`;
+      if (r.result === 'still_unreadable') return `#${r.id}: still unreadable (${r.reason}: ${r.detail}); left open`;
+      return `#${r.id}: ${r.result.replace('_', ' ')} (${r.detail})${r.result === 'already_resolved' ? '' : '; left as it is'}`;
+    }),
+    ...(results.length > 0 ? ['', `${recorded} recorded, ${left.length} left.`] : []),
+  ]);
+  return left.length > 0 ? EXIT_FAILURE : EXIT_OK;
+}
+
+export function registerQuarantine(program: Command, io: CliIo, state: CliState): void {
+  const quarantine = program
+    .command('quarantine')
+    .summary('list or reprocess quarantined notifications')
+    .description('Authentic notifications that could not be read were quarantined (kept with the reason, answered 200).');
+
+  const list = quarantine
+    .command('list')
+    .description(
+      'Lists quarantined notifications: id, received, reason, detail, POS, key fingerprint, body digest (never the ' +
+        'body), deliveries, and whether resolved.\n\nExit codes: 0 listed (even if none); 1 database failure; 2 usage error.',
+    )
+    .option('--open', 'only the ones not resolved yet')
+    .option('--limit <n>', 'show at most this many (oldest first)', integerOption(1), 1000);
+  withJson(withDatabaseUrl(list)).action(action(state, (options: ListOptions) => listQuarantine(io, options)));
+
+  const retry = quarantine
+    .command('retry')
+    .description(
+      'Reads quarantined bodies again (after a fix to the parser): one that now parses is recorded exactly like a ' +
+        'live delivery (projection, outbox event, delivery row with the original source address) and its ' +
+        'quarantine row is marked resolved, in one transaction; one that still does not parse is left open, with ' +
+        'the reason. The POS check against order.merchantPosId applies as at receipt.\n\n' +
+        'Exit codes: 0 every selected one recorded (or already resolved, or none open); 1 some left (still ' +
+        'unreadable, purged, POS mismatch, not found); 2 usage error.',
+    )
+    .argument('[ids...]', 'quarantine ids (see quarantine list)')
+    .option('--all', 'every open quarantined notification');
+  withJson(withDatabaseUrl(retry)).action(action(state, (ids: string[], options: RetryOptions) => retryQuarantine(io, ids, options)));
+}

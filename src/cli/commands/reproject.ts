@@ -1,0 +1,387 @@
+import { sql, type Kysely } from 'kysely';
+import type { Command } from 'commander';
+import {
+  ORDER_STATUSES,
+  REFUND_STATUSES,
+  type Notification,
+  type OrderNotification,
+  type RefundNotification,
+} from '../../parsing/notification';
+import type { Db } from '../../recording/database';
+import type { Database } from '../../recording/schema';
+import { decideOrderTransition, decideRefundTransition, ORDER_STATUS_RANK, REFUND_STATUS_RANK } from '../../recording/statusRules';
+import {
+  action,
+  CliError,
+  emit,
+  EXIT_FAILURE,
+  EXIT_OK,
+  readConfig,
+  startProgress,
+  UsageError,
+  withDatabase,
+  withDatabaseUrl,
+  withJson,
+  type CliIo,
+  type CliState,
+  type ExitCode,
+  type Progress,
+} from './common';
+
+/** The columns of an order projection that follow from the notifications (timestamps do not). */
+export interface OrderProjection {
+  order_id: string;
+  ext_order_id: string | null;
+  merchant_pos_id: string | null;
+  status: string;
+  status_rank: number;
+  total_amount: string | null;
+  currency_code: string | null;
+  payment_id: string | null;
+  pay_method_type: string | null;
+  local_receipt_date_time: string | null;
+}
+
+export interface RefundProjection {
+  refund_id: string;
+  order_id: string;
+  ext_order_id: string | null;
+  ext_refund_id: string | null;
+  status: string;
+  status_rank: number;
+  amount: string | null;
+  currency_code: string | null;
+  status_date_time: string | null;
+  refund_date: string | null;
+  reason: string | null;
+  reason_description: string | null;
+}
+
+const ORDER_COLUMNS = [
+  'ext_order_id',
+  'merchant_pos_id',
+  'status',
+  'status_rank',
+  'total_amount',
+  'currency_code',
+  'payment_id',
+  'pay_method_type',
+  'local_receipt_date_time',
+] as const satisfies ReadonlyArray<keyof OrderProjection>;
+
+const REFUND_COLUMNS = [
+  'order_id',
+  'ext_order_id',
+  'ext_refund_id',
+  'status',
+  'status_rank',
+  'amount',
+  'currency_code',
+  'status_date_time',
+  'refund_date',
+  'reason',
+  'reason_description',
+] as const satisfies ReadonlyArray<keyof RefundProjection>;
+
+/**
+ * One order notification applied to the projection, with the recording's rules
+ * (src/recording/recordNotification.ts): the status rules decide; when it applies, the status moves
+ * and every field the notification carries wins, while a field it lacks keeps its previous value.
+ */
+export function applyOrderNotification(current: OrderProjection | undefined, n: OrderNotification): OrderProjection | undefined {
+  if (decideOrderTransition((current?.status as OrderNotification['status'] | undefined) ?? null, n.status) !== 'applied') return current;
+  return {
+    order_id: n.orderId,
+    status: n.status,
+    status_rank: ORDER_STATUS_RANK[n.status],
+    ext_order_id: n.extOrderId ?? current?.ext_order_id ?? null,
+    merchant_pos_id: n.merchantPosId ?? current?.merchant_pos_id ?? null,
+    total_amount: n.totalAmount ?? current?.total_amount ?? null,
+    currency_code: n.currencyCode ?? current?.currency_code ?? null,
+    payment_id: n.paymentId ?? current?.payment_id ?? null,
+    pay_method_type: n.payMethodType ?? current?.pay_method_type ?? null,
+    local_receipt_date_time: n.localReceiptDateTime ?? current?.local_receipt_date_time ?? null,
+  };
+}
+
+/** The refund counterpart; the refund keeps the order id it was first recorded with. */
+export function applyRefundNotification(current: RefundProjection | undefined, n: RefundNotification): RefundProjection | undefined {
+  if (decideRefundTransition((current?.status as RefundNotification['status'] | undefined) ?? null, n.status) !== 'applied') return current;
+  return {
+    refund_id: n.refundId,
+    order_id: current?.order_id ?? n.orderId,
+    status: n.status,
+    status_rank: REFUND_STATUS_RANK[n.status],
+    ext_order_id: n.extOrderId ?? current?.ext_order_id ?? null,
+    ext_refund_id: n.extRefundId ?? current?.ext_refund_id ?? null,
+    amount: n.amount ?? current?.amount ?? null,
+    currency_code: n.currencyCode ?? current?.currency_code ?? null,
+    status_date_time: n.statusDateTime ?? current?.status_date_time ?? null,
+    refund_date: n.refundDate ?? current?.refund_date ?? null,
+    reason: n.reason ?? current?.reason ?? null,
+    reason_description: n.reasonDescription ?? current?.reason_description ?? null,
+  };
+}
+
+const ORDER_FIELDS = ['extOrderId', 'merchantPosId', 'totalAmount', 'currencyCode', 'paymentId', 'payMethodType', 'localReceiptDateTime'] as const;
+const REFUND_FIELDS = ['extOrderId', 'extRefundId', 'amount', 'currencyCode', 'statusDateTime', 'refundDate', 'reason', 'reasonDescription'] as const;
+
+/** The stored `parsed` column read back as a notification, checked field by field; null if it is not one. */
+export function notificationFromParsed(parsed: unknown): Notification | null {
+  if (typeof parsed !== 'object' || parsed === null) return null;
+  const p = parsed as Record<string, unknown>;
+  const isText = (name: string): boolean => typeof p[name] === 'string';
+  const isTextOrNull = (name: string): boolean => p[name] === null || p[name] === undefined || isText(name);
+  const text = (name: string): string | null => (typeof p[name] === 'string' ? (p[name] as string) : null);
+  if (p.kind === 'order') {
+    const status = ORDER_STATUSES.find((s) => s === p.status);
+    if (!status || !isText('orderId') || !ORDER_FIELDS.every(isTextOrNull)) return null;
+    return {
+      kind: 'order',
+      orderId: p.orderId as string,
+      status,
+      extOrderId: text('extOrderId'),
+      merchantPosId: text('merchantPosId'),
+      totalAmount: text('totalAmount'),
+      currencyCode: text('currencyCode'),
+      paymentId: text('paymentId'),
+      payMethodType: text('payMethodType'),
+      localReceiptDateTime: text('localReceiptDateTime'),
+    };
+  }
+  if (p.kind === 'refund') {
+    const status = REFUND_STATUSES.find((s) => s === p.status);
+    if (!status || !isText('orderId') || !isText('refundId') || !REFUND_FIELDS.every(isTextOrNull)) return null;
+    return {
+      kind: 'refund',
+      orderId: p.orderId as string,
+      refundId: p.refundId as string,
+      status,
+      extOrderId: text('extOrderId'),
+      extRefundId: text('extRefundId'),
+      amount: text('amount'),
+      currencyCode: text('currencyCode'),
+      statusDateTime: text('statusDateTime'),
+      refundDate: text('refundDate'),
+      reason: text('reason'),
+      reasonDescription: text('reasonDescription'),
+    };
+  }
+  return null;
+}
+
+export interface FieldDifference {
+  column: string;
+  stored: string | number | null;
+  rebuilt: string | number | null;
+}
+
+export interface ProjectionDifference {
+  table: 'orders' | 'refunds';
+  id: string;
+  /** missing: rebuilt but not stored; extra: stored but no notification supports it; different: fields differ. */
+  change: 'missing' | 'extra' | 'different';
+  fields: FieldDifference[];
+}
+
+export interface Reprojection {
+  notifications: number;
+  orders: Map<string, OrderProjection>;
+  refunds: Map<string, RefundProjection>;
+  /** Rows of `parsed` that are not a notification: nothing is applied while there are any. */
+  unreadable: string[];
+}
+
+const BATCH = 5000;
+
+/** Folds every stored notification, in arrival order (notifications.id), into fresh projections. */
+export async function rebuildProjections(db: Kysely<Database>, progress: Progress): Promise<Reprojection> {
+  const result: Reprojection = { notifications: 0, orders: new Map(), refunds: new Map(), unreadable: [] };
+  let lastId = '0';
+  for (;;) {
+    const rows = await db
+      .selectFrom('notifications')
+      .select(['id', 'parsed'])
+      .where('id', '>', lastId)
+      .orderBy('id')
+      .limit(BATCH)
+      .execute();
+    for (const row of rows) {
+      const n = notificationFromParsed(row.parsed);
+      if (!n) {
+        result.unreadable.push(row.id);
+        continue;
+      }
+      if (n.kind === 'order') {
+        const next = applyOrderNotification(result.orders.get(n.orderId), n);
+        if (next) result.orders.set(n.orderId, next);
+      } else {
+        const next = applyRefundNotification(result.refunds.get(n.refundId), n);
+        if (next) result.refunds.set(n.refundId, next);
+      }
+    }
+    result.notifications += rows.length;
+    progress.increment(rows.length);
+    if (rows.length < BATCH) return result;
+    lastId = (rows[rows.length - 1] as { id: string }).id;
+  }
+}
+
+const comparable = (value: unknown): string | number | null => (value === null || value === undefined ? null : typeof value === 'number' ? value : String(value));
+
+function compareRows<Row extends object>(
+  table: 'orders' | 'refunds',
+  columns: readonly (keyof Row & string)[],
+  stored: Map<string, Row>,
+  rebuilt: Map<string, Row>,
+): ProjectionDifference[] {
+  const differences: ProjectionDifference[] = [];
+  for (const [id, row] of rebuilt) {
+    const current = stored.get(id);
+    if (!current) {
+      differences.push({ table, id, change: 'missing', fields: columns.map((c) => ({ column: c, stored: null, rebuilt: comparable(row[c]) })) });
+      continue;
+    }
+    const fields = columns
+      .map((c) => ({ column: c, stored: comparable(current[c]), rebuilt: comparable(row[c]) }))
+      .filter((f) => f.stored !== f.rebuilt);
+    if (fields.length > 0) differences.push({ table, id, change: 'different', fields });
+  }
+  for (const [id, row] of stored) {
+    if (!rebuilt.has(id)) differences.push({ table, id, change: 'extra', fields: columns.map((c) => ({ column: c, stored: comparable(row[c]), rebuilt: null })) });
+  }
+  return differences.sort((a, b) => a.table.localeCompare(b.table) || a.id.localeCompare(b.id));
+}
+
+async function storedProjections(db: Kysely<Database>): Promise<{ orders: Map<string, OrderProjection>; refunds: Map<string, RefundProjection> }> {
+  const [orders, refunds] = await Promise.all([
+    db.selectFrom('orders').select(['order_id', ...ORDER_COLUMNS]).execute(),
+    db.selectFrom('refunds').select(['refund_id', ...REFUND_COLUMNS]).execute(),
+  ]);
+  return {
+    orders: new Map(orders.map((o) => [o.order_id, { ...o, status_rank: Number(o.status_rank) }])),
+    refunds: new Map(refunds.map((r) => [r.refund_id, { ...r, status_rank: Number(r.status_rank) }])),
+  };
+}
+
+export interface ReprojectResult {
+  notifications: number;
+  stored: { orders: number; refunds: number };
+  rebuilt: { orders: number; refunds: number };
+  differences: ProjectionDifference[];
+}
+
+async function compute(db: Kysely<Database>, progress: Progress): Promise<ReprojectResult & { rebuiltRows: Reprojection }> {
+  const rebuilt = await rebuildProjections(db, progress);
+  if (rebuilt.unreadable.length > 0) {
+    throw new CliError(
+      `${rebuilt.unreadable.length} stored notification(s) have a parsed column that is not a notification ` +
+        `(ids ${rebuilt.unreadable.slice(0, 10).join(', ')}${rebuilt.unreadable.length > 10 ? ', ...' : ''}); nothing was compared or changed`,
+    );
+  }
+  const stored = await storedProjections(db);
+  return {
+    notifications: rebuilt.notifications,
+    stored: { orders: stored.orders.size, refunds: stored.refunds.size },
+    rebuilt: { orders: rebuilt.orders.size, refunds: rebuilt.refunds.size },
+    differences: [
+      ...compareRows<OrderProjection>('orders', ORDER_COLUMNS, stored.orders, rebuilt.orders),
+      ...compareRows<RefundProjection>('refunds', REFUND_COLUMNS, stored.refunds, rebuilt.refunds),
+    ],
+    rebuiltRows: rebuilt,
+  };
+}
+
+/** Makes the stored projections equal the rebuilt ones, touching only the rows that differ. */
+async function repair(db: Kysely<Database>, differences: ProjectionDifference[], rebuilt: Reprojection): Promise<void> {
+  for (const d of differences) {
+    if (d.change === 'extra') {
+      if (d.table === 'orders') await db.deleteFrom('orders').where('order_id', '=', d.id).execute();
+      else await db.deleteFrom('refunds').where('refund_id', '=', d.id).execute();
+      continue;
+    }
+    if (d.table === 'orders') {
+      const row = rebuilt.orders.get(d.id) as OrderProjection;
+      await db
+        .insertInto('orders')
+        .values(row)
+        .onConflict((oc) => oc.column('order_id').doUpdateSet({ ...row, updated_at: sql`now()` }))
+        .execute();
+    } else {
+      const row = rebuilt.refunds.get(d.id) as RefundProjection;
+      await db
+        .insertInto('refunds')
+        .values(row)
+        .onConflict((oc) => oc.column('refund_id').doUpdateSet({ ...row, updated_at: sql`now()` }))
+        .execute();
+    }
+  }
+}
+
+function differenceLine(d: ProjectionDifference): string {
+  const what = d.table === 'orders' ? 'order' : 'refund';
+  if (d.change === 'missing') return `  ${what} ${d.id}: missing from the projection; rebuilt as ${d.fields.find((f) => f.column === 'status')?.rebuilt ?? '?'}`;
+  if (d.change === 'extra') return `  ${what} ${d.id}: in the projection (${d.fields.find((f) => f.column === 'status')?.stored ?? '?'}) but no notification supports it`;
+  return `  ${what} ${d.id}: ${d.fields.map((f) => `${f.column} ${f.stored ?? 'null'} -> ${f.rebuilt ?? 'null'}`).join('; ')}`;
+}
+
+interface ReprojectOptions {
+  dryRun?: boolean;
+  apply?: boolean;
+  databaseUrl?: string;
+  json?: boolean;
+}
+
+export async function reproject(io: CliIo, options: ReprojectOptions): Promise<ExitCode> {
+  if (options.dryRun && options.apply) throw new UsageError('--dry-run and --apply exclude each other');
+  const apply = options.apply === true;
+  const json = options.json === true;
+  const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
+  const result = await withDatabase(config, async (db: Db) => {
+    const total = await db.selectFrom('notifications').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    const progress = startProgress(io, json, 'notifications', Number(total.n));
+    try {
+      if (!apply) return await compute(db, progress);
+      // Writers wait while the projections are rebuilt from what is committed now; a notification
+      // recorded after the lock applies on top of the repaired projection through the usual rules.
+      return await db.transaction().execute(async (trx) => {
+        await sql`LOCK TABLE orders, refunds IN EXCLUSIVE MODE`.execute(trx);
+        const computed = await compute(trx, progress);
+        await repair(trx, computed.differences, computed.rebuiltRows);
+        return computed;
+      });
+    } finally {
+      progress.stop();
+    }
+  });
+  const { rebuiltRows: _rows, ...report } = result;
+  void _rows;
+  const differences = report.differences;
+  emit(io, json, { applied: apply, ...report }, () => [
+    `Rebuilt from ${report.notifications} notification(s): ${report.rebuilt.orders} order(s), ${report.rebuilt.refunds} refund(s); ` +
+      `stored: ${report.stored.orders} order(s), ${report.stored.refunds} refund(s).`,
+    ...(differences.length === 0
+      ? ['No differences: the projections equal what the notifications imply.']
+      : [`${differences.length} difference(s) (stored -> rebuilt):`, ...differences.map(differenceLine)]),
+    ...(differences.length > 0 ? [apply ? `Repaired ${differences.length} row(s) in one transaction.` : 'Dry run: nothing changed. Run with --apply to repair.'] : []),
+  ]);
+  return differences.length > 0 && !apply ? EXIT_FAILURE : EXIT_OK;
+}
+
+export function registerReproject(program: Command, io: CliIo, state: CliState): void {
+  const command = program
+    .command('reproject')
+    .summary('rebuild the order and refund projections from the stored notifications')
+    .description(
+      'Rebuilds the order and refund projections from the stored notifications (their parsed fields, in arrival ' +
+        'order) with the same status rules and field merging as live recording, and compares them with the stored ' +
+        'projections. By default (--dry-run) it only shows the differences; --apply repairs exactly the rows that ' +
+        'differ (inserts missing ones, deletes ones no notification supports) in one transaction, during which ' +
+        'recording waits. Timestamps (created_at, updated_at) are not compared.\n\n' +
+        'Exit codes: 0 no differences (or, with --apply, repaired); 1 differences found (dry run) or stored data ' +
+        'that cannot be read; 2 usage error.',
+    )
+    .option('--dry-run', 'show the differences, change nothing (the default)')
+    .option('--apply', 'repair the differences in one transaction');
+  withJson(withDatabaseUrl(command)).action(action(state, (options: ReprojectOptions) => reproject(io, options)));
+}

@@ -1,0 +1,196 @@
+import { pick, randomInt, randomString, type Random } from './random';
+
+/**
+ * Notification bodies shaped like the payment service's (spec, "Events"; the captured ones in
+ * test/fixtures/real-notifications.json): compact JSON, fields in the sender's order.
+ */
+
+export type OrderStatus = 'PENDING' | 'WAITING_FOR_CONFIRMATION' | 'COMPLETED' | 'CANCELED';
+export type RefundStatus = 'FINALIZED' | 'CANCELED';
+
+/** How the buyer pays. `blik` is the code-based method: an order with pay method PBL, value blik. */
+export type PayMethodKind = 'pbl' | 'card' | 'blik';
+
+/** The pay method type the notification carries (spec: PBL, CARD_TOKEN, INSTALLMENTS). */
+export const NOTIFIED_PAY_METHOD_TYPE: Readonly<Record<PayMethodKind, string>> = {
+  pbl: 'PBL',
+  card: 'CARD_TOKEN',
+  blik: 'PBL',
+};
+
+/** The payment service's time zone: its timestamps carry this offset. */
+export const SENDER_TIME_ZONE = 'Europe/Warsaw';
+
+function localParts(date: Date, timeZone: string): { stamp: string; offset: string } {
+  const parts = new Intl.DateTimeFormat('en-CA', {
+    timeZone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hourCycle: 'h23',
+    timeZoneName: 'longOffset',
+  }).formatToParts(date);
+  const get = (type: Intl.DateTimeFormatPartTypes): string => parts.find((p) => p.type === type)?.value ?? '';
+  const offset = get('timeZoneName').replace('GMT', '') || '+00:00';
+  return { stamp: `${get('year')}-${get('month')}-${get('day')}T${get('hour')}:${get('minute')}:${get('second')}`, offset };
+}
+
+/** `2020-02-13T10:25:27.526+01:00`: ISO 8601 with milliseconds and the sender's offset. */
+export function formatSenderTimestamp(date: Date, timeZone = SENDER_TIME_ZONE): string {
+  const { stamp, offset } = localParts(date, timeZone);
+  return `${stamp}.${String(date.getUTCMilliseconds()).padStart(3, '0')}${offset}`;
+}
+
+/**
+ * localReceiptDateTime: like formatSenderTimestamp, except that when the milliseconds are 000 the
+ * sender omits them and the offset (spec, "Order status notification").
+ */
+export function formatLocalReceiptDateTime(date: Date, timeZone = SENDER_TIME_ZONE): string {
+  if (date.getUTCMilliseconds() === 0) return localParts(date, timeZone).stamp;
+  return formatSenderTimestamp(date, timeZone);
+}
+
+/** `PB68465GCH200213GUEST000P01`: ten characters, the date (yymmdd), then the buyer-kind suffix. */
+export function newOrderId(random: Random, date: Date): string {
+  const yymmdd = date.toISOString().slice(2, 10).replace(/-/g, '');
+  return `${randomString(random, 10)}${yymmdd}GUEST000P01`;
+}
+
+/** The shop's own order id; shops often use a hex uniqid such as `5e45160711d81`. */
+export function newExtOrderId(random: Random): string {
+  return randomString(random, 13, '0123456789abcdef');
+}
+
+export const newPaymentId = (random: Random): string => String(randomInt(random, 10_000_000, 5_999_999_999));
+export const newRefundId = (random: Random): string => String(randomInt(random, 100_000, 5_999_999_999));
+
+export interface Product {
+  name: string;
+  unitPrice: string;
+  quantity: string;
+}
+
+/** Fictitious buyer data: the receiver must never print or log it, and the tests check that. */
+export interface Buyer {
+  customerId: string;
+  email: string;
+  phone?: string;
+  firstName: string;
+  lastName: string;
+  language: string;
+}
+
+/** What stays the same across an order's notifications: what the shop sent when it created the order. */
+export interface OrderData {
+  orderId: string;
+  extOrderId: string;
+  orderCreateDate: string;
+  notifyUrl: string;
+  customerIp: string;
+  merchantPosId: string;
+  description: string;
+  currencyCode: string;
+  totalAmount: string;
+  products: Product[];
+  buyer: Buyer;
+  payMethod: PayMethodKind;
+  paymentId: string;
+}
+
+const PRODUCT_NAMES = ['Lenovo ThinkPad Edge E540', 'Wireless mouse', 'USB-C cable 2 m', 'Ebook', 'Coffee beans 1 kg', 'Desk lamp'];
+const FIRST_NAMES = ['Jan', 'Anna', 'Piotr', 'Maria', 'Tomasz', 'Katarzyna'];
+const LAST_NAMES = ['Kowalski', 'Nowak', 'Wiśniewska', 'Wójcik', 'Kamińska', 'Lewandowski'];
+
+/** Products whose prices add up to the total exactly (minor units stay integers). */
+export function productsFor(random: Random, totalAmount: string): Product[] {
+  const total = BigInt(totalAmount);
+  if (total < 2n || random() < 0.5) return [{ name: pick(random, PRODUCT_NAMES), unitPrice: totalAmount, quantity: '1' }];
+  const first = total - total / 3n;
+  return [
+    { name: pick(random, PRODUCT_NAMES), unitPrice: first.toString(), quantity: '1' },
+    { name: 'Shipping', unitPrice: (total - first).toString(), quantity: '1' },
+  ];
+}
+
+export function newBuyer(random: Random): Buyer {
+  const firstName = pick(random, FIRST_NAMES);
+  const lastName = pick(random, LAST_NAMES);
+  return {
+    customerId: 'guest',
+    email: `${firstName.toLowerCase()}.${randomString(random, 6, 'abcdefghijklmnopqrstuvwxyz0123456789')}@example.com`,
+    ...(random() < 0.5 ? { phone: `+48 ${randomInt(random, 500_000_000, 799_999_999)}` } : {}),
+    firstName,
+    lastName,
+    language: 'pl',
+  };
+}
+
+/**
+ * An order status notification body. COMPLETED carries the buyer, the pay method type and
+ * localReceiptDateTime; PENDING may have no PAYMENT_ID yet; CANCELED has no buyer.
+ */
+export function orderNotificationBody(
+  order: OrderData,
+  status: OrderStatus,
+  extra: { localReceiptDateTime?: string; withPaymentId: boolean },
+): Buffer {
+  const completed = status === 'COMPLETED';
+  const payMethodType = NOTIFIED_PAY_METHOD_TYPE[order.payMethod];
+  const body = {
+    order: {
+      orderId: order.orderId,
+      extOrderId: order.extOrderId,
+      orderCreateDate: order.orderCreateDate,
+      notifyUrl: order.notifyUrl,
+      customerIp: order.customerIp,
+      merchantPosId: order.merchantPosId,
+      description: order.description,
+      currencyCode: order.currencyCode,
+      totalAmount: order.totalAmount,
+      ...(completed ? { buyer: order.buyer } : {}),
+      ...(completed
+        ? { payMethod: payMethodType === 'PBL' ? { amount: order.totalAmount, type: payMethodType } : { type: payMethodType } }
+        : {}),
+      status,
+      products: order.products,
+    },
+    ...(completed && extra.localReceiptDateTime !== undefined ? { localReceiptDateTime: extra.localReceiptDateTime } : {}),
+    properties: extra.withPaymentId ? [{ name: 'PAYMENT_ID', value: order.paymentId }] : [],
+  };
+  return Buffer.from(JSON.stringify(body), 'utf8');
+}
+
+export interface RefundData {
+  refundId: string;
+  extRefundId?: string;
+  amount: string;
+  currencyCode: string;
+  status: RefundStatus;
+  statusDateTime: string;
+  reason: string;
+  reasonDescription: string;
+  refundDate: string;
+}
+
+/** A refund status notification body (spec, "Refund status notification"). */
+export function refundNotificationBody(order: Pick<OrderData, 'orderId' | 'extOrderId'>, refund: RefundData): Buffer {
+  const body = {
+    orderId: order.orderId,
+    extOrderId: order.extOrderId,
+    refund: {
+      refundId: refund.refundId,
+      ...(refund.extRefundId !== undefined ? { extRefundId: refund.extRefundId } : {}),
+      amount: refund.amount,
+      currencyCode: refund.currencyCode,
+      status: refund.status,
+      statusDateTime: refund.statusDateTime,
+      reason: refund.reason,
+      reasonDescription: refund.reasonDescription,
+      refundDate: refund.refundDate,
+    },
+  };
+  return Buffer.from(JSON.stringify(body), 'utf8');
+}

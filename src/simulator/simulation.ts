@@ -1,0 +1,219 @@
+import { createHash } from 'node:crypto';
+import { buildLifecycle, randomPlan, type Lifecycle, type LifecyclePlan, type PlanBase } from './lifecycle';
+import { chance, randomInt, type Random } from './random';
+import { notificationHeaders, type SignatureHeaders, type SimulatorAlgorithm } from './signing';
+import { concurrencyLimit, deliverWithRetries, type AttemptReport, type Clock, type Sender } from './delivery';
+
+/** Irregularities of the real sender, each applied independently with its probability. */
+export interface Faults {
+  /** Probability that a notification is sent twice (two independent deliveries of the same bytes). */
+  duplicates: number;
+  /** Probability that two consecutive notifications of an order go out in the opposite order. */
+  reorder: number;
+  /** Each notification's first attempt is late by a random delay up to this (simulated ms). */
+  maxDelayMs: number;
+}
+
+export const NO_FAULTS: Faults = { duplicates: 0, reorder: 0, maxDelayMs: 0 };
+
+export interface TrafficOptions {
+  orders: number;
+  /** Every order follows this plan, or with `randomize` each gets a random realistic one. */
+  plan: Omit<LifecyclePlan, keyof PlanBase> | 'random';
+  base: Omit<PlanBase, 'startMs'>;
+  /** Orders start spread evenly over this many simulated ms. */
+  spreadMs: number;
+  random: Random;
+}
+
+/** The lifecycles of a run: one per order, started `spreadMs / orders` apart. */
+export function buildTraffic(options: TrafficOptions): Lifecycle[] {
+  const lifecycles: Lifecycle[] = [];
+  for (let i = 0; i < options.orders; i++) {
+    const startMs = options.orders > 1 ? Math.round((options.spreadMs * i) / options.orders) : 0;
+    const base: PlanBase = { ...options.base, startMs };
+    const plan: LifecyclePlan = options.plan === 'random' ? randomPlan(options.random, base) : { ...base, ...options.plan };
+    lifecycles.push(buildLifecycle(plan, options.random));
+  }
+  return lifecycles;
+}
+
+export interface SimulationOptions {
+  url: string;
+  lifecycles: readonly Lifecycle[];
+  secondKey: string | Buffer;
+  algorithm: SimulatorAlgorithm;
+  signatureHeaders: SignatureHeaders;
+  basicAuth?: { user: string; password: string } | null;
+  /** Send Svc-Processing-Time for the statuses the real sender reports it for. */
+  processingTime: boolean;
+  faults: Faults;
+  random: Random;
+  clock: Clock;
+  send?: Sender;
+  maxAttempts?: number;
+  timeoutMs?: number;
+  /** Requests in flight at once. */
+  concurrency?: number;
+  /** Called as each delivery ends (delivered or given up). */
+  onDelivery?: (delivery: NotificationDelivery) => void;
+}
+
+/** One delivery of one notification (an injected duplicate is a second delivery) and how it went. */
+export interface NotificationDelivery {
+  kind: 'order' | 'refund';
+  orderId: string;
+  refundId: string | null;
+  status: string;
+  /** 1, or 2 for the injected second copy. */
+  copy: number;
+  /** Simulated ms since the start at which the status changed (as planned). */
+  changedAtMs: number;
+  /** When the sender's schedule started for this delivery, after injected delays and reordering. */
+  firstAttemptAtMs: number;
+  reordered: boolean;
+  bodyBytes: number;
+  bodySha256: string;
+  attempts: AttemptReport[];
+  delivered: boolean;
+  /** The last answer: HTTP status and the receiver's outcome or error code. */
+  finalStatus: number | null;
+  finalAnswer: string | null;
+}
+
+export interface SimulationSummary {
+  orders: number;
+  notifications: number;
+  deliveries: number;
+  delivered: number;
+  gaveUp: number;
+  attempts: number;
+  /** How the receiver answered the delivered ones: accepted, duplicate, stale, conflict, quarantined. */
+  outcomes: Record<string, number>;
+  /** Every attempt's HTTP status ("none" for no answer). */
+  httpStatuses: Record<string, number>;
+}
+
+export interface SimulationReport {
+  orders: Array<{
+    orderId: string;
+    payMethod: string;
+    autoReceive: boolean;
+    expectedStatus: string;
+    refunds: Array<{ refundId: string; amount: string; status: string }>;
+  }>;
+  deliveries: NotificationDelivery[];
+  summary: SimulationSummary;
+}
+
+interface Job {
+  lifecycle: Lifecycle;
+  index: number;
+  copy: number;
+  startMs: number;
+  reordered: boolean;
+}
+
+/** Plans every delivery: delays, reordering and duplicates decided up front from `random`. */
+function planJobs(lifecycles: readonly Lifecycle[], faults: Faults, random: Random): Job[] {
+  const jobs: Job[] = [];
+  for (const lifecycle of lifecycles) {
+    const starts = lifecycle.notifications.map((n) => n.changedAtMs + (faults.maxDelayMs > 0 ? randomInt(random, 0, faults.maxDelayMs) : 0));
+    const reordered = new Set<number>();
+    if (lifecycle.notifications.length > 1 && chance(random, faults.reorder)) {
+      const i = randomInt(random, 0, lifecycle.notifications.length - 2);
+      [starts[i], starts[i + 1]] = [starts[i + 1] as number, starts[i] as number];
+      reordered.add(i).add(i + 1);
+    }
+    lifecycle.notifications.forEach((_, index) => {
+      const startMs = starts[index] as number;
+      jobs.push({ lifecycle, index, copy: 1, startMs, reordered: reordered.has(index) });
+      if (chance(random, faults.duplicates)) {
+        const lag = randomInt(random, 0, Math.max(1_000, faults.maxDelayMs));
+        jobs.push({ lifecycle, index, copy: 2, startMs: startMs + lag, reordered: reordered.has(index) });
+      }
+    });
+  }
+  return jobs.sort((a, b) => a.startMs - b.startMs);
+}
+
+const increment = (counts: Record<string, number>, key: string): void => {
+  counts[key] = (counts[key] ?? 0) + 1;
+};
+
+/**
+ * Plays the payment service: sends every notification of the given lifecycles to `url`, signed,
+ * each on its own retry schedule from its status change, with the injected faults, and reports
+ * what was sent and how the receiver answered.
+ */
+export async function runSimulation(options: SimulationOptions): Promise<SimulationReport> {
+  const jobs = planJobs(options.lifecycles, options.faults, options.random);
+  const acquire = concurrencyLimit(options.concurrency ?? 8);
+  const deliveries = await Promise.all(
+    jobs.map(async (job): Promise<NotificationDelivery> => {
+      const n = job.lifecycle.notifications[job.index] as Lifecycle['notifications'][number];
+      const headers = notificationHeaders(n.body, {
+        secondKey: options.secondKey,
+        algorithm: options.algorithm,
+        signatureHeaders: options.signatureHeaders,
+        basicAuth: options.basicAuth ?? null,
+        processingTimeMs: options.processingTime ? n.processingTimeMs : null,
+      });
+      const result = await deliverWithRetries(
+        { url: options.url, body: n.body, headers, changedAtMs: job.startMs },
+        {
+          clock: options.clock,
+          acquire,
+          ...(options.send ? { send: options.send } : {}),
+          ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
+          ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+        },
+      );
+      const last = result.attempts[result.attempts.length - 1];
+      const delivery: NotificationDelivery = {
+        kind: n.kind,
+        orderId: n.orderId,
+        refundId: n.refundId,
+        status: n.status,
+        copy: job.copy,
+        changedAtMs: n.changedAtMs,
+        firstAttemptAtMs: job.startMs,
+        reordered: job.reordered,
+        bodyBytes: n.body.length,
+        bodySha256: createHash('sha256').update(n.body).digest('hex'),
+        attempts: result.attempts,
+        delivered: result.delivered,
+        finalStatus: last?.status ?? null,
+        finalAnswer: last?.answer ?? null,
+      };
+      options.onDelivery?.(delivery);
+      return delivery;
+    }),
+  );
+
+  const summary: SimulationSummary = {
+    orders: options.lifecycles.length,
+    notifications: options.lifecycles.reduce((sum, l) => sum + l.notifications.length, 0),
+    deliveries: deliveries.length,
+    delivered: deliveries.filter((d) => d.delivered).length,
+    gaveUp: deliveries.filter((d) => !d.delivered).length,
+    attempts: deliveries.reduce((sum, d) => sum + d.attempts.length, 0),
+    outcomes: {},
+    httpStatuses: {},
+  };
+  for (const d of deliveries) {
+    if (d.delivered) increment(summary.outcomes, d.finalAnswer ?? 'unknown');
+    for (const a of d.attempts) increment(summary.httpStatuses, a.status === null ? 'none' : String(a.status));
+  }
+  return {
+    orders: options.lifecycles.map((l) => ({
+      orderId: l.orderId,
+      payMethod: l.plan.payMethod,
+      autoReceive: l.plan.autoReceive,
+      expectedStatus: l.expected.order,
+      refunds: l.expected.refunds,
+    })),
+    deliveries,
+    summary,
+  };
+}

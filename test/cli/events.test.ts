@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import type { ConsumeMessage } from 'amqplib';
+import type { ReplayedEvent } from '../../src/cli/commands/events';
+import { EventConsumer, uniqueExchange } from '../support/broker';
+import { query } from '../support/database';
+import { startTestService, type TestService } from '../support/service';
+import { orderBody, refundBody, uniqueId } from '../support/signing';
+import { cliEnv, ensureBuilt, eventually, parseJson, runCli, startCli } from './cliSupport';
+
+interface ReplayReport {
+  dryRun: boolean;
+  selected: number;
+  counts: Record<string, number>;
+  missing: string[];
+  events: ReplayedEvent[];
+}
+
+interface Stored {
+  id: string;
+  order_id: string;
+  type: string;
+  message: string;
+}
+
+let svc: TestService;
+let consumer: EventConsumer;
+let env: Record<string, string>;
+const orderA = uniqueId('EVA');
+const orderB = uniqueId('EVB');
+let stored: Stored[];
+
+beforeAll(async () => {
+  await ensureBuilt();
+  svc = await startTestService();
+  consumer = await new EventConsumer(svc.exchange).start();
+  env = cliEnv({ DATABASE_URL: svc.database.url, AMQP_EXCHANGE: svc.exchange });
+  for (const body of [
+    orderBody({ orderId: orderA, status: 'PENDING' }),
+    orderBody({ orderId: orderA, status: 'COMPLETED', payMethodType: 'PBL' }),
+    refundBody({ orderId: orderA, refundId: uniqueId('RA'), status: 'FINALIZED' }),
+    orderBody({ orderId: orderB, status: 'PENDING' }),
+  ]) {
+    expect((await svc.post(body)).status).toBe(200);
+  }
+  await consumer.waitFor(4);
+  stored = await eventually(async () => {
+    const rows = await query<Stored & { published: boolean }>(
+      svc.database.url,
+      'SELECT id, order_id, type, message, published_at IS NOT NULL AS published FROM outbox_events ORDER BY order_id, sequence',
+    );
+    return rows.length === 4 && rows.every((r) => r.published) ? rows : undefined;
+  });
+}, 180_000);
+afterAll(async () => {
+  await consumer.stop();
+  await svc.stop();
+});
+
+/** Messages the consumer got after the first `from`. */
+const since = (from: number): ConsumeMessage[] => consumer.messages.slice(from);
+
+describe('events replay', () => {
+  it('When the events of an order are replayed, then the same ids and message bytes are published again and confirmed', async () => {
+    const before = consumer.messages.length;
+    const run = await runCli(['events', 'replay', '--order', orderA, '--json'], env);
+    expect(run.code).toBe(0);
+    const report = parseJson<ReplayReport>(run);
+    const ofA = stored.filter((s) => s.order_id === orderA);
+    expect(report.events.map((e) => [e.id, e.type, e.result, e.publishedByRelay])).toEqual(ofA.map((s) => [s.id, s.type, 'confirmed', true]));
+    expect(report.counts).toEqual({ confirmed: 3 });
+    await consumer.waitFor(before + 3);
+    const replayed = since(before);
+    expect(replayed.map((m) => m.properties.messageId)).toEqual(ofA.map((s) => s.id));
+    replayed.forEach((m, i) => {
+      expect(m.content.toString('utf8')).toBe(ofA[i]?.message);
+      expect(m.fields.routingKey).toBe(ofA[i]?.type);
+      expect(m.properties).toMatchObject({ type: ofA[i]?.type, contentType: 'application/cloudevents+json', deliveryMode: 2 });
+    });
+  });
+
+  it('When one event is replayed by id with --dry-run, then it is listed and nothing is published', async () => {
+    const target = stored[3] as Stored;
+    const before = consumer.messages.length;
+    const run = await runCli(['events', 'replay', '--id', target.id, '--dry-run', '--json'], env);
+    expect(run.code).toBe(0);
+    const report = parseJson<ReplayReport>(run);
+    expect(report).toMatchObject({ dryRun: true, selected: 1, counts: { 'would publish': 1 } });
+    expect(report.events[0]?.id).toBe(target.id);
+    // A real replay right after is the first message the consumer sees: the dry run sent nothing.
+    expect((await runCli(['events', 'replay', '--id', target.id, '--json'], env)).code).toBe(0);
+    await consumer.waitFor(before + 1);
+    expect(since(before).map((m) => m.properties.messageId)).toEqual([target.id]);
+  });
+
+  it('When a time range is given, then only events created in it are replayed', async () => {
+    await query(svc.database.url, `UPDATE outbox_events SET created_at = now() - interval '3 hours' WHERE order_id = $1`, [orderB]);
+    const run = await runCli(['events', 'replay', '--until', '2h', '--since', new Date(Date.now() - 4 * 3_600_000).toISOString(), '--dry-run', '--json'], env);
+    expect(run.code).toBe(0);
+    expect(parseJson<ReplayReport>(run).events.map((e) => e.orderId)).toEqual([orderB]);
+  });
+
+  it('When an id is not stored, then it is reported missing and the exit code is 1', async () => {
+    const unknown = randomUUID();
+    const run = await runCli(['events', 'replay', '--id', unknown, '--id', (stored[0] as Stored).id, '--json'], env);
+    expect(run.code).toBe(1);
+    const report = parseJson<ReplayReport>(run);
+    expect(report.missing).toEqual([unknown]);
+    expect(report.counts).toEqual({ confirmed: 1 });
+  });
+
+  it('When no queue is bound to the exchange, then the broker returns the events and the replay fails', async () => {
+    const lonely = uniqueExchange();
+    try {
+      const run = await runCli(['events', 'replay', '--order', orderA, '--exchange', lonely], env);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(/0 confirmed, 3 not \(3 returned: no queue bound/);
+    } finally {
+      const cleanup = new EventConsumer(lonely);
+      await cleanup.start();
+      await cleanup.stop();
+    }
+  });
+
+  it('When nothing matches, then it says so and exits 1', async () => {
+    const run = await runCli(['events', 'replay', '--order', 'NO-SUCH-ORDER'], env);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('no stored event matches');
+  });
+});
+
+describe('events watch', () => {
+  it('When watching with --json, then each published event is printed as one JSON line with its routing key and id', async () => {
+    const watcher = startCli(['events', 'watch', '--binding-key', 'order.*', '--count', '2', '--timeout', '20s', '--json'], env);
+    await watcher.stderrIncludes('watching exchange');
+    const orderId = uniqueId('WATCH');
+    expect((await svc.post(orderBody({ orderId, status: 'PENDING' }))).status).toBe(200);
+    expect((await svc.post(orderBody({ orderId, status: 'CANCELED' }))).status).toBe(200);
+    const run = await watcher.result;
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { routingKey: string; messageId: string; event: { subject: string; data: { status: string } } });
+    expect(lines.map((l) => [l.routingKey, l.event.subject, l.event.data.status])).toEqual([
+      ['order.pending', orderId, 'PENDING'],
+      ['order.canceled', orderId, 'CANCELED'],
+    ]);
+    const ids = await query<{ id: string }>(svc.database.url, 'SELECT id FROM outbox_events WHERE order_id = $1 ORDER BY sequence', [orderId]);
+    expect(lines.map((l) => l.messageId)).toEqual(ids.map((r) => r.id));
+  });
+
+  it('When --count is not reached before --timeout, then it exits 1', async () => {
+    const run = await runCli(['events', 'watch', '--binding-key', 'nothing.will.match', '--count', '1', '--timeout', '500ms'], env);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('timed out after 0 of 1');
+  });
+});
