@@ -101,7 +101,7 @@ export async function listQuarantine(io: CliIo, options: ListOptions): Promise<E
 export type RetryResult =
   | { id: string; result: 'recorded'; outcome: string; notificationId: string | null; eventsWritten: number }
   | { id: string; result: 'still_unreadable'; reason: string; detail: string }
-  | { id: string; result: 'not_found' | 'already_resolved' | 'body_purged' | 'pos_mismatch'; detail: string };
+  | { id: string; result: 'not_found' | 'already_resolved' | 'body_purged' | 'pos_mismatch' | 'failed'; detail: string };
 
 /**
  * Reads one quarantined body again; if it now parses, records it as a live delivery would be and
@@ -162,7 +162,12 @@ export async function retryQuarantine(io: CliIo, ids: string[], options: RetryOp
     const done: RetryResult[] = [];
     try {
       for (const id of selected) {
-        done.push(await retryOne(db, id, config.eventSource));
+        try {
+          done.push(await retryOne(db, id, config.eventSource));
+        } catch (error) {
+          // The transaction rolled back: nothing recorded, the row still open. Go on with the others.
+          done.push({ id, result: 'failed', detail: `recording failed, nothing changed: ${(error as Error).message}` });
+        }
         progress.increment();
       }
     } finally {
@@ -208,7 +213,7 @@ export function registerQuarantine(program: Command, io: CliIo, state: CliState)
         'quarantine row is marked resolved, in one transaction; one that still does not parse is left open, with ' +
         'the reason. The POS check against order.merchantPosId applies as at receipt.\n\n' +
         'Exit codes: 0 every selected one recorded (or already resolved, or none open); 1 some left (still ' +
-        'unreadable, purged, POS mismatch, not found); 2 usage error.',
+        'unreadable, purged, POS mismatch, not found, recording failed); 2 usage error.',
     )
     .argument('[ids...]', 'quarantine ids (see quarantine list)')
     .option('--all', 'every open quarantined notification');
