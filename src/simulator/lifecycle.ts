@@ -128,7 +128,8 @@ export function buildLifecycle(plan: LifecyclePlan, random: Random): Lifecycle {
   let offset = 0;
   orderStatusesOf(plan).forEach((status, index) => {
     if (index > 0) offset += plan.gapMs;
-    const changedAt = at(offset + randomInt(random, 0, 999));
+    // The moment of the change, shortly before the notification about it goes out.
+    const changedAt = at(offset - randomInt(random, 0, 999));
     notifications.push({
       kind: 'order',
       orderId: order.orderId,
@@ -150,7 +151,7 @@ export function buildLifecycle(plan: LifecyclePlan, random: Random): Lifecycle {
     const amount = refund.amount ?? (BigInt(plan.totalAmount) - refunded).toString();
     if (refund.status !== 'CANCELED') refunded += BigInt(amount);
     const refundId = newRefundId(random);
-    const statusAt = at(offset + randomInt(random, 0, 999));
+    const statusAt = at(offset - randomInt(random, 0, 999));
     notifications.push({
       kind: 'refund',
       orderId: order.orderId,
@@ -166,7 +167,8 @@ export function buildLifecycle(plan: LifecyclePlan, random: Random): Lifecycle {
         statusDateTime: formatSenderTimestamp(statusAt),
         reason: 'refund',
         reasonDescription: refund.status === 'CANCELED' ? 'refund rejected by the bank' : 'customer request',
-        refundDate: formatSenderTimestamp(new Date(statusAt.getTime() - randomInt(random, 500, 5_000))),
+        // Requested after the previous status change, processed by the time of this one.
+        refundDate: formatSenderTimestamp(at(offset - Math.floor(plan.gapMs / 2) - randomInt(random, 0, 999))),
       }),
       processingTimeMs: null,
     });

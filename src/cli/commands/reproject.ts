@@ -271,7 +271,7 @@ export interface ReprojectResult {
   differences: ProjectionDifference[];
 }
 
-async function compute(db: Kysely<Database>, progress: Progress): Promise<ReprojectResult & { rebuiltRows: Reprojection }> {
+async function compute(db: Kysely<Database>, progress: Progress): Promise<{ report: ReprojectResult; rebuilt: Reprojection }> {
   const rebuilt = await rebuildProjections(db, progress);
   if (rebuilt.unreadable.length > 0) {
     throw new CliError(
@@ -280,7 +280,7 @@ async function compute(db: Kysely<Database>, progress: Progress): Promise<Reproj
     );
   }
   const stored = await storedProjections(db);
-  return {
+  const report: ReprojectResult = {
     notifications: rebuilt.notifications,
     stored: { orders: stored.orders.size, refunds: stored.refunds.size },
     rebuilt: { orders: rebuilt.orders.size, refunds: rebuilt.refunds.size },
@@ -288,8 +288,8 @@ async function compute(db: Kysely<Database>, progress: Progress): Promise<Reproj
       ...compareRows<OrderProjection>('orders', ORDER_COLUMNS, stored.orders, rebuilt.orders),
       ...compareRows<RefundProjection>('refunds', REFUND_COLUMNS, stored.refunds, rebuilt.refunds),
     ],
-    rebuiltRows: rebuilt,
   };
+  return { report, rebuilt };
 }
 
 /** Makes the stored projections equal the rebuilt ones, touching only the rows that differ. */
@@ -337,25 +337,23 @@ export async function reproject(io: CliIo, options: ReprojectOptions): Promise<E
   const apply = options.apply === true;
   const json = options.json === true;
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
-  const result = await withDatabase(config, async (db: Db) => {
+  const report = await withDatabase(config, async (db: Db): Promise<ReprojectResult> => {
     const total = await db.selectFrom('notifications').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
     const progress = startProgress(io, json, 'notifications', Number(total.n));
     try {
-      if (!apply) return await compute(db, progress);
+      if (!apply) return (await compute(db, progress)).report;
       // Writers wait while the projections are rebuilt from what is committed now; a notification
       // recorded after the lock applies on top of the repaired projection through the usual rules.
       return await db.transaction().execute(async (trx) => {
         await sql`LOCK TABLE orders, refunds IN EXCLUSIVE MODE`.execute(trx);
-        const computed = await compute(trx, progress);
-        await repair(trx, computed.differences, computed.rebuiltRows);
-        return computed;
+        const { report: found, rebuilt } = await compute(trx, progress);
+        await repair(trx, found.differences, rebuilt);
+        return found;
       });
     } finally {
       progress.stop();
     }
   });
-  const { rebuiltRows: _rows, ...report } = result;
-  void _rows;
   const differences = report.differences;
   emit(io, json, { applied: apply, ...report }, () => [
     `Rebuilt from ${report.notifications} notification(s): ${report.rebuilt.orders} order(s), ${report.rebuilt.refunds} refund(s); ` +

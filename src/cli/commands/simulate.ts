@@ -7,6 +7,8 @@ import {
   runSimulation,
   scaledClock,
   seededRandom,
+  RETRY_SCHEDULE_MS,
+  type Lifecycle,
   type LifecyclePlan,
   type NotificationDelivery,
   type PayMethodKind,
@@ -16,7 +18,6 @@ import {
   type SimulationReport,
   type SimulatorAlgorithm,
 } from '../../simulator';
-import { RETRY_SCHEDULE_MS } from '../../simulator/delivery';
 import {
   action,
   choiceOption,
@@ -195,7 +196,7 @@ export async function simulate(io: CliIo, options: SimulateOptions): Promise<Exi
         refunds,
       };
 
-  let lifecycles;
+  let lifecycles: Lifecycle[];
   try {
     lifecycles = buildTraffic({ orders: options.orders, plan, base, spreadMs: options.spread, random });
   } catch (error) {
