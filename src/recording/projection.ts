@@ -108,6 +108,28 @@ export function refundProjectionOf(n: RefundNotification): RefundProjection {
 export const orderRank = (p: OrderProjection): number => ORDER_STATUS_RANK[p.status];
 export const refundRank = (p: RefundProjection): number => REFUND_STATUS_RANK[p.status];
 
+export interface Transition<P> {
+  outcome: TransitionOutcome;
+  /** Status before (applied), or the status kept (stale, conflict); null for the first notification. */
+  previousStatus: string | null;
+  /** The projection after the notification: merged when applied, unchanged otherwise. */
+  projection: P | undefined;
+}
+
+/** One order notification applied to its projection: the status rules decide, merge() fills the fields. */
+export function applyOrder(current: OrderProjection | undefined, n: OrderNotification): Transition<OrderProjection> {
+  const outcome = decideOrderTransition(current?.status ?? null, n.status);
+  const projection = outcome === 'applied' ? merge(current, orderProjectionOf(n)) : current;
+  return { outcome, previousStatus: current?.status ?? null, projection };
+}
+
+/** One refund notification applied to its projection. */
+export function applyRefund(current: RefundProjection | undefined, n: RefundNotification): Transition<RefundProjection> {
+  const outcome = decideRefundTransition(current?.status ?? null, n.status);
+  const projection = outcome === 'applied' ? merge(current, refundProjectionOf(n)) : current;
+  return { outcome, previousStatus: current?.status ?? null, projection };
+}
+
 /**
  * Applies new notifications in the given order (their arrival order) to the state. Duplicates must
  * already be filtered out: every input is a first delivery of its meaning.
@@ -133,10 +155,8 @@ export function applyNotifications(
 
   const applied = items.map(({ notificationId, notification: n }): AppliedNotification => {
     if (n.kind === 'order') {
-      const current = orders.get(n.orderId);
-      const outcome = decideOrderTransition(current?.status ?? null, n.status);
-      if (outcome === 'stale') return { outcome, previousStatus: current?.status ?? null, event: null };
-      const projection = outcome === 'applied' ? merge(current, orderProjectionOf(n)) : (current as OrderProjection);
+      const { outcome, previousStatus, projection } = applyOrder(orders.get(n.orderId), n);
+      if (outcome === 'stale' || !projection) return { outcome, previousStatus, event: null };
       if (outcome === 'applied') {
         orders.set(n.orderId, projection);
         changedOrders.add(n.orderId);
@@ -146,7 +166,7 @@ export function applyNotifications(
         extOrderId: projection.extOrderId,
         merchantPosId: projection.merchantPosId,
         status: n.status,
-        previousStatus: current?.status ?? null,
+        previousStatus,
         totalAmount: projection.totalAmount,
         currencyCode: projection.currencyCode,
         paymentId: projection.paymentId,
@@ -156,13 +176,11 @@ export function applyNotifications(
         notificationId,
       };
       const event = buildEvent(eventSource, statusEventType('order', n.status, outcome === 'conflict'), data, now);
-      return { outcome, previousStatus: current?.status ?? null, event };
+      return { outcome, previousStatus, event };
     }
 
-    const current = refunds.get(n.refundId);
-    const outcome = decideRefundTransition(current?.status ?? null, n.status);
-    if (outcome === 'stale') return { outcome, previousStatus: current?.status ?? null, event: null };
-    const projection = outcome === 'applied' ? merge(current, refundProjectionOf(n)) : (current as RefundProjection);
+    const { outcome, previousStatus, projection } = applyRefund(refunds.get(n.refundId), n);
+    if (outcome === 'stale' || !projection) return { outcome, previousStatus, event: null };
     if (outcome === 'applied') {
       refunds.set(n.refundId, projection);
       changedRefunds.add(n.refundId);
@@ -175,7 +193,7 @@ export function applyNotifications(
       amount: projection.amount,
       currencyCode: projection.currencyCode,
       status: n.status,
-      previousStatus: current?.status ?? null,
+      previousStatus,
       statusDateTime: projection.statusDateTime,
       refundDate: projection.refundDate,
       reason: projection.reason,
@@ -184,7 +202,7 @@ export function applyNotifications(
       notificationId,
     };
     const event = buildEvent(eventSource, statusEventType('refund', n.status, outcome === 'conflict'), data, now);
-    return { outcome, previousStatus: current?.status ?? null, event };
+    return { outcome, previousStatus, event };
   });
 
   return {

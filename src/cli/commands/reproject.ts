@@ -9,7 +9,14 @@ import {
 } from '../../parsing/notification';
 import type { Db } from '../../recording/database';
 import type { Database } from '../../recording/schema';
-import { decideOrderTransition, decideRefundTransition, ORDER_STATUS_RANK, REFUND_STATUS_RANK } from '../../recording/statusRules';
+import {
+  applyOrder,
+  applyRefund,
+  orderRank,
+  refundRank,
+  type OrderProjection as LiveOrderProjection,
+  type RefundProjection as LiveRefundProjection,
+} from '../../recording/projection';
 import {
   action,
   CliError,
@@ -83,45 +90,40 @@ const REFUND_COLUMNS = [
   'reason_description',
 ] as const satisfies ReadonlyArray<keyof RefundProjection>;
 
-/**
- * One order notification applied to the projection, with the recording's rules
- * (src/recording/recordNotification.ts): the status rules decide; when it applies, the status moves
- * and every field the notification carries wins, while a field it lacks keeps its previous value.
- */
-export function applyOrderNotification(current: OrderProjection | undefined, n: OrderNotification): OrderProjection | undefined {
-  if (decideOrderTransition((current?.status as OrderNotification['status'] | undefined) ?? null, n.status) !== 'applied') return current;
+/** The table row of a projection (src/recording/projection.ts holds the rules; this only maps names). */
+function orderRow(p: Projection<'order'>): OrderProjection {
   return {
-    order_id: n.orderId,
-    status: n.status,
-    status_rank: ORDER_STATUS_RANK[n.status],
-    ext_order_id: n.extOrderId ?? current?.ext_order_id ?? null,
-    merchant_pos_id: n.merchantPosId ?? current?.merchant_pos_id ?? null,
-    total_amount: n.totalAmount ?? current?.total_amount ?? null,
-    currency_code: n.currencyCode ?? current?.currency_code ?? null,
-    payment_id: n.paymentId ?? current?.payment_id ?? null,
-    pay_method_type: n.payMethodType ?? current?.pay_method_type ?? null,
-    local_receipt_date_time: n.localReceiptDateTime ?? current?.local_receipt_date_time ?? null,
+    order_id: p.orderId,
+    ext_order_id: p.extOrderId,
+    merchant_pos_id: p.merchantPosId,
+    status: p.status,
+    status_rank: orderRank(p),
+    total_amount: p.totalAmount,
+    currency_code: p.currencyCode,
+    payment_id: p.paymentId,
+    pay_method_type: p.payMethodType,
+    local_receipt_date_time: p.localReceiptDateTime,
   };
 }
 
-/** The refund counterpart; the refund keeps the order id it was first recorded with. */
-export function applyRefundNotification(current: RefundProjection | undefined, n: RefundNotification): RefundProjection | undefined {
-  if (decideRefundTransition((current?.status as RefundNotification['status'] | undefined) ?? null, n.status) !== 'applied') return current;
+function refundRow(p: Projection<'refund'>): RefundProjection {
   return {
-    refund_id: n.refundId,
-    order_id: current?.order_id ?? n.orderId,
-    status: n.status,
-    status_rank: REFUND_STATUS_RANK[n.status],
-    ext_order_id: n.extOrderId ?? current?.ext_order_id ?? null,
-    ext_refund_id: n.extRefundId ?? current?.ext_refund_id ?? null,
-    amount: n.amount ?? current?.amount ?? null,
-    currency_code: n.currencyCode ?? current?.currency_code ?? null,
-    status_date_time: n.statusDateTime ?? current?.status_date_time ?? null,
-    refund_date: n.refundDate ?? current?.refund_date ?? null,
-    reason: n.reason ?? current?.reason ?? null,
-    reason_description: n.reasonDescription ?? current?.reason_description ?? null,
+    refund_id: p.refundId,
+    order_id: p.orderId,
+    ext_order_id: p.extOrderId,
+    ext_refund_id: p.extRefundId,
+    status: p.status,
+    status_rank: refundRank(p),
+    amount: p.amount,
+    currency_code: p.currencyCode,
+    status_date_time: p.statusDateTime,
+    refund_date: p.refundDate,
+    reason: p.reason,
+    reason_description: p.reasonDescription,
   };
 }
+
+type Projection<K extends 'order' | 'refund'> = K extends 'order' ? LiveOrderProjection : LiveRefundProjection;
 
 const ORDER_FIELDS = ['extOrderId', 'merchantPosId', 'totalAmount', 'currencyCode', 'paymentId', 'payMethodType', 'localReceiptDateTime'] as const;
 const REFUND_FIELDS = ['extOrderId', 'extRefundId', 'amount', 'currencyCode', 'statusDateTime', 'refundDate', 'reason', 'reasonDescription'] as const;
@@ -197,6 +199,9 @@ const BATCH = 5000;
 /** Folds every stored notification, in arrival order (notifications.id), into fresh projections. */
 export async function rebuildProjections(db: Kysely<Database>, progress: Progress): Promise<Reprojection> {
   const result: Reprojection = { notifications: 0, orders: new Map(), refunds: new Map(), unreadable: [] };
+  // The same pure rules the recorder applies (projection.ts), folded over the notifications.
+  const orders = new Map<string, LiveOrderProjection>();
+  const refunds = new Map<string, LiveRefundProjection>();
   let lastId = '0';
   for (;;) {
     const rows = await db
@@ -213,16 +218,20 @@ export async function rebuildProjections(db: Kysely<Database>, progress: Progres
         continue;
       }
       if (n.kind === 'order') {
-        const next = applyOrderNotification(result.orders.get(n.orderId), n);
-        if (next) result.orders.set(n.orderId, next);
+        const { projection } = applyOrder(orders.get(n.orderId), n);
+        if (projection) orders.set(n.orderId, projection);
       } else {
-        const next = applyRefundNotification(result.refunds.get(n.refundId), n);
-        if (next) result.refunds.set(n.refundId, next);
+        const { projection } = applyRefund(refunds.get(n.refundId), n);
+        if (projection) refunds.set(n.refundId, projection);
       }
     }
     result.notifications += rows.length;
     progress.increment(rows.length);
-    if (rows.length < BATCH) return result;
+    if (rows.length < BATCH) {
+      for (const [id, p] of orders) result.orders.set(id, orderRow(p));
+      for (const [id, p] of refunds) result.refunds.set(id, refundRow(p));
+      return result;
+    }
     lastId = (rows[rows.length - 1] as { id: string }).id;
   }
 }
