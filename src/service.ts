@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type pg from 'pg';
 import { createAdminApp } from './admin/adminApp';
 import type { Config } from './config';
 import { createPublicApp } from './intake/publicApp';
@@ -7,7 +8,7 @@ import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
 import { readOutboxBacklog } from './outbox/backlog';
 import { OutboxRelay } from './outbox/relay';
-import { createDb, createPool, ensureDatabaseExists, type Db } from './recording/database';
+import { createDb, createPool, ensureDatabaseExists, pgTransactions, type Db } from './recording/database';
 import { migrate } from './recording/migrations';
 import { GroupCommitStore } from './recording/groupCommit';
 
@@ -15,6 +16,7 @@ export interface Service {
   publicPort: number;
   adminPort: number;
   db: Db;
+  pool: pg.Pool;
   metrics: Metrics;
   relay: OutboxRelay | null;
   /** Readiness off, in-flight requests finished, relay stopped after its batch, connections closed. */
@@ -75,6 +77,7 @@ export async function startService(config: Config, logger: Logger = createLogger
 
   let accepting = true;
   const store = new GroupCommitStore(
+    pgTransactions(pool),
     db,
     { eventSource: config.eventSource },
     {
@@ -120,5 +123,5 @@ export async function startService(config: Config, logger: Logger = createLogger
     return stopping;
   };
 
-  return { publicPort, adminPort, db, metrics, relay, stop };
+  return { publicPort, adminPort, db, pool, metrics, relay, stop };
 }

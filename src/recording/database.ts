@@ -2,6 +2,7 @@ import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } f
 import pg from 'pg';
 import type { Logger } from '../observability/logger';
 import type { Database } from './schema';
+import { pgSession, type SqlSession } from './sqlSession';
 
 export type Db = Kysely<Database>;
 
@@ -101,4 +102,27 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   }
   if (typeof code === 'string' && code.startsWith('E')) return true; // ECONNREFUSED, ETIMEDOUT, ...
   return /Connection terminated|timeout|connection error|Connection refused|pool after calling end/i.test(error.message);
+}
+
+/** Runs work in one transaction on a raw pool client (the recorder's hot path: prepared statements). */
+export type TransactionRunner = <T>(work: (session: SqlSession) => Promise<T>) => Promise<T>;
+
+export function pgTransactions(pool: pg.Pool): TransactionRunner {
+  return async <T>(work: (session: SqlSession) => Promise<T>): Promise<T> => {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await work(pgSession(client));
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      if (breaksConnection(error)) broken = error as Error;
+      else await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+      throw error;
+    } finally {
+      // A client whose connection broke is destroyed, not handed to the next transaction.
+      client.release(broken ?? false);
+    }
+  };
 }

@@ -1,6 +1,6 @@
 import type { Notification } from '../parsing/notification';
 import type { QuarantineReason } from '../parsing/parseNotification';
-import { isDatabaseUnavailable, type Db } from './database';
+import { isDatabaseUnavailable, type Db, type TransactionRunner } from './database';
 import type { NotificationStore } from './notificationStore';
 import { recordBatchIn, type BatchItem } from './recordBatch';
 import { recordQuarantine, type Delivery, type RecordingContext, type RecordResult } from './recordNotification';
@@ -56,6 +56,7 @@ export class GroupCommitStore implements NotificationStore {
   private queued = 0;
 
   constructor(
+    private readonly transactions: TransactionRunner,
     private readonly db: Db,
     private readonly context: RecordingContext,
     private readonly options: GroupCommitOptions,
@@ -107,7 +108,7 @@ export class GroupCommitStore implements NotificationStore {
 
   private async run(batch: Pending[]): Promise<void> {
     try {
-      const results = await this.db.transaction().execute((trx) => recordBatchIn(trx, this.context, batch.map((p) => p.item)));
+      const results = await this.transactions((session) => recordBatchIn(session, this.context, batch.map((p) => p.item)));
       batch.forEach((p, i) => p.resolve(results[i] as RecordResult));
     } catch (error) {
       if (batch.length === 1 || isDatabaseUnavailable(error)) {
@@ -116,7 +117,7 @@ export class GroupCommitStore implements NotificationStore {
       }
       for (const p of batch) {
         try {
-          const [result] = await this.db.transaction().execute((trx) => recordBatchIn(trx, this.context, [p.item]));
+          const [result] = await this.transactions((session) => recordBatchIn(session, this.context, [p.item]));
           p.resolve(result as RecordResult);
         } catch (single) {
           p.reject(single);

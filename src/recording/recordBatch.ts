@@ -1,4 +1,3 @@
-import { sql, type Transaction } from 'kysely';
 import type { Notification } from '../parsing/notification';
 import { notificationSubject } from '../parsing/notification';
 import { OUTBOX_CHANNEL } from '../outbox/notifyChannel';
@@ -12,10 +11,9 @@ import {
   type RefundProjection,
 } from './projection';
 import type { Delivery, RecordingContext, RecordResult } from './recordNotification';
-import type { Database, DeliveryOutcome } from './schema';
+import type { DeliveryOutcome } from './schema';
+import { statement, type SqlSession } from './sqlSession';
 import type { TransitionOutcome } from './statusRules';
-
-type Trx = Transaction<Database>;
 
 export interface BatchItem {
   delivery: Delivery;
@@ -33,9 +31,10 @@ const meaningOf = (n: Notification): string => `${n.kind}\u001f${notificationSub
  * holding several orders each can never deadlock. Rows that do not exist yet are covered too,
  * which row locks could not do.
  */
-async function lockOrders(trx: Trx, orderIds: string[]): Promise<void> {
-  await sql`SELECT pg_advisory_xact_lock(k)
-              FROM (SELECT DISTINCT hashtextextended(o, 7316) AS k FROM unnest(${orderIds}::text[]) AS o ORDER BY k) AS keys`.execute(trx);
+async function lockOrders(session: SqlSession, orderIds: string[]): Promise<void> {
+  await session.run(statement('record_lock_orders')`
+    SELECT pg_advisory_xact_lock(k)
+      FROM (SELECT DISTINCT hashtextextended(o, 7316) AS k FROM unnest(${orderIds}::text[]) AS o ORDER BY k) AS keys`);
 }
 
 interface OrderRow {
@@ -79,11 +78,11 @@ interface InsertAndRead {
  * state as of the statement's start, after the order locks were granted.
  * Amounts are read as text: JSON numbers would round values beyond 2^53.
  */
-async function insertAndRead(trx: Trx, candidates: readonly BatchItem[], items: readonly BatchItem[]): Promise<InsertAndRead> {
+async function insertAndRead(session: SqlSession, candidates: readonly BatchItem[], items: readonly BatchItem[]): Promise<InsertAndRead> {
   const n = candidates.map((c) => c.notification);
   const orderIds = [...new Set(items.map((i) => i.notification.orderId))];
   const refundIds = [...new Set(items.flatMap((i) => (i.notification.kind === 'refund' ? [i.notification.refundId] : [])))];
-  const result = await sql<InsertAndRead>`
+  const [row] = await session.run<InsertAndRead>(statement('record_insert_and_read')`
     WITH candidate AS (
       SELECT * FROM unnest(
         ${n.map((x) => x.kind)}::text[], ${n.map(notificationSubject)}::text[], ${n.map((x) => x.status)}::text[],
@@ -114,8 +113,8 @@ async function insertAndRead(trx: Trx, candidates: readonly BatchItem[], items: 
                 'reason_description', r.reason_description))
          FROM refunds r WHERE r.refund_id = ANY(${refundIds}::text[])) AS refunds,
       (SELECT json_agg(json_build_object('order_id', s.order_id, 'last_sequence', s.last_sequence))
-         FROM event_streams s WHERE s.order_id = ANY(${orderIds}::text[])) AS streams`.execute(trx);
-  return result.rows[0] as InsertAndRead;
+         FROM event_streams s WHERE s.order_id = ANY(${orderIds}::text[])) AS streams`);
+  return row as InsertAndRead;
 }
 
 function stateOf(read: InsertAndRead): ProjectionState {
@@ -159,7 +158,8 @@ function stateOf(read: InsertAndRead): ProjectionState {
 }
 
 /**
- * Records notifications that arrived together, in the caller's transaction, in three statements
+ * Records notifications that arrived together, in the caller's transaction (the session), in three
+ * prepared statements
  * whatever their number (after BEGIN, before COMMIT):
  *   1. lock their orders;
  *   2. insert them, deduplicated by the unique constraint on their meaning, and read the state;
@@ -167,9 +167,9 @@ function stateOf(read: InsertAndRead): ProjectionState {
  *      outbox events, outcomes, variants, deliveries, and the NOTIFY hint for the relay.
  * Items are processed in the order given (their arrival order).
  */
-export async function recordBatchIn(trx: Trx, context: RecordingContext, items: readonly BatchItem[]): Promise<RecordResult[]> {
+export async function recordBatchIn(session: SqlSession, context: RecordingContext, items: readonly BatchItem[]): Promise<RecordResult[]> {
   if (items.length === 0) return [];
-  await lockOrders(trx, items.map((i) => i.notification.orderId));
+  await lockOrders(session, items.map((i) => i.notification.orderId));
 
   // The first occurrence of each meaning in the batch is the candidate; later ones repeat it.
   const firstOfMeaning = new Map<string, number>();
@@ -178,7 +178,7 @@ export async function recordBatchIn(trx: Trx, context: RecordingContext, items: 
     if (!firstOfMeaning.has(meaning)) firstOfMeaning.set(meaning, index);
   });
   const candidates = [...firstOfMeaning.values()].map((index) => items[index] as BatchItem);
-  const read = await insertAndRead(trx, candidates, items);
+  const read = await insertAndRead(session, candidates, items);
 
   const newIds = new Map((read.inserted ?? []).map((r) => [r.meaning, r.id]));
   // Every meaning of the batch: its record id and the digest of the body stored with it.
@@ -228,7 +228,7 @@ export async function recordBatchIn(trx: Trx, context: RecordingContext, items: 
   const notApplied = fresh.filter((f) => appliedById.get(f.notificationId)?.outcome !== 'applied');
   const o = result.orders;
   const r = result.refunds;
-  const written = await sql<{ variants: Array<{ notification_id: string; body_sha256: string }> | null }>`
+  const [written] = await session.run<{ variants: Array<{ notification_id: string; body_sha256: string }> | null }>(statement('record_write')`
     WITH orders_upserted AS (
       INSERT INTO orders (order_id, ext_order_id, merchant_pos_id, status, status_rank, total_amount, currency_code,
                           payment_id, pay_method_type, local_receipt_date_time)
@@ -286,9 +286,9 @@ export async function recordBatchIn(trx: Trx, context: RecordingContext, items: 
     SELECT (SELECT json_agg(json_build_object('notification_id', notification_id::text, 'body_sha256', encode(body_sha256, 'hex')))
               FROM variants_added) AS variants,
            -- The relay's wake-up hint, delivered at commit; it also polls, so a lost hint costs a poll interval.
-           CASE WHEN ${events.length}::int > 0 THEN pg_notify(${OUTBOX_CHANNEL}, '') END AS notified`.execute(trx);
+           CASE WHEN ${events.length}::int > 0 THEN pg_notify(${OUTBOX_CHANNEL}, '') END AS notified`);
 
-  const added = new Set((written.rows[0]?.variants ?? []).map((v) => `${v.notification_id}:${v.body_sha256}`));
+  const added = new Set((written?.variants ?? []).map((v) => `${v.notification_id}:${v.body_sha256}`));
   items.forEach((item, index) => {
     const result = results[index] as RecordResult;
     if (result.outcome === 'duplicate' && added.delete(`${result.notificationId}:${item.delivery.bodySha256.toString('hex')}`)) {

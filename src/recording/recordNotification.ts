@@ -3,6 +3,7 @@ import type { Notification } from '../parsing/notification';
 import type { QuarantineReason } from '../parsing/parseNotification';
 import type { Db } from './database';
 import { recordBatchIn } from './recordBatch';
+import { kyselySession } from './sqlSession';
 import type { Database, DeliveryOutcome } from './schema';
 
 type Trx = Transaction<Database>;
@@ -62,7 +63,7 @@ export async function recordNotificationIn(
   delivery: Delivery,
   notification: Notification,
 ): Promise<RecordResult> {
-  const [result] = await recordBatchIn(trx, context, [{ delivery, notification }]);
+  const [result] = await recordBatchIn(kyselySession(trx), context, [{ delivery, notification }]);
   return result as RecordResult;
 }
 
