@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import type { IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
+import type { ICronJob } from 'kubernetes-models/batch/v1/CronJob';
 import type { IJob } from 'kubernetes-models/batch/v1/Job';
 import type { IIngress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
 import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
@@ -49,6 +50,17 @@ const containerOf = (spec: IPodSpec | undefined): IContainer => {
 };
 const configOf = (objects: K8sObject[]): Record<string, string> =>
   as<IConfigMap>(only(objects, 'ConfigMap', '-notification-receiver')).data ?? {};
+const cronJobOf = (objects: K8sObject[]): ICronJob => as<ICronJob>(only(objects, 'CronJob'));
+const purgePodSpecOf = (objects: K8sObject[]): IPodSpec => {
+  const spec = cronJobOf(objects).spec?.jobTemplate.spec?.template.spec;
+  if (!spec) throw new Error('CronJob has no pod spec');
+  return spec;
+};
+/** The server pods' NetworkPolicy (the purge pods have their own, named *-purge). */
+const serverPolicyOf = (objects: K8sObject[]): INetworkPolicy => as<INetworkPolicy>(only(objects, 'NetworkPolicy', '-notification-receiver'));
+/** Whether a matchLabels selector selects pods with these labels. */
+const selects = (matchLabels: Record<string, string> | undefined, labels: Record<string, string> | undefined): boolean =>
+  matchLabels !== undefined && Object.entries(matchLabels).every(([k, v]) => labels?.[k] === v);
 
 let defaults: K8sObject[];
 let features: K8sObject[];
@@ -80,6 +92,7 @@ describe('rendered objects', () => {
     expect([...new Set(features.map((o) => o.kind))].sort()).toEqual(
       [
         'ConfigMap',
+        'CronJob',
         'Deployment',
         'HorizontalPodAutoscaler',
         'Ingress',
@@ -168,6 +181,8 @@ describe('Deployment', () => {
     ['server pods, defaults', () => podSpecOf(defaults)],
     ['server pods, every feature on', () => podSpecOf(features)],
     ['migration Job, every feature on', () => as<IJob>(only(features, 'Job')).spec?.template.spec],
+    ['purge CronJob, every feature on', () => purgePodSpecOf(features)],
+    ['purge CronJob, defaults + purge.enabled', () => purgePodSpecOf(render({ set: ['purge.enabled=true'] }))],
   ])('%s: security context is hardened', (_name, specOf) => {
     const spec = specOf();
     const container = containerOf(spec);
@@ -256,10 +271,10 @@ describe('secrets', () => {
   });
 
   test('with secrets.existingSecret the chart makes no Secret and every reference names it', () => {
-    const objects = render({ set: ['secrets.existingSecret=receiver-credentials'] });
+    const objects = render({ set: ['secrets.existingSecret=receiver-credentials', 'purge.enabled=true'] });
     expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
     const refs = JSON.stringify(objects).match(/"secretKeyRef":\{"name":"[^"]+"/g) ?? [];
-    expect(refs.length).toBeGreaterThanOrEqual(5); // 4 in the Deployment, 1 in the Job
+    expect(refs.length).toBeGreaterThanOrEqual(6); // 4 in the Deployment, 1 in the Job, 1 in the CronJob
     expect(new Set(refs)).toEqual(new Set(['"secretKeyRef":{"name":"receiver-credentials"']));
   });
 
@@ -314,6 +329,177 @@ describe('migrations hook', () => {
   });
 });
 
+describe('purge CronJob', () => {
+  interface PurgeValues {
+    schedule: string;
+    timeZone: string;
+    retentionDays: number;
+    concurrencyPolicy: string;
+    startingDeadlineSeconds: number;
+    successfulJobsHistoryLimit: number;
+    failedJobsHistoryLimit: number;
+    backoffLimit: number;
+    activeDeadlineSeconds: number;
+    resources: unknown;
+  }
+  const purgeValues = (): PurgeValues => (parse(readFileSync(ALL_FEATURES_VALUES, 'utf8')) as { purge: PurgeValues }).purge;
+  const purgeContainerOf = (objects: K8sObject[]): IContainer => containerOf(purgePodSpecOf(objects));
+  const envOf = (container: IContainer, name: string) => container.env?.find((e) => e.name === name);
+  const databaseUrlRef = (container: IContainer) => envOf(container, 'DATABASE_URL')?.valueFrom?.secretKeyRef;
+  const purgeOnly = (): K8sObject[] => render({ set: ['purge.enabled=true'] });
+
+  test('with default values there is no CronJob and no purge NetworkPolicy', () => {
+    expect(defaults.filter((o) => o.kind === 'CronJob')).toEqual([]);
+    expect(defaults.filter((o) => o.metadata.name.endsWith('-purge'))).toEqual([]);
+  });
+
+  test('purge.enabled alone renders a valid batch/v1 CronJob with the documented defaults', () => {
+    const objects = purgeOnly();
+    const cronJob = cronJobOf(objects);
+    expect(only(objects, 'CronJob').apiVersion).toBe('batch/v1');
+    expect(cronJob.spec).toMatchObject({ schedule: '17 3 * * *', concurrencyPolicy: 'Forbid' });
+    expect(cronJob.spec).not.toHaveProperty('timeZone');
+    expect(envOf(purgeContainerOf(objects), 'RETENTION_DAYS')?.value).toBe('90');
+    const reports = validateManifests(objects);
+    expect(reports.filter((r) => r.errors.length > 0)).toEqual([]);
+    expect(reports.map((r) => r.kind)).toContain('batch/v1/CronJob');
+    expect(strictFieldErrors(objects)).toEqual([]);
+  });
+
+  test('every purge value reaches the CronJob and its Job', () => {
+    const values = purgeValues();
+    const cronJob = cronJobOf(features);
+    expect(cronJob.spec).toMatchObject({
+      schedule: values.schedule,
+      timeZone: values.timeZone,
+      concurrencyPolicy: 'Forbid',
+      startingDeadlineSeconds: values.startingDeadlineSeconds,
+      successfulJobsHistoryLimit: values.successfulJobsHistoryLimit,
+      failedJobsHistoryLimit: values.failedJobsHistoryLimit,
+    });
+    expect(cronJob.spec?.jobTemplate.spec).toMatchObject({
+      backoffLimit: values.backoffLimit,
+      activeDeadlineSeconds: values.activeDeadlineSeconds,
+    });
+    expect(purgeContainerOf(features).resources).toEqual(values.resources);
+    // Not the chart's default, so the test sees the value and not a hard-coded 90.
+    expect(values.retentionDays).not.toBe(90);
+    expect(envOf(purgeContainerOf(features), 'RETENTION_DAYS')).toEqual({ name: 'RETENTION_DAYS', value: String(values.retentionDays) });
+  });
+
+  test('the CronJob validates against the Kubernetes schema, and the validator does check CronJobs', () => {
+    const cronJob = only(features, 'CronJob');
+    expect(validateManifests([cronJob])).toEqual([{ kind: 'batch/v1/CronJob', name: cronJob.metadata.name, errors: [] }]);
+    const broken = structuredClone(cronJob) as unknown as ICronJob;
+    (broken.spec as unknown as Record<string, unknown>).concurrencyPolicy = 'Sometimes';
+    const [report] = validateManifests([broken as unknown as K8sObject]);
+    expect(report?.errors.join('\n')).toMatch(/concurrencyPolicy/);
+    const misplaced = structuredClone(cronJob) as unknown as ICronJob;
+    Object.assign(misplaced.spec?.jobTemplate.spec ?? {}, { restartPolicy: 'Never' }); // belongs in the pod spec
+    expect(strictFieldErrors([misplaced as unknown as K8sObject])).toEqual([expect.stringMatching(/^CronJob\/.*restartPolicy/s)]);
+  });
+
+  test('runs `node dist/cli/index.js purge` from the server image, once per run, without retrying a usage error', () => {
+    for (const objects of [features, purgeOnly()]) {
+      const container = purgeContainerOf(objects);
+      expect(container.command).toEqual(['node', 'dist/cli/index.js', 'purge']);
+      expect(container.args).toBeUndefined();
+      expect(container.image).toBe(containerOf(podSpecOf(objects)).image);
+      expect(container.imagePullPolicy).toBe(containerOf(podSpecOf(objects)).imagePullPolicy);
+      const jobSpec = cronJobOf(objects).spec?.jobTemplate.spec;
+      expect(jobSpec?.template.spec?.restartPolicy).toBe('Never');
+      expect(jobSpec?.podFailurePolicy?.rules).toEqual([
+        { action: 'FailJob', onExitCodes: { containerName: container.name, operator: 'In', values: [2] } },
+      ]);
+    }
+  });
+
+  test('its environment is RETENTION_DAYS, LOG_LEVEL and DATABASE_URL, the URL only from a Secret', () => {
+    for (const objects of [features, purgeOnly()]) {
+      const container = purgeContainerOf(objects);
+      expect((container.env ?? []).map((e) => e.name).sort()).toEqual(['DATABASE_URL', 'LOG_LEVEL', 'RETENTION_DAYS']);
+      expect(container.envFrom).toBeUndefined();
+      expect(envOf(container, 'LOG_LEVEL')?.value).toBe(configOf(objects).LOG_LEVEL);
+      const url = envOf(container, 'DATABASE_URL');
+      expect(url?.value).toBeUndefined();
+      expect(url?.valueFrom?.secretKeyRef?.key).toBe('DATABASE_URL');
+    }
+  });
+
+  test('it reads DATABASE_URL from the Secret the Deployment uses: chart-made, the default name, or existingSecret', () => {
+    const deploymentRef = (objects: K8sObject[]) => databaseUrlRef(containerOf(podSpecOf(objects)));
+    // Chart-made: the ordinary Secret, not the migration hook's (which is deleted after the hooks).
+    const chartMade = databaseUrlRef(purgeContainerOf(features));
+    expect(chartMade).toEqual(deploymentRef(features));
+    expect(chartMade?.name).toBe(only(features, 'Secret', '-notification-receiver').metadata.name);
+    expect(chartMade?.name).not.toBe(only(features, 'Secret', '-migrations').metadata.name);
+    // A Secret you manage, named like the release.
+    expect(databaseUrlRef(purgeContainerOf(purgeOnly()))).toEqual(deploymentRef(purgeOnly()));
+    // secrets.existingSecret.
+    const existing = render({ set: ['purge.enabled=true', 'secrets.existingSecret=receiver-credentials'] });
+    expect(databaseUrlRef(purgeContainerOf(existing))).toEqual({ name: 'receiver-credentials', key: 'DATABASE_URL' });
+  });
+
+  test('it is an ordinary resource, not a hook, and runs in the release namespace', () => {
+    const cronJob = only(features, 'CronJob');
+    expect(Object.keys(cronJob.metadata.annotations ?? {}).filter((k) => k.startsWith('helm.sh/hook'))).toEqual([]);
+    expect((cronJob.metadata as { namespace?: string }).namespace).toBeUndefined(); // helm install -n decides
+  });
+
+  test('its pods carry component "purge": not selected by the server NetworkPolicy, Service or PDB', () => {
+    const podLabels = cronJobOf(features).spec?.jobTemplate.spec?.template.metadata?.labels;
+    expect(podLabels).toMatchObject({ 'app.kubernetes.io/component': 'purge', 'app.kubernetes.io/instance': 'receiver' });
+    expect(selects(serverPolicyOf(features).spec?.podSelector?.matchLabels, podLabels)).toBe(false);
+    expect(selects(as<IService>(only(features, 'Service')).spec?.selector, podLabels)).toBe(false);
+    expect(selects(as<IPodDisruptionBudget>(only(features, 'PodDisruptionBudget')).spec?.selector?.matchLabels, podLabels)).toBe(false);
+  });
+
+  test('its own NetworkPolicy admits nothing in and lets it out only to DNS and Postgres', () => {
+    const values = parse(readFileSync(ALL_FEATURES_VALUES, 'utf8')) as {
+      networkPolicy: { egress: { dns: { to: unknown[] }; postgres: { to: unknown[] } } };
+    };
+    for (const objects of [features, purgeOnly()]) {
+      const policy = as<INetworkPolicy>(only(objects, 'NetworkPolicy', '-purge'));
+      const podLabels = cronJobOf(objects).spec?.jobTemplate.spec?.template.metadata?.labels;
+      expect(selects(policy.spec?.podSelector?.matchLabels, podLabels)).toBe(true);
+      expect(selects(policy.spec?.podSelector?.matchLabels, deploymentOf(objects).spec?.template.metadata?.labels)).toBe(false);
+      expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
+      expect(policy.spec?.ingress ?? []).toEqual([]); // Ingress listed with no rule: nothing may connect
+      const egress = policy.spec?.egress ?? [];
+      expect(egress.map((r) => (r.ports ?? []).map((p) => `${p.port}/${p.protocol}`))).toEqual([['53/UDP', '53/TCP'], ['5432/TCP']]);
+      for (const rule of egress) expect(JSON.stringify(rule)).not.toMatch(/5672|5671|4317/); // no broker, no server extras
+    }
+    const egress = as<INetworkPolicy>(only(features, 'NetworkPolicy', '-purge')).spec?.egress ?? [];
+    expect(egress.map((r) => r.to)).toEqual([values.networkPolicy.egress.dns.to, values.networkPolicy.egress.postgres.to]);
+    // The server pods' policy is unchanged by it.
+    expect(serverPolicyOf(features).spec?.egress).toEqual(serverPolicyOf(render({ ...allFeatures, set: ['purge.enabled=false'] })).spec?.egress);
+  });
+
+  test('without the NetworkPolicy there is no purge policy either', () => {
+    const objects = render({ set: ['purge.enabled=true', 'networkPolicy.enabled=false'] });
+    expect(objects.map((o) => o.kind)).toContain('CronJob');
+    expect(objects.map((o) => o.kind)).not.toContain('NetworkPolicy');
+  });
+
+  test('its name leaves the CronJob controller room for the Jobs it names (52 characters at most)', () => {
+    const objects = render({ set: ['purge.enabled=true', `fullnameOverride=${'r'.repeat(60)}`] });
+    const name = only(objects, 'CronJob').metadata.name;
+    expect(name.length).toBeLessThanOrEqual(52);
+    expect(name).toMatch(/^r+-purge$/);
+    expect(only(objects, 'NetworkPolicy', '-purge').metadata.name).toBe(name);
+  });
+
+  test('the schema requires the retention and the schedule, and takes a time zone', () => {
+    for (const set of [['purge.retentionDays=null'], ['purge.schedule=null']]) {
+      const result = helmTemplate({ set: ['purge.enabled=true', ...set] });
+      expect(result.status).not.toBe(0);
+      expect(result.stderr).toMatch(/schema/i);
+    }
+    const zoned = render({ set: ['purge.enabled=true', 'purge.timeZone=America/Argentina/Buenos_Aires', 'purge.schedule=@daily'] });
+    expect(cronJobOf(zoned).spec).toMatchObject({ timeZone: 'America/Argentina/Buenos_Aires', schedule: '@daily' });
+  });
+});
+
 describe('Service and Ingress', () => {
   test('the Service has the public and the admin port, selects only server pods, and is ClusterIP', () => {
     const service = as<IService>(only(features, 'Service'));
@@ -325,7 +511,9 @@ describe('Service and Ingress', () => {
     const podLabels = deploymentOf(features).spec?.template.metadata?.labels ?? {};
     expect(podLabels).toMatchObject(service.spec?.selector ?? { missing: 'selector' });
     const jobPodLabels = as<IJob>(only(features, 'Job')).spec?.template.metadata?.labels ?? {};
-    expect(Object.entries(service.spec?.selector ?? {}).every(([k, v]) => jobPodLabels[k] === v)).toBe(false);
+    expect(selects(service.spec?.selector, jobPodLabels)).toBe(false);
+    const purgePodLabels = cronJobOf(features).spec?.jobTemplate.spec?.template.metadata?.labels;
+    expect(selects(service.spec?.selector, purgePodLabels)).toBe(false);
   });
 
   test('the Ingress routes only POST /notifications (exact) to the public port, over TLS', () => {
@@ -373,7 +561,7 @@ describe('availability and network', () => {
 
   test('the NetworkPolicy admits the ingress controller to the public port and Prometheus to the admin port only', () => {
     for (const objects of [defaults, features]) {
-      const policy = as<INetworkPolicy>(only(objects, 'NetworkPolicy'));
+      const policy = serverPolicyOf(objects);
       expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
       expect(deploymentOf(objects).spec?.template.metadata?.labels).toMatchObject(policy.spec?.podSelector?.matchLabels ?? { missing: "selector" });
       const rules = policy.spec?.ingress ?? [];
@@ -426,6 +614,11 @@ describe('values.schema.json', () => {
     ['a string for an integer', ['replicaCount=two']],
     ['a string for a boolean', ['config.relayEnabled=maybe']],
     ['a value outside its enum', ['config.logLevel=verbose']],
+    ['a purge retention of 0 days', ['purge.retentionDays=0']],
+    ['a purge retention that is not a whole number', ['purge.retentionDays=7.5']],
+    ['an unknown key under purge', ['purge.retentionDay=30']],
+    ['a purge concurrency policy Kubernetes does not know', ['purge.concurrencyPolicy=Never']],
+    ['a time zone prefix in the purge schedule (timeZone is the field for it)', ['purge.schedule=TZ=UTC 17 3 * * *']],
   ];
 
   test.each(schemaFailures)('helm template and lint reject %s', (_name, set) => {

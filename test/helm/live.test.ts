@@ -1,6 +1,7 @@
 /**
  * The chart against the real app: the migration Job's command and environment migrate a
- * fresh database, the server container's environment (ConfigMap + Secret, as rendered)
+ * fresh database, the purge CronJob's command and environment run against it (exit 0; a
+ * usage error exits 2, which its podFailurePolicy does not retry), the server container's environment (ConfigMap + Secret, as rendered)
  * starts the app with MIGRATE_ON_START=false, the probe paths answer, and every metric (and
  * label value) the PrometheusRule and the Grafana dashboard query is one the app exports.
  */
@@ -8,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
+import type { ICronJob } from 'kubernetes-models/batch/v1/CronJob';
 import type { IJob } from 'kubernetes-models/batch/v1/Job';
 import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IContainer } from 'kubernetes-models/v1/Container';
@@ -62,6 +64,15 @@ function environmentOf(container: IContainer): Record<string, string> {
 /** The image's command with its relative script resolved against this checkout. */
 function commandIn(command: string[]): string[] {
   return command.map((arg, i) => (i > 0 && arg.startsWith('dist/') ? path.join(REPO_ROOT, arg) : arg));
+}
+
+/** Runs a command to its end (killed after 45 s, so it never outlives the test). */
+async function runToEnd(command: string[], cwd: string, env: Record<string, string>): Promise<{ code: number | string; output: string }> {
+  const run = start(commandIn(command), cwd, env);
+  const killer = setTimeout(() => run.child.kill('SIGKILL'), 45_000);
+  const code = await run.exited;
+  clearTimeout(killer);
+  return { code, output: run.output() };
 }
 
 function alertExpressions(): string[] {
@@ -119,6 +130,28 @@ describe('the chart against the running app', () => {
     clearTimeout(killer);
     expect({ code, output: code === 0 ? '' : job.output() }).toEqual({ code: 0, output: '' });
   }, 60_000);
+
+  test("the purge CronJob's command and environment purge the migrated database; usage errors exit 2, failures 1", async () => {
+    const cronJob = as<ICronJob>(only(objects, 'CronJob'));
+    const container = firstContainer(cronJob.spec?.jobTemplate.spec?.template.spec?.containers);
+    const chartEnv = environmentOf(container);
+    expect(Object.keys(chartEnv).sort()).toEqual(['DATABASE_URL', 'LOG_LEVEL', 'RETENTION_DAYS']);
+    const env: Record<string, string> = { ...chartEnv, DATABASE_URL: database.url };
+    const command = container.command ?? [];
+
+    const purged = await runToEnd(command, workdir, env);
+    expect({ code: purged.code, output: purged.code === 0 ? '' : purged.output }).toEqual({ code: 0, output: '' });
+    expect(purged.output).toContain(`older than ${chartEnv.RETENTION_DAYS} day(s)`); // RETENTION_DAYS was read
+
+    // The podFailurePolicy fails the Job at once on exit code 2 and retries anything else.
+    const exitCodes = cronJob.spec?.jobTemplate.spec?.podFailurePolicy?.rules?.flatMap((r) => r.onExitCodes?.values ?? []);
+    const withoutRetention = Object.fromEntries(Object.entries(env).filter(([name]) => name !== 'RETENTION_DAYS'));
+    const usage = await runToEnd(command, workdir, withoutRetention);
+    expect(usage.code).toBe(2);
+    expect(exitCodes).toEqual([usage.code]);
+    const unreachable = await runToEnd(command, workdir, { ...env, DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/x` });
+    expect(unreachable.code).toBe(1);
+  }, 90_000);
 
   test("the server container's environment starts the app, and its probe paths answer 200", async () => {
     const deployment = as<IDeployment>(only(objects, 'Deployment'));

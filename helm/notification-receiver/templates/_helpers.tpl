@@ -30,10 +30,15 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
-{{/* The server pods (Deployment); the migration Job's pods carry component "migrations". */}}
+{{/* The server pods (Deployment); the migration Job's pods carry component "migrations", the purge CronJob's "purge". */}}
 {{- define "notification-receiver.serverSelectorLabels" -}}
 {{ include "notification-receiver.selectorLabels" . }}
 app.kubernetes.io/component: server
+{{- end }}
+
+{{/* The purge CronJob's name: at most 52 characters, as the CronJob controller appends 11 to name its Jobs. */}}
+{{- define "notification-receiver.purgeName" -}}
+{{- printf "%s-purge" (include "notification-receiver.fullname" . | trunc 46 | trimSuffix "-") }}
 {{- end }}
 
 {{- define "notification-receiver.image" -}}
@@ -110,7 +115,28 @@ app.kubernetes.io/component: server
       optional: true
 {{- end }}
 
-{{/* Pod-level security context shared by the server pods and the migration Job. */}}
+{{/* NetworkPolicy egress rules to DNS and Postgres (server pods and purge pods). */}}
+{{- define "notification-receiver.dnsAndPostgresEgress" -}}
+{{- $np := .Values.networkPolicy -}}
+- ports:
+    - port: 53
+      protocol: UDP
+    - port: 53
+      protocol: TCP
+  {{- with $np.egress.dns.to }}
+  to:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+- ports:
+    - port: {{ $np.egress.postgres.port }}
+      protocol: TCP
+  {{- with $np.egress.postgres.to }}
+  to:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+
+{{/* Pod-level security context shared by the server pods, the migration Job and the purge CronJob. */}}
 {{- define "notification-receiver.podSecurityContext" -}}
 runAsNonRoot: true
 runAsUser: {{ .Values.podSecurityContext.runAsUser }}
