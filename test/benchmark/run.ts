@@ -22,6 +22,7 @@ import amqp from 'amqplib';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { orderBody, refundBody, sign } from '../support/signing';
+import { summarizeProfile } from './profileSummary';
 
 const PG = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
 const AMQP = process.env.TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -396,6 +397,12 @@ async function main(): Promise<void> {
     const width = Math.max(...rows.map((r) => r[0].length));
     process.stdout.write(`\n${'figure'.padEnd(width)}  value                     note\n`);
     for (const [name, value, note] of rows) process.stdout.write(`${name.padEnd(width)}  ${value.padEnd(24)}  ${note}\n`);
+    if (process.env.BENCH_PROFILE === '1') {
+      process.stdout.write('\nwhere the service spent its CPU samples (whole run, self time by layer):\n');
+      for (const { layer, percent } of summarizeProfile(path.join(ROOT, 'bench.cpuprofile'))) {
+        process.stdout.write(`  ${String(percent).padStart(5)} %  ${layer}\n`);
+      }
+    }
     process.stdout.write(`${JSON.stringify(figures)}\n`);
   } finally {
     await stop(reference);
