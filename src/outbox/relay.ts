@@ -89,22 +89,29 @@ export class OutboxRelay {
   private async run(): Promise<void> {
     while (!this.stopping) {
       let delay = this.pollIntervalMs;
+      // A commit's wake-up hint cuts a poll wait short, never a backoff.
+      let wakeable = true;
       try {
-        if (await this.holdLock()) {
-          if (await this.openBroker()) {
-            const published = await this.publishBatch();
-            await this.sweepPublished();
-            if (published === this.batchSize) delay = 0; // more is waiting
-          } else {
-            delay = this.backoffMs;
-          }
+        if (!(await this.holdLock())) {
+          wakeable = false; // a standby only polls for the lock
+        } else if (await this.openBroker()) {
+          const published = await this.publishBatch();
+          this.backoffMs = 0;
+          await this.sweepPublished();
+          if (published === this.batchSize) delay = 0; // more is waiting
+        } else {
+          delay = this.backoffMs;
+          wakeable = false;
         }
       } catch (error) {
         // The database side failed: start over on a new connection (the lock went with the old one).
         this.options.logger.warn({ err: { message: (error as Error).message } }, 'outbox relay lost its database connection');
         await this.dropClient();
+        this.backoffMs = Math.min(Math.max(this.backoffMs * 2, 250), this.maxBackoffMs);
+        delay = this.backoffMs;
+        wakeable = false;
       }
-      if (delay > 0) await this.sleep(delay);
+      if (delay > 0) await this.sleep(delay, wakeable);
     }
     await this.broker.close();
     await this.dropClient();
@@ -239,8 +246,9 @@ export class OutboxRelay {
     if (rowCount) this.options.logger.info({ deleted: rowCount }, 'published events past retention deleted');
   }
 
-  private sleep(ms: number): Promise<void> {
-    if (this.wakePending || this.stopping) return Promise.resolve();
+  /** Waits ms; a wake-up hint ends the wait early only when it is wakeable. stop() always does. */
+  private sleep(ms: number, wakeable: boolean): Promise<void> {
+    if (this.stopping || (wakeable && this.wakePending)) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
       function done(): void {
@@ -248,6 +256,7 @@ export class OutboxRelay {
         resolve();
       }
       this.wakeUp = () => {
+        if (!wakeable && !this.stopping) return;
         this.wakeUp = null;
         done();
       };

@@ -58,8 +58,13 @@ export function createPool(options: DatabaseOptions, logger: Logger): pg.Pool {
     keepAlive: true,
     application_name: options.applicationName ?? 'payment-notification-receiver',
   });
-  // An idle client losing its connection must not crash the process.
+  // A client losing its connection must not crash the process: pg emits 'error' on the client
+  // whether it is idle (the pool listens then) or checked out (nobody listens but us). The query
+  // in flight fails on its own and the broken client is destroyed on release.
   pool.on('error', (error) => logger.warn({ err: { message: error.message } }, 'idle database connection lost'));
+  pool.on('connect', (client) => {
+    client.on('error', (error) => logger.warn({ err: { message: error.message } }, 'database connection lost'));
+  });
   return pool;
 }
 
