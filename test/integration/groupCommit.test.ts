@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { pgTransactions } from '../../src/recording/database';
 import { GroupCommitStore } from '../../src/recording/groupCommit';
 import type { Delivery } from '../../src/recording/recordNotification';
-import type { OrderNotification } from '../../src/parsing/notification';
+import type { OrderNotification, RefundNotification } from '../../src/parsing/notification';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { uniqueId } from '../support/signing';
@@ -80,5 +80,29 @@ describe('group commit', () => {
     const refused = settled.filter((s) => s.status === 'rejected');
     expect(refused.length).toBeGreaterThan(0);
     expect(refused.every((s) => s.status === 'rejected' && (s.reason as Error).name === 'RecorderOverloaded')).toBe(true);
+  });
+});
+
+describe('group commit with refunds', () => {
+  it('When many refunds of the same orders arrive together with the orders, then every refund is projected', async () => {
+    const store = new GroupCommitStore(pgTransactions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 5000 });
+    const orders = Array.from({ length: 20 }, () => uniqueId('RFO'));
+    const work: Array<Promise<unknown>> = [];
+    for (const orderId of orders) {
+      work.push(store.record(delivery(`${orderId}-c`), order(orderId, 'COMPLETED')));
+      for (const k of [1, 2]) {
+        const refundId = `${orderId}-R${k}`;
+        const n: RefundNotification = {
+          kind: 'refund', orderId, extOrderId: null, refundId, extRefundId: null, status: 'FINALIZED',
+          amount: '10', currencyCode: 'PLN', statusDateTime: null, refundDate: null, reason: null, reasonDescription: null,
+        };
+        work.push(store.record(delivery(refundId), n), store.record(delivery(`${refundId}-again`), n));
+      }
+    }
+    await Promise.all(work);
+    const rows = await query<{ n: string }>(svc.database.url, 'SELECT count(*) AS n FROM refunds WHERE order_id = ANY($1)', [orders]);
+    expect(rows[0]?.n).toBe('40');
+    const seq = await query<{ order_id: string; last_sequence: string }>(svc.database.url, 'SELECT order_id, last_sequence FROM event_streams WHERE order_id = ANY($1)', [orders]);
+    expect(seq.every((s) => s.last_sequence === '3')).toBe(true);
   });
 });
