@@ -1,0 +1,42 @@
+import { sign } from '../../support/signing';
+import type { RunReport, ScenarioDefinition } from '../report';
+import { harness } from '../support/scenario';
+import { BASIC_HEADER, BUYER, secrets } from '../support/secrets';
+
+export const SECRETS: ScenarioDefinition = {
+  id: 8,
+  title: 'Secrets never reach the logs',
+  done:
+    'Every line (stdout and stderr) of every service process started by scenarios 1 to 7 searched for both second keys, the Basic ' +
+    'credential (plain, base64, password alone), every signature the suite sent (any hex run of a signature length), the buyer\'s ' +
+    'e-mail, phone, names and customer id, and the broker credential; each scenario also scans its own services at its end.',
+};
+
+export function secretsScenario(report: RunReport): void {
+  const h = harness(report, SECRETS);
+  describe(`${SECRETS.id}. ${SECRETS.title}`, () => {
+    h.check('the scanner finds a planted secret (control)', async () => {
+      const header = sign('{"planted":true}', 'b6ca15b0d1020e8094d9b5f8d163db54');
+      secrets.addSignatureHeader(header);
+      const planted = [
+        `{"msg":"x","sig":"${header}"}`,
+        `{"msg":"x","auth":"${BASIC_HEADER}"}`,
+        `{"msg":"x","email":"${BUYER.email.toUpperCase()}"}`,
+        '{"msg":"x","key":"b6ca15b0d1020e8094d9b5f8d163db54"}',
+      ];
+      const { findings } = secrets.scan([{ label: 'planted', logs: planted }]);
+      expect(new Set(findings.map((f) => f.line)).size).toBe(planted.length);
+    });
+
+    h.check('no second key, Basic credential, signature, buyer data or broker credential in any log line of any service started', async () => {
+      const sources = secrets.allSources.filter((s) => s.label !== 'planted');
+      const { lines, findings } = secrets.scan(sources);
+      h.figure('services scanned', sources.length);
+      h.figure('log lines scanned', lines);
+      h.figure('secrets searched', `${secrets.fixedCount} fixed values, ${secrets.signatureCount} signatures sent`);
+      h.figure('findings', findings.length);
+      expect(sources.length).toBeGreaterThan(0);
+      expect(findings.slice(0, 10)).toEqual([]);
+    });
+  });
+}

@@ -1,0 +1,157 @@
+import pg from 'pg';
+import { testDatabase, type TestDatabase } from '../../support/database';
+
+/** A database of the scenario's own, created empty (the service migrates it) and dropped at the end. */
+export function scenarioDatabase(scenario: string): TestDatabase {
+  return testDatabase(`nr_rel_${scenario}`);
+}
+
+/** Read-only views of what the service stored, for assertions (one short connection per call). */
+export async function sql<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+export interface StoredCounts {
+  notifications: number;
+  quarantined: number;
+  deliveries: number;
+  variants: number;
+  orders: number;
+  refunds: number;
+  events: number;
+  pendingEvents: number;
+}
+
+export async function counts(url: string): Promise<StoredCounts> {
+  const [row] = await sql<Record<keyof StoredCounts, string>>(
+    url,
+    `SELECT (SELECT count(*) FROM notifications) AS notifications,
+            (SELECT count(*) FROM quarantined_notifications) AS quarantined,
+            (SELECT count(*) FROM deliveries) AS deliveries,
+            (SELECT count(*) FROM notification_variants) AS variants,
+            (SELECT count(*) FROM orders) AS orders,
+            (SELECT count(*) FROM refunds) AS refunds,
+            (SELECT count(*) FROM outbox_events) AS events,
+            (SELECT count(*) FROM outbox_events WHERE published_at IS NULL) AS "pendingEvents"`,
+  );
+  const result = {} as StoredCounts;
+  for (const [key, value] of Object.entries(row ?? {})) result[key as keyof StoredCounts] = Number(value);
+  return result;
+}
+
+/** Deliveries recorded per body (sha256 hex): each 200 must have written exactly one. */
+export async function deliveriesByBody(url: string): Promise<Map<string, number>> {
+  const rows = await sql<{ sha: string; n: string }>(url, `SELECT encode(body_sha256, 'hex') AS sha, count(*) AS n FROM deliveries GROUP BY 1`);
+  return new Map(rows.map((r) => [r.sha, Number(r.n)]));
+}
+
+/** `kind|subject|status` of every recorded notification. */
+export async function meanings(url: string): Promise<Set<string>> {
+  const rows = await sql<{ m: string }>(url, `SELECT kind || '|' || subject_id || '|' || status AS m FROM notifications`);
+  return new Set(rows.map((r) => r.m));
+}
+
+export interface OutboxRow {
+  id: string;
+  order_id: string;
+  sequence: string;
+  type: string;
+  published: boolean;
+}
+
+export async function outbox(url: string): Promise<OutboxRow[]> {
+  return sql<OutboxRow>(url, 'SELECT id::text, order_id, sequence::text, type, published_at IS NOT NULL AS published FROM outbox_events ORDER BY order_id, sequence');
+}
+
+// Ranks of the README's state rules, written here independently of src/recording/statusRules.ts.
+const ORDER_RANK: Record<string, number> = { PENDING: 1, WAITING_FOR_CONFIRMATION: 2, COMPLETED: 3, CANCELED: 3 };
+const REFUND_RANK: Record<string, number> = { PENDING: 1, FINALIZED: 2, CANCELED: 2 };
+
+/**
+ * "Nothing half-written": the invariants that hold between the tables after any set of committed
+ * transactions. Returns the violations found (empty when consistent).
+ */
+export async function consistencyViolations(url: string): Promise<string[]> {
+  const problems: string[] = [];
+  const add = (what: string, rows: Array<Record<string, unknown>>): void => {
+    if (rows.length > 0) problems.push(`${what}: ${rows.length} (e.g. ${JSON.stringify(rows.slice(0, 3))})`);
+  };
+  add(
+    'notifications without a delivery',
+    await sql(url, 'SELECT n.id FROM notifications n WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)'),
+  );
+  add(
+    'quarantined bodies without a delivery',
+    await sql(url, 'SELECT q.id FROM quarantined_notifications q WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.quarantine_id = q.id)'),
+  );
+  add('deliveries pointing nowhere', await sql(url, 'SELECT id FROM deliveries WHERE notification_id IS NULL AND quarantine_id IS NULL'));
+  add(
+    'applied or conflicting notifications without exactly one event',
+    await sql(
+      url,
+      `SELECT n.id, count(o.id) AS events FROM notifications n
+         LEFT JOIN outbox_events o ON (o.message::jsonb -> 'data' ->> 'notificationId') = n.id::text
+        WHERE n.outcome IN ('applied', 'conflict') GROUP BY n.id HAVING count(o.id) <> 1`,
+    ),
+  );
+  add(
+    'stale notifications with an event',
+    await sql(
+      url,
+      `SELECT n.id FROM notifications n JOIN outbox_events o ON (o.message::jsonb -> 'data' ->> 'notificationId') = n.id::text
+        WHERE n.outcome = 'stale'`,
+    ),
+  );
+  add(
+    'events of no notification',
+    await sql(
+      url,
+      `SELECT o.id FROM outbox_events o
+        WHERE NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id::text = o.message::jsonb -> 'data' ->> 'notificationId')`,
+    ),
+  );
+  add(
+    'orders whose event sequence is not 1..n or disagrees with event_streams',
+    await sql(
+      url,
+      `SELECT o.order_id, count(*) AS n, min(o.sequence) AS lo, max(o.sequence) AS hi, s.last_sequence
+         FROM outbox_events o LEFT JOIN event_streams s USING (order_id)
+        GROUP BY o.order_id, s.last_sequence
+       HAVING min(o.sequence) <> 1 OR max(o.sequence) <> count(*) OR s.last_sequence IS DISTINCT FROM max(o.sequence)`,
+    ),
+  );
+  add(
+    'events whose stored sequence differs from their message',
+    await sql(url, `SELECT id FROM outbox_events WHERE (message::jsonb -> 'data' ->> 'sequence')::bigint <> sequence`),
+  );
+
+  // Each projection holds the highest-ranked status applied to it, and exists when one was applied.
+  for (const [kind, table, key, ranks] of [
+    ['order', 'orders', 'order_id', ORDER_RANK],
+    ['refund', 'refunds', 'refund_id', REFUND_RANK],
+  ] as const) {
+    const applied = await sql<{ subject_id: string; status: string }>(
+      url,
+      `SELECT subject_id, status FROM notifications WHERE kind = $1 AND outcome = 'applied'`,
+      [kind],
+    );
+    const expected = new Map<string, string>();
+    for (const { subject_id: subject, status } of applied) {
+      const current = expected.get(subject);
+      if (current === undefined || (ranks[status] ?? 0) > (ranks[current] ?? 0)) expected.set(subject, status);
+    }
+    const rows = await sql<{ id: string; status: string }>(url, `SELECT ${key} AS id, status FROM ${table}`);
+    const actual = new Map(rows.map((r) => [r.id, r.status]));
+    const wrong: Array<Record<string, unknown>> = [];
+    for (const [subject, status] of expected) if (actual.get(subject) !== status) wrong.push({ subject, expected: status, actual: actual.get(subject) });
+    for (const [subject, status] of actual) if (!expected.has(subject)) wrong.push({ subject, expected: null, actual: status });
+    add(`${table} projections not equal to their highest applied status`, wrong);
+  }
+  return problems;
+}
