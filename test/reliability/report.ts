@@ -46,6 +46,10 @@ export class RunReport {
     this.append({ kind: 'check', scenario, name, passed, ms, at: Date.now(), ...(error ? { error } : {}) });
   }
 
+  hasFigure(scenario: number, key: string): boolean {
+    return this.lines().some((l) => l.kind === 'figure' && l.scenario === scenario && l.key === key);
+  }
+
   machine(key: string, value: string): void {
     this.append({ kind: 'machine', key, value, at: Date.now() });
   }
@@ -59,8 +63,8 @@ export class RunReport {
   }
 }
 
-/** Figures render in this order (then any others in the order recorded), so rows read alike. */
-const FIGURE_ORDER = ['requests', '200s', '503s', '4xx', '5xx', 'unanswered', 'rows', 'events', 'max latency', 'peak RSS'];
+/** The table's figures, in this order; every other figure goes to the scenario's details. */
+const TABLE_FIGURES = ['requests', '200s', '503s', '5xx', 'unanswered', 'rows', 'events', 'max latency', 'peak RSS', 'log lines scanned', 'secrets in logs'];
 
 const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
@@ -97,14 +101,14 @@ export function renderMarkdown(report: RunReport, scenarios: readonly ScenarioDe
   out.push('|---|---|---|---|---|');
   for (const scenario of scenarios) {
     const measured = figures.get(scenario.id) ?? new Map<string, string | number>();
-    const keys = [...FIGURE_ORDER.filter((k) => measured.has(k)), ...[...measured.keys()].filter((k) => !FIGURE_ORDER.includes(k))];
+    const keys = TABLE_FIGURES.filter((k) => measured.has(k));
     const measuredText = keys.length === 0 ? '(nothing recorded)' : keys.map((k) => `${k}: ${measured.get(k)}`).join('; ');
     const ran = checks.get(scenario.id) ?? [];
     const failed = ran.filter((c) => !c.passed);
     let result: string;
     if (ran.length === 0) result = 'not run';
     else if (failed.length === 0) result = `passed (${ran.length}/${ran.length} checks)`;
-    else result = `FAILED ${failed.length} of ${ran.length} checks: ${failed.map((c) => `"${c.name}"`).join(', ')}`;
+    else result = `FAILED ${failed.length} of ${ran.length} checks (below)`;
     out.push(`| ${scenario.id} | ${cell(scenario.title)} | ${cell(scenario.done)} | ${cell(measuredText)} | ${cell(result)} |`);
   }
   const failures = [...checks.values()].flat().filter((c) => !c.passed);
@@ -113,16 +117,28 @@ export function renderMarkdown(report: RunReport, scenarios: readonly ScenarioDe
   out.push('');
   if (failures.length === 0) out.push('None.');
   for (const failure of failures) {
-    out.push(`- Scenario ${failure.scenario}, "${failure.name}": ${cell((failure.error ?? '').split('\n').filter((l) => l.trim() !== '').slice(0, 6).join(' / ').slice(0, 600))}`);
+    const reason = (failure.error ?? '')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('at '))
+      .slice(0, 8)
+      .join(' / ')
+      .slice(0, 700);
+    out.push(`- Scenario ${failure.scenario}, "${failure.name}": ${cell(reason)}`);
   }
   out.push('');
-  out.push('## Checks per scenario');
-  out.push('');
+  out.push('## Details per scenario');
   for (const scenario of scenarios) {
+    const measured = figures.get(scenario.id) ?? new Map<string, string | number>();
     const ran = checks.get(scenario.id) ?? [];
-    out.push(`${scenario.id}. ${scenario.title}`);
-    if (ran.length === 0) out.push('   - not run');
-    for (const c of ran) out.push(`   - ${c.passed ? 'passed' : 'FAILED'}: ${c.name} (${(c.ms / 1000).toFixed(1)} s)`);
+    out.push('');
+    out.push(`### ${scenario.id}. ${scenario.title}`);
+    out.push('');
+    const details = [...measured.keys()].filter((k) => !TABLE_FIGURES.includes(k));
+    for (const key of details) out.push(`- ${key}: ${cell(String(measured.get(key)))}`);
+    if (details.length > 0) out.push('');
+    if (ran.length === 0) out.push('- not run');
+    for (const c of ran) out.push(`- ${c.passed ? 'passed' : '**FAILED**'}: ${c.name} (${(c.ms / 1000).toFixed(1)} s)`);
   }
   out.push('');
   return out.join('\n');

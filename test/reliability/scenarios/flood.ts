@@ -28,10 +28,12 @@ interface Variant {
   databaseLatencyMs: number;
   /** Whether this configuration must shed load (503) under the flood. */
   mustShed: boolean;
+  /** Whether the refused deliveries are sent again until all are accepted (too slow when the database is far away). */
+  retryAll: boolean;
 }
 
 const VARIANTS: Variant[] = [
-  { name: 'default configuration', concurrency: 300, databaseTimeoutMs: 3_000, databaseLatencyMs: 0, env: {}, mustShed: false },
+  { name: 'default configuration', concurrency: 300, databaseTimeoutMs: 3_000, databaseLatencyMs: 0, env: {}, mustShed: false, retryAll: true },
   {
     name: 'saturated (Postgres 25 ms away each way, DATABASE_TIMEOUT 1 s)',
     concurrency: 500,
@@ -39,6 +41,18 @@ const VARIANTS: Variant[] = [
     databaseLatencyMs: 25,
     env: { DATABASE_TIMEOUT: '1s' },
     mustShed: true,
+    retryAll: true,
+  },
+  {
+    // A batch now takes about as long as the handler waits (DATABASE_TIMEOUT + 1 s): some transactions
+    // are still running when their requests are answered 503.
+    name: 'slow database (Postgres 120 ms away each way, DATABASE_TIMEOUT 1 s)',
+    concurrency: 500,
+    databaseTimeoutMs: 1_000,
+    databaseLatencyMs: 120,
+    env: { DATABASE_TIMEOUT: '1s' },
+    mustShed: true,
+    retryAll: false,
   },
 ];
 
@@ -47,9 +61,9 @@ export const FLOOD: ScenarioDefinition = {
   title: 'Flood: the sender retries everything at once after an outage',
   done:
     `${REQUESTS} requests carrying the notifications of ${ORDERS} card payments (PENDING, COMPLETED with buyer, a refund for every ` +
-    `second order: 750 notifications, each sent 4 times, shuffled) through a keep-alive pool, against two configurations: ` +
+    `second order: 750 notifications, each sent 4 times, shuffled) through a keep-alive pool, against ${VARIANTS.length} configurations: ` +
     `${VARIANTS.map((v) => `${v.name} at concurrency ${v.concurrency}`).join('; ')}. RSS of the child sampled from /proc every 100 ms, ` +
-    '/livez probed every 250 ms; then the refused ones sent again, 20 at a time, until accepted.',
+    '/livez probed every 250 ms; then (but for the slow database) the refused ones sent again, 20 at a time, until accepted.',
 };
 
 function percentile(values: number[], p: number): number {
@@ -65,7 +79,7 @@ export function floodScenario(report: RunReport): void {
     const databases: TestDatabase[] = [];
     const consumers: EventConsumer[] = [];
     const proxies: FaultProxy[] = [];
-    const total = { requests: 0, ok: 0, unavailable: 0, maxLatency: 0, peakMb: 0 };
+    const total = { requests: 0, ok: 0, unavailable: 0, maxLatency: 0, peakMb: 0, notifications: 0, deliveries: 0, events: 0, consumed: 0 };
 
     afterAll(async () => {
       for (const s of services) await s.stop();
@@ -75,7 +89,7 @@ export function floodScenario(report: RunReport): void {
     });
 
     VARIANTS.forEach((variant, index) => {
-      const tag = index === 0 ? 'default' : 'saturated';
+      const tag = ['default', 'saturated', 'slow'][index] as string;
       const database = scenarioDatabase(`flood${index}`);
       databases.push(database);
       const flood = new Ledger();
@@ -100,7 +114,7 @@ export function floodScenario(report: RunReport): void {
           }
           service = await ServiceProcess.start({ label: `flood-${tag}`, databaseUrl, exchange, env: variant.env });
           services.push(service);
-          lifecycles = cardLifecycles(index === 0 ? 'FLD' : 'FLS', ORDERS);
+          lifecycles = cardLifecycles(`FL${index}`, ORDERS);
 
           const baselineMb = Math.round((service.rssKb() ?? 0) / 1024);
           const requests: Note[] = shuffle(Array.from({ length: REQUESTS }, (_, i) => lifecycles.notes[i % lifecycles.notes.length] as Note));
@@ -145,9 +159,10 @@ export function floodScenario(report: RunReport): void {
         120_000,
       );
 
-      h.check(`${variant.name}: the refused deliveries sent again are accepted; every 200 is committed and no 503 wrote anything`, async () => {
+      h.check(`${variant.name}: ${variant.retryAll ? 'the refused deliveries sent again are accepted; ' : ''}every 200 is committed and no 503 wrote anything`, async () => {
         service.assertAlive();
-        for (let round = 0; round < 30; round += 1) {
+        const retryUntil = Date.now() + 45_000;
+        for (let round = 0; variant.retryAll && round < 30 && Date.now() < retryUntil; round += 1) {
           const missing = ledger.notAccepted(lifecycles.notes);
           if (missing.length === 0) break;
           await pool(missing, 20, async (note) => {
@@ -166,25 +181,32 @@ export function floodScenario(report: RunReport): void {
         h.figure('503s', total.unavailable);
         h.figure('max latency', seconds(total.maxLatency));
         h.figure('peak RSS', `${total.peakMb} MB`);
-        h.figure(`${tag}: rows`, `${stored.notifications} notifications, ${stored.deliveries} deliveries`);
+        total.notifications += stored.notifications;
+        total.deliveries += stored.deliveries;
+        h.figure('rows', `${total.notifications} notifications, ${total.deliveries} deliveries`);
         h.figure(`${tag}: 503s whose write was committed anyway`, committed.storedWithoutOk);
-        expect(ledger.notAccepted(lifecycles.notes)).toEqual([]);
         expect(committed.okButMissing).toEqual([]);
         expect(committed.unexplained).toEqual([]);
-        expect(committed.storedWithoutOk).toBe(0);
-        expect(stored.deliveries).toBe(ledger.ok);
         expect(await consistencyViolations(database.url)).toEqual([]);
+        // README: 503 means "nothing was written".
+        expect({ '503 answers whose delivery was committed anyway': committed.storedWithoutOk }).toEqual({ '503 answers whose delivery was committed anyway': 0 });
+        expect({ 'deliveries stored': stored.deliveries }).toEqual({ 'deliveries stored': ledger.ok });
+        if (variant.retryAll) expect(ledger.notAccepted(lifecycles.notes)).toEqual([]);
       }, 90_000);
 
-      h.check(`${variant.name}: the projections end as the lifecycles say and every event is published`, async () => {
+      h.check(`${variant.name}: ${variant.retryAll ? 'the projections end as the lifecycles say and ' : ''}every committed event is published`, async () => {
+        const events = await waitForEvents(database.url, consumer.messages, 45_000);
+        total.events += events.outboxEvents;
+        total.consumed += events.distinctConsumed;
+        h.figure('events', `${total.events} committed, ${total.consumed} consumed`);
+        h.figure(`${tag}: events`, `${events.outboxEvents} committed, ${events.distinctConsumed} consumed, ${events.redeliveries} redelivered with the same id`);
+        expect(events.problems).toEqual([]);
+        expect(events.pending).toBe(0);
+        if (!variant.retryAll) return;
         const orders = await sql<{ status: string; n: string }>(database.url, 'SELECT status, count(*) AS n FROM orders GROUP BY status');
         const refunds = await sql<{ status: string; n: string }>(database.url, 'SELECT status, count(*) AS n FROM refunds GROUP BY status');
         expect(orders.map((r) => [r.status, Number(r.n)])).toEqual([['COMPLETED', ORDERS]]);
         expect(refunds.map((r) => [r.status, Number(r.n)])).toEqual([['FINALIZED', lifecycles.refundIds.length]]);
-        const events = await waitForEvents(database.url, consumer.messages, 45_000);
-        h.figure(`${tag}: events`, `${events.outboxEvents} committed, ${events.distinctConsumed} consumed, ${events.redeliveries} redelivered with the same id`);
-        expect(events.problems).toEqual([]);
-        expect(events.pending).toBe(0);
       }, 60_000);
 
       h.check(`${variant.name}: stops cleanly (SIGTERM, exit code 0)`, async () => {

@@ -96,6 +96,7 @@ export function hostileScenario(report: RunReport): void {
     let rows: RowCounter;
     let prodRows: RowCounter;
     const answers: Array<{ label: string; status: number | null }> = [];
+    let maxLatencyMs = 0;
     let slowHeaders: Promise<RawResult>;
     let slowBody: Promise<RawResult>;
 
@@ -125,6 +126,7 @@ export function hostileScenario(report: RunReport): void {
       if (basic !== null) headers.Authorization = basic;
       const result = await send({ port: options.port ?? main.publicPort, method: options.method, body: bytes, headers: { ...headers, ...options.headers }, timeoutMs: 20_000 });
       note(label, result.status);
+      maxLatencyMs = Math.max(maxLatencyMs, result.ms);
       return result;
     };
 
@@ -204,7 +206,7 @@ export function hostileScenario(report: RunReport): void {
         const result = await refused(problems, `basic auth: ${label}`, 401, 'invalid_basic_auth', () => post('basic', body, { basic: value }));
         if (!/^Basic/i.test(String(result.headers['www-authenticate'] ?? ''))) problems.push(`basic auth: ${label}: no WWW-Authenticate: Basic challenge`);
       }
-      await recorded(problems, 'basic auth: scheme in lower case', body, ['accepted'], {});
+      await recorded(problems, 'basic auth: the right credential', body, ['accepted']);
       const lower = await post('basic lower', validOrder(), { basic: BASIC_HEADER.replace('Basic', 'basic') });
       if (lower.status !== 200) problems.push(`basic auth: "basic" scheme in lower case: expected 200, got ${describeResult(lower)}`);
       h.figure('Basic auth variants', variants.length + 1);
@@ -724,10 +726,11 @@ export function hostileScenario(report: RunReport): void {
       const text = (r: RawResult): string => (r.closedAfterMs === null ? `still open after ${SLOW_GIVE_UP_MS / 1000} s` : `closed after ${seconds(r.closedAfterMs)}${r.status ? ` (${r.status})` : ''}`);
       h.figure('slow headers', text(headers));
       h.figure('slow body', text(body));
-      expect(headers.closedAfterMs).not.toBeNull();
-      expect(body.closedAfterMs).not.toBeNull();
-      expect(headers.closedAfterMs as number).toBeLessThanOrEqual(HEADERS_TIMEOUT_MS + SLOW_MARGIN_MS);
-      expect(body.closedAfterMs as number).toBeLessThanOrEqual(REQUEST_TIMEOUT_MS + SLOW_MARGIN_MS);
+      const late = (r: RawResult, bound: number): string | null => (r.closedAfterMs !== null && r.closedAfterMs <= bound ? null : text(r));
+      expect({ 'slow headers': late(headers, HEADERS_TIMEOUT_MS + SLOW_MARGIN_MS), 'slow body': late(body, REQUEST_TIMEOUT_MS + SLOW_MARGIN_MS) }).toEqual({
+        'slow headers': null,
+        'slow body': null,
+      });
     }, SLOW_GIVE_UP_MS + 5_000);
 
     h.check('afterwards the service still answers /livez and accepts a valid notification; no request was ever answered 5xx; no crash', async () => {
@@ -741,7 +744,9 @@ export function hostileScenario(report: RunReport): void {
       const metrics = await main.metricsText();
       const counted = [...metrics.matchAll(/^http_request_duration_seconds_count\{[^}]*status_code="(5\d\d)"[^}]*\} (\d+)/gm)].map((m) => `${m[1]} x${m[2]}`);
       h.figure('requests', answers.length);
+      h.figure('200s', answers.filter((a) => a.status === 200).length);
       h.figure('5xx', fiveHundreds.length);
+      h.figure('max latency', `${seconds(maxLatencyMs)} (slow clients apart)`);
       h.figure('rows', `${await rows.total()} (notifications + quarantined + deliveries)`);
       expect(main.running && prod.running).toBe(true);
       expect(fiveHundreds.map((a) => `${a.label}: ${a.status}`)).toEqual([]);

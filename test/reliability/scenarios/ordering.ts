@@ -225,6 +225,7 @@ export function orderingScenario(report: RunReport): void {
         );
         h.figure('worlds', `${stats.worlds} (${stats.orders} orders, ${stats.notifications} notifications) in ${seconds(Date.now() - started)}`);
         h.figure('requests', stats.requests);
+        h.figure('200s', [...stats.outcomes].filter(([k]) => !k.startsWith('HTTP')).reduce((sum, [, v]) => sum + v, 0));
         h.figure('answers', [...stats.outcomes].map(([k, v]) => `${k} x${v}`).join(', '));
         h.figure('max latency', seconds(stats.maxLatency));
       },

@@ -34,7 +34,7 @@ export function secretsScenario(report: RunReport): void {
       h.figure('services scanned', sources.length);
       h.figure('log lines scanned', lines);
       h.figure('secrets searched', `${secrets.fixedCount} fixed values, ${secrets.signatureCount} signatures sent`);
-      h.figure('findings', findings.length);
+      h.figure('secrets in logs', findings.length);
       expect(sources.length).toBeGreaterThan(0);
       expect(findings.slice(0, 10)).toEqual([]);
     });

@@ -5,7 +5,10 @@ export interface ScenarioHarness {
   /** A jest test whose outcome (and duration) is recorded for the report. */
   check(name: string, body: () => Promise<void>, timeoutMs?: number): void;
   figure(key: string, value: string | number): void;
-  /** The last check of a scenario: no secret in any log line of the services it started. */
+  /**
+   * The last check of a scenario: no secret in any log line of the services it started (and the
+   * peak RSS of those processes, for the report).
+   */
   secretsCheck(sources: () => readonly LogSource[]): void;
 }
 
@@ -35,7 +38,10 @@ export function harness(report: RunReport, scenario: ScenarioDefinition): Scenar
     secretsCheck(sources) {
       check('no second key, Basic credential, signature or buyer data appears in any log line', async () => {
         const { lines, findings } = secrets.scan(sources());
+        const peak = Math.max(0, ...sources().map((s) => s.peakRssMb ?? 0));
+        if (!report.hasFigure(scenario.id, 'peak RSS') && peak > 0) figure('peak RSS', `${peak} MB`);
         figure('log lines scanned', lines);
+        figure('secrets in logs', findings.length);
         expect(lines).toBeGreaterThan(0);
         expect(findings).toEqual([]);
       });

@@ -32,6 +32,8 @@ export interface Finding {
 export interface LogSource {
   label: string;
   logs: readonly string[];
+  /** Peak RSS of the process the lines came from, when known. */
+  readonly peakRssMb?: number;
 }
 
 class SecretRegistry {

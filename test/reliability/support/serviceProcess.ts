@@ -34,6 +34,9 @@ export class ServiceProcess {
   readonly logFile: string;
   exitInfo: ExitInfo | null = null;
   readonly exited: Promise<ExitInfo>;
+  /** Highest RSS seen (sampled every 250 ms while the process runs), in kB. */
+  private peakRssKb = 0;
+  private readonly rssTimer: NodeJS.Timeout;
 
   private constructor(
     readonly label: string,
@@ -53,12 +56,23 @@ export class ServiceProcess {
         });
       }
     }
+    this.rssTimer = setInterval(() => {
+      this.peakRssKb = Math.max(this.peakRssKb, this.rssKb() ?? 0);
+    }, 250);
+    this.rssTimer.unref();
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
+        clearInterval(this.rssTimer);
         this.exitInfo = { code, signal, at: Date.now() };
         resolve(this.exitInfo);
       });
     });
+  }
+
+  /** Peak resident memory over the process's life so far, in MB. */
+  get peakRssMb(): number {
+    this.peakRssKb = Math.max(this.peakRssKb, this.rssKb() ?? 0);
+    return Math.round(this.peakRssKb / 1024);
   }
 
   get pid(): number {
