@@ -9,6 +9,9 @@ import { consistencyViolations, counts, scenarioDatabase } from '../support/stor
 import { checkCommitted, Ledger, waitForEvents } from '../support/traffic';
 
 const OUTAGE_MS = 4_000;
+const SHUTDOWN_TIMEOUT_MS = 4_000;
+/** As in scenario 4: closing the relay, the admin port and the pool; main.ts forces exit 1 at +5 s. */
+const EXIT_MARGIN_MS = 3_000;
 
 export const BROKER_OUTAGE: ScenarioDefinition = {
   id: 2,
@@ -16,7 +19,7 @@ export const BROKER_OUTAGE: ScenarioDefinition = {
   done:
     'A paced sender (6 connections, card payments and refunds, 10% duplicates) while RabbitMQ, behind a TCP proxy, is cut ' +
     `twice for ${OUTAGE_MS / 1000} s: reset (connections dropped, new ones refused), then silent (no answer, no RST); ` +
-    'a consumer bound to the exchange directly collects every event.',
+    'a consumer bound to the exchange directly collects every event. Then SIGTERM under traffic while the broker is silent.',
 };
 
 export function brokerOutageScenario(report: RunReport): void {
@@ -139,6 +142,45 @@ export function brokerOutageScenario(report: RunReport): void {
     h.check('stops cleanly (SIGTERM, exit code 0)', async () => {
       expect(await service.stop()).toMatchObject({ code: 0, signal: null });
     });
+
+    h.check(`during a broker partition, SIGTERM still ends in exit code 0 within SHUTDOWN_TIMEOUT + ${EXIT_MARGIN_MS / 1000} s`, async () => {
+      service = await ServiceProcess.start({
+        label: 'broker-outage-partition',
+        databaseUrl: database.url,
+        exchange,
+        env: { AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}`, SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` },
+      });
+      services.push(service);
+      const partitionLedger = new Ledger();
+      const sender = new Sender({ port: () => service.publicPort, ledger: partitionLedger, stream, workers: 4, pauseMs: 10, retryDelayMs: 100_000 }).start();
+      try {
+        await sleep(1_000);
+        proxy.silent();
+        await sleep(500);
+        const term = Date.now();
+        service.kill('SIGTERM');
+        const exit = await service.waitExit(SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 10_000);
+        h.figure('SIGTERM during a broker partition', `exit code ${exit?.code ?? 'none'} after ${seconds((exit?.at ?? Date.now()) - term)}`);
+        expect({ code: exit?.code, signal: exit?.signal, withinBound: exit !== null && exit.at - term <= SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS }).toEqual({
+          code: 0,
+          signal: null,
+          withinBound: true,
+        });
+      } finally {
+        await sender.halt();
+        proxy.pass();
+        await service.stop();
+      }
+    }, SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 30_000);
+
+    h.check('after the partition heals, every committed event is published', async () => {
+      service = await ServiceProcess.start({ label: 'broker-outage-drain', databaseUrl: database.url, exchange, env: { AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}` } });
+      services.push(service);
+      const events = await waitForEvents(database.url, consumer.messages, 30_000);
+      expect(events.problems).toEqual([]);
+      expect(events.pending).toBe(0);
+      expect(await service.stop()).toMatchObject({ code: 0, signal: null });
+    }, 45_000);
 
     h.secretsCheck(() => services);
   });

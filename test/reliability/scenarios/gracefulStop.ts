@@ -1,5 +1,6 @@
 import { EventConsumer, uniqueExchange } from '../../support/broker';
 import type { RunReport, ScenarioDefinition } from '../report';
+import { FaultProxy } from '../support/faultProxy';
 import { holdRequest, notificationHeaders, portAccepts, send, sleep, waitUntil, type HeldRequest, type HttpResult } from '../support/http';
 import { harness, seconds } from '../support/scenario';
 import { NoteStream, Sender } from '../support/sender';
@@ -18,7 +19,8 @@ export const GRACEFUL_STOP: ScenarioDefinition = {
   done:
     `SIGTERM while a sender posts continuously (4 connections) and ${HELD} requests are half-sent (headers and half the body), ` +
     `plus one that never completes; SHUTDOWN_TIMEOUT ${SHUTDOWN_TIMEOUT_MS / 1000} s. After SIGTERM: readiness polled, a new connection tried, ` +
-    'the held requests completed; then the exit awaited, and the service restarted to drain the outbox.',
+    'the held requests completed; then the exit awaited, and the service restarted to drain the outbox. Then SIGTERM again, ' +
+    'under traffic, while Postgres (behind a proxy) is silent (a network partition).',
 };
 
 export function gracefulStopScenario(report: RunReport): void {
@@ -153,6 +155,40 @@ export function gracefulStopScenario(report: RunReport): void {
       expect(exit).toMatchObject({ code: 0, signal: null });
       expect((await checkEvents(database.url, consumer.messages)).problems).toEqual([]);
     }, 45_000);
+
+    h.check(`during a database partition, SIGTERM still ends in exit code 0 within SHUTDOWN_TIMEOUT + ${EXIT_MARGIN_MS / 1000} s and in-flight requests are answered`, async () => {
+      const proxy = await new FaultProxy(5432).start();
+      try {
+        service = await ServiceProcess.start({
+          label: 'graceful-stop-partition',
+          databaseUrl: `postgres://postgres@127.0.0.1:${proxy.port}/${database.name}`,
+          exchange,
+          env: { SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` },
+        });
+        services.push(service);
+        const partitionLedger = new Ledger();
+        const partitionSender = new Sender({ port: () => service.publicPort, ledger: partitionLedger, stream, workers: 4, pauseMs: 10, retryDelayMs: 100_000 }).start();
+        await sleep(1_000);
+        proxy.silent();
+        await sleep(500);
+        const term = Date.now();
+        service.kill('SIGTERM');
+        const exit = await service.waitExit(SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 10_000);
+        await partitionSender.halt();
+        const inFlight = partitionLedger.attempts.filter((a) => a.result.startedAt < term && a.result.startedAt + a.result.ms > term);
+        h.figure('SIGTERM during a database partition', `exit code ${exit?.code ?? 'none'} after ${seconds((exit?.at ?? Date.now()) - term)}; in-flight requests: ${summarize(inFlight.map((a) => a.result))}`);
+        expect(inFlight.filter((a) => a.result.status === 0).map((a) => a.result.error)).toEqual([]);
+        expect({ code: exit?.code, signal: exit?.signal, withinBound: exit !== null && exit.at - term <= SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS }).toEqual({
+          code: 0,
+          signal: null,
+          withinBound: true,
+        });
+      } finally {
+        proxy.pass();
+        await service.stop();
+        await proxy.stop();
+      }
+    }, SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 30_000);
 
     h.secretsCheck(() => services);
   });
