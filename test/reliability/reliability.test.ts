@@ -9,7 +9,7 @@ import path from 'node:path';
 import amqp from 'amqplib';
 import { AMQP_URL } from '../support/broker';
 import { PG_SERVER } from '../support/database';
-import { newRunId, renderMarkdown, RunReport, writeMarkdown, type ScenarioDefinition } from './report';
+import { newRunId, pruneOldResults, renderMarkdown, RunReport, writeMarkdown, type ScenarioDefinition } from './report';
 import { brokerOutageScenario, BROKER_OUTAGE } from './scenarios/brokerOutage';
 import { databaseOutageScenario, DATABASE_OUTAGE } from './scenarios/databaseOutage';
 import { floodScenario, FLOOD } from './scenarios/flood';
@@ -37,6 +37,7 @@ function describeSource(): string {
 }
 
 beforeAll(async () => {
+  pruneOldResults();
   await ensureBuilt();
   report.machine('service', describeSource());
   const [pgVersion] = await sql<{ v: string }>(`${PG_SERVER}/postgres`, `SELECT current_setting('server_version') AS v`);

@@ -1,4 +1,4 @@
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -21,6 +21,19 @@ type Line =
   | { kind: 'figure'; scenario: number; key: string; value: string | number; at: number }
   | { kind: 'check'; scenario: number; name: string; passed: boolean; error?: string; ms: number; at: number }
   | { kind: 'machine'; key: string; value: string; at: number };
+
+/** Results and service logs of earlier runs are kept for a week, then removed. */
+export function pruneOldResults(maxAgeMs = 7 * 86_400_000): void {
+  const cutoff = Date.now() - maxAgeMs;
+  for (const dir of [RESULTS_DIR, path.join(RESULTS_DIR, 'service-logs')]) {
+    if (!existsSync(dir)) continue;
+    for (const name of readdirSync(dir)) {
+      const file = path.join(dir, name);
+      const stat = statSync(file);
+      if (stat.isFile() && stat.mtimeMs < cutoff) rmSync(file, { force: true });
+    }
+  }
+}
 
 export function newRunId(): string {
   return `${new Date().toISOString().replace(/[:.]/g, '-')}-${process.pid}`;

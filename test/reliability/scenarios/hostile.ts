@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
+import amqp from 'amqplib';
 import fc from 'fast-check';
-import { uniqueExchange } from '../../support/broker';
+import { AMQP_URL, uniqueExchange } from '../../support/broker';
 import { OTHER_KEY, OTHER_POS_ID, orderBody, refundBody, SECOND_KEY, sign, uniqueId } from '../../support/signing';
 import type { RunReport, ScenarioDefinition } from '../report';
 import { getJson, notificationHeaders, send, type HttpResult } from '../support/http';
@@ -85,6 +86,15 @@ function referenceVerdict(header: string, body: Buffer): boolean {
   return signature.toLowerCase() === createHash(algorithm).update(body).update(SECOND_KEY).digest('hex');
 }
 
+/** The service declares its exchange; with no consumer of ours to delete it, the scenario does. */
+async function deleteExchange(name: string): Promise<void> {
+  const connection = await amqp.connect(AMQP_URL).catch(() => null);
+  if (!connection) return;
+  const channel = await connection.createChannel();
+  await channel.deleteExchange(name).catch(() => undefined);
+  await connection.close().catch(() => undefined);
+}
+
 export function hostileScenario(report: RunReport): void {
   const h = harness(report, HOSTILE);
   describe(`${HOSTILE.id}. ${HOSTILE.title}`, () => {
@@ -99,6 +109,7 @@ export function hostileScenario(report: RunReport): void {
     let maxLatencyMs = 0;
     let slowHeaders: Promise<RawResult>;
     let slowBody: Promise<RawResult>;
+    const exchange = uniqueExchange();
 
     afterAll(async () => {
       for (const s of services) await s.stop();
@@ -106,6 +117,7 @@ export function hostileScenario(report: RunReport): void {
       await prodRows?.close();
       await database.drop();
       await prodDatabase.drop();
+      await deleteExchange(exchange);
     });
 
     const note = (label: string, status: number | null): void => {
@@ -151,9 +163,9 @@ export function hostileScenario(report: RunReport): void {
     };
 
     h.check('starts a service with Basic auth and one with the production source allowlist; two clients start sending one byte a second', async () => {
-      main = await ServiceProcess.start({ label: 'hostile', databaseUrl: database.url, exchange: uniqueExchange(), env: { NOTIFY_BASIC_AUTH: BASIC_CREDENTIAL } });
+      main = await ServiceProcess.start({ label: 'hostile', databaseUrl: database.url, exchange, env: { NOTIFY_BASIC_AUTH: BASIC_CREDENTIAL } });
       services.push(main);
-      prod = await ServiceProcess.start({ label: 'hostile-production-allowlist', databaseUrl: prodDatabase.url, exchange: uniqueExchange(), env: { ALLOWED_SOURCE_IPS: 'production', RELAY_ENABLED: 'false' } });
+      prod = await ServiceProcess.start({ label: 'hostile-production-allowlist', databaseUrl: prodDatabase.url, exchange, env: { ALLOWED_SOURCE_IPS: 'production', RELAY_ENABLED: 'false' } });
       services.push(prod);
       rows = new RowCounter(database.url);
       prodRows = new RowCounter(prodDatabase.url);

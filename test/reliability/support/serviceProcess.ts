@@ -27,7 +27,13 @@ export interface ExitInfo {
 
 /** `node dist/main.js` of the current build, on free ports, with every log line captured. */
 /** Every service's log is also kept here for a look after a failed run. */
-const LOG_DIR = path.join(os.tmpdir(), 'nr-reliability-results', 'service-logs');
+export const LOG_DIR = path.join(os.tmpdir(), 'nr-reliability-results', 'service-logs');
+
+/** Children still running; killed when the test process exits, however the run ended. */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
 
 export class ServiceProcess {
   readonly logs: string[] = [];
@@ -46,6 +52,7 @@ export class ServiceProcess {
     readonly env: Record<string, string>,
   ) {
     secrets.register(this);
+    running.add(child);
     mkdirSync(LOG_DIR, { recursive: true });
     this.logFile = path.join(LOG_DIR, `${label}-${child.pid ?? 'x'}.log`);
     for (const stream of [child.stdout, child.stderr]) {
@@ -62,6 +69,7 @@ export class ServiceProcess {
     this.rssTimer.unref();
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
+        running.delete(child);
         clearInterval(this.rssTimer);
         this.exitInfo = { code, signal, at: Date.now() };
         resolve(this.exitInfo);
