@@ -2,14 +2,13 @@ import fc from 'fast-check';
 import { EventConsumer, uniqueExchange } from '../../support/broker';
 import { uniqueId } from '../../support/signing';
 import type { RunReport, ScenarioDefinition } from '../report';
-import { getJson, postNotification, sleep } from '../support/http';
+import { getJson, postNotification, sleep, waitUntil } from '../support/http';
 import {
   applyDelivery,
   emptyModel,
   lifecycle,
   schedule,
   type Delivery,
-  type ModelEvent,
   type ModelState,
   type OrderPlan,
   type RefundPlan,
@@ -20,6 +19,7 @@ import { consistencyViolations, counts, scenarioDatabase } from '../support/stor
 import type { CloudEventBody } from '../support/traffic';
 
 const RUNS = Number(process.env.RELIABILITY_MODEL_RUNS ?? 100);
+const PARALLEL_RUNS = Math.max(1, Math.round(RUNS / 2));
 
 export const ORDERING: ScenarioDefinition = {
   id: 6,
@@ -29,7 +29,8 @@ export const ORDERING: ScenarioDefinition = {
     'completed or canceled; up to two partial or full refunds, some with PENDING, finalized or canceled; a second payment attempt ' +
     'canceled after the first completed), every notification sent 1 to 3 times (some re-serialized, some copies at the same moment) ' +
     'and delayed at random so they overtake each other; orders in parallel. Compared with a reference model written in the test: ' +
-    'each answer, GET /orders/:id and /refunds/:id, and the events a consumer sees.',
+    'each answer, GET /orders/:id and /refunds/:id, and the events a consumer sees. Then half as many worlds whose notifications ' +
+    'and copies all arrive at the same moment, checked for complete histories, the one final status and a gapless event story.',
 };
 
 const refundArb: fc.Arbitrary<RefundPlan> = fc.record({
@@ -67,6 +68,7 @@ const SECOND_ATTEMPT: OrderPlan = {
 
 interface OrderView {
   status: string;
+  orderId: string;
   paymentId: string | null;
   payMethodType: string | null;
   totalAmount: string | null;
@@ -97,7 +99,10 @@ export function orderingScenario(report: RunReport): void {
     const services: ServiceProcess[] = [];
     let service: ServiceProcess;
     let consumer: EventConsumer;
-    const expectedEvents = new Map<string, ModelEvent[]>();
+    /** Events each order must have produced (from the model, or from the recorded history for parallel arrivals). */
+    const expectedEvents = new Map<string, number>();
+    const parallelOrders: Array<{ orderId: string; events: number; status: string }> = [];
+    let parallelDone = Date.now();
     const stats = { worlds: 0, orders: 0, notifications: 0, requests: 0, maxLatency: 0, outcomes: new Map<string, number>() };
 
     afterAll(async () => {
@@ -196,7 +201,7 @@ export function orderingScenario(report: RunReport): void {
           };
         });
         if (JSON.stringify(actual) !== JSON.stringify(want)) problems.push(`events of ${orderId}: consumer saw ${JSON.stringify(actual)}, model says ${JSON.stringify(want)}`);
-        expectedEvents.set(orderId, model.events.get(orderId) ?? []);
+        expectedEvents.set(orderId, model.events.get(orderId)?.length ?? 0);
       }
     };
 
@@ -232,8 +237,97 @@ export function orderingScenario(report: RunReport): void {
       150_000,
     );
 
+    h.check(
+      `${PARALLEL_RUNS} worlds whose notifications all arrive at the same moment end consistent: complete histories and delivery counts, the one final status, one conflict per second final status`,
+      async () => {
+        const started = Date.now();
+        let requests = 0;
+        await fc.assert(
+          fc.asyncProperty(fc.array(planArb, { minLength: 1, maxLength: 3 }), async (plans) => {
+            const orderIds = plans.map(() => uniqueId('PAR'));
+            const problems: string[] = [];
+            const worlds = plans.map((plan, i) => {
+              const notes = lifecycle(plan, orderIds[i] as string);
+              // Every copy of every notification of the world at once.
+              const deliveries = schedule({ ...plan, parallel: [true], disorder: 0 }, notes).flat();
+              return { plan, orderId: orderIds[i] as string, notes, deliveries };
+            });
+            const results = await Promise.all(worlds.flatMap((w) => w.deliveries.map((d) => postNotification(service.publicPort, d.body, { timeoutMs: 15_000 }))));
+            requests += results.length;
+            for (const r of results) {
+              if (r.status !== 200 || !['accepted', 'duplicate', 'stale', 'conflict'].includes((JSON.parse(r.body) as { outcome?: string }).outcome ?? '')) {
+                problems.push(`answered ${r.status} ${r.body.slice(0, 100)}`);
+              }
+            }
+            for (const w of worlds) {
+              let events = 0;
+              const copies = (kind: string, subject: string, status: string): number =>
+                w.deliveries.filter((d) => d.notification.kind === kind && (d.notification.refundId ?? d.notification.orderId) === subject && d.notification.status === status).length;
+              const { body: order } = await getJson<OrderView>(service.adminPort, `/orders/${w.orderId}`);
+              const orderStatuses: string[] = [...new Set(w.notes.filter((n) => n.kind === 'order').map((n) => n.status))];
+              const finals: string[] = orderStatuses.filter((st) => st === 'COMPLETED' || st === 'CANCELED');
+              const history = new Map(order.history.map((x) => [x.status, x]));
+              if (JSON.stringify([...history.keys()].sort()) !== JSON.stringify([...orderStatuses].sort())) problems.push(`order ${w.orderId}: history ${[...history.keys()]} for ${orderStatuses}`);
+              for (const [st, x] of history) if (x.deliveries !== copies('order', w.orderId, st)) problems.push(`order ${w.orderId} ${st}: ${x.deliveries} deliveries counted, ${copies('order', w.orderId, st)} sent`);
+              if (!finals.includes(order.status)) problems.push(`order ${w.orderId}: ends ${order.status}, not one of ${finals}`);
+              const conflicts = order.history.filter((x) => x.outcome === 'conflict').length;
+              if (conflicts !== finals.length - 1) problems.push(`order ${w.orderId}: ${conflicts} conflicts with finals ${finals}`);
+              if ((order.payMethodType !== null) !== (history.get('COMPLETED')?.outcome === 'applied')) problems.push(`order ${w.orderId}: payMethodType ${order.payMethodType} with COMPLETED ${history.get('COMPLETED')?.outcome}`);
+              events += order.history.filter((x) => x.outcome !== 'stale').length;
+              for (const refundId of [...new Set(w.notes.filter((n) => n.kind === 'refund').map((n) => n.refundId as string))]) {
+                const { status, body: refund } = await getJson<RefundView>(service.adminPort, `/refunds/${refundId}`);
+                if (status !== 200) {
+                  problems.push(`refund ${refundId}: ${status}`);
+                  continue;
+                }
+                const statuses = [...new Set(w.notes.filter((n) => n.refundId === refundId).map((n) => n.status))];
+                const final = statuses.find((st) => st !== 'PENDING');
+                if (refund.status !== final) problems.push(`refund ${refundId}: ends ${refund.status}, expected ${final}`);
+                if (refund.history.length !== statuses.length) problems.push(`refund ${refundId}: history ${JSON.stringify(refund.history)}`);
+                for (const x of refund.history) if (x.deliveries !== copies('refund', refundId, x.status)) problems.push(`refund ${refundId} ${x.status}: ${x.deliveries} deliveries counted`);
+                events += refund.history.filter((x) => x.outcome !== 'stale').length;
+              }
+              parallelOrders.push({ orderId: w.orderId, events, status: order.status });
+              expectedEvents.set(w.orderId, events);
+            }
+            if (problems.length > 0) throw new Error(problems.join('\n'));
+          }),
+          { numRuns: PARALLEL_RUNS, interruptAfterTimeLimit: 60_000, markInterruptAsFailure: true, includeErrorInReport: true },
+        );
+        h.figure('parallel worlds', `${PARALLEL_RUNS} (${requests} requests, each world's at once) in ${seconds(Date.now() - started)}`);
+        parallelDone = Date.now();
+      },
+      90_000,
+    );
+
+    h.check('the events of those worlds tell a gapless story per order (1..n, each change continuing from the one before) ending where the projection ends', async () => {
+      const problems: string[] = [];
+      const wanted = parallelOrders.reduce((sum, o) => sum + o.events, 0);
+      const ids = new Set(parallelOrders.map((o) => o.orderId));
+      const mine = (): CloudEventBody[] => {
+        const seen = new Set<string>();
+        return consumer.bodies<CloudEventBody>().filter((e) => ids.has(e.subject) && !seen.has(e.id) && (seen.add(e.id), true));
+      };
+      await waitUntil('every event of the parallel worlds consumed', () => mine().length >= wanted, 45_000, 50).catch(() => 0);
+      h.figure('events of the parallel worlds all consumed after', seconds(Date.now() - parallelDone));
+      const all = mine();
+      for (const o of parallelOrders) {
+        const story = all.filter((e) => e.subject === o.orderId).sort((a, b) => a.data.sequence - b.data.sequence);
+        if (story.length !== o.events) problems.push(`order ${o.orderId}: ${story.length} events for ${o.events} applied or conflicting notifications`);
+        if (story.some((e, i) => e.data.sequence !== i + 1)) problems.push(`order ${o.orderId}: sequences ${story.map((e) => e.data.sequence)}`);
+        const previous = new Map<string, string | null>();
+        for (const e of story.filter((x) => !x.type.endsWith('status_conflict'))) {
+          const key = e.data.refundId ?? 'order';
+          if ((previous.get(key) ?? null) !== e.data.previousStatus) problems.push(`order ${o.orderId}: ${e.type} says previous ${e.data.previousStatus}, the story says ${previous.get(key) ?? null}`);
+          previous.set(key, e.data.status);
+        }
+        if ((previous.get('order') ?? null) !== o.status) problems.push(`order ${o.orderId}: events end at ${previous.get('order') ?? null}, the projection at ${o.status}`);
+      }
+      expect(problems).toEqual([]);
+    }, 60_000);
+
     h.check('no event beyond the model was ever published, and the store is consistent', async () => {
-      const expected = [...expectedEvents.values()].reduce((sum, e) => sum + e.length, 0);
+      const expected = [...expectedEvents.values()].reduce((sum, n) => sum + n, 0);
       await sleep(500);
       const ids = new Set(consumer.bodies<CloudEventBody>().filter((e) => expectedEvents.has(e.subject)).map((e) => e.id));
       const stored = await counts(database.url);
