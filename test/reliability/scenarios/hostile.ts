@@ -409,6 +409,13 @@ export function hostileScenario(report: RunReport): void {
         const r = await recorded(problems, `signed invalid UTF-8 ${Buffer.from(bad).toString('hex')}`, body, ['quarantined']);
         if (outcome(r) === 'quarantined') quarantined += 1;
       }
+      // The same unreadable body 20 times at once: one quarantined row, 20 deliveries, 20 answers 200.
+      const same = Buffer.from(`{"order":${uniqueId('"Q')}"`);
+      const quarantinedBefore = await rows.quarantined();
+      const burst = await Promise.all(Array.from({ length: 20 }, () => post('quarantine burst', same)));
+      const burstOutcomes = [...new Set(burst.map((r) => `${r.status} ${outcome(r) ?? code(r)}`))];
+      if (burstOutcomes.join() !== '200 quarantined') problems.push(`20 copies of an unreadable body at once: ${burstOutcomes.join(', ')}`);
+      if ((await rows.quarantined()) !== quarantinedBefore + 1) problems.push(`20 copies of an unreadable body at once: ${(await rows.quarantined()) - quarantinedBefore} quarantined rows`);
       h.figure('random, truncated or non-UTF-8 bodies quarantined', quarantined);
       expect(problems).toEqual([]);
     }, 120_000);
