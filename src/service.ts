@@ -48,6 +48,15 @@ function close(server: http.Server, timeoutMs: number): Promise<void> {
   });
 }
 
+/** Whether work settles within ms (it goes on regardless; the caller just stops waiting). */
+function finishesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  return Promise.race([work.then(() => true, () => true), timeout]).finally(() => clearTimeout(timer));
+}
+
 /** Prepares the database: creates it on a fresh server and applies pending migrations. */
 export async function prepareDatabase(config: Pick<Config, 'databaseUrl'>, logger: Logger): Promise<void> {
   await ensureDatabaseExists(config.databaseUrl);
@@ -100,9 +109,15 @@ export async function startService(config: Config, logger: Logger = createLogger
   });
   const adminApp = createAdminApp({ db, metrics, logger, isAccepting: () => accepting });
 
-  const publicServer = http.createServer(publicApp);
-  publicServer.headersTimeout = HEADERS_TIMEOUT_MS;
-  publicServer.requestTimeout = REQUEST_TIMEOUT_MS;
+  const publicServer = http.createServer(
+    {
+      headersTimeout: HEADERS_TIMEOUT_MS,
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      // Node checks those timeouts on this interval (default 30 s, which would double them).
+      connectionsCheckingInterval: 1000,
+    },
+    publicApp,
+  );
   const adminServer = http.createServer(adminApp);
 
   const publicPort = await listen(publicServer, config.port, config.host);
@@ -112,12 +127,18 @@ export async function startService(config: Config, logger: Logger = createLogger
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
+      // Every step is bounded, so a dead database or broker cannot hold the exit past
+      // SHUTDOWN_TIMEOUT plus a second or two. What a cut-short step leaves is safe: an
+      // unconfirmed event is published again at the next start (same id), and a transaction
+      // that did not commit was not answered 200.
+      const deadline = Date.now() + config.shutdownTimeoutMs;
+      const left = (): number => Math.max(0, deadline - Date.now());
       accepting = false;
       logger.info('stopping: readiness off, draining requests');
-      await close(publicServer, config.shutdownTimeoutMs);
-      await relay?.stop();
-      await close(adminServer, 1000);
-      await db.destroy();
+      await close(publicServer, left());
+      if (relay && !(await finishesWithin(relay.stop(), Math.max(left(), 1000)))) logger.warn('relay did not stop in time');
+      await close(adminServer, 500);
+      if (!(await finishesWithin(db.destroy(), 1000))) logger.warn('database connections did not close in time');
       logger.info('stopped');
     })();
     return stopping;

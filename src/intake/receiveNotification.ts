@@ -112,7 +112,11 @@ export function receiveNotification(options: IntakeOptions) {
       let result: RecordResult;
       try {
         const work = parsed.ok ? store.record(delivery, parsed.notification) : store.quarantine(delivery, parsed.reason, parsed.detail);
-        result = await withDeadline(work, config.databaseTimeoutMs + 1000);
+        // The answer waits for the real outcome: a notification still queued when DATABASE_TIMEOUT
+        // passes is refused by the recorder (not written), and every statement has a timeout, so
+        // a dead database fails the transaction within about DATABASE_TIMEOUT + 1 s. Answering
+        // 503 while a transaction may still commit is kept for a last resort only.
+        result = await withDeadline(work, 2 * config.databaseTimeoutMs + 2000);
       } catch (error) {
         if (error instanceof RecorderOverloaded) {
           logger.warn({ requestId: res.locals.requestId, reason: error.message }, 'recorder overloaded; answered 503');

@@ -105,11 +105,19 @@ export class BrokerChannel {
     return results;
   }
 
+  /** Closes the connection; a broker that does not answer the close within a second is left behind. */
   async close(): Promise<void> {
     const connection = this.connection;
     this.connection = null;
     this.channel = null;
     this.metrics.brokerConnectionUp.set(0);
-    await connection?.close().catch(() => undefined);
+    if (!connection) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      connection.close().catch(() => undefined),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, 1000);
+      }),
+    ]).finally(() => clearTimeout(timer));
   }
 }

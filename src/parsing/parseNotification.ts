@@ -20,6 +20,8 @@ const MAX_TEXT_LENGTH = 4096;
 
 class FieldError extends Error {}
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 type JsonObject = { [key: string]: unknown };
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
@@ -50,6 +52,8 @@ function text(object: JsonObject, path: string, name: string, maxLength: number)
   if (typeof value !== 'string') throw new FieldError(`${path}${name} must be a string`);
   // Postgres text cannot hold NUL; a control character in an identifier is never legitimate.
   if (value.includes('\u0000')) throw new FieldError(`${path}${name} contains a NUL character`);
+  // A lone surrogate (\ud800 without its pair) cannot be stored as UTF-8 or in jsonb.
+  if (LONE_SURROGATE.test(value)) throw new FieldError(`${path}${name} contains an unpaired surrogate`);
   if (value.length > maxLength) throw new FieldError(`${path}${name} is longer than ${maxLength} characters`);
   return value;
 }
@@ -94,12 +98,20 @@ const EPOCH_MS = /^\d{1,15}$/;
  * number (spec, "Conventions"). ISO text is kept as received (without an offset it is the payment
  * service's local time, which we must not guess); epoch milliseconds become ISO 8601 in UTC.
  */
+/** Epoch milliseconds within the range a Date can hold (ECMAScript: ±8.64e15). */
+const MAX_EPOCH_MS = 8_640_000_000_000_000;
+
+function epochToIso(ms: number, fieldName: string): string {
+  if (ms > MAX_EPOCH_MS) throw new FieldError(`${fieldName} is beyond the representable date range`);
+  return new Date(ms).toISOString();
+}
+
 export function readTimestamp(value: unknown, fieldName: string): string | null {
   if (value === undefined || value === null) return null;
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return new Date(value).toISOString();
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return epochToIso(value, fieldName);
   if (typeof value === 'string') {
     const trimmed = value.trim();
-    if (EPOCH_MS.test(trimmed)) return new Date(Number(trimmed)).toISOString();
+    if (EPOCH_MS.test(trimmed)) return epochToIso(Number(trimmed), fieldName);
     if (ISO_8601.test(trimmed) && !Number.isNaN(Date.parse(trimmed.replace(/([+-]\d{2})(\d{2})$/, '$1:$2')))) {
       return trimmed;
     }
@@ -195,7 +207,9 @@ export function parseNotification(body: Buffer): ParseResult {
     if (isObject(refund) && order === undefined) return { ok: true, notification: readRefund(json, refund) };
   } catch (error) {
     if (error instanceof FieldError) return { ok: false, reason: 'invalid_field', detail: error.message };
-    throw error;
+    // Authentic data must never earn a 5xx (the sender would retry it for 72 hours): anything the
+    // readers above did not foresee is quarantined too, with the error's name for the operator.
+    return { ok: false, reason: 'invalid_field', detail: `unreadable field (${(error as Error).name})` };
   }
   return { ok: false, reason: 'unknown_shape', detail: 'body has neither an "order" nor a "refund" object' };
 }

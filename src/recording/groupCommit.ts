@@ -37,7 +37,8 @@ export class RecorderOverloaded extends Error {
 
 interface Pending {
   item: BatchItem;
-  enqueuedAt: number;
+  /** Refuses the notification if it is still waiting when maxWaitMs has passed. */
+  expiry: NodeJS.Timeout;
   resolve(result: RecordResult): void;
   reject(error: unknown): void;
 }
@@ -75,8 +76,22 @@ export class GroupCommitStore implements NotificationStore {
       return Promise.reject(new RecorderOverloaded(`${this.queued} notifications already waiting`));
     }
     const lane = laneOf(notification.orderId, this.queues.length);
+    const queue = this.queues[lane] as Pending[];
     return new Promise<RecordResult>((resolve, reject) => {
-      (this.queues[lane] as Pending[]).push({ item: { delivery, notification }, enqueuedAt: Date.now(), resolve, reject });
+      const pending: Pending = {
+        item: { delivery, notification },
+        // Still waiting when the time is up: refused (503) before anything was written.
+        expiry: setTimeout(() => {
+          const index = queue.indexOf(pending);
+          if (index === -1) return;
+          queue.splice(index, 1);
+          this.queued -= 1;
+          reject(new RecorderOverloaded(`waited over ${this.options.maxWaitMs} ms for a transaction`));
+        }, this.options.maxWaitMs),
+        resolve,
+        reject,
+      };
+      queue.push(pending);
       this.queued += 1;
       this.pump(lane);
     });
@@ -90,15 +105,9 @@ export class GroupCommitStore implements NotificationStore {
   private pump(lane: number): void {
     const queue = this.queues[lane] as Pending[];
     if (this.busy[lane] || queue.length === 0) return;
-    const oldestAllowed = Date.now() - this.options.maxWaitMs;
-    const batch: Pending[] = [];
-    while (batch.length < this.options.maxBatchSize && queue.length > 0) {
-      const pending = queue.shift() as Pending;
-      this.queued -= 1;
-      if (pending.enqueuedAt < oldestAllowed) pending.reject(new RecorderOverloaded(`waited over ${this.options.maxWaitMs} ms`));
-      else batch.push(pending);
-    }
-    if (batch.length === 0) return this.pump(lane);
+    const batch = queue.splice(0, this.options.maxBatchSize);
+    this.queued -= batch.length;
+    for (const pending of batch) clearTimeout(pending.expiry);
     this.busy[lane] = true;
     void this.run(batch).finally(() => {
       this.busy[lane] = false;

@@ -121,3 +121,19 @@ describe('parseNotification', () => {
     );
   });
 });
+
+describe('parseNotification: values Postgres or Date cannot hold', () => {
+  it.each([
+    ['{"order":{"orderId":"O","status":"COMPLETED"},"localReceiptDateTime":9007199254740991}', 'beyond the representable date range'],
+    ['{"order":{"orderId":"O","status":"COMPLETED"},"localReceiptDateTime":8640000000000001}', 'beyond the representable date range'],
+    ['{"order":{"orderId":"O\\ud800","status":"PENDING"}}', 'unpaired surrogate'],
+    ['{"orderId":"O","refund":{"refundId":"R","status":"FINALIZED","reasonDescription":"x\\udc00y"}}', 'unpaired surrogate'],
+  ])('When the body is %s, then it is quarantined (%s), never an error', (body, detail) => {
+    expect(parseNotification(Buffer.from(body))).toMatchObject({ ok: false, reason: 'invalid_field', detail: expect.stringContaining(detail) });
+  });
+
+  it('When a surrogate pair is well formed, then the text is kept', () => {
+    const result = parseNotification(Buffer.from('{"orderId":"O","refund":{"refundId":"R","status":"FINALIZED","reasonDescription":"\\ud83d\\ude00"}}'));
+    expect(result.ok && result.notification.kind === 'refund' && result.notification.reasonDescription).toBe('😀');
+  });
+});
