@@ -1,4 +1,5 @@
 import type { Db } from '../recording/database';
+import { orderFromRow, refundFromRow } from '../recording/projectionRows';
 
 export interface StatusHistoryEntry {
   status: string;
@@ -75,17 +76,7 @@ async function refundsWhere(db: Db, column: 'refund_id' | 'order_id', value: str
   const rows = await db.selectFrom('refunds').selectAll().where(column, '=', value).orderBy('created_at').orderBy('refund_id').execute();
   const histories = await historyOf(db, 'refund', rows.map((r) => r.refund_id));
   return rows.map((r) => ({
-    refundId: r.refund_id,
-    orderId: r.order_id,
-    extOrderId: r.ext_order_id,
-    extRefundId: r.ext_refund_id,
-    status: r.status,
-    amount: r.amount,
-    currencyCode: r.currency_code,
-    statusDateTime: r.status_date_time,
-    refundDate: r.refund_date,
-    reason: r.reason,
-    reasonDescription: r.reason_description,
+    ...refundFromRow(r),
     updatedAt: new Date(r.updated_at).toISOString(),
     history: histories.get(r.refund_id) ?? [],
   }));
@@ -96,15 +87,7 @@ export async function findOrder(db: Db, orderId: string): Promise<OrderView | nu
   if (!order) return null;
   const [histories, refunds] = await Promise.all([historyOf(db, 'order', [orderId]), refundsWhere(db, 'order_id', orderId)]);
   return {
-    orderId: order.order_id,
-    extOrderId: order.ext_order_id,
-    merchantPosId: order.merchant_pos_id,
-    status: order.status,
-    totalAmount: order.total_amount,
-    currencyCode: order.currency_code,
-    paymentId: order.payment_id,
-    payMethodType: order.pay_method_type,
-    localReceiptDateTime: order.local_receipt_date_time,
+    ...orderFromRow(order),
     updatedAt: new Date(order.updated_at).toISOString(),
     history: histories.get(orderId) ?? [],
     refunds,

@@ -1,15 +1,8 @@
 import type { Notification } from '../parsing/notification';
 import { notificationSubject } from '../parsing/notification';
 import { OUTBOX_CHANNEL } from '../outbox/notifyChannel';
-import {
-  applyNotifications,
-  orderRank,
-  refundRank,
-  type NewNotification,
-  type OrderProjection,
-  type ProjectionState,
-  type RefundProjection,
-} from './projection';
+import { applyNotifications, orderRank, refundRank, type NewNotification, type ProjectionState } from './projection';
+import { orderFromRow, refundFromRow, type OrderRow, type RefundRow } from './projectionRows';
 import type { Delivery, RecordingContext, RecordResult } from './recordNotification';
 import type { DeliveryOutcome } from './schema';
 import { statement, type SqlSession } from './sqlSession';
@@ -37,37 +30,11 @@ async function lockOrders(session: SqlSession, orderIds: string[]): Promise<void
       FROM (SELECT DISTINCT hashtextextended(o, 7316) AS k FROM unnest(${orderIds}::text[]) AS o ORDER BY k) AS keys`);
 }
 
-interface OrderRow {
-  order_id: string;
-  ext_order_id: string | null;
-  merchant_pos_id: string | null;
-  status: OrderProjection['status'];
-  total_amount: string | null;
-  currency_code: string | null;
-  payment_id: string | null;
-  pay_method_type: string | null;
-  local_receipt_date_time: string | null;
-}
-
-interface RefundRow {
-  refund_id: string;
-  order_id: string;
-  ext_order_id: string | null;
-  ext_refund_id: string | null;
-  status: RefundProjection['status'];
-  amount: string | null;
-  currency_code: string | null;
-  status_date_time: string | null;
-  refund_date: string | null;
-  reason: string | null;
-  reason_description: string | null;
-}
-
 interface InsertAndRead {
   inserted: Array<{ id: string; meaning: string }> | null;
   known: Array<{ id: string; meaning: string; body_sha256: string }> | null;
-  orders: OrderRow[] | null;
-  refunds: RefundRow[] | null;
+  orders: Array<Omit<OrderRow, 'status_rank'>> | null;
+  refunds: Array<Omit<RefundRow, 'status_rank'>> | null;
   streams: Array<{ order_id: string; last_sequence: number }> | null;
 }
 
@@ -119,40 +86,8 @@ async function insertAndRead(session: SqlSession, candidates: readonly BatchItem
 
 function stateOf(read: InsertAndRead): ProjectionState {
   return {
-    orders: new Map(
-      (read.orders ?? []).map((r): [string, OrderProjection] => [
-        r.order_id,
-        {
-          orderId: r.order_id,
-          extOrderId: r.ext_order_id,
-          merchantPosId: r.merchant_pos_id,
-          status: r.status,
-          totalAmount: r.total_amount,
-          currencyCode: r.currency_code,
-          paymentId: r.payment_id,
-          payMethodType: r.pay_method_type,
-          localReceiptDateTime: r.local_receipt_date_time,
-        },
-      ]),
-    ),
-    refunds: new Map(
-      (read.refunds ?? []).map((r): [string, RefundProjection] => [
-        r.refund_id,
-        {
-          refundId: r.refund_id,
-          orderId: r.order_id,
-          extOrderId: r.ext_order_id,
-          extRefundId: r.ext_refund_id,
-          status: r.status,
-          amount: r.amount,
-          currencyCode: r.currency_code,
-          statusDateTime: r.status_date_time,
-          refundDate: r.refund_date,
-          reason: r.reason,
-          reasonDescription: r.reason_description,
-        },
-      ]),
-    ),
+    orders: new Map((read.orders ?? []).map((r) => [r.order_id, orderFromRow(r)])),
+    refunds: new Map((read.refunds ?? []).map((r) => [r.refund_id, refundFromRow(r)])),
     sequences: new Map((read.streams ?? []).map((s) => [s.order_id, Number(s.last_sequence)])),
   };
 }

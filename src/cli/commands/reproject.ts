@@ -12,11 +12,10 @@ import type { Database } from '../../recording/schema';
 import {
   applyOrder,
   applyRefund,
-  orderRank,
-  refundRank,
-  type OrderProjection as LiveOrderProjection,
-  type RefundProjection as LiveRefundProjection,
+  type OrderProjection,
+  type RefundProjection,
 } from '../../recording/projection';
+import { orderToRow, refundToRow, type OrderRow, type RefundRow } from '../../recording/projectionRows';
 import {
   action,
   CliError,
@@ -35,35 +34,6 @@ import {
   type Progress,
 } from './common';
 
-/** The columns of an order projection that follow from the notifications (timestamps do not). */
-export interface OrderProjection {
-  order_id: string;
-  ext_order_id: string | null;
-  merchant_pos_id: string | null;
-  status: string;
-  status_rank: number;
-  total_amount: string | null;
-  currency_code: string | null;
-  payment_id: string | null;
-  pay_method_type: string | null;
-  local_receipt_date_time: string | null;
-}
-
-export interface RefundProjection {
-  refund_id: string;
-  order_id: string;
-  ext_order_id: string | null;
-  ext_refund_id: string | null;
-  status: string;
-  status_rank: number;
-  amount: string | null;
-  currency_code: string | null;
-  status_date_time: string | null;
-  refund_date: string | null;
-  reason: string | null;
-  reason_description: string | null;
-}
-
 const ORDER_COLUMNS = [
   'ext_order_id',
   'merchant_pos_id',
@@ -74,7 +44,7 @@ const ORDER_COLUMNS = [
   'payment_id',
   'pay_method_type',
   'local_receipt_date_time',
-] as const satisfies ReadonlyArray<keyof OrderProjection>;
+] as const satisfies ReadonlyArray<keyof OrderRow>;
 
 const REFUND_COLUMNS = [
   'order_id',
@@ -88,42 +58,7 @@ const REFUND_COLUMNS = [
   'refund_date',
   'reason',
   'reason_description',
-] as const satisfies ReadonlyArray<keyof RefundProjection>;
-
-/** The table row of a projection (src/recording/projection.ts holds the rules; this only maps names). */
-function orderRow(p: Projection<'order'>): OrderProjection {
-  return {
-    order_id: p.orderId,
-    ext_order_id: p.extOrderId,
-    merchant_pos_id: p.merchantPosId,
-    status: p.status,
-    status_rank: orderRank(p),
-    total_amount: p.totalAmount,
-    currency_code: p.currencyCode,
-    payment_id: p.paymentId,
-    pay_method_type: p.payMethodType,
-    local_receipt_date_time: p.localReceiptDateTime,
-  };
-}
-
-function refundRow(p: Projection<'refund'>): RefundProjection {
-  return {
-    refund_id: p.refundId,
-    order_id: p.orderId,
-    ext_order_id: p.extOrderId,
-    ext_refund_id: p.extRefundId,
-    status: p.status,
-    status_rank: refundRank(p),
-    amount: p.amount,
-    currency_code: p.currencyCode,
-    status_date_time: p.statusDateTime,
-    refund_date: p.refundDate,
-    reason: p.reason,
-    reason_description: p.reasonDescription,
-  };
-}
-
-type Projection<K extends 'order' | 'refund'> = K extends 'order' ? LiveOrderProjection : LiveRefundProjection;
+] as const satisfies ReadonlyArray<keyof RefundRow>;
 
 const ORDER_FIELDS = ['extOrderId', 'merchantPosId', 'totalAmount', 'currencyCode', 'paymentId', 'payMethodType', 'localReceiptDateTime'] as const;
 const REFUND_FIELDS = ['extOrderId', 'extRefundId', 'amount', 'currencyCode', 'statusDateTime', 'refundDate', 'reason', 'reasonDescription'] as const;
@@ -188,8 +123,8 @@ export interface ProjectionDifference {
 
 export interface Reprojection {
   notifications: number;
-  orders: Map<string, OrderProjection>;
-  refunds: Map<string, RefundProjection>;
+  orders: Map<string, OrderRow>;
+  refunds: Map<string, RefundRow>;
   /** Rows of `parsed` that are not a notification: nothing is applied while there are any. */
   unreadable: string[];
 }
@@ -200,8 +135,8 @@ const BATCH = 5000;
 export async function rebuildProjections(db: Kysely<Database>, progress: Progress): Promise<Reprojection> {
   const result: Reprojection = { notifications: 0, orders: new Map(), refunds: new Map(), unreadable: [] };
   // The same pure rules the recorder applies (projection.ts), folded over the notifications.
-  const orders = new Map<string, LiveOrderProjection>();
-  const refunds = new Map<string, LiveRefundProjection>();
+  const orders = new Map<string, OrderProjection>();
+  const refunds = new Map<string, RefundProjection>();
   let lastId = '0';
   for (;;) {
     const rows = await db
@@ -228,8 +163,8 @@ export async function rebuildProjections(db: Kysely<Database>, progress: Progres
     result.notifications += rows.length;
     progress.increment(rows.length);
     if (rows.length < BATCH) {
-      for (const [id, p] of orders) result.orders.set(id, orderRow(p));
-      for (const [id, p] of refunds) result.refunds.set(id, refundRow(p));
+      for (const [id, p] of orders) result.orders.set(id, orderToRow(p));
+      for (const [id, p] of refunds) result.refunds.set(id, refundToRow(p));
       return result;
     }
     lastId = (rows[rows.length - 1] as { id: string }).id;
@@ -262,7 +197,7 @@ function compareRows<Row extends object>(
   return differences.sort((a, b) => a.table.localeCompare(b.table) || a.id.localeCompare(b.id));
 }
 
-async function storedProjections(db: Kysely<Database>): Promise<{ orders: Map<string, OrderProjection>; refunds: Map<string, RefundProjection> }> {
+async function storedProjections(db: Kysely<Database>): Promise<{ orders: Map<string, OrderRow>; refunds: Map<string, RefundRow> }> {
   const [orders, refunds] = await Promise.all([
     db.selectFrom('orders').select(['order_id', ...ORDER_COLUMNS]).execute(),
     db.selectFrom('refunds').select(['refund_id', ...REFUND_COLUMNS]).execute(),
@@ -294,8 +229,8 @@ async function compute(db: Kysely<Database>, progress: Progress): Promise<{ repo
     stored: { orders: stored.orders.size, refunds: stored.refunds.size },
     rebuilt: { orders: rebuilt.orders.size, refunds: rebuilt.refunds.size },
     differences: [
-      ...compareRows<OrderProjection>('orders', ORDER_COLUMNS, stored.orders, rebuilt.orders),
-      ...compareRows<RefundProjection>('refunds', REFUND_COLUMNS, stored.refunds, rebuilt.refunds),
+      ...compareRows<OrderRow>('orders', ORDER_COLUMNS, stored.orders, rebuilt.orders),
+      ...compareRows<RefundRow>('refunds', REFUND_COLUMNS, stored.refunds, rebuilt.refunds),
     ],
   };
   return { report, rebuilt };
@@ -310,14 +245,14 @@ async function repair(db: Kysely<Database>, differences: ProjectionDifference[],
       continue;
     }
     if (d.table === 'orders') {
-      const row = rebuilt.orders.get(d.id) as OrderProjection;
+      const row = rebuilt.orders.get(d.id) as OrderRow;
       await db
         .insertInto('orders')
         .values(row)
         .onConflict((oc) => oc.column('order_id').doUpdateSet({ ...row, updated_at: sql`now()` }))
         .execute();
     } else {
-      const row = rebuilt.refunds.get(d.id) as RefundProjection;
+      const row = rebuilt.refunds.get(d.id) as RefundRow;
       await db
         .insertInto('refunds')
         .values(row)
