@@ -97,6 +97,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       lanes: Math.min(2, Math.max(1, config.databasePoolMax - 1)),
       maxQueued: 2000,
       maxWaitMs: config.databaseTimeoutMs,
+      answerWithinMs: config.databaseTimeoutMs + 1000,
     },
   );
   const publicApp = createPublicApp({

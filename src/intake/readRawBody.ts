@@ -12,7 +12,12 @@ export async function readRawBody(req: IncomingMessage, limit: number): Promise<
   } catch (error) {
     const type = (error as { type?: string }).type;
     if (type === 'entity.too.large') {
-      throw new RequestError(413, 'body_too_large', `body exceeds ${limit} bytes`, 'too_large', { Connection: 'close' });
+      // raw-body paused the stream at the limit. Read the rest and throw it away (nothing is
+      // buffered) so the sender can read the 413 before the connection closes: closing a socket
+      // with unread data makes the kernel send a reset, which can beat the answer to the client.
+      // The request timeout bounds how long a sender may keep streaming.
+      req.resume();
+      throw new RequestError(413, 'body_too_large', `body exceeds ${limit} bytes`, 'too_large');
     }
     if (type === 'request.aborted') throw new RequestError(400, 'request_aborted', 'client aborted the request', 'malformed');
     throw new RequestError(400, 'malformed_body', 'body could not be read (length mismatch or broken encoding)', 'malformed', {

@@ -70,7 +70,8 @@ export function receiveNotification(options: IntakeOptions) {
         throw new RequestError(415, 'unsupported_content_encoding', 'Content-Encoding is not supported', 'unsupported_media_type');
       }
       if (declaredLengthExceeds(header(req, 'content-length'), config.bodyLimitBytes)) {
-        throw new RequestError(413, 'body_too_large', `body exceeds ${config.bodyLimitBytes} bytes`, 'too_large', { Connection: 'close' });
+        // Answered before a byte of the body is read; Node discards whatever the sender still sends.
+        throw new RequestError(413, 'body_too_large', `body exceeds ${config.bodyLimitBytes} bytes`, 'too_large');
       }
       if (config.notifyBasicAuth && !basicAuthMatches(header(req, 'authorization'), config.notifyBasicAuth)) {
         throw new RequestError(401, 'invalid_basic_auth', 'Basic authorization is missing or wrong', 'rejected_auth', {

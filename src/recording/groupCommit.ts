@@ -18,13 +18,12 @@ export interface GroupCommitOptions {
   maxQueued: number;
   /** Longest a notification waits for its transaction to start before it is refused. */
   maxWaitMs: number;
-}
-
-/** A stable lane per order (FNV-1a of the orderId). */
-export function laneOf(orderId: string, lanes: number): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < orderId.length; i++) hash = Math.imul(hash ^ orderId.charCodeAt(i), 0x01000193);
-  return (hash >>> 0) % lanes;
+  /**
+   * When the caller gets its answer at the latest. A notification whose transaction has not
+   * reached COMMIT by then is refused and its batch rolled back and run again without it, so a
+   * refusal never comes with a write; one whose COMMIT is on its way waits for the outcome.
+   */
+  answerWithinMs: number;
 }
 
 /** The recorder cannot take more now: answer 503 with Retry-After, the sender retries later. */
@@ -35,10 +34,24 @@ export class RecorderOverloaded extends Error {
   }
 }
 
+/** A batch member was refused while its statements ran: the batch must not commit. */
+class BatchAbandoned extends Error {}
+
+/** A stable lane per order (FNV-1a of the orderId). */
+export function laneOf(orderId: string, lanes: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < orderId.length; i++) hash = Math.imul(hash ^ orderId.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % lanes;
+}
+
+type PendingState = 'queued' | 'running' | 'committing' | 'abandoned';
+
 interface Pending {
   item: BatchItem;
-  /** Refuses the notification if it is still waiting when maxWaitMs has passed. */
-  expiry: NodeJS.Timeout;
+  lane: number;
+  state: PendingState;
+  answered: boolean;
+  timers: NodeJS.Timeout[];
   resolve(result: RecordResult): void;
   reject(error: unknown): void;
 }
@@ -75,25 +88,32 @@ export class GroupCommitStore implements NotificationStore {
     if (this.queued >= this.options.maxQueued) {
       return Promise.reject(new RecorderOverloaded(`${this.queued} notifications already waiting`));
     }
-    const lane = laneOf(notification.orderId, this.queues.length);
-    const queue = this.queues[lane] as Pending[];
     return new Promise<RecordResult>((resolve, reject) => {
       const pending: Pending = {
         item: { delivery, notification },
-        // Still waiting when the time is up: refused (503) before anything was written.
-        expiry: setTimeout(() => {
-          const index = queue.indexOf(pending);
-          if (index === -1) return;
-          queue.splice(index, 1);
-          this.queued -= 1;
-          reject(new RecorderOverloaded(`waited over ${this.options.maxWaitMs} ms for a transaction`));
-        }, this.options.maxWaitMs),
-        resolve,
-        reject,
+        lane: laneOf(notification.orderId, this.queues.length),
+        state: 'queued',
+        answered: false,
+        timers: [],
+        resolve: (result) => this.settle(pending, () => resolve(result)),
+        reject: (error) => this.settle(pending, () => reject(error)),
       };
-      queue.push(pending);
+      pending.timers.push(
+        setTimeout(() => {
+          if (pending.state === 'queued') this.refuse(pending, `waited over ${this.options.maxWaitMs} ms for a transaction`);
+        }, this.options.maxWaitMs),
+        setTimeout(() => {
+          if (pending.state === 'queued') this.refuse(pending, `no transaction within ${this.options.answerWithinMs} ms`);
+          else if (pending.state === 'running') {
+            // Its batch sees this before COMMIT, rolls back and runs again without it.
+            pending.state = 'abandoned';
+            pending.reject(new RecorderOverloaded(`no commit within ${this.options.answerWithinMs} ms`));
+          }
+        }, this.options.answerWithinMs),
+      );
+      (this.queues[pending.lane] as Pending[]).push(pending);
       this.queued += 1;
-      this.pump(lane);
+      this.pump(pending.lane);
     });
   }
 
@@ -102,12 +122,29 @@ export class GroupCommitStore implements NotificationStore {
     return recordQuarantine(this.db, delivery, reason, detail);
   }
 
+  private settle(pending: Pending, answer: () => void): void {
+    if (pending.answered) return;
+    pending.answered = true;
+    for (const timer of pending.timers) clearTimeout(timer);
+    answer();
+  }
+
+  /** Takes a waiting notification out of its queue and refuses it: nothing of it was written. */
+  private refuse(pending: Pending, reason: string): void {
+    const queue = this.queues[pending.lane] as Pending[];
+    const index = queue.indexOf(pending);
+    if (index !== -1) {
+      queue.splice(index, 1);
+      this.queued -= 1;
+    }
+    pending.reject(new RecorderOverloaded(reason));
+  }
+
   private pump(lane: number): void {
     const queue = this.queues[lane] as Pending[];
     if (this.busy[lane] || queue.length === 0) return;
     const batch = queue.splice(0, this.options.maxBatchSize);
     this.queued -= batch.length;
-    for (const pending of batch) clearTimeout(pending.expiry);
     this.busy[lane] = true;
     void this.run(batch).finally(() => {
       this.busy[lane] = false;
@@ -115,21 +152,41 @@ export class GroupCommitStore implements NotificationStore {
     });
   }
 
+  /** One transaction for the batch; nothing commits once a member was refused in the meantime. */
+  private commit(batch: Pending[]): Promise<RecordResult[]> {
+    for (const p of batch) p.state = 'running';
+    return this.transactions(async (session) => {
+      const results = await recordBatchIn(session, this.context, batch.map((p) => p.item));
+      if (batch.some((p) => p.state === 'abandoned')) throw new BatchAbandoned();
+      for (const p of batch) p.state = 'committing';
+      return results;
+    });
+  }
+
   private async run(batch: Pending[]): Promise<void> {
     try {
-      const results = await this.transactions((session) => recordBatchIn(session, this.context, batch.map((p) => p.item)));
+      const results = await this.commit(batch);
       batch.forEach((p, i) => p.resolve(results[i] as RecordResult));
     } catch (error) {
-      if (batch.length === 1 || isDatabaseUnavailable(error)) {
-        for (const p of batch) p.reject(error);
+      const live = batch.filter((p) => p.state !== 'abandoned');
+      if (error instanceof BatchAbandoned) {
+        // The others go back to the front of their lane, in order, and run again at once.
+        for (const p of live) p.state = 'queued';
+        this.queues[batch[0]?.lane ?? 0]?.unshift(...live);
+        this.queued += live.length;
         return;
       }
-      for (const p of batch) {
+      if (live.length <= 1 || isDatabaseUnavailable(error)) {
+        for (const p of live) p.reject(error);
+        return;
+      }
+      // Isolate the bad notification: one transaction each.
+      for (const p of live) {
         try {
-          const [result] = await this.transactions((session) => recordBatchIn(session, this.context, [p.item]));
+          const [result] = await this.commit([p]);
           p.resolve(result as RecordResult);
         } catch (single) {
-          p.reject(single);
+          p.reject(single instanceof BatchAbandoned ? new RecorderOverloaded('no commit in time') : single);
         }
       }
     }
