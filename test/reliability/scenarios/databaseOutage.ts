@@ -13,14 +13,15 @@ const PATIENCE_MS = 5_000;
 
 type Phase = 'reset' | 'silent' | 'failover';
 /**
- * reset: connections dropped and refused (a crashed server); silent: a partition longer than the
- * service's own deadline (DATABASE_TIMEOUT + 1 s), so requests in flight must be given up;
+ * reset: connections dropped and refused (a crashed server); silent: a partition well beyond the
+ * service's own timeouts (DATABASE_TIMEOUT, and a second batch's connection and statement
+ * timeouts after it), so requests in flight and queued behind them must be given up in time;
  * failover: silent first (transactions hang, holding pool clients), then reset (the old primary is
  * gone) while those clients are checked out.
  */
 const PHASES: Record<Phase, Array<{ fault: 'reset' | 'silent'; ms: number }>> = {
   reset: [{ fault: 'reset', ms: 3_000 }],
-  silent: [{ fault: 'silent', ms: 6_000 }],
+  silent: [{ fault: 'silent', ms: 9_000 }],
   failover: [
     { fault: 'silent', ms: 2_000 },
     { fault: 'reset', ms: 2_000 },

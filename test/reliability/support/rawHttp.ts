@@ -7,7 +7,7 @@ export interface RawResult {
   response: string;
   /** ms from connect to the server closing the connection; null if it stayed open until we gave up. */
   closedAfterMs: number | null;
-  /** Bytes written before the first response byte arrived (or in total). */
+  /** Bytes written before the first response byte arrived (or in all, when none came). */
   bytesWritten: number;
 }
 
@@ -22,16 +22,19 @@ export function rawRequest(
     const started = Date.now();
     let response = '';
     let done = false;
+    let written = 0;
+    let writtenAtAnswer: number | null = null;
     const finish = (closed: boolean): void => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       socket.destroy();
       const match = /^HTTP\/1\.[01] (\d{3})/.exec(response);
-      resolve({ status: match ? Number(match[1]) : null, response, closedAfterMs: closed ? Date.now() - started : null, bytesWritten: Buffer.byteLength(bytes) });
+      resolve({ status: match ? Number(match[1]) : null, response, closedAfterMs: closed ? Date.now() - started : null, bytesWritten: writtenAtAnswer ?? written });
     };
     const timer = setTimeout(() => finish(false), options.timeoutMs ?? 5_000);
     socket.on('data', (chunk: Buffer) => {
+      writtenAtAnswer ??= written;
       response += chunk.toString('latin1');
     });
     socket.on('error', () => undefined);
@@ -39,6 +42,7 @@ export function rawRequest(
     socket.on('connect', () => {
       if (!options.chunkBytes) {
         socket.write(bytes);
+        written = Buffer.byteLength(bytes);
         if (options.halfClose) socket.end();
         return;
       }
@@ -48,8 +52,10 @@ export function rawRequest(
       let offset = 0;
       const next = (): void => {
         if (done || response !== '' || offset >= all.length) return;
-        socket.write(all.subarray(offset, offset + (options.chunkBytes as number)));
-        offset += options.chunkBytes as number;
+        const piece = all.subarray(offset, offset + (options.chunkBytes as number));
+        socket.write(piece);
+        offset += piece.length;
+        written = offset;
         setTimeout(next, 10);
       };
       next();
