@@ -98,7 +98,9 @@ export class OutboxRelay {
           const published = await this.publishBatch();
           this.backoffMs = 0;
           await this.sweepPublished();
-          if (published === this.batchSize) delay = 0; // more is waiting
+          // A batch takes one event per order, so an order's next events wait for the next
+          // batch: go again at once while batches find work, poll only when one comes back empty.
+          if (published > 0) delay = 0;
         } else {
           delay = this.backoffMs;
           wakeable = false;
