@@ -5,6 +5,21 @@ export const AMQP_URL = process.env.TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0
 
 export const uniqueExchange = (): string => `test.payment.events.${randomBytes(4).toString('hex')}`;
 
+/** Deletes an exchange a test made (a no-op when it does not exist or the broker is away). */
+export async function deleteExchange(exchange: string, url = AMQP_URL): Promise<void> {
+  try {
+    const connection = await amqp.connect(url);
+    try {
+      const channel = await connection.createChannel();
+      await channel.deleteExchange(exchange);
+    } finally {
+      await connection.close().catch(() => undefined);
+    }
+  } catch {
+    // Nothing to clean up.
+  }
+}
+
 /** A queue of the test's own bound to the exchange, collecting every message it receives. */
 export class EventConsumer {
   readonly messages: ConsumeMessage[] = [];

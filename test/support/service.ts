@@ -2,7 +2,7 @@ import request from 'supertest';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { startService, type Service } from '../../src/service';
-import { AMQP_URL, uniqueExchange } from './broker';
+import { AMQP_URL, deleteExchange, uniqueExchange } from './broker';
 import { testDatabase, type TestDatabase } from './database';
 import { exactBytes, POS_ID, SECOND_KEY, OTHER_POS_ID, OTHER_KEY, sign } from './signing';
 
@@ -69,6 +69,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     async stop() {
       await service.stop();
       if (!options.database) await database.drop();
+      // The relay declared the exchange; a test that bound no consumer would leave it behind.
+      if (!options.env?.AMQP_EXCHANGE) await deleteExchange(exchange);
     },
   };
 }
