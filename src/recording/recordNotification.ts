@@ -92,10 +92,6 @@ export async function recordQuarantineIn(
   return { outcome: 'quarantined', newVariant: false, notificationId: null, quarantineId: row.id, eventsWritten: 0, currentStatus: null };
 }
 
-export function recordNotification(db: Db, context: RecordingContext, delivery: Delivery, n: Notification): Promise<RecordResult> {
-  return db.transaction().execute((trx) => recordNotificationIn(trx, context, delivery, n));
-}
-
 export function recordQuarantine(db: Db, delivery: Delivery, reason: QuarantineReason, detail: string): Promise<RecordResult> {
   return db.transaction().execute((trx) => recordQuarantineIn(trx, delivery, reason, detail));
 }
