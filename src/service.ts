@@ -1,9 +1,9 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server as NetServer } from 'node:net';
 import type pg from 'pg';
 import { createAdminApp } from './admin/adminApp';
 import type { Config } from './config';
-import { createPublicApp } from './intake/publicApp';
+import { createPublicListener, PublicResponse } from './intake/publicApp';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
 import { readOutboxBacklog } from './outbox/backlog';
@@ -27,7 +27,7 @@ export interface Service {
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 15_000;
 
-function listen(server: http.Server, port: number, host: string): Promise<number> {
+function listen(server: NetServer, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -37,7 +37,14 @@ function listen(server: http.Server, port: number, host: string): Promise<number
   });
 }
 
-function close(server: http.Server, timeoutMs: number): Promise<void> {
+/** What closing needs of an HTTP server, whatever its response class. */
+interface ClosableServer {
+  close(callback: () => void): unknown;
+  closeAllConnections(): void;
+  closeIdleConnections(): void;
+}
+
+function close(server: ClosableServer, timeoutMs: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
     server.close(() => {
@@ -100,7 +107,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       answerWithinMs: config.databaseTimeoutMs + 1000,
     },
   );
-  const publicApp = createPublicApp({
+  const publicListener = createPublicListener({
     config,
     trustProxy: config.trustProxy,
     store,
@@ -116,8 +123,9 @@ export async function startService(config: Config, logger: Logger = createLogger
       requestTimeout: REQUEST_TIMEOUT_MS,
       // Node checks those timeouts on this interval (default 30 s, which would double them).
       connectionsCheckingInterval: 1000,
+      ServerResponse: PublicResponse,
     },
-    publicApp,
+    publicListener,
   );
   const adminServer = http.createServer(adminApp);
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { NextFunction, Request, Response } from 'express';
+import type { IncomingMessage } from 'node:http';
+import type { NextFunction } from 'express';
 import type { Config } from '../config';
 import { RequestError } from '../errors';
 import type { Logger } from '../observability/logger';
@@ -12,11 +13,12 @@ import type { Delivery, RecordResult } from '../recording/recordNotification';
 import type { DeliveryOutcome } from '../recording/schema';
 import { parseSignatureHeader, type SignatureHeaderProblem } from '../verification/signatureHeader';
 import { verifySignature } from '../verification/verifySignature';
+import type { PublicHandler, PublicResponse } from './publicApp';
 import { readRawBody } from './readRawBody';
 import { basicAuthMatches, declaredLengthExceeds, isJsonContentType, readProcessingTime } from './requestChecks';
 
 export interface IntakeOptions {
-  config: Pick<Config, 'secondKeys' | 'sourceAllowlist' | 'notifyBasicAuth' | 'bodyLimitBytes' | 'databaseTimeoutMs'>;
+  config: Pick<Config, 'secondKeys' | 'sourceAllowlist' | 'notifyBasicAuth' | 'bodyLimitBytes'>;
   store: NotificationStore;
   metrics: Metrics;
   logger: Logger;
@@ -24,12 +26,17 @@ export interface IntakeOptions {
   onEventsWritten?: () => void;
 }
 
+interface HandlerOptions extends IntakeOptions {
+  /** The sender's address (the socket peer, or what TRUST_PROXY selects from X-Forwarded-For). */
+  clientAddress: (req: IncomingMessage) => string | undefined;
+}
+
 const RETRY_AFTER_SECONDS = '5';
 
 /** The 200 answers, built once: the hot path writes a ready buffer instead of serializing per request. */
-const OK_ANSWERS: Readonly<Record<DeliveryOutcome, Buffer>> = Object.fromEntries(
-  (['accepted', 'duplicate', 'stale', 'conflict', 'quarantined'] as const).map((outcome) => [outcome, Buffer.from(JSON.stringify({ outcome }))]),
-) as Record<DeliveryOutcome, Buffer>;
+const OK_ANSWERS: Readonly<Record<DeliveryOutcome, string>> = Object.fromEntries(
+  (['accepted', 'duplicate', 'stale', 'conflict', 'quarantined'] as const).map((outcome) => [outcome, JSON.stringify({ outcome })]),
+) as Record<DeliveryOutcome, string>;
 
 const SIGNATURE_MESSAGES: Record<SignatureHeaderProblem, string> = {
   missing_signature_header: 'OpenSvc-Signature header is missing',
@@ -38,19 +45,9 @@ const SIGNATURE_MESSAGES: Record<SignatureHeaderProblem, string> = {
   unsupported_algorithm: 'signature algorithm is not one of MD5, SHA-1, SHA-256, SHA-384, SHA-512',
 };
 
-function header(req: Request, name: string): string | undefined {
+function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value.join(',') : value;
-}
-
-class DeadlineExceeded extends Error {}
-
-function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DeadlineExceeded(`no commit within ${ms} ms`)), ms);
-  });
-  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -58,13 +55,13 @@ function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
  * and size, Basic auth, signature, then parse and persist); nothing refused before the signature
  * check touches the database, and 200 is sent only after the commit.
  */
-export function receiveNotification(options: IntakeOptions) {
+export function receiveNotification(options: HandlerOptions): PublicHandler {
   const { config, store, metrics, logger } = options;
   const count = (kind: MetricKind, outcome: NotificationOutcome) => metrics.notifications.inc({ kind, outcome });
 
-  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+  return async (req: IncomingMessage, res: PublicResponse, next: NextFunction): Promise<void> => {
     try {
-      const sourceAddress = req.ip;
+      const sourceAddress = options.clientAddress(req);
       if (!config.sourceAllowlist.allows(sourceAddress)) {
         throw new RequestError(403, 'source_not_allowed', 'source address is not an allowed sender', 'rejected_source');
       }
@@ -118,19 +115,17 @@ export function receiveNotification(options: IntakeOptions) {
 
       let result: RecordResult;
       try {
-        const work = parsed.ok ? store.record(delivery, parsed.notification) : store.quarantine(delivery, parsed.reason, parsed.detail);
-        // The answer waits for the real outcome: a notification still queued when DATABASE_TIMEOUT
-        // passes is refused by the recorder (not written), and every statement has a timeout, so
-        // a dead database fails the transaction within about DATABASE_TIMEOUT + 1 s. Answering
-        // 503 while a transaction may still commit is kept for a last resort only.
-        result = await withDeadline(work, 2 * config.databaseTimeoutMs + 2000);
+        // The answer waits for the real outcome, and it comes in bounded time: a notification still
+        // queued or mid-batch when its answer time passes is refused by the recorder (never
+        // written), and a COMMIT on its way is bounded by the client-side query timeout.
+        result = await (parsed.ok ? store.record(delivery, parsed.notification) : store.quarantine(delivery, parsed.reason, parsed.detail));
       } catch (error) {
         if (error instanceof RecorderOverloaded) {
-          logger.warn({ requestId: res.locals.requestId, reason: error.message }, 'recorder overloaded; answered 503');
+          logger.warn({ requestId: res.requestId, reason: error.message }, 'recorder overloaded; answered 503');
           throw new RequestError(503, 'overloaded', 'too many notifications at once; retry later', null, { 'Retry-After': RETRY_AFTER_SECONDS });
         }
-        if (error instanceof DeadlineExceeded || isDatabaseUnavailable(error)) {
-          logger.warn({ requestId: res.locals.requestId, err: { message: (error as Error).message } }, 'database unavailable; answered 503');
+        if (isDatabaseUnavailable(error)) {
+          logger.warn({ requestId: res.requestId, err: { message: (error as Error).message } }, 'database unavailable; answered 503');
           throw new RequestError(503, 'database_unavailable', 'the notification could not be recorded now; retry later', null, {
             'Retry-After': RETRY_AFTER_SECONDS,
           });
@@ -144,7 +139,7 @@ export function receiveNotification(options: IntakeOptions) {
       if (result.eventsWritten > 0) options.onEventsWritten?.();
 
       const logFields = () => ({
-        requestId: res.locals.requestId,
+        requestId: res.requestId,
         outcome: result.outcome,
         posId: match.posId,
         ...(parsed.ok
@@ -171,7 +166,7 @@ export function receiveNotification(options: IntakeOptions) {
       if (error instanceof RequestError && error.outcome !== null) {
         // Refused requests are unauthenticated: what they claim to be is not worth a label.
         count('unknown', error.outcome);
-        logger.warn({ requestId: res.locals.requestId, code: error.code, sourceAddress: req.ip }, 'notification refused');
+        logger.warn({ requestId: res.requestId, code: error.code, sourceAddress: options.clientAddress(req) }, 'notification refused');
       }
       next(error);
     }

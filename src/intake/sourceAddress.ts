@@ -1,4 +1,6 @@
+import type { IncomingMessage } from 'node:http';
 import ipaddr from 'ipaddr.js';
+import proxyaddr from 'proxy-addr';
 
 /** Published source addresses of the payment service (spec, "Events", delivery rule 7). */
 export const SOURCE_ADDRESS_PRESETS: Readonly<Record<'production' | 'sandbox', readonly string[]>> = {
@@ -70,4 +72,14 @@ export function parseSourceAllowlist(value: string): { allowlist: SourceAllowlis
     },
   };
   return { allowlist, problems };
+}
+
+/**
+ * Which address sent the request: the socket peer, or with TRUST_PROXY the X-Forwarded-For entry
+ * that setting selects (proxy-addr, the same rules Express applies for `trust proxy`).
+ */
+export function clientAddressResolver(trustProxy: false | number | string[]): (req: IncomingMessage) => string | undefined {
+  if (trustProxy === false) return (req) => req.socket.remoteAddress;
+  const trust = typeof trustProxy === 'number' ? (_address: string, hop: number) => hop < trustProxy : proxyaddr.compile(trustProxy);
+  return (req) => proxyaddr(req, trust);
 }

@@ -66,40 +66,42 @@ export class BrokerChannel {
     connection?.close().catch(() => undefined);
   }
 
-  /** Publishes every event and waits for each confirm (or timeout). Never throws. */
+  /** Publishes every event and waits for each confirm (or the batch's confirm timeout). Never throws. */
   async publish(events: readonly OutgoingEvent[]): Promise<PublishResult[]> {
     const channel = this.channel;
     if (!channel) return events.map((e) => ({ id: e.id, ok: false, reason: 'connection', error: 'no broker connection' }));
     const timestamp = Math.floor(Date.now() / 1000);
-    const results = await Promise.all(
-      events.map(
-        (event) =>
-          new Promise<PublishResult>((resolve) => {
-            const timer = setTimeout(
-              () => resolve({ id: event.id, ok: false, reason: 'timeout', error: `no confirm within ${this.confirmTimeoutMs} ms` }),
-              this.confirmTimeoutMs,
+    const settlers: Array<(result: PublishResult) => void> = [];
+    const confirmed = events.map(
+      (event) =>
+        new Promise<PublishResult>((resolve) => {
+          settlers.push(resolve);
+          const settle = (error: unknown): void => {
+            if (this.returned.delete(event.id)) resolve({ id: event.id, ok: false, reason: 'returned', error: 'unroutable: no queue bound' });
+            else if (error) resolve({ id: event.id, ok: false, reason: this.channel ? 'nack' : 'connection', error: String(error) });
+            else resolve({ id: event.id, ok: true });
+          };
+          try {
+            channel.publish(
+              this.exchange,
+              event.type,
+              Buffer.from(event.message),
+              { persistent: true, mandatory: true, messageId: event.id, contentType: CLOUDEVENTS_CONTENT_TYPE, type: event.type, timestamp },
+              settle,
             );
-            const settle = (error: unknown): void => {
-              clearTimeout(timer);
-              if (this.returned.delete(event.id)) resolve({ id: event.id, ok: false, reason: 'returned', error: 'unroutable: no queue bound' });
-              else if (error) resolve({ id: event.id, ok: false, reason: this.channel ? 'nack' : 'connection', error: String(error) });
-              else resolve({ id: event.id, ok: true });
-            };
-            try {
-              channel.publish(
-                this.exchange,
-                event.type,
-                Buffer.from(event.message),
-                { persistent: true, mandatory: true, messageId: event.id, contentType: CLOUDEVENTS_CONTENT_TYPE, type: event.type, timestamp },
-                settle,
-              );
-            } catch (error) {
-              clearTimeout(timer);
-              resolve({ id: event.id, ok: false, reason: 'connection', error: (error as Error).message });
-            }
-          }),
-      ),
+          } catch (error) {
+            resolve({ id: event.id, ok: false, reason: 'connection', error: (error as Error).message });
+          }
+        }),
     );
+    // One timer for the batch: whatever is unconfirmed when it fires counts as timed out (a
+    // promise settles once, so confirms that arrived first keep their result).
+    const timer = setTimeout(() => {
+      events.forEach((event, i) =>
+        settlers[i]?.({ id: event.id, ok: false, reason: 'timeout', error: `no confirm within ${this.confirmTimeoutMs} ms` }),
+      );
+    }, this.confirmTimeoutMs);
+    const results = await Promise.all(confirmed).finally(() => clearTimeout(timer));
     // After a timeout the channel's state is unknown: start over on a fresh connection.
     if (results.some((r) => !r.ok && r.reason === 'timeout')) await this.close();
     return results;

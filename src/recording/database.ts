@@ -109,14 +109,18 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return /Connection terminated|timeout|connection error|Connection refused|pool after calling end/i.test(error.message);
 }
 
-/** Runs work in one transaction on a raw pool client (the recorder's hot path: prepared statements). */
-export type TransactionRunner = <T>(work: (session: SqlSession) => Promise<T>) => Promise<T>;
+/**
+ * Runs work in one transaction on a raw pool client (the recorder's hot path: prepared statements).
+ * `transaction: false` is for work of a single statement, which is its own transaction.
+ */
+export type TransactionRunner = <T>(work: (session: SqlSession) => Promise<T>, options?: { transaction: boolean }) => Promise<T>;
 
 export function pgTransactions(pool: pg.Pool): TransactionRunner {
-  return async <T>(work: (session: SqlSession) => Promise<T>): Promise<T> => {
+  return async <T>(work: (session: SqlSession) => Promise<T>, { transaction } = { transaction: true }): Promise<T> => {
     const client = await pool.connect();
     let broken: Error | undefined;
     try {
+      if (!transaction) return await work(pgSession(client));
       await client.query('BEGIN');
       const result = await work(pgSession(client));
       await client.query('COMMIT');

@@ -2,7 +2,8 @@ import type { Notification } from '../parsing/notification';
 import type { QuarantineReason } from '../parsing/parseNotification';
 import { isDatabaseUnavailable, type Db, type TransactionRunner } from './database';
 import type { NotificationStore } from './notificationStore';
-import { recordBatchIn, type BatchItem } from './recordBatch';
+import { KnownNotifications } from './knownNotifications';
+import { meaningOf, recordBatchIn, type BatchItem } from './recordBatch';
 import { recordQuarantine, type Delivery, type RecordingContext, type RecordResult } from './recordNotification';
 
 export interface GroupCommitOptions {
@@ -24,6 +25,8 @@ export interface GroupCommitOptions {
    * refusal never comes with a write; one whose COMMIT is on its way waits for the outcome.
    */
   answerWithinMs: number;
+  /** Committed notifications remembered for the duplicate fast path (default 50,000; 0 turns it off). */
+  knownCapacity?: number;
 }
 
 /** The recorder cannot take more now: answer 503 with Retry-After, the sender retries later. */
@@ -49,12 +52,16 @@ type PendingState = 'queued' | 'running' | 'committing' | 'abandoned';
 interface Pending {
   item: BatchItem;
   lane: number;
+  /** performance.now() when it was queued: the deadlines count from here. */
+  since: number;
   state: PendingState;
   answered: boolean;
-  timers: NodeJS.Timeout[];
   resolve(result: RecordResult): void;
   reject(error: unknown): void;
 }
+
+/** How often the deadlines are checked; a refusal comes at most this much after its deadline. */
+const DEADLINE_SWEEP_MS = 50;
 
 /**
  * Group commit: notifications that arrive while transactions are busy wait in a queue, and the next
@@ -63,11 +70,16 @@ interface Pending {
  * holding its notification committed, so "200 only after commit" holds for each of them.
  * A batch failing for any reason other than an unavailable database is retried one notification
  * per transaction, so one bad notification never fails the others.
+ * Exact repeats of notifications committed before (KnownNotifications) only append their delivery;
+ * a batch of nothing else is one statement, its own transaction.
  */
 export class GroupCommitStore implements NotificationStore {
   private readonly queues: Pending[][];
-  private readonly busy: boolean[];
+  /** The batch each lane is running, for the deadline sweep. */
+  private readonly inFlight: Array<Pending[] | null>;
+  private readonly known: KnownNotifications;
   private queued = 0;
+  private sweeper: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly transactions: TransactionRunner,
@@ -76,12 +88,13 @@ export class GroupCommitStore implements NotificationStore {
     private readonly options: GroupCommitOptions,
   ) {
     this.queues = Array.from({ length: options.lanes }, () => []);
-    this.busy = this.queues.map(() => false);
+    this.inFlight = this.queues.map(() => null);
+    this.known = new KnownNotifications(options.knownCapacity ?? 50_000);
   }
 
   /** Notifications waiting, and lanes with a transaction running. */
   get load(): { queued: number; activeBatches: number } {
-    return { queued: this.queued, activeBatches: this.busy.filter(Boolean).length };
+    return { queued: this.queued, activeBatches: this.inFlight.filter((b) => b !== null).length };
   }
 
   record(delivery: Delivery, notification: Notification): Promise<RecordResult> {
@@ -92,27 +105,15 @@ export class GroupCommitStore implements NotificationStore {
       const pending: Pending = {
         item: { delivery, notification },
         lane: laneOf(notification.orderId, this.queues.length),
+        since: performance.now(),
         state: 'queued',
         answered: false,
-        timers: [],
         resolve: (result) => this.settle(pending, () => resolve(result)),
         reject: (error) => this.settle(pending, () => reject(error)),
       };
-      pending.timers.push(
-        setTimeout(() => {
-          if (pending.state === 'queued') this.refuse(pending, `waited over ${this.options.maxWaitMs} ms for a transaction`);
-        }, this.options.maxWaitMs),
-        setTimeout(() => {
-          if (pending.state === 'queued') this.refuse(pending, `no transaction within ${this.options.answerWithinMs} ms`);
-          else if (pending.state === 'running') {
-            // Its batch sees this before COMMIT, rolls back and runs again without it.
-            pending.state = 'abandoned';
-            pending.reject(new RecorderOverloaded(`no commit within ${this.options.answerWithinMs} ms`));
-          }
-        }, this.options.answerWithinMs),
-      );
       (this.queues[pending.lane] as Pending[]).push(pending);
       this.queued += 1;
+      this.sweeper ??= setInterval(() => this.sweep(), DEADLINE_SWEEP_MS).unref();
       this.pump(pending.lane);
     });
   }
@@ -125,42 +126,69 @@ export class GroupCommitStore implements NotificationStore {
   private settle(pending: Pending, answer: () => void): void {
     if (pending.answered) return;
     pending.answered = true;
-    for (const timer of pending.timers) clearTimeout(timer);
     answer();
   }
 
-  /** Takes a waiting notification out of its queue and refuses it: nothing of it was written. */
-  private refuse(pending: Pending, reason: string): void {
-    const queue = this.queues[pending.lane] as Pending[];
-    const index = queue.indexOf(pending);
-    if (index !== -1) {
-      queue.splice(index, 1);
-      this.queued -= 1;
+  /**
+   * The deadlines: a notification still queued after maxWaitMs (or answerWithinMs) is refused,
+   * nothing of it written; one whose batch has not reached COMMIT by answerWithinMs is refused and
+   * its batch rolls back and runs again without it. One whose COMMIT is on its way waits for it.
+   */
+  private sweep(): void {
+    const now = performance.now();
+    const queueLimit = Math.min(this.options.maxWaitMs, this.options.answerWithinMs);
+    for (const queue of this.queues) {
+      // Oldest first: stop at the first one still within its time.
+      while (queue.length > 0 && now - (queue[0] as Pending).since >= queueLimit) {
+        const pending = queue.shift() as Pending;
+        this.queued -= 1;
+        pending.reject(new RecorderOverloaded(`waited over ${queueLimit} ms for a transaction`));
+      }
     }
-    pending.reject(new RecorderOverloaded(reason));
+    for (const batch of this.inFlight) {
+      for (const pending of batch ?? []) {
+        if (pending.state === 'running' && now - pending.since >= this.options.answerWithinMs) {
+          pending.state = 'abandoned';
+          pending.reject(new RecorderOverloaded(`no commit within ${this.options.answerWithinMs} ms`));
+        }
+      }
+    }
+    if (this.queued === 0 && this.inFlight.every((b) => b === null) && this.sweeper) {
+      clearInterval(this.sweeper);
+      this.sweeper = null;
+    }
   }
 
   private pump(lane: number): void {
     const queue = this.queues[lane] as Pending[];
-    if (this.busy[lane] || queue.length === 0) return;
+    if (this.inFlight[lane] || queue.length === 0) return;
     const batch = queue.splice(0, this.options.maxBatchSize);
     this.queued -= batch.length;
-    this.busy[lane] = true;
+    this.inFlight[lane] = batch;
     void this.run(batch).finally(() => {
-      this.busy[lane] = false;
+      this.inFlight[lane] = null;
       this.pump(lane);
     });
   }
 
   /** One transaction for the batch; nothing commits once a member was refused in the meantime. */
-  private commit(batch: Pending[]): Promise<RecordResult[]> {
+  private async commit(batch: Pending[]): Promise<RecordResult[]> {
+    const items = batch.map((p) => p.item);
+    const knownIds = items.map((i) => this.known.idOf(meaningOf(i.notification), i.delivery.bodySha256));
+    if (knownIds.every((id) => id !== undefined)) {
+      // One statement, its own transaction: once sent it may commit, so it counts as committing.
+      for (const p of batch) p.state = 'committing';
+      return (await this.transactions((session) => recordBatchIn(session, this.context, items, knownIds), { transaction: false })).results;
+    }
     for (const p of batch) p.state = 'running';
-    return this.transactions(async (session) => {
-      const results = await recordBatchIn(session, this.context, batch.map((p) => p.item));
+    const recorded = await this.transactions(async (session) => {
+      const batchResult = await recordBatchIn(session, this.context, items, knownIds);
       if (batch.some((p) => p.state === 'abandoned')) throw new BatchAbandoned();
       for (const p of batch) p.state = 'committing';
-      return results;
+      return batchResult;
     });
+    this.known.remember(recorded.records);
+    return recorded.results;
   }
 
   private async run(batch: Pending[]): Promise<void> {
@@ -180,8 +208,9 @@ export class GroupCommitStore implements NotificationStore {
         for (const p of live) p.reject(error);
         return;
       }
-      // Isolate the bad notification: one transaction each.
+      // Isolate the bad notification: one transaction each (skipping any refused meanwhile).
       for (const p of live) {
+        if (p.answered) continue;
         try {
           const [result] = await this.commit([p]);
           p.resolve(result as RecordResult);

@@ -3,6 +3,7 @@ import { notificationSubject } from '../parsing/notification';
 import { OUTBOX_CHANNEL } from '../outbox/notifyChannel';
 import { applyNotifications, orderRank, refundRank, type NewNotification, type ProjectionState } from './projection';
 import { orderFromRow, refundFromRow, type OrderRow, type RefundRow } from './projectionRows';
+import type { KnownRecord } from './knownNotifications';
 import type { Delivery, RecordingContext, RecordResult } from './recordNotification';
 import type { DeliveryOutcome } from './schema';
 import { statement, type SqlSession } from './sqlSession';
@@ -16,7 +17,22 @@ export interface BatchItem {
 const DELIVERY_OUTCOME: Record<TransitionOutcome, DeliveryOutcome> = { applied: 'accepted', stale: 'stale', conflict: 'conflict' };
 
 /** kind, subject and status joined by U+001F, which identifiers never contain (the parser refuses control characters). */
-const meaningOf = (n: Notification): string => `${n.kind}\u001f${notificationSubject(n)}\u001f${n.status}`;
+export const meaningOf = (n: Notification): string => `${n.kind}\u001f${notificationSubject(n)}\u001f${n.status}`;
+
+const duplicateOf = (notificationId: string): RecordResult => ({
+  outcome: 'duplicate',
+  newVariant: false,
+  notificationId,
+  quarantineId: null,
+  eventsWritten: 0,
+  currentStatus: null,
+});
+
+/** What a batch recorded, and the records it wrote or read (for KnownNotifications, once committed). */
+export interface RecordedBatch {
+  results: RecordResult[];
+  records: KnownRecord[];
+}
 
 /**
  * Serializes every writer of an order (its notifications, projection, refunds and event sequence)
@@ -92,18 +108,50 @@ function stateOf(read: InsertAndRead): ProjectionState {
   };
 }
 
+/** The audit rows of deliveries, one statement (the whole batch when every item is a known duplicate). */
+async function insertDeliveries(session: SqlSession, items: readonly BatchItem[], results: readonly RecordResult[]): Promise<void> {
+  await session.run(statement('record_deliveries')`
+    INSERT INTO deliveries (source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, notification_id)
+    SELECT * FROM unnest(
+      ${items.map((i) => i.delivery.sourceAddress)}::inet[], ${items.map((i) => i.delivery.processingTimeMs)}::integer[],
+      ${items.map((i) => i.delivery.posId)}::text[], ${items.map((i) => i.delivery.keyFingerprint)}::text[],
+      ${items.map((i) => i.delivery.bodySha256)}::bytea[], ${results.map((x) => x.outcome)}::text[],
+      ${results.map((x) => x.notificationId)}::bigint[])`);
+}
+
 /**
- * Records notifications that arrived together, in the caller's transaction (the session), in three
- * prepared statements
- * whatever their number (after BEGIN, before COMMIT):
+ * Records notifications that arrived together, in the caller's transaction (the session).
+ * Items with a `knownIds` entry are exact repeats of notifications known committed (the record
+ * id, from KnownNotifications): they are duplicates at once, and a batch of only those
+ * only appends deliveries, in one statement. The others take three prepared statements whatever
+ * their number (after BEGIN, before COMMIT):
  *   1. lock their orders;
  *   2. insert them, deduplicated by the unique constraint on their meaning, and read the state;
  *   3. write everything the pure projection step (projection.ts) decided: projections, sequences,
  *      outbox events, outcomes, variants, deliveries, and the NOTIFY hint for the relay.
  * Items are processed in the order given (their arrival order).
  */
-export async function recordBatchIn(session: SqlSession, context: RecordingContext, items: readonly BatchItem[]): Promise<RecordResult[]> {
-  if (items.length === 0) return [];
+export async function recordBatchIn(
+  session: SqlSession,
+  context: RecordingContext,
+  batch: readonly BatchItem[],
+  knownIds: ReadonlyArray<string | undefined> = [],
+): Promise<RecordedBatch> {
+  const items = batch.filter((_, index) => knownIds[index] === undefined);
+  const knownAt = (index: number): string | undefined => knownIds[index];
+  if (items.length === 0) {
+    const results = batch.map((_, index) => duplicateOf(knownAt(index) as string));
+    await insertDeliveries(session, batch, results);
+    return { results, records: [] };
+  }
+  const merge = (open: readonly RecordResult[]): RecordResult[] => {
+    let next = 0;
+    return batch.map((_, index) => {
+      const id = knownAt(index);
+      return id === undefined ? (open[next++] as RecordResult) : duplicateOf(id);
+    });
+  };
+
   await lockOrders(session, items.map((i) => i.notification.orderId));
 
   // The first occurrence of each meaning in the batch is the candidate; later ones repeat it.
@@ -156,8 +204,9 @@ export async function recordBatchIn(session: SqlSession, context: RecordingConte
       variantKeys.add(key);
       variants.push({ notificationId: record.id, bodySha256: item.delivery.bodySha256, body: item.delivery.body });
     }
-    results.push({ outcome: 'duplicate', newVariant: false, notificationId: record.id, quarantineId: null, eventsWritten: 0, currentStatus: null });
+    results.push(duplicateOf(record.id));
   });
+  const all = merge(results);
 
   const events = result.applied.flatMap((a) => (a.event ? [a.event] : []));
   const notApplied = fresh.filter((f) => appliedById.get(f.notificationId)?.outcome !== 'applied');
@@ -213,10 +262,10 @@ export async function recordBatchIn(session: SqlSession, context: RecordingConte
     ), deliveries_added AS (
       INSERT INTO deliveries (source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, notification_id)
       SELECT * FROM unnest(
-        ${items.map((i) => i.delivery.sourceAddress)}::inet[], ${items.map((i) => i.delivery.processingTimeMs)}::integer[],
-        ${items.map((i) => i.delivery.posId)}::text[], ${items.map((i) => i.delivery.keyFingerprint)}::text[],
-        ${items.map((i) => i.delivery.bodySha256)}::bytea[], ${results.map((x) => x.outcome)}::text[],
-        ${results.map((x) => x.notificationId)}::bigint[])
+        ${batch.map((i) => i.delivery.sourceAddress)}::inet[], ${batch.map((i) => i.delivery.processingTimeMs)}::integer[],
+        ${batch.map((i) => i.delivery.posId)}::text[], ${batch.map((i) => i.delivery.keyFingerprint)}::text[],
+        ${batch.map((i) => i.delivery.bodySha256)}::bytea[], ${all.map((x) => x.outcome)}::text[],
+        ${all.map((x) => x.notificationId)}::bigint[])
     )
     SELECT (SELECT json_agg(json_build_object('notification_id', notification_id::text, 'body_sha256', encode(body_sha256, 'hex')))
               FROM variants_added) AS variants,
@@ -230,5 +279,5 @@ export async function recordBatchIn(session: SqlSession, context: RecordingConte
       result.newVariant = true;
     }
   });
-  return results;
+  return { results: all, records: [...records].map(([meaning, { id, bodySha256 }]) => ({ meaning, id, bodySha256 })) };
 }

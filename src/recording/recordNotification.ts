@@ -63,7 +63,7 @@ export async function recordNotificationIn(
   delivery: Delivery,
   notification: Notification,
 ): Promise<RecordResult> {
-  const [result] = await recordBatchIn(kyselySession(trx), context, [{ delivery, notification }]);
+  const [result] = (await recordBatchIn(kyselySession(trx), context, [{ delivery, notification }])).results;
   return result as RecordResult;
 }
 
