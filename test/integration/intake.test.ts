@@ -139,6 +139,27 @@ describe('POST /notifications: request checks before the signature', () => {
     expect(res.headers.allow).toBe('POST');
   });
 
+  it('When the path has a trailing slash, other letter case or a query string, then it is the same endpoint', async () => {
+    for (const path of ['/notifications/', '/Notifications', '/notifications?source=retry']) {
+      const body = orderBody({ orderId: uniqueId('PATH'), status: 'PENDING' });
+      const res = await request(svc.publicUrl)
+        .post(path)
+        .set({ 'Content-Type': 'application/json', 'OpenSvc-Signature': sign(body, SECOND_KEY) })
+        .send(body);
+      expect([path, res.status, res.body.outcome]).toEqual([path, 200, 'accepted']);
+    }
+  });
+
+  it('When a request is answered, then it carries a request id (the sane one sent, else a new one) and its duration is counted by route', async () => {
+    const sent = await request(svc.publicUrl).get('/notifications').set('X-Request-Id', 'ingress-abc.1');
+    expect(sent.headers['x-request-id']).toBe('ingress-abc.1');
+    const made = await request(svc.publicUrl).get('/nowhere').set('X-Request-Id', 'not sane!');
+    expect(made.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    const text = (await request(svc.adminUrl).get('/metrics')).text;
+    expect(text).toMatch(/http_request_duration_seconds_count\{server="public",method="GET",route="\/notifications",status_code="405"\} [1-9]/);
+    expect(text).toMatch(/http_request_duration_seconds_count\{server="public",method="GET",route="unmatched",status_code="404"\} [1-9]/);
+  });
+
   it('When the admin routes are asked on the public port, then 404', async () => {
     expect((await request(svc.publicUrl).get('/metrics')).status).toBe(404);
     expect((await request(svc.publicUrl).get('/orders/X')).status).toBe(404);

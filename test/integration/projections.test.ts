@@ -105,6 +105,31 @@ describe('order projection', () => {
     expect((await getOrder(orderId)).body).toMatchObject({ status: 'CANCELED', paymentId: 'P9', payMethodType: 'PBL', extOrderId: `ext-${orderId}` });
   });
 
+  it('When a notification this process committed is repeated exactly, then it is a duplicate without waiting for its order', async () => {
+    const orderId = uniqueId('KNOWN');
+    const body = orderBody({ orderId, status: 'PENDING' });
+    expect((await svc.post(body)).body.outcome).toBe('accepted');
+    // Another transaction holds the order's lock: anything that needs the order would wait for it.
+    const blocker = await svc.service.pool.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 7316))', [orderId]);
+      const repeat = await svc.post(body);
+      expect(repeat.status).toBe(200);
+      expect(repeat.body.outcome).toBe('duplicate');
+    } finally {
+      await blocker.query('ROLLBACK');
+      blocker.release();
+    }
+    const [row] = await query<{ deliveries: string; outcomes: string[] }>(
+      svc.database.url,
+      `SELECT count(*) AS deliveries, array_agg(d.outcome ORDER BY d.id) AS outcomes
+         FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE n.subject_id = $1`,
+      [orderId],
+    );
+    expect(row).toEqual({ deliveries: '2', outcomes: ['accepted', 'duplicate'] });
+  });
+
   it('When the same meaning arrives with other bytes, then it is kept as a variant and counted', async () => {
     const orderId = uniqueId('VAR');
     await deliver({ orderId, status: 'PENDING' });
