@@ -329,6 +329,12 @@ async function main(): Promise<void> {
     await waitForPort(referencePort);
 
     const perSecondGuess = 6000;
+    // Both receivers warm up first (JIT compilation, connection pools, caches): the rounds measure
+    // processes in their steady state, as a receiver that has been running is.
+    const warmUp = workload(perSecondGuess * 3, `${suffix}warm`);
+    await closedLoop(service.port, warmUp, 3);
+    await closedLoop(referencePort, warmUp, 3);
+
     const serviceRps: number[] = [];
     const referenceRps: number[] = [];
     let non2xx = 0;
