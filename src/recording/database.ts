@@ -57,6 +57,12 @@ export function createPool(options: DatabaseOptions, logger: Logger): pg.Pool {
     idle_in_transaction_session_timeout: options.timeoutMs * 4,
     keepAlive: true,
     application_name: options.applicationName ?? 'payment-notification-receiver',
+    // Every statement on this pool is a lookup by key, each with its index. The recorder's
+    // statements are prepared once per connection and planned generically; planned on a young
+    // database (no statistics yet: autovacuum analyzes once a minute at most) they scanned whole
+    // tables that then grow, batch after batch, until the next ANALYZE forced a re-plan. With
+    // sequential scans off, the index is the plan from the first execution (docs/PERFORMANCE.md).
+    options: '-c enable_seqscan=off',
   });
   // A client losing its connection must not crash the process: pg emits 'error' on the client
   // whether it is idle (the pool listens then) or checked out (nobody listens but us). The query
