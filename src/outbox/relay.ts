@@ -143,7 +143,11 @@ export class OutboxRelay {
       statement_timeout: 30_000,
       // Marking events published need not wait for the WAL flush: a mark lost in a database crash
       // only means the event is published again, with the same id (at-least-once, as documented).
-      options: '-c synchronous_commit=off',
+      // The claim must walk the pending index in order (an index scan, not a bitmap scan): only an
+      // index scan marks the entries of events published since as dead and skips them from then
+      // on; the planner cannot see those entries and would pick a bitmap scan that re-reads all
+      // of them on every batch until the next VACUUM (sql/003_outbox_pending_by_age.sql).
+      options: '-c synchronous_commit=off -c enable_bitmapscan=off',
     });
     client.on('error', (error) => {
       this.options.logger.warn({ err: { message: error.message } }, 'relay database connection lost');
@@ -190,7 +194,7 @@ export class OutboxRelay {
             AND o.next_attempt_at <= now()
             AND NOT EXISTS (SELECT 1 FROM outbox_events p
                              WHERE p.order_id = o.order_id AND p.published_at IS NULL AND p.sequence < o.sequence)
-          ORDER BY o.created_at, o.sequence
+          ORDER BY o.created_at
           LIMIT $1
           FOR UPDATE OF o SKIP LOCKED`,
         [this.batchSize],
