@@ -10,6 +10,8 @@ export const SOURCE_ADDRESS_PRESETS: Readonly<Record<'production' | 'sandbox', r
 
 type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
 
+const MAX_REMEMBERED_ADDRESSES = 1024;
+
 /** Which source addresses may deliver notifications. `any` disables the check. */
 export interface SourceAllowlist {
   readonly any: boolean;
@@ -61,14 +63,25 @@ export function parseSourceAllowlist(value: string): { allowlist: SourceAllowlis
       else problems.push(`"${entry}" is not an IP address, CIDR or preset (production, sandbox, any)`);
     }
   }
+  const decide = (address: string): boolean => {
+    const parsed = normalizeAddress(address);
+    return parsed !== undefined && ranges.some(([net, bits]) => net.kind() === parsed.kind() && parsed.match(net, bits));
+  };
+  // The sender uses a handful of addresses: each is parsed and matched once, then remembered
+  // (bounded, so a flood from many addresses cannot grow it without limit).
+  const decided = new Map<string, boolean>();
   const allowlist: SourceAllowlist = {
     any,
     allows(address) {
       if (any) return true;
       if (address === undefined) return false;
-      const parsed = normalizeAddress(address);
-      if (!parsed) return false;
-      return ranges.some(([net, bits]) => net.kind() === parsed.kind() && parsed.match(net, bits));
+      let allowed = decided.get(address);
+      if (allowed === undefined) {
+        allowed = decide(address);
+        if (decided.size >= MAX_REMEMBERED_ADDRESSES) decided.clear();
+        decided.set(address, allowed);
+      }
+      return allowed;
     },
   };
   return { allowlist, problems };
