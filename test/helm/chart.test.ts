@@ -84,7 +84,7 @@ describe('helm lint --strict', () => {
 describe('rendered objects', () => {
   test('defaults render the core objects, and no monitoring.coreos.com kinds without the CRDs', () => {
     expect(defaults.map((o) => o.kind).sort()).toEqual(
-      ['ConfigMap', 'ConfigMap', 'Deployment', 'Job', 'NetworkPolicy', 'PodDisruptionBudget', 'Service'].sort(),
+      ['ConfigMap', 'ConfigMap', 'Deployment', 'Job', 'NetworkPolicy', 'NetworkPolicy', 'PodDisruptionBudget', 'Service'].sort(),
     );
   });
 
@@ -320,6 +320,25 @@ describe('migrations hook', () => {
   test('the Job does not depend on resources a first install has not created yet', () => {
     const spec = as<IJob>(only(features, 'Job')).spec?.template.spec;
     expect(JSON.stringify(spec)).not.toMatch(/configMapRef|configMapKeyRef/);
+  });
+
+  test('the Job pods get a NetworkPolicy of their own, created before them: nothing in, out only to DNS and Postgres', () => {
+    for (const objects of [defaults, features]) {
+      const job = only(objects, 'Job');
+      const policy = as<INetworkPolicy>(only(objects, 'NetworkPolicy', '-migrations'));
+      expect(annotations(policy)['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+      expect(Number(annotations(policy)['helm.sh/hook-weight'])).toBeLessThan(Number(annotations(job)['helm.sh/hook-weight']));
+      const podLabels = as<IJob>(job).spec?.template.metadata?.labels;
+      expect(selects(policy.spec?.podSelector?.matchLabels, podLabels)).toBe(true);
+      expect(selects(policy.spec?.podSelector?.matchLabels, deploymentOf(objects).spec?.template.metadata?.labels)).toBe(false);
+      expect(selects(serverPolicyOf(objects).spec?.podSelector?.matchLabels, podLabels)).toBe(false);
+      expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
+      expect(policy.spec?.ingress ?? []).toEqual([]);
+      const egress = policy.spec?.egress ?? [];
+      expect(egress.map((r) => (r.ports ?? []).map((p) => `${p.port}/${p.protocol}`))).toEqual([['53/UDP', '53/TCP'], ['5432/TCP']]);
+    }
+    expect(render({ set: ['networkPolicy.enabled=false'] }).map((o) => o.kind)).not.toContain('NetworkPolicy');
+    expect(render({ set: ['migrations.enabled=false'] }).filter((o) => o.metadata.name.endsWith('-migrations'))).toEqual([]);
   });
 
   test('without the Job the pods migrate on start', () => {
