@@ -494,6 +494,21 @@ describe('purge CronJob', () => {
     expect(serverPolicyOf(features).spec?.egress).toEqual(serverPolicyOf(render({ ...allFeatures, set: ['purge.enabled=false'] })).spec?.egress);
   });
 
+  test('with the PrometheusRule, a failed or overdue purge alerts (kube-state-metrics series of this CronJob)', () => {
+    interface Rule { alert?: string; expr?: string }
+    const purgeRules = (objects: K8sObject[]): Rule[] => {
+      const rule = objects.find((o) => o.kind === 'PrometheusRule') as unknown as { spec: { groups: Array<{ name: string; rules: Rule[] }> } } | undefined;
+      return rule?.spec.groups.filter((g) => g.name.endsWith('.purge')).flatMap((g) => g.rules) ?? [];
+    };
+    const cronJob = only(features, 'CronJob').metadata.name;
+    const rules = purgeRules(features);
+    expect(rules.map((r) => r.alert)).toEqual(['PaymentPurgeFailed', 'PaymentPurgeOverdue']);
+    expect(rules[0]?.expr).toContain(`job_name=~"${cronJob}-[0-9]+"`);
+    expect(rules[1]?.expr).toContain(`cronjob="${cronJob}"`);
+    expect(rules[1]?.expr).toMatch(/> 172800$/);
+    expect(purgeRules(render({ ...allFeatures, set: ['purge.enabled=false'] }))).toEqual([]);
+  });
+
   test('without the NetworkPolicy there is no purge policy either', () => {
     const objects = render({ set: ['purge.enabled=true', 'networkPolicy.enabled=false'] });
     expect(objects.map((o) => o.kind)).toContain('CronJob');

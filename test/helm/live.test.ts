@@ -20,7 +20,12 @@ import { ALL_FEATURES_VALUES, MONITORING_API_VERSIONS, REPO_ROOT, only, render, 
 import { exactMatchersIn, exportedNames, metricNamesIn, parseExposition, type Exposition } from './promql';
 
 /** Series the alerts read from outside the app: Prometheus itself and kube-state-metrics. */
-const EXTERNAL_METRICS = new Set(['up', 'kube_deployment_status_replicas_unavailable']);
+const EXTERNAL_METRICS = new Set([
+  'up',
+  'kube_deployment_status_replicas_unavailable',
+  'kube_job_status_failed',
+  'kube_cronjob_status_last_successful_time',
+]);
 /** Labels Prometheus adds at scrape time; the app's exposition does not have them. */
 const TARGET_LABELS = new Set(['namespace', 'job', 'pod', 'instance', 'service', 'deployment']);
 
