@@ -1,25 +1,48 @@
+import http from 'node:http';
+import { createAdminApp } from '../admin/adminApp';
 import { ConfigError, loadConfig, loadDotEnv } from '../config';
 import { createLogger } from '../observability/logger';
 import { createMetrics } from '../observability/metrics';
+import { readOutboxBacklog } from '../outbox/backlog';
 import { OutboxRelay } from '../outbox/relay';
+import { createDb, createPool } from '../recording/database';
 
-/** `npm run relay`: the outbox relay alone (no HTTP), for deployments that run it separately. */
+/**
+ * `npm run relay`: the outbox relay alone, for deployments that run it separately. It serves the
+ * same admin port as the service (ADMIN_PORT: /metrics with the relay and outbox series, /livez,
+ * /readyz), so it is scraped and probed the same way.
+ */
 async function main(): Promise<void> {
   loadDotEnv();
   const config = loadConfig(process.env, { receiving: false });
   const logger = createLogger(config.logLevel).child({ component: 'relay' });
+  const pool = createPool({ url: config.databaseUrl, poolMax: 2, timeoutMs: config.databaseTimeoutMs, applicationName: 'payment-notification-receiver:relay-admin' }, logger);
+  const db = createDb(pool);
+  const metrics = createMetrics({ outboxBacklog: () => readOutboxBacklog(db) });
   const relay = new OutboxRelay({
     databaseUrl: config.databaseUrl,
     amqpUrl: config.amqpUrl,
     exchange: config.amqpExchange,
     retentionMs: config.outboxRetentionMs,
-    metrics: createMetrics(),
+    metrics,
     logger,
   });
+  let accepting = true;
+  const admin = http.createServer(createAdminApp({ db, metrics, logger, isAccepting: () => accepting }));
+  await new Promise<void>((resolve, reject) => {
+    admin.once('error', reject);
+    admin.listen(config.adminPort, config.host, () => resolve());
+  });
   relay.start();
-  logger.info('relay started');
+  logger.info({ adminPort: config.adminPort }, 'relay started');
   const stop = (): void => {
-    relay.stop().then(() => process.exit(0), () => process.exit(1));
+    accepting = false;
+    admin.close();
+    admin.closeAllConnections();
+    relay
+      .stop()
+      .then(() => db.destroy())
+      .then(() => process.exit(0), () => process.exit(1));
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

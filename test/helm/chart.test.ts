@@ -325,9 +325,10 @@ describe('migrations hook', () => {
   test('the Job pods get a NetworkPolicy of their own, created before them: nothing in, out only to DNS and Postgres', () => {
     for (const objects of [defaults, features]) {
       const job = only(objects, 'Job');
-      const policy = as<INetworkPolicy>(only(objects, 'NetworkPolicy', '-migrations'));
-      expect(annotations(policy)['helm.sh/hook']).toBe('pre-install,pre-upgrade');
-      expect(Number(annotations(policy)['helm.sh/hook-weight'])).toBeLessThan(Number(annotations(job)['helm.sh/hook-weight']));
+      const policyObject = only(objects, 'NetworkPolicy', '-migrations');
+      const policy = as<INetworkPolicy>(policyObject);
+      expect(annotations(policyObject)['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+      expect(Number(annotations(policyObject)['helm.sh/hook-weight'])).toBeLessThan(Number(annotations(job)['helm.sh/hook-weight']));
       const podLabels = as<IJob>(job).spec?.template.metadata?.labels;
       expect(selects(policy.spec?.podSelector?.matchLabels, podLabels)).toBe(true);
       expect(selects(policy.spec?.podSelector?.matchLabels, deploymentOf(objects).spec?.template.metadata?.labels)).toBe(false);

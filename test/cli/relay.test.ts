@@ -1,0 +1,68 @@
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { EventConsumer } from '../support/broker';
+import { startTestService, type TestService } from '../support/service';
+import { orderBody, uniqueId } from '../support/signing';
+import { cliEnv, ensureBuilt, ROOT } from './cliSupport';
+
+let svc: TestService;
+beforeAll(async () => {
+  await ensureBuilt();
+  // The service records (its own relay off); `npm run relay` publishes.
+  svc = await startTestService({ env: { RELAY_ENABLED: 'false' } });
+}, 180_000);
+afterAll(() => svc.stop());
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('npm run relay (the relay alone)', () => {
+  it('When it runs, then it publishes what the service recorded and serves metrics and probes on ADMIN_PORT until SIGTERM', async () => {
+    const consumer = await new EventConsumer(svc.exchange).start();
+    const adminPort = await freePort();
+    const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'cli', 'relay.js')], {
+      cwd: ROOT,
+      env: cliEnv({ DATABASE_URL: svc.database.url, AMQP_EXCHANGE: svc.exchange, ADMIN_PORT: String(adminPort), HOST: '127.0.0.1' }),
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      const admin = `http://127.0.0.1:${adminPort}`;
+      await until(async () => ((await fetch(`${admin}/readyz`)).status === 200 ? true : undefined));
+      expect((await fetch(`${admin}/livez`)).status).toBe(200);
+
+      const orderId = uniqueId('RELAYCLI');
+      await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+      const [message] = await consumer.waitFor(1);
+      expect(JSON.parse(message?.content.toString('utf8') ?? '{}')).toMatchObject({ type: 'order.pending', subject: orderId });
+
+      const metrics = await until(async () => {
+        const text = await (await fetch(`${admin}/metrics`)).text();
+        return /outbox_events_published_total\{type="order\.pending"\} [1-9]/.test(text) ? text : undefined;
+      });
+      expect(metrics).toMatch(/^outbox_relay_active 1$/m);
+      expect(metrics).toMatch(/^outbox_pending_events 0$/m);
+    } finally {
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      await consumer.stop();
+    }
+  }, 60_000);
+});
