@@ -7,5 +7,7 @@ module.exports = {
   transform: { '^.+\\.ts$': ['ts-jest', { isolatedModules: true, diagnostics: false }] },
   // Integration tests share one Postgres server and one broker; each file makes its own database and exchange.
   maxWorkers: 2,
+  // Builds dist/ once before the workers start (the CLI, chart and relay tests run the built app).
+  globalSetup: '<rootDir>/test/globalSetup.ts',
   testTimeout: 30000,
 };

@@ -1,71 +1,18 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, rmdirSync, statSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { AMQP_URL } from '../support/broker';
+import { buildIfStale, ROOT } from '../support/build';
 import { OTHER_KEY, OTHER_POS_ID, POS_ID, SECOND_KEY } from '../support/signing';
 
-export const ROOT = path.resolve(__dirname, '..', '..');
-export const CLI = path.join(ROOT, 'dist', 'cli', 'index.js');
-
-function newestSourceMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestSourceMtime(full));
-    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(full).mtimeMs);
-  }
-  return newest;
-}
-
-function builtMtime(): number {
-  try {
-    return statSync(CLI).mtimeMs;
-  } catch {
-    return 0;
-  }
-}
-
-const isStale = (): boolean => builtMtime() < newestSourceMtime(path.join(ROOT, 'src'));
+export { ROOT };
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export const CLI = path.join(ROOT, 'dist', 'cli', 'index.js');
 
-/**
- * Builds dist/ (npm run build) when any source is newer than the built CLI. Test files run in
- * parallel workers, so one builds while the others wait on a lock directory.
- */
+/** Builds dist/ when the sources changed since the last complete build (normally done by jest's globalSetup). */
 export async function ensureBuilt(): Promise<void> {
-  if (!isStale()) return;
-  const lock = path.join(os.tmpdir(), `notification-receiver-cli-build-${Buffer.from(ROOT).toString('hex').slice(-24)}.lock`);
-  const deadline = Date.now() + 180_000;
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch {
-      // Another worker builds; a lock older than three minutes is left over from a killed run.
-      try {
-        if (Date.now() - statSync(lock).mtimeMs > 180_000) rmdirSync(lock);
-      } catch {
-        // gone meanwhile
-      }
-      if (Date.now() > deadline) throw new Error('timed out waiting for another test worker to build dist/');
-      await sleep(250);
-    }
-  }
-  try {
-    if (!isStale()) return;
-    const result = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
-      cwd: ROOT,
-      encoding: 'utf8',
-    });
-    // tsc emits despite type errors (exit 2); `npm test` type-checks separately, so only a missing build fails here.
-    if (result.status !== 0 && (result.status !== 2 || isStale())) {
-      throw new Error(`build failed (${result.status}):\n${result.stdout}${result.stderr}`);
-    }
-  } finally {
-    rmdirSync(lock);
-  }
+  buildIfStale();
 }
 
 export interface CliRun {

@@ -4,55 +4,17 @@
  * environment, wait for an HTTP answer, stop it with SIGTERM, and make/drop a throwaway
  * database on the local Postgres (127.0.0.1:5432, trust auth).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
-import path from 'node:path';
 import { Client } from 'pg';
-import { REPO_ROOT } from './helm';
+import { buildIfStale } from '../support/build';
 
 const POSTGRES = 'postgres://postgres@127.0.0.1:5432';
 
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(full) : statSync(full).mtimeMs);
-  }
-  return newest;
-}
-
-function sleepSync(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
-/** Runs `npm run build` when dist/main.js is missing or older than src/ (once across workers). */
+/** Builds dist/ when the sources changed since the last complete build (normally done by jest's globalSetup). */
 export function ensureBuilt(): void {
-  const main = path.join(REPO_ROOT, 'dist', 'main.js');
-  const upToDate = (): boolean => existsSync(main) && statSync(main).mtimeMs >= newestMtime(path.join(REPO_ROOT, 'src'));
-  if (upToDate()) return;
-  const lock = path.join(REPO_ROOT, 'node_modules', '.cache', 'helm-tests-build.lock');
-  mkdirSync(path.dirname(lock), { recursive: true });
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    try {
-      mkdirSync(lock); // atomic: only one worker builds
-      break;
-    } catch {
-      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > 180_000) rmSync(lock, { recursive: true, force: true });
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock}`);
-      sleepSync(250);
-      if (upToDate()) return;
-    }
-  }
-  try {
-    if (upToDate()) return;
-    const result = spawnSync('npm', ['run', 'build', '--silent'], { cwd: REPO_ROOT, encoding: 'utf8' });
-    if (result.status !== 0) throw new Error(`npm run build failed:\n${result.stdout}\n${result.stderr}`);
-  } finally {
-    rmSync(lock, { recursive: true, force: true });
-  }
+  buildIfStale();
 }
 
 export function freePort(): Promise<number> {
