@@ -75,7 +75,10 @@ export async function startService(config: Config, logger: Logger = createLogger
   if (config.migrateOnStart) await prepareDatabase(config, logger);
   if (config.sourceAllowlist.any) logger.warn('ALLOWED_SOURCE_IPS=any: the source address check is disabled');
 
-  const pool = createPool({ url: config.databaseUrl, poolMax: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs }, logger);
+  const pool = createPool(
+    { url: config.databaseUrl, poolMax: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs, keyLookupsOnly: true },
+    logger,
+  );
   const db = createDb(pool);
   const metrics = createMetrics({ outboxBacklog: () => readOutboxBacklog(db) });
 

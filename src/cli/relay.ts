@@ -16,7 +16,10 @@ async function main(): Promise<void> {
   loadDotEnv();
   const config = loadConfig(process.env, { receiving: false });
   const logger = createLogger(config.logLevel).child({ component: 'relay' });
-  const pool = createPool({ url: config.databaseUrl, poolMax: 2, timeoutMs: config.databaseTimeoutMs, applicationName: 'payment-notification-receiver:relay-admin' }, logger);
+  const pool = createPool(
+    { url: config.databaseUrl, poolMax: 2, timeoutMs: config.databaseTimeoutMs, applicationName: 'payment-notification-receiver:relay-admin', keyLookupsOnly: true },
+    logger,
+  );
   const db = createDb(pool);
   const metrics = createMetrics({ outboxBacklog: () => readOutboxBacklog(db) });
   const relay = new OutboxRelay({

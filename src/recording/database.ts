@@ -12,6 +12,16 @@ export interface DatabaseOptions {
   /** Longest wait for a pool slot, and the statement timeout. */
   timeoutMs: number;
   applicationName?: string;
+  /**
+   * Every statement on this pool is a lookup by key with its index (the service's pool): plan
+   * without sequential scans, and without JIT (pointless for such statements). The recorder's
+   * statements are prepared once per connection and planned generically; planned on a young
+   * database (no statistics yet: autovacuum analyzes once a minute at most) they scanned whole
+   * tables that then grow, batch after batch, until the next ANALYZE forced a re-plan. With
+   * sequential scans off, the index is the plan from the first execution (docs/PERFORMANCE.md).
+   * Tools that scan on purpose (purge, reproject) leave this off.
+   */
+  keyLookupsOnly?: boolean;
 }
 
 /** Errors that say the connection itself is unusable, so the client must not go back to the pool. */
@@ -57,12 +67,7 @@ export function createPool(options: DatabaseOptions, logger: Logger): pg.Pool {
     idle_in_transaction_session_timeout: options.timeoutMs * 4,
     keepAlive: true,
     application_name: options.applicationName ?? 'payment-notification-receiver',
-    // Every statement on this pool is a lookup by key, each with its index. The recorder's
-    // statements are prepared once per connection and planned generically; planned on a young
-    // database (no statistics yet: autovacuum analyzes once a minute at most) they scanned whole
-    // tables that then grow, batch after batch, until the next ANALYZE forced a re-plan. With
-    // sequential scans off, the index is the plan from the first execution (docs/PERFORMANCE.md).
-    options: '-c enable_seqscan=off',
+    ...(options.keyLookupsOnly ? { options: '-c enable_seqscan=off -c jit=off' } : {}),
   });
   // A client losing its connection must not crash the process: pg emits 'error' on the client
   // whether it is idle (the pool listens then) or checked out (nobody listens but us). The query
