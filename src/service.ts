@@ -1,8 +1,8 @@
 import http from 'node:http';
-import type { AddressInfo, Server as NetServer } from 'node:net';
 import type pg from 'pg';
 import { createAdminApp } from './admin/adminApp';
 import type { Config } from './config';
+import { close, listen } from './http/server';
 import { createPublicListener, PublicResponse } from './intake/publicApp';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
@@ -26,34 +26,6 @@ export interface Service {
 /** Slow senders are cut off rather than holding a connection (and a pool slot) indefinitely. */
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 15_000;
-
-function listen(server: NetServer, port: number, host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
-
-/** What closing needs of an HTTP server, whatever its response class. */
-interface ClosableServer {
-  close(callback: () => void): unknown;
-  closeAllConnections(): void;
-  closeIdleConnections(): void;
-}
-
-function close(server: ClosableServer, timeoutMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
-    server.close(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });
-}
 
 /** Whether work settles within ms (it goes on regardless; the caller just stops waiting). */
 function finishesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { createAdminApp } from '../admin/adminApp';
 import { ConfigError, loadConfig, loadDotEnv } from '../config';
+import { close, listen } from '../http/server';
 import { createLogger } from '../observability/logger';
 import { createMetrics } from '../observability/metrics';
 import { readOutboxBacklog } from '../outbox/backlog';
@@ -32,18 +33,12 @@ async function main(): Promise<void> {
   });
   let accepting = true;
   const admin = http.createServer(createAdminApp({ db, metrics, logger, isAccepting: () => accepting }));
-  await new Promise<void>((resolve, reject) => {
-    admin.once('error', reject);
-    admin.listen(config.adminPort, config.host, () => resolve());
-  });
+  const adminPort = await listen(admin, config.adminPort, config.host);
   relay.start();
-  logger.info({ adminPort: config.adminPort }, 'relay started');
+  logger.info({ adminPort }, 'relay started');
   const stop = (): void => {
     accepting = false;
-    admin.close();
-    admin.closeAllConnections();
-    relay
-      .stop()
+    Promise.all([close(admin, 500), relay.stop()])
       .then(() => db.destroy())
       .then(() => process.exit(0), () => process.exit(1));
   };

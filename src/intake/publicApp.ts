@@ -13,16 +13,25 @@ import { clientAddressResolver } from './sourceAddress';
 export class PublicResponse extends ServerResponse<IncomingMessage> {
   readonly startedAt = performance.now();
   requestId = '';
+  /** The route template that answered (the duration metric's label); none: unmatched. */
+  route = 'unmatched';
 }
 
 /** A handler on the public port: Node's request and response, Express's `next`. */
 export type PublicHandler = (req: IncomingMessage, res: PublicResponse, next: NextFunction) => void | Promise<void>;
 
 /**
- * The public router runs without an Express application, so its handlers get Node's objects
- * untouched (no Express prototypes); this is the one place that tells the type checker so.
+ * A route's handler, which also names the route on the response for the duration metric. The
+ * public router runs without an Express application, so its handlers get Node's objects untouched
+ * (no Express prototypes); this is the one place that tells the type checker so.
  */
-const asRoute = (handler: PublicHandler): RequestHandler => handler as unknown as RequestHandler;
+function route(path: string, handler: PublicHandler): RequestHandler {
+  const named: PublicHandler = (req, res, next) => {
+    res.route = path;
+    return handler(req, res, next);
+  };
+  return named as unknown as RequestHandler;
+}
 
 /**
  * The public port: only POST /notifications (the notifyUrl), routed by Express's Router.
@@ -38,18 +47,19 @@ export function createPublicListener(options: IntakeOptions & { trustProxy: Conf
 > {
   const { metrics, logger } = options;
   const router = express.Router();
-  router.post('/notifications', asRoute(receiveNotification({ ...options, clientAddress: clientAddressResolver(options.trustProxy) })));
+  const path = '/notifications';
+  router.post(path, route(path, receiveNotification({ ...options, clientAddress: clientAddressResolver(options.trustProxy) })));
   router.all(
-    '/notifications',
-    asRoute((_req, res) => sendError(res, 405, 'method_not_allowed', 'only POST is accepted', { Allow: 'POST' })),
+    path,
+    route(path, (_req, res) => sendError(res, 405, 'method_not_allowed', 'only POST is accepted', { Allow: 'POST' })),
   );
-  const route = router as unknown as (req: IncomingMessage, res: PublicResponse, done: (error?: unknown) => void) => void;
+  const dispatch = router as unknown as (req: IncomingMessage, res: PublicResponse, done: (error?: unknown) => void) => void;
 
   return (req, res) => {
     res.requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', res.requestId);
     res.once('finish', () => observe(metrics, req, res));
-    route(req, res, (error) => {
+    dispatch(req, res, (error) => {
       if (error === undefined || error === null) notFound(req, res);
       else answerError(error, res, logger, () => ({ requestId: res.requestId, method: req.method }));
     });
@@ -58,9 +68,8 @@ export function createPublicListener(options: IntakeOptions & { trustProxy: Conf
 
 /** Request duration by route template (never the raw path: unbounded labels). */
 function observe(metrics: Metrics, req: IncomingMessage, res: PublicResponse): void {
-  const route = req.url === undefined || !/^\/notifications\/?(\?|$)/i.test(req.url) ? 'unmatched' : '/notifications';
   metrics.requestDuration.observe(
-    { server: 'public', method: req.method ?? '', route, status_code: String(res.statusCode) },
+    { server: 'public', method: req.method ?? '', route: res.route, status_code: String(res.statusCode) },
     (performance.now() - res.startedAt) / 1000,
   );
 }

@@ -138,16 +138,15 @@ export async function recordBatchIn(
   knownIds: ReadonlyArray<string | undefined> = [],
 ): Promise<RecordedBatch> {
   const items = batch.filter((_, index) => knownIds[index] === undefined);
-  const knownAt = (index: number): string | undefined => knownIds[index];
   if (items.length === 0) {
-    const results = batch.map((_, index) => duplicateOf(knownAt(index) as string));
+    const results = batch.map((_, index) => duplicateOf(knownIds[index] as string));
     await insertDeliveries(session, batch, results);
     return { results, records: [] };
   }
   const merge = (open: readonly RecordResult[]): RecordResult[] => {
     let next = 0;
     return batch.map((_, index) => {
-      const id = knownAt(index);
+      const id = knownIds[index];
       return id === undefined ? (open[next++] as RecordResult) : duplicateOf(id);
     });
   };

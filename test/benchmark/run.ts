@@ -21,6 +21,7 @@ import path from 'node:path';
 import amqp from 'amqplib';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { freePort } from '../support/net';
 import { orderBody, refundBody, sign } from '../support/signing';
 import { summarizeProfile } from './profileSummary';
 
@@ -102,15 +103,6 @@ function workload(count: number, seed: string): Notification[] {
 
 // ---------------------------------------------------------------------------------------------
 // Processes and helpers.
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitFor(url: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { EventConsumer } from '../support/broker';
+import { freePort } from '../support/net';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, uniqueId } from '../support/signing';
 import { cliEnv, ensureBuilt, ROOT } from './cliSupport';
@@ -13,15 +13,6 @@ beforeAll(async () => {
   svc = await startTestService({ env: { RELAY_ENABLED: 'false' } });
 }, 180_000);
 afterAll(() => svc.stop());
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

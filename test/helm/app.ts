@@ -6,7 +6,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { Client } from 'pg';
 import { buildIfStale } from '../support/build';
 
@@ -17,16 +16,7 @@ export function ensureBuilt(): void {
   buildIfStale();
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
+export { freePort } from '../support/net';
 
 export interface RunningApp {
   child: ChildProcess;

@@ -2,15 +2,15 @@ import request from 'supertest';
 import { query, testDatabase } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, uniqueId } from '../support/signing';
-import { TcpProxy } from '../support/tcpProxy';
+import { FaultProxy } from '../support/faultProxy';
 
 describe('database outage', () => {
   const database = testDatabase();
-  let proxy: TcpProxy;
+  let proxy: FaultProxy;
   let svc: TestService;
 
   beforeAll(async () => {
-    proxy = await new TcpProxy(5432).start();
+    proxy = await new FaultProxy(5432).start();
     svc = await startTestService({
       database,
       databaseUrl: `postgres://postgres@127.0.0.1:${proxy.port}/${database.name}`,
@@ -18,7 +18,7 @@ describe('database outage', () => {
     });
   });
   afterAll(async () => {
-    proxy.restore();
+    proxy.pass();
     await svc.stop();
     await proxy.stop();
     await database.drop();
@@ -29,7 +29,7 @@ describe('database outage', () => {
     const body = orderBody({ orderId, status: 'PENDING' });
     await svc.post(orderBody({ orderId: uniqueId('WARM'), status: 'PENDING' })).expect(200);
 
-    proxy.cutConnections();
+    proxy.reset();
     const started = Date.now();
     const refused = await svc.post(body);
     const elapsed = Date.now() - started;
@@ -40,7 +40,7 @@ describe('database outage', () => {
     expect((await request(svc.adminUrl).get('/readyz')).status).toBe(503);
     expect(await query(database.url, 'SELECT 1 FROM notifications WHERE subject_id = $1', [orderId])).toHaveLength(0);
 
-    proxy.restore();
+    proxy.pass();
     const accepted = await svc.post(body);
     expect(accepted.status).toBe(200);
     expect(accepted.body.outcome).toBe('accepted');

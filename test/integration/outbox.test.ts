@@ -6,7 +6,7 @@ import { AMQP_URL, EventConsumer, uniqueExchange } from '../support/broker';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, refundBody, uniqueId } from '../support/signing';
-import { TcpProxy } from '../support/tcpProxy';
+import { FaultProxy } from '../support/faultProxy';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -178,18 +178,18 @@ describe('broker outage', () => {
   it('When the broker is cut mid-traffic, then every notification still gets 200, events wait, and all drain once it is back', async () => {
     const exchange = uniqueExchange();
     const consumer = await new EventConsumer(exchange).start();
-    const proxy = await new TcpProxy(5672).start();
+    const proxy = await new FaultProxy(5672).start();
     const svc = await startTestService({ env: { AMQP_EXCHANGE: exchange, AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}` } });
     try {
       const orders = Array.from({ length: 20 }, () => uniqueId('BRK'));
       for (const orderId of orders.slice(0, 10)) await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
-      proxy.cutConnections();
+      proxy.reset();
       for (const orderId of orders) await svc.post(orderBody({ orderId, status: 'COMPLETED' })).expect(200);
       for (const orderId of orders.slice(10)) await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200); // stale: no event
       expect((await request(svc.adminUrl).get('/readyz')).status).toBe(200);
       expect(await pendingEvents(svc.database.url)).toBeGreaterThan(0);
 
-      proxy.restore();
+      proxy.pass();
       await consumer.waitFor(30, 30_000);
       await waitUntil(async () => (await pendingEvents(svc.database.url)) === 0, 30_000);
       const events = consumer.bodies<{ id: string; subject: string; type: string; data: { sequence: number } }>();
@@ -203,7 +203,7 @@ describe('broker outage', () => {
         expect(sequences).toEqual([...sequences].sort((a, b) => a - b)); // per-order order kept
       }
     } finally {
-      proxy.restore();
+      proxy.pass();
       await svc.stop();
       await proxy.stop();
       await consumer.stop();

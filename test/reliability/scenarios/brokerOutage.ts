@@ -1,6 +1,6 @@
 import { EventConsumer, uniqueExchange } from '../../support/broker';
 import type { RunReport, ScenarioDefinition } from '../report';
-import { FaultProxy } from '../support/faultProxy';
+import { FaultProxy } from '../../support/faultProxy';
 import { getJson, sleep, waitUntil } from '../support/http';
 import { harness, seconds } from '../support/scenario';
 import { NoteStream, Sender } from '../support/sender';

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { EventConsumer, uniqueExchange } from '../../support/broker';
 import type { TestDatabase } from '../../support/database';
 import type { RunReport, ScenarioDefinition } from '../report';
-import { FaultProxy } from '../support/faultProxy';
+import { FaultProxy } from '../../support/faultProxy';
 import { pool, postNotification, send, sleep } from '../support/http';
 import { harness, seconds } from '../support/scenario';
 import { RssSampler, ServiceProcess } from '../support/serviceProcess';
