@@ -1,4 +1,5 @@
 import type { Db } from '../recording/database';
+import type { OrderProjection, RefundProjection } from '../recording/projection';
 import { orderFromRow, refundFromRow } from '../recording/projectionRows';
 
 export interface StatusHistoryEntry {
@@ -11,32 +12,16 @@ export interface StatusHistoryEntry {
   deliveries: number;
 }
 
-export interface RefundView {
-  refundId: string;
-  orderId: string;
-  extOrderId: string | null;
-  extRefundId: string | null;
+/** A refund as the admin API shows it: the projection, its last change and its status history. */
+export interface RefundView extends Omit<RefundProjection, 'status'> {
   status: string;
-  amount: string | null;
-  currencyCode: string | null;
-  statusDateTime: string | null;
-  refundDate: string | null;
-  reason: string | null;
-  reasonDescription: string | null;
   updatedAt: string;
   history: StatusHistoryEntry[];
 }
 
-export interface OrderView {
-  orderId: string;
-  extOrderId: string | null;
-  merchantPosId: string | null;
+/** An order as the admin API shows it, with its refunds. */
+export interface OrderView extends Omit<OrderProjection, 'status'> {
   status: string;
-  totalAmount: string | null;
-  currencyCode: string | null;
-  paymentId: string | null;
-  payMethodType: string | null;
-  localReceiptDateTime: string | null;
   updatedAt: string;
   history: StatusHistoryEntry[];
   refunds: RefundView[];

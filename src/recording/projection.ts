@@ -8,31 +8,11 @@ import { decideOrderTransition, decideRefundTransition, ORDER_STATUS_RANK, REFUN
  * reads the state under per-order locks, calls this, and writes the result in the same transaction.
  */
 
-export interface OrderProjection {
-  orderId: string;
-  extOrderId: string | null;
-  merchantPosId: string | null;
-  status: OrderNotification['status'];
-  totalAmount: string | null;
-  currencyCode: string | null;
-  paymentId: string | null;
-  payMethodType: string | null;
-  localReceiptDateTime: string | null;
-}
+/** An order as projected: the fields of its latest applied notification (absent ones keep their value). */
+export type OrderProjection = Omit<OrderNotification, 'kind'>;
 
-export interface RefundProjection {
-  refundId: string;
-  orderId: string;
-  extOrderId: string | null;
-  extRefundId: string | null;
-  status: RefundNotification['status'];
-  amount: string | null;
-  currencyCode: string | null;
-  statusDateTime: string | null;
-  refundDate: string | null;
-  reason: string | null;
-  reasonDescription: string | null;
-}
+/** A refund as projected, likewise. */
+export type RefundProjection = Omit<RefundNotification, 'kind'>;
 
 export interface ProjectionState {
   orders: Map<string, OrderProjection>;

@@ -1,38 +1,16 @@
+import type { Selectable } from 'kysely';
 import type { OrderProjection, RefundProjection } from './projection';
 import { orderRank, refundRank } from './projection';
+import type { OrdersTable, RefundsTable } from './schema';
 
 /**
  * The projections as table rows and back: one place for the column names, used by the recorder,
  * the admin API and `reproject`. Ranks are derived from the status (statusRules.ts).
  */
 
-export interface OrderRow {
-  order_id: string;
-  ext_order_id: string | null;
-  merchant_pos_id: string | null;
-  status: string;
-  status_rank: number;
-  total_amount: string | null;
-  currency_code: string | null;
-  payment_id: string | null;
-  pay_method_type: string | null;
-  local_receipt_date_time: string | null;
-}
-
-export interface RefundRow {
-  refund_id: string;
-  order_id: string;
-  ext_order_id: string | null;
-  ext_refund_id: string | null;
-  status: string;
-  status_rank: number;
-  amount: string | null;
-  currency_code: string | null;
-  status_date_time: string | null;
-  refund_date: string | null;
-  reason: string | null;
-  reason_description: string | null;
-}
+/** A projection row as read (amounts as text), without its timestamps. */
+export type OrderRow = Omit<Selectable<OrdersTable>, 'created_at' | 'updated_at'>;
+export type RefundRow = Omit<Selectable<RefundsTable>, 'created_at' | 'updated_at'>;
 
 export function orderFromRow(r: Omit<OrderRow, 'status_rank'>): OrderProjection {
   return {
