@@ -2,18 +2,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { AMQP_URL } from '../support/broker';
-import { buildIfStale, ROOT } from '../support/build';
+import { ROOT } from '../support/build';
 import { OTHER_KEY, OTHER_POS_ID, POS_ID, SECOND_KEY } from '../support/signing';
 
 export { ROOT };
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 export const CLI = path.join(ROOT, 'dist', 'cli', 'index.js');
-
-/** Builds dist/ when the sources changed since the last complete build (normally done by jest's globalSetup). */
-export async function ensureBuilt(): Promise<void> {
-  buildIfStale();
-}
 
 export interface CliRun {
   code: number | null;

@@ -5,7 +5,7 @@ import { EventConsumer, uniqueExchange } from '../support/broker';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, refundBody, uniqueId } from '../support/signing';
-import { cliEnv, ensureBuilt, eventually, parseJson, runCli, startCli } from './cliSupport';
+import { cliEnv, eventually, parseJson, runCli, startCli } from './cliSupport';
 
 interface ReplayReport {
   dryRun: boolean;
@@ -30,7 +30,6 @@ const orderB = uniqueId('EVB');
 let stored: Stored[];
 
 beforeAll(async () => {
-  await ensureBuilt();
   svc = await startTestService();
   consumer = await new EventConsumer(svc.exchange).start();
   env = cliEnv({ DATABASE_URL: svc.database.url, AMQP_EXCHANGE: svc.exchange });

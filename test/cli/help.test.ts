@@ -1,6 +1,5 @@
-import { cliEnv, ensureBuilt, runCli } from './cliSupport';
+import { cliEnv, runCli } from './cliSupport';
 
-beforeAll(() => ensureBuilt(), 180_000);
 
 const env = cliEnv({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/nr_cli_never_created' });
 

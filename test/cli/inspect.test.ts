@@ -4,7 +4,7 @@ import { EventConsumer } from '../support/broker';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, POS_ID, refundBody, SECOND_KEY, uniqueId } from '../support/signing';
-import { cliEnv, ensureBuilt, eventually, parseJson, runCli } from './cliSupport';
+import { cliEnv, eventually, parseJson, runCli } from './cliSupport';
 
 interface Inspection {
   projection: Record<string, unknown> | null;
@@ -35,7 +35,6 @@ const pending = orderBody({ orderId, status: 'PENDING', paymentId: '9001' });
 const completed = orderBody({ orderId, status: 'COMPLETED', paymentId: '9001', payMethodType: 'CARD_TOKEN', buyer: BUYER, localReceiptDateTime: '2026-11-22T10:25:40.528+01:00' });
 
 beforeAll(async () => {
-  await ensureBuilt();
   svc = await startTestService();
   // Only order events have a queue: the refund event is returned by the broker and stays pending.
   consumer = await new EventConsumer(svc.exchange, 'order.*').start();

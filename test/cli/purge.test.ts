@@ -2,7 +2,7 @@ import type { PurgeReport } from '../../src/cli/commands/purge';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, uniqueId } from '../support/signing';
-import { cliEnv, ensureBuilt, parseJson, runCli } from './cliSupport';
+import { cliEnv, parseJson, runCli } from './cliSupport';
 
 let svc: TestService;
 let env: Record<string, string>;
@@ -36,7 +36,6 @@ async function auditTrail(): Promise<unknown[]> {
 }
 
 beforeAll(async () => {
-  await ensureBuilt();
   svc = await startTestService({ env: { RELAY_ENABLED: 'false' } });
   env = cliEnv({ DATABASE_URL: svc.database.url });
   for (const orderId of [...oldOrders, newOrder]) {

@@ -4,7 +4,7 @@ import { fingerprintKey } from '../../src/verification/secondKeys';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, OTHER_POS_ID, POS_ID, SECOND_KEY, uniqueId } from '../support/signing';
-import { cliEnv, ensureBuilt, parseJson, runCli } from './cliSupport';
+import { cliEnv, parseJson, runCli } from './cliSupport';
 
 let svc: TestService;
 let env: Record<string, string>;
@@ -38,7 +38,6 @@ let unreadableId: string;
 let fixedId: string;
 
 beforeAll(async () => {
-  await ensureBuilt();
   svc = await startTestService({ env: { RELAY_ENABLED: 'false' } });
   env = cliEnv({ DATABASE_URL: svc.database.url });
   // Authentic but unreadable: the real service quarantines it.

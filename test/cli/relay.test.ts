@@ -4,11 +4,10 @@ import { EventConsumer } from '../support/broker';
 import { freePort } from '../support/net';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, uniqueId } from '../support/signing';
-import { cliEnv, ensureBuilt, ROOT } from './cliSupport';
+import { cliEnv, ROOT } from './cliSupport';
 
 let svc: TestService;
 beforeAll(async () => {
-  await ensureBuilt();
   // The service records (its own relay off); `npm run relay` publishes.
   svc = await startTestService({ env: { RELAY_ENABLED: 'false' } });
 }, 180_000);

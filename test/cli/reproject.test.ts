@@ -3,7 +3,7 @@ import { buildTraffic, runSimulation, scaledClock, seededRandom } from '../../sr
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, OTHER_KEY, OTHER_POS_ID, POS_ID, SECOND_KEY, uniqueId } from '../support/signing';
-import { cliEnv, ensureBuilt, parseJson, runCli } from './cliSupport';
+import { cliEnv, parseJson, runCli } from './cliSupport';
 
 type Report = ReprojectResult & { applied: boolean };
 
@@ -20,7 +20,6 @@ const projections = async (): Promise<{ orders: unknown[]; refunds: unknown[] }>
 });
 
 beforeAll(async () => {
-  await ensureBuilt();
   svc = await startTestService({ env: { RELAY_ENABLED: 'false' } });
   env = cliEnv({ DATABASE_URL: svc.database.url });
   // Realistic random traffic from two POS, with duplicates, reordering and delays, through the real service.

@@ -3,14 +3,13 @@ import type { NotificationDelivery, SimulationReport } from '../../src/simulator
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { POS_ID, SECOND_KEY } from '../support/signing';
-import { cliEnv, ensureBuilt, parseJson, runCli } from './cliSupport';
+import { cliEnv, parseJson, runCli } from './cliSupport';
 
 type Report = SimulationReport & { seed: number; posId: string; algorithm: string };
 
 let svc: TestService;
 let env: Record<string, string>;
 beforeAll(async () => {
-  await ensureBuilt();
   svc = await startTestService({ env: { NOTIFY_BASIC_AUTH: 'shop:s3cret', RELAY_ENABLED: 'false' } });
   // The CLI reads the service's own configuration: SECOND_KEYS and NOTIFY_BASIC_AUTH.
   env = cliEnv({ DATABASE_URL: svc.database.url, NOTIFY_BASIC_AUTH: 'shop:s3cret' });

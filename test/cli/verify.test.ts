@@ -6,13 +6,12 @@ import type { SignatureDiagnosis } from '../../src/cli/commands/verify';
 import { fingerprintKey } from '../../src/verification/secondKeys';
 import { fixture, signatureHeaderOf } from '../support/fixtures';
 import { OTHER_KEY, OTHER_POS_ID, orderBody, POS_ID, SECOND_KEY, sign } from '../support/signing';
-import { cliEnv, ensureBuilt, parseJson, runCli } from './cliSupport';
+import { cliEnv, parseJson, runCli } from './cliSupport';
 
 let dir: string;
 beforeAll(async () => {
-  await ensureBuilt();
   dir = mkdtempSync(path.join(os.tmpdir(), 'nr-verify-'));
-}, 180_000);
+});
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 let files = 0;

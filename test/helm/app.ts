@@ -1,20 +1,14 @@
 /**
- * Test support for running the real app the way the image and the chart run it: build it
- * when needed, find free ports, start a command as a child process with only the given
- * environment, wait for an HTTP answer, stop it with SIGTERM, and make/drop a throwaway
+ * Test support for running the real app the way the image and the chart run it (dist/ is
+ * built by jest's globalSetup): find free ports, start a command as a child process with only
+ * the given environment, wait for an HTTP answer, stop it with SIGTERM, and make/drop a throwaway
  * database on the local Postgres (127.0.0.1:5432, trust auth).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { buildIfStale } from '../support/build';
 
 const POSTGRES = 'postgres://postgres@127.0.0.1:5432';
-
-/** Builds dist/ when the sources changed since the last complete build (normally done by jest's globalSetup). */
-export function ensureBuilt(): void {
-  buildIfStale();
-}
 
 export { freePort } from '../support/net';
 

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { dropDatabase, ensureBuilt, freePort, start, stop, throwawayDatabaseUrl, waitForStatus, type RunningApp } from './app';
+import { dropDatabase, freePort, start, stop, throwawayDatabaseUrl, waitForStatus, type RunningApp } from './app';
 import { copyArgs, dockerignored, execForm, readDockerfile, type Instruction, type Stage } from './dockerfile';
 import { REPO_ROOT } from './helm';
 
@@ -127,7 +127,6 @@ describe('Dockerfile', () => {
     }
 
     beforeAll(async () => {
-      ensureBuilt();
       const scratch = mkdtempSync(path.join(tmpdir(), 'image-stages-'));
       // root stands for the runtime stage's WORKDIR: every COPY there has a relative destination.
       root = mkdtempSync(path.join(tmpdir(), 'image-app-'));

@@ -15,7 +15,7 @@ import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { ISecret } from 'kubernetes-models/v1/Secret';
 import type { IPrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
-import { dropDatabase, ensureBuilt, freePort, start, stop, throwawayDatabaseUrl, waitForStatus, type RunningApp } from './app';
+import { dropDatabase, freePort, start, stop, throwawayDatabaseUrl, waitForStatus, type RunningApp } from './app';
 import { ALL_FEATURES_VALUES, MONITORING_API_VERSIONS, REPO_ROOT, only, render, type K8sObject } from './helm';
 import { exactMatchersIn, exportedNames, metricNamesIn, parseExposition, type Exposition } from './promql';
 
@@ -114,7 +114,6 @@ describe('the chart against the running app', () => {
   let exposition: Exposition;
 
   beforeAll(async () => {
-    ensureBuilt();
     // An empty working directory, so no developer .env is picked up.
     workdir = mkdtempSync(path.join(tmpdir(), 'chart-live-'));
   }, 120_000);

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
@@ -24,14 +24,15 @@ function stampMtime(): number {
 }
 
 /**
- * Builds dist/ (tsconfig.build.json) when any source is newer than the last complete build. The
- * CLI, chart and relay tests run the built app. Jest's globalSetup calls this once before any test
- * file starts, so workers never build concurrently or see a half-written dist/; the tests' own calls
- * only check the stamp.
+ * Builds dist/ (tsconfig.build.json) when any source is newer than the last complete build, or
+ * dist/ is gone. The CLI, chart and relay tests run the built app. Jest's globalSetup calls this
+ * once before any test file starts, so workers never build concurrently or see a half-written
+ * dist/.
  */
 export function buildIfStale(): void {
   const started = Date.now();
-  if (stampMtime() >= newestSourceMtime(path.join(ROOT, 'src'))) return;
+  const present = existsSync(path.join(ROOT, 'dist', 'main.js')) && existsSync(path.join(ROOT, 'dist', 'cli', 'index.js'));
+  if (present && stampMtime() >= newestSourceMtime(path.join(ROOT, 'src'))) return;
   const result = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
     cwd: ROOT,
     encoding: 'utf8',
