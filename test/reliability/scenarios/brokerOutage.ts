@@ -1,12 +1,13 @@
-import { EventConsumer, uniqueExchange } from '../../support/broker';
+import { EventConsumer } from '../../support/broker';
 import type { RunReport, ScenarioDefinition } from '../report';
 import { FaultProxy } from '../../support/faultProxy';
 import { getJson, sleep, waitUntil } from '../support/http';
 import { harness, seconds } from '../support/scenario';
 import { NoteStream, Sender } from '../support/sender';
-import { ServiceProcess } from '../support/serviceProcess';
-import { consistencyViolations, counts, scenarioDatabase } from '../support/store';
+import type { ServiceProcess } from '../support/serviceProcess';
+import { consistencyViolations, counts } from '../support/store';
 import { checkCommitted, Ledger, waitForEvents } from '../support/traffic';
+import { ScenarioWorld } from '../support/world';
 
 const OUTAGE_MS = 4_000;
 const SHUTDOWN_TIMEOUT_MS = 4_000;
@@ -25,33 +26,23 @@ export const BROKER_OUTAGE: ScenarioDefinition = {
 export function brokerOutageScenario(report: RunReport): void {
   const h = harness(report, BROKER_OUTAGE);
   describe(`${BROKER_OUTAGE.id}. ${BROKER_OUTAGE.title}`, () => {
-    const database = scenarioDatabase('brkout');
-    const exchange = uniqueExchange();
-    const ledger = new Ledger();
+    const world = new ScenarioWorld('brkout');
+    const { database, exchange, ledger, services } = world;
     const stream = new NoteStream('BRK');
-    const services: ServiceProcess[] = [];
     let proxy: FaultProxy;
     let service: ServiceProcess;
     let consumer: EventConsumer;
     const outages: Array<{ from: number; to: number }> = [];
 
-    afterAll(async () => {
-      for (const s of services) await s.stop();
-      await proxy?.stop();
-      await consumer?.stop();
-      await database.drop();
-    });
-
     h.check('starts with RabbitMQ behind a TCP proxy', async () => {
-      consumer = await new EventConsumer(exchange).start();
-      proxy = await new FaultProxy(5672).start();
-      service = await ServiceProcess.start({
+      consumer = world.keep(await new EventConsumer(exchange).start());
+      proxy = world.keep(await new FaultProxy(5672).start());
+      service = await world.startService({
         label: 'broker-outage',
         databaseUrl: database.url,
         exchange,
         env: { AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}` },
       });
-      services.push(service);
     });
 
     for (const mode of ['reset', 'silent'] as const) {
@@ -144,13 +135,12 @@ export function brokerOutageScenario(report: RunReport): void {
     });
 
     h.check(`during a broker partition, SIGTERM still ends in exit code 0 within SHUTDOWN_TIMEOUT + ${EXIT_MARGIN_MS / 1000} s`, async () => {
-      service = await ServiceProcess.start({
+      service = await world.startService({
         label: 'broker-outage-partition',
         databaseUrl: database.url,
         exchange,
         env: { AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}`, SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` },
       });
-      services.push(service);
       const partitionLedger = new Ledger();
       const sender = new Sender({ port: () => service.publicPort, ledger: partitionLedger, stream, workers: 4, pauseMs: 10, retryDelayMs: 100_000 }).start();
       try {
@@ -174,8 +164,7 @@ export function brokerOutageScenario(report: RunReport): void {
     }, SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 30_000);
 
     h.check('after the partition heals, every committed event is published', async () => {
-      service = await ServiceProcess.start({ label: 'broker-outage-drain', databaseUrl: database.url, exchange, env: { AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}` } });
-      services.push(service);
+      service = await world.startService({ label: 'broker-outage-drain', databaseUrl: database.url, exchange, env: { AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}` } });
       const events = await waitForEvents(database.url, consumer.messages, 30_000);
       expect(events.problems).toEqual([]);
       expect(events.pending).toBe(0);

@@ -1,12 +1,13 @@
-import { EventConsumer, uniqueExchange } from '../../support/broker';
+import { EventConsumer } from '../../support/broker';
 import type { RunReport, ScenarioDefinition } from '../report';
 import { FaultProxy } from '../../support/faultProxy';
 import { getJson, send, sleep } from '../support/http';
 import { harness, seconds } from '../support/scenario';
 import { NoteStream, Sender } from '../support/sender';
-import { ServiceProcess } from '../support/serviceProcess';
-import { consistencyViolations, counts, scenarioDatabase } from '../support/store';
-import { checkCommitted, Ledger, waitForEvents } from '../support/traffic';
+import type { ServiceProcess } from '../support/serviceProcess';
+import { consistencyViolations, counts } from '../support/store';
+import { checkCommitted, waitForEvents } from '../support/traffic';
+import { ScenarioWorld } from '../support/world';
 
 /** The sender's patience: an answer must come before it, whatever the database does. */
 const PATIENCE_MS = 5_000;
@@ -44,36 +45,26 @@ export const DATABASE_OUTAGE: ScenarioDefinition = {
 export function databaseOutageScenario(report: RunReport): void {
   const h = harness(report, DATABASE_OUTAGE);
   describe(`${DATABASE_OUTAGE.id}. ${DATABASE_OUTAGE.title}`, () => {
-    const database = scenarioDatabase('dbout');
-    const exchange = uniqueExchange();
-    const ledger = new Ledger();
+    const world = new ScenarioWorld('dbout');
+    const { database, exchange, ledger, services } = world;
     const stream = new NoteStream('DBO');
-    const services: ServiceProcess[] = [];
     let proxy: FaultProxy;
     let service: ServiceProcess;
     let consumer: EventConsumer;
     const outages: Array<{ mode: Phase; from: number; to: number }> = [];
 
-    afterAll(async () => {
-      for (const s of services) await s.stop();
-      await proxy?.stop();
-      await consumer?.stop();
-      await database.drop();
-    });
-
     const startService = async (): Promise<void> => {
-      service = await ServiceProcess.start({
+      service = await world.startService({
         label: `database-outage-${services.length + 1}`,
         databaseUrl: `postgres://postgres@127.0.0.1:${proxy.port}/${database.name}`,
         exchange,
       });
-      services.push(service);
     };
     const crashes: string[] = [];
 
     h.check('starts with Postgres behind a TCP proxy', async () => {
-      consumer = await new EventConsumer(exchange).start();
-      proxy = await new FaultProxy(5432).start();
+      consumer = world.keep(await new EventConsumer(exchange).start());
+      proxy = world.keep(await new FaultProxy(5432).start());
       await startService();
     });
 

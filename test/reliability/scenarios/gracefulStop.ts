@@ -1,12 +1,13 @@
-import { EventConsumer, uniqueExchange } from '../../support/broker';
+import { EventConsumer } from '../../support/broker';
 import type { RunReport, ScenarioDefinition } from '../report';
 import { FaultProxy } from '../../support/faultProxy';
 import { holdRequest, notificationHeaders, portAccepts, send, sleep, waitUntil, type HeldRequest, type HttpResult } from '../support/http';
 import { harness, seconds } from '../support/scenario';
 import { NoteStream, Sender } from '../support/sender';
-import { ServiceProcess } from '../support/serviceProcess';
-import { consistencyViolations, counts, meanings, outbox, scenarioDatabase } from '../support/store';
+import type { ServiceProcess } from '../support/serviceProcess';
+import { consistencyViolations, counts, meanings, outbox } from '../support/store';
 import { checkCommitted, checkEvents, Ledger, waitForEvents, type Note } from '../support/traffic';
+import { ScenarioWorld } from '../support/world';
 
 const SHUTDOWN_TIMEOUT_MS = 4_000;
 /** Beyond SHUTDOWN_TIMEOUT: closing the relay, the admin port and the pool (main.ts forces exit 1 at +5 s). */
@@ -26,11 +27,9 @@ export const GRACEFUL_STOP: ScenarioDefinition = {
 export function gracefulStopScenario(report: RunReport): void {
   const h = harness(report, GRACEFUL_STOP);
   describe(`${GRACEFUL_STOP.id}. ${GRACEFUL_STOP.title}`, () => {
-    const database = scenarioDatabase('term');
-    const exchange = uniqueExchange();
-    const ledger = new Ledger();
+    const world = new ScenarioWorld('term');
+    const { database, exchange, ledger, services } = world;
     const stream = new NoteStream('TRM');
-    const services: ServiceProcess[] = [];
     let service: ServiceProcess;
     let consumer: EventConsumer;
     let sender: Sender;
@@ -42,17 +41,11 @@ export function gracefulStopScenario(report: RunReport): void {
     let readinessOffMs = 0;
     let refusedNew = false;
 
-    afterAll(async () => {
-      await sender?.halt();
-      for (const s of services) await s.stop();
-      await consumer?.stop();
-      await database.drop();
-    });
+    world.beforeStopping(() => sender?.halt());
 
     h.check('starts', async () => {
-      consumer = await new EventConsumer(exchange).start();
-      service = await ServiceProcess.start({ label: 'graceful-stop-1', databaseUrl: database.url, exchange, env: { SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` } });
-      services.push(service);
+      consumer = world.keep(await new EventConsumer(exchange).start());
+      service = await world.startService({ label: 'graceful-stop-1', databaseUrl: database.url, exchange, env: { SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` } });
     });
 
     h.check('on SIGTERM readiness turns false first, new connections are refused, and the requests already in flight are answered 200', async () => {
@@ -143,8 +136,7 @@ export function gracefulStopScenario(report: RunReport): void {
     });
 
     h.check('started again on the same database, the events left behind are published and a stop without load is quick', async () => {
-      service = await ServiceProcess.start({ label: 'graceful-stop-2', databaseUrl: database.url, exchange, env: { SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` } });
-      services.push(service);
+      service = await world.startService({ label: 'graceful-stop-2', databaseUrl: database.url, exchange, env: { SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` } });
       const events = await waitForEvents(database.url, consumer.messages, 30_000);
       h.figure('events', `${events.outboxEvents} committed, ${events.distinctConsumed} consumed, ${events.redeliveries} redelivered with the same id`);
       expect(events.problems).toEqual([]);
@@ -159,13 +151,12 @@ export function gracefulStopScenario(report: RunReport): void {
     h.check(`during a database partition, SIGTERM still ends in exit code 0 within SHUTDOWN_TIMEOUT + ${EXIT_MARGIN_MS / 1000} s and in-flight requests are answered`, async () => {
       const proxy = await new FaultProxy(5432).start();
       try {
-        service = await ServiceProcess.start({
+        service = await world.startService({
           label: 'graceful-stop-partition',
           databaseUrl: `postgres://postgres@127.0.0.1:${proxy.port}/${database.name}`,
           exchange,
           env: { SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` },
         });
-        services.push(service);
         const partitionLedger = new Ledger();
         const partitionSender = new Sender({ port: () => service.publicPort, ledger: partitionLedger, stream, workers: 4, pauseMs: 10, retryDelayMs: 100_000 }).start();
         await sleep(1_000);

@@ -1,11 +1,12 @@
-import { EventConsumer, uniqueExchange } from '../../support/broker';
+import { EventConsumer } from '../../support/broker';
 import type { RunReport, ScenarioDefinition } from '../report';
 import { sleep } from '../support/http';
 import { harness, seconds } from '../support/scenario';
 import { NoteStream, Sender } from '../support/sender';
-import { ServiceProcess } from '../support/serviceProcess';
-import { consistencyViolations, counts, scenarioDatabase } from '../support/store';
-import { checkCommitted, Ledger, waitForEvents } from '../support/traffic';
+import type { ServiceProcess } from '../support/serviceProcess';
+import { consistencyViolations, counts } from '../support/store';
+import { checkCommitted, waitForEvents } from '../support/traffic';
+import { ScenarioWorld } from '../support/world';
 
 const KILLS = 2;
 
@@ -21,10 +22,8 @@ export const KILLED: ScenarioDefinition = {
 export function killedScenario(report: RunReport): void {
   const h = harness(report, KILLED);
   describe(`${KILLED.id}. ${KILLED.title}`, () => {
-    const database = scenarioDatabase('kill');
-    const exchange = uniqueExchange();
-    const ledger = new Ledger();
-    const services: ServiceProcess[] = [];
+    const world = new ScenarioWorld('kill');
+    const { database, exchange, ledger, services } = world;
     let service: ServiceProcess;
     let consumer: EventConsumer;
     let sender: Sender;
@@ -32,19 +31,13 @@ export function killedScenario(report: RunReport): void {
     const inFlightAtKill: number[] = [];
 
     const start = async (): Promise<void> => {
-      service = await ServiceProcess.start({ label: `killed-${services.length + 1}`, databaseUrl: database.url, exchange });
-      services.push(service);
+      service = await world.startService({ label: `killed-${services.length + 1}`, databaseUrl: database.url, exchange });
     };
 
-    afterAll(async () => {
-      await sender?.halt();
-      for (const s of services) await s.stop();
-      await consumer?.stop();
-      await database.drop();
-    });
+    world.beforeStopping(() => sender?.halt());
 
     h.check('starts', async () => {
-      consumer = await new EventConsumer(exchange).start();
+      consumer = world.keep(await new EventConsumer(exchange).start());
       await start();
     });
 

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { EventConsumer, uniqueExchange } from '../../support/broker';
+import { EventConsumer } from '../../support/broker';
 import { uniqueId } from '../../support/signing';
 import type { RunReport, ScenarioDefinition } from '../report';
 import { getJson, postNotification, sleep, waitUntil } from '../support/http';
@@ -14,9 +14,10 @@ import {
   type RefundPlan,
 } from '../support/lifecycleModel';
 import { harness, seconds } from '../support/scenario';
-import { ServiceProcess } from '../support/serviceProcess';
-import { consistencyViolations, counts, scenarioDatabase } from '../support/store';
+import type { ServiceProcess } from '../support/serviceProcess';
+import { consistencyViolations, counts } from '../support/store';
 import type { CloudEventBody } from '../support/traffic';
+import { ScenarioWorld } from '../support/world';
 
 const RUNS = Number(process.env.RELIABILITY_MODEL_RUNS ?? 100);
 const PARALLEL_RUNS = Math.max(1, Math.round(RUNS / 2));
@@ -94,9 +95,8 @@ const pick = (fields: Record<string, string | null>, keys: string[]): Record<str
 export function orderingScenario(report: RunReport): void {
   const h = harness(report, ORDERING);
   describe(`${ORDERING.id}. ${ORDERING.title}`, () => {
-    const database = scenarioDatabase('model');
-    const exchange = uniqueExchange();
-    const services: ServiceProcess[] = [];
+    const world = new ScenarioWorld('model');
+    const { database, exchange, services } = world;
     let service: ServiceProcess;
     let consumer: EventConsumer;
     /** Events each order must have produced (from the model, or from the recorded history for parallel arrivals). */
@@ -105,16 +105,9 @@ export function orderingScenario(report: RunReport): void {
     let parallelDone = Date.now();
     const stats = { worlds: 0, orders: 0, notifications: 0, requests: 0, maxLatency: 0, outcomes: new Map<string, number>() };
 
-    afterAll(async () => {
-      for (const s of services) await s.stop();
-      await consumer?.stop();
-      await database.drop();
-    });
-
     h.check('starts', async () => {
-      consumer = await new EventConsumer(exchange).start();
-      service = await ServiceProcess.start({ label: 'model', databaseUrl: database.url, exchange });
-      services.push(service);
+      consumer = world.keep(await new EventConsumer(exchange).start());
+      service = await world.startService({ label: 'model', databaseUrl: database.url, exchange });
     });
 
     const deliverLane = async (steps: Delivery[][], model: ModelState, problems: string[]): Promise<void> => {
