@@ -145,17 +145,24 @@ export class GroupCommitStore implements NotificationStore {
         pending.reject(new RecorderOverloaded(`waited over ${queueLimit} ms for a transaction`));
       }
     }
-    for (const batch of this.inFlight) {
-      for (const pending of batch ?? []) {
-        if (pending.state === 'running' && now - pending.since >= this.options.answerWithinMs) {
-          pending.state = 'abandoned';
-          pending.reject(new RecorderOverloaded(`no commit within ${this.options.answerWithinMs} ms`));
-        }
-      }
-    }
+    for (const batch of this.inFlight) this.abandonLate(batch ?? [], now);
     if (this.queued === 0 && this.inFlight.every((b) => b === null) && this.sweeper) {
       clearInterval(this.sweeper);
       this.sweeper = null;
+    }
+  }
+
+  /**
+   * Refuses the members of a running batch whose answer time has passed; the batch must then roll
+   * back. Called by the sweep, and again right before COMMIT, so the sweep's granularity can never
+   * let a late member through to a commit.
+   */
+  private abandonLate(batch: readonly Pending[], now: number): void {
+    for (const pending of batch) {
+      if (pending.state === 'running' && now - pending.since >= this.options.answerWithinMs) {
+        pending.state = 'abandoned';
+        pending.reject(new RecorderOverloaded(`no commit within ${this.options.answerWithinMs} ms`));
+      }
     }
   }
 
@@ -175,7 +182,9 @@ export class GroupCommitStore implements NotificationStore {
   private async commit(batch: Pending[]): Promise<RecordResult[]> {
     const items = batch.map((p) => p.item);
     const knownIds = items.map((i) => this.known.idOf(meaningOf(i.notification), i.delivery.bodySha256));
-    if (knownIds.every((id) => id !== undefined)) {
+    const late = (p: Pending): boolean => performance.now() - p.since >= this.options.answerWithinMs;
+    // A member already past its answer time takes the transactional path, which refuses it before COMMIT.
+    if (knownIds.every((id) => id !== undefined) && !batch.some(late)) {
       // One statement, its own transaction: once sent it may commit, so it counts as committing.
       for (const p of batch) p.state = 'committing';
       return (await this.transactions((session) => recordBatchIn(session, this.context, items, knownIds), { transaction: false })).results;
@@ -183,6 +192,7 @@ export class GroupCommitStore implements NotificationStore {
     for (const p of batch) p.state = 'running';
     const recorded = await this.transactions(async (session) => {
       const batchResult = await recordBatchIn(session, this.context, items, knownIds);
+      this.abandonLate(batch, performance.now());
       if (batch.some((p) => p.state === 'abandoned')) throw new BatchAbandoned();
       for (const p of batch) p.state = 'committing';
       return batchResult;
