@@ -8,7 +8,7 @@ import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
 import { readOutboxBacklog } from './outbox/backlog';
 import { OutboxRelay } from './outbox/relay';
-import { createDb, createPool, ensureDatabaseExists, pgTransactions, type Db } from './recording/database';
+import { createDb, createPool, ensureDatabaseExists, pgSessions, type Db } from './recording/database';
 import { migrate } from './recording/migrations';
 import { GroupCommitStore } from './recording/groupCommit';
 
@@ -48,7 +48,7 @@ export async function startService(config: Config, logger: Logger = createLogger
   if (config.sourceAllowlist.any) logger.warn('ALLOWED_SOURCE_IPS=any: the source address check is disabled');
 
   const pool = createPool(
-    { url: config.databaseUrl, poolMax: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs, keyLookupsOnly: true },
+    { url: config.databaseUrl, poolMax: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs, keyLookupsOnly: true, pipelined: true },
     logger,
   );
   const db = createDb(pool);
@@ -68,7 +68,7 @@ export async function startService(config: Config, logger: Logger = createLogger
 
   let accepting = true;
   const store = new GroupCommitStore(
-    pgTransactions(pool),
+    pgSessions(pool),
     db,
     { eventSource: config.eventSource },
     {

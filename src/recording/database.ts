@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } f
 import pg from 'pg';
 import type { Logger } from '../observability/logger';
 import type { Database } from './schema';
-import { pgSession, type SqlSession } from './sqlSession';
+import { pgSession, type SqlSession, type Statement } from './sqlSession';
 
 export type Db = Kysely<Database>;
 
@@ -22,6 +22,13 @@ export interface DatabaseOptions {
    * Tools that scan on purpose (purge, reproject) leave this off.
    */
   keyLookupsOnly?: boolean;
+  /**
+   * Send a query without waiting for the answer to the one before (pg's pipeline mode), so
+   * statements issued together share one round trip; they still run in order, each its own
+   * extended-protocol exchange. Refuses cursors (pg-cursor, Kysely's stream()), which the service
+   * does not use.
+   */
+  pipelined?: boolean;
 }
 
 /** Errors that say the connection itself is unusable, so the client must not go back to the pool. */
@@ -68,6 +75,7 @@ export function createPool(options: DatabaseOptions, logger: Logger): pg.Pool {
     keepAlive: true,
     application_name: options.applicationName ?? 'payment-notification-receiver',
     ...(options.keyLookupsOnly ? { options: '-c enable_seqscan=off -c jit=off' } : {}),
+    pipeline: options.pipelined ?? false,
   });
   // A client losing its connection must not crash the process: pg emits 'error' on the client
   // whether it is idle (the pool listens then) or checked out (nobody listens but us). The query
@@ -120,29 +128,68 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return /Connection terminated|timeout|connection error|Connection refused|pool after calling end/i.test(error.message);
 }
 
-/**
- * Runs work in one transaction on a raw pool client (the recorder's hot path: prepared statements).
- * `transaction: false` is for work of a single statement, which is its own transaction.
- */
-export type TransactionRunner = <T>(work: (session: SqlSession) => Promise<T>, options?: { transaction: boolean }) => Promise<T>;
+/** A transaction's session that can end the transaction with its last statement. */
+export interface TransactionSession extends SqlSession {
+  /**
+   * Sends the statement and COMMIT together (one round trip on a pipelined connection) and
+   * resolves once both succeeded; the transaction is over then, and nothing else may run in it.
+   */
+  runAndCommit<Row>(statement: Statement): Promise<Row[]>;
+}
 
-export function pgTransactions(pool: pg.Pool): TransactionRunner {
-  return async <T>(work: (session: SqlSession) => Promise<T>, { transaction } = { transaction: true }): Promise<T> => {
+/**
+ * Runs the recorder's work on raw pool clients (the hot path: prepared statements, pipelined when
+ * the pool is): `transaction` in one transaction, `single` for work whose statements are each their
+ * own transaction.
+ */
+export interface SessionRunner {
+  transaction<T>(work: (session: TransactionSession) => Promise<T>): Promise<T>;
+  single<T>(work: (session: SqlSession) => Promise<T>): Promise<T>;
+}
+
+export function pgSessions(pool: pg.Pool): SessionRunner {
+  /** Checks a client out for work and destroys it on release if its connection broke. */
+  const withClient = async <T>(work: (client: pg.PoolClient) => Promise<T>, onError?: (client: pg.PoolClient) => Promise<void>): Promise<T> => {
     const client = await pool.connect();
     let broken: Error | undefined;
     try {
-      if (!transaction) return await work(pgSession(client));
-      await client.query('BEGIN');
-      const result = await work(pgSession(client));
-      await client.query('COMMIT');
-      return result;
+      return await work(client);
     } catch (error) {
       if (breaksConnection(error)) broken = error as Error;
-      else await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+      else await onError?.(client).catch((cleanupError: Error) => (broken = cleanupError));
       throw error;
     } finally {
       // A client whose connection broke is destroyed, not handed to the next transaction.
       client.release(broken ?? false);
     }
+  };
+  return {
+    single: (work) => withClient((client) => work(pgSession(client))),
+    transaction: (work) =>
+      withClient(
+        async (client) => {
+          const session = pgSession(client);
+          let committed = false;
+          const commit = async (): Promise<void> => {
+            committed = true;
+            // An earlier failure turns COMMIT into a rollback without an error: never take that for a commit.
+            const { command } = await client.query('COMMIT');
+            if (command !== 'COMMIT') throw new Error(`transaction ended with ${command}, not COMMIT`);
+          };
+          // BEGIN leaves with the work's first statements instead of taking a round trip of its own.
+          const [, result] = await Promise.all([
+            client.query('BEGIN'),
+            work({
+              run: session.run,
+              runAndCommit: async <Row>(statement: Statement): Promise<Row[]> => (await Promise.all([session.run<Row>(statement), commit()]))[0],
+            }),
+          ]);
+          if (!committed) await commit();
+          return result;
+        },
+        async (client) => {
+          await client.query('ROLLBACK');
+        },
+      ),
   };
 }

@@ -1,9 +1,9 @@
 import type { Notification } from '../parsing/notification';
 import type { QuarantineReason } from '../parsing/parseNotification';
-import { isDatabaseUnavailable, type Db, type TransactionRunner } from './database';
+import { isDatabaseUnavailable, type Db, type SessionRunner } from './database';
 import type { NotificationStore } from './notificationStore';
 import { KnownNotifications } from './knownNotifications';
-import { meaningOf, recordBatchIn, type BatchItem } from './recordBatch';
+import { meaningOf, prepareBatch, recordBatchIn, type BatchItem, type WrittenRow } from './recordBatch';
 import { recordQuarantine, type Delivery, type RecordingContext, type RecordResult } from './recordNotification';
 
 export interface GroupCommitOptions {
@@ -82,7 +82,7 @@ export class GroupCommitStore implements NotificationStore {
   private sweeper: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly transactions: TransactionRunner,
+    private readonly sessions: SessionRunner,
     private readonly db: Db,
     private readonly context: RecordingContext,
     private readonly options: GroupCommitOptions,
@@ -154,8 +154,8 @@ export class GroupCommitStore implements NotificationStore {
 
   /**
    * Refuses the members of a running batch whose answer time has passed; the batch must then roll
-   * back. Called by the sweep, and again right before COMMIT, so the sweep's granularity can never
-   * let a late member through to a commit.
+   * back. Called by the sweep, and again right before the batch's write leaves with its COMMIT, so
+   * the sweep's granularity can never let a late member through to a commit.
    */
   private abandonLate(batch: readonly Pending[], now: number): void {
     for (const pending of batch) {
@@ -187,15 +187,17 @@ export class GroupCommitStore implements NotificationStore {
     if (knownIds.every((id) => id !== undefined) && !batch.some(late)) {
       // One statement, its own transaction: once sent it may commit, so it counts as committing.
       for (const p of batch) p.state = 'committing';
-      return (await this.transactions((session) => recordBatchIn(session, this.context, items, knownIds), { transaction: false })).results;
+      return (await this.sessions.single((session) => recordBatchIn(session, this.context, items, knownIds))).results;
     }
     for (const p of batch) p.state = 'running';
-    const recorded = await this.transactions(async (session) => {
-      const batchResult = await recordBatchIn(session, this.context, items, knownIds);
+    const recorded = await this.sessions.transaction(async (session) => {
+      const prepared = await prepareBatch(session, this.context, items, knownIds);
       this.abandonLate(batch, performance.now());
       if (batch.some((p) => p.state === 'abandoned')) throw new BatchAbandoned();
       for (const p of batch) p.state = 'committing';
-      return batchResult;
+      // The write and COMMIT leave together: once sent, the batch may commit.
+      const [written] = await session.runAndCommit<WrittenRow>(prepared.write);
+      return prepared.finish(written);
     });
     this.known.remember(recorded.records);
     return recorded.results;

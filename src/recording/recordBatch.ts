@@ -6,7 +6,7 @@ import { orderFromRow, refundFromRow, type OrderRow, type RefundRow } from './pr
 import type { KnownRecord } from './knownNotifications';
 import type { Delivery, RecordingContext, RecordResult } from './recordNotification';
 import type { DeliveryOutcome } from './schema';
-import { statement, type SqlSession } from './sqlSession';
+import { statement, type SqlSession, type Statement } from './sqlSession';
 import type { TransitionOutcome } from './statusRules';
 
 export interface BatchItem {
@@ -109,27 +109,34 @@ function stateOf(read: InsertAndRead): ProjectionState {
 }
 
 /** The audit rows of deliveries, one statement (the whole batch when every item is a known duplicate). */
-async function insertDeliveries(session: SqlSession, items: readonly BatchItem[], results: readonly RecordResult[]): Promise<void> {
-  await session.run(statement('record_deliveries')`
+function insertDeliveries(items: readonly BatchItem[], results: readonly RecordResult[]): Statement {
+  return statement('record_deliveries')`
     INSERT INTO deliveries (source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, notification_id)
     SELECT * FROM unnest(
       ${items.map((i) => i.delivery.sourceAddress)}::inet[], ${items.map((i) => i.delivery.processingTimeMs)}::integer[],
       ${items.map((i) => i.delivery.posId)}::text[], ${items.map((i) => i.delivery.keyFingerprint)}::text[],
       ${items.map((i) => i.delivery.bodySha256)}::bytea[], ${results.map((x) => x.outcome)}::text[],
-      ${results.map((x) => x.notificationId)}::bigint[])`);
+      ${results.map((x) => x.notificationId)}::bigint[])`;
+}
+
+/** What the batch's write statement returns: the variants it added (the others were known). */
+export interface WrittenRow {
+  variants: Array<{ notification_id: string; body_sha256: string }> | null;
 }
 
 /**
- * Records notifications that arrived together, in the caller's transaction (the session).
- * Items with a `knownIds` entry are exact repeats of notifications known committed (the record
- * id, from KnownNotifications): they are duplicates at once, and a batch of only those
- * only appends deliveries, in one statement. The others take three prepared statements whatever
- * their number (after BEGIN, before COMMIT):
- *   1. lock their orders;
- *   2. insert them, deduplicated by the unique constraint on their meaning, and read the state;
- *   3. write everything the pure projection step (projection.ts) decided: projections, sequences,
- *      outbox events, outcomes, variants, deliveries, and the NOTIFY hint for the relay.
- * Items are processed in the order given (their arrival order).
+ * A batch whose reads are done and whose writes are decided: one statement is left to send, so a
+ * transaction can send it together with its COMMIT.
+ */
+export interface PreparedBatch {
+  write: Statement;
+  /** The results, once `write` ran (given its one row). */
+  finish(written: WrittenRow | undefined): RecordedBatch;
+}
+
+/**
+ * Records notifications that arrived together, in the caller's transaction (the session): reads
+ * and decides (prepareBatch), then writes.
  */
 export async function recordBatchIn(
   session: SqlSession,
@@ -137,11 +144,33 @@ export async function recordBatchIn(
   batch: readonly BatchItem[],
   knownIds: ReadonlyArray<string | undefined> = [],
 ): Promise<RecordedBatch> {
+  const prepared = await prepareBatch(session, context, batch, knownIds);
+  const [written] = await session.run<WrittenRow>(prepared.write);
+  return prepared.finish(written);
+}
+
+/**
+ * Reads what a batch needs and decides everything it writes, leaving the write as one statement.
+ * Items with a `knownIds` entry are exact repeats of notifications known committed (the record
+ * id, from KnownNotifications): they are duplicates at once, and a batch of only those reads
+ * nothing and only appends deliveries. The others take two statements whatever their number, sent
+ * together (one round trip on a pipelined connection):
+ *   1. lock their orders;
+ *   2. insert them, deduplicated by the unique constraint on their meaning, and read the state;
+ * then the write carries everything the pure projection step (projection.ts) decided: projections,
+ * sequences, outbox events, outcomes, variants, deliveries, and the NOTIFY hint for the relay.
+ * Items are processed in the order given (their arrival order).
+ */
+export async function prepareBatch(
+  session: SqlSession,
+  context: RecordingContext,
+  batch: readonly BatchItem[],
+  knownIds: ReadonlyArray<string | undefined> = [],
+): Promise<PreparedBatch> {
   const items = batch.filter((_, index) => knownIds[index] === undefined);
   if (items.length === 0) {
     const results = batch.map((_, index) => duplicateOf(knownIds[index] as string));
-    await insertDeliveries(session, batch, results);
-    return { results, records: [] };
+    return { write: insertDeliveries(batch, results), finish: () => ({ results, records: [] }) };
   }
   const merge = (open: readonly RecordResult[]): RecordResult[] => {
     let next = 0;
@@ -151,8 +180,6 @@ export async function recordBatchIn(
     });
   };
 
-  await lockOrders(session, items.map((i) => i.notification.orderId));
-
   // The first occurrence of each meaning in the batch is the candidate; later ones repeat it.
   const firstOfMeaning = new Map<string, number>();
   items.forEach((item, index) => {
@@ -160,7 +187,9 @@ export async function recordBatchIn(
     if (!firstOfMeaning.has(meaning)) firstOfMeaning.set(meaning, index);
   });
   const candidates = [...firstOfMeaning.values()].map((index) => items[index] as BatchItem);
-  const read = await insertAndRead(session, candidates, items);
+  // The lock's statement completes (the locks granted) before the next one starts and takes its
+  // snapshot; both leave at once.
+  const [, read] = await Promise.all([lockOrders(session, items.map((i) => i.notification.orderId)), insertAndRead(session, candidates, items)]);
 
   const newIds = new Map((read.inserted ?? []).map((r) => [r.meaning, r.id]));
   // Every meaning of the batch: its record id and the digest of the body stored with it.
@@ -211,7 +240,7 @@ export async function recordBatchIn(
   const notApplied = fresh.filter((f) => appliedById.get(f.notificationId)?.outcome !== 'applied');
   const o = result.orders;
   const r = result.refunds;
-  const [written] = await session.run<{ variants: Array<{ notification_id: string; body_sha256: string }> | null }>(statement('record_write')`
+  const write = statement('record_write')`
     WITH orders_upserted AS (
       INSERT INTO orders (order_id, ext_order_id, merchant_pos_id, status, status_rank, total_amount, currency_code,
                           payment_id, pay_method_type, local_receipt_date_time)
@@ -269,14 +298,17 @@ export async function recordBatchIn(
     SELECT (SELECT json_agg(json_build_object('notification_id', notification_id::text, 'body_sha256', encode(body_sha256, 'hex')))
               FROM variants_added) AS variants,
            -- The relay's wake-up hint, delivered at commit; it also polls, so a lost hint costs a poll interval.
-           CASE WHEN ${events.length}::int > 0 THEN pg_notify(${OUTBOX_CHANNEL}, '') END AS notified`);
+           CASE WHEN ${events.length}::int > 0 THEN pg_notify(${OUTBOX_CHANNEL}, '') END AS notified`;
 
-  const added = new Set((written?.variants ?? []).map((v) => `${v.notification_id}:${v.body_sha256}`));
-  items.forEach((item, index) => {
-    const result = results[index] as RecordResult;
-    if (result.outcome === 'duplicate' && added.delete(`${result.notificationId}:${item.delivery.bodySha256.toString('hex')}`)) {
-      result.newVariant = true;
-    }
-  });
-  return { results: all, records: [...records].map(([meaning, { id, bodySha256 }]) => ({ meaning, id, bodySha256 })) };
+  const finish = (written: WrittenRow | undefined): RecordedBatch => {
+    const added = new Set((written?.variants ?? []).map((v) => `${v.notification_id}:${v.body_sha256}`));
+    items.forEach((item, index) => {
+      const result = results[index] as RecordResult;
+      if (result.outcome === 'duplicate' && added.delete(`${result.notificationId}:${item.delivery.bodySha256.toString('hex')}`)) {
+        result.newVariant = true;
+      }
+    });
+    return { results: all, records: [...records].map(([meaning, { id, bodySha256 }]) => ({ meaning, id, bodySha256 })) };
+  };
+  return { write, finish };
 }

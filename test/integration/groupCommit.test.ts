@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { pgTransactions } from '../../src/recording/database';
+import { pgSessions } from '../../src/recording/database';
 import { GroupCommitStore } from '../../src/recording/groupCommit';
 import type { Delivery } from '../../src/recording/recordNotification';
 import type { OrderNotification, RefundNotification } from '../../src/parsing/notification';
@@ -33,7 +33,7 @@ const order = (orderId: string, status: OrderNotification['status'], totalAmount
 
 describe('group commit', () => {
   it('When notifications queue behind one busy transaction, then they are recorded together and each gets its own outcome', async () => {
-    const store = new GroupCommitStore(pgTransactions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 6000 });
+    const store = new GroupCommitStore(pgSessions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 6000 });
     const orderId = uniqueId('GC');
     const others = Array.from({ length: 10 }, () => uniqueId('GCO'));
     const results = await Promise.all([
@@ -59,7 +59,7 @@ describe('group commit', () => {
   });
 
   it('When one notification in a batch breaks a database rule, then only it fails and the others commit', async () => {
-    const store = new GroupCommitStore(pgTransactions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 6000 });
+    const store = new GroupCommitStore(pgSessions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 6000 });
     const good = Array.from({ length: 5 }, () => uniqueId('GOOD'));
     const bad = uniqueId('BAD');
     // The parser never lets a negative amount through; the table's CHECK stands in for any defect.
@@ -74,7 +74,7 @@ describe('group commit', () => {
   });
 
   it('When the queue is full, then new notifications are refused at once rather than waiting', async () => {
-    const store = new GroupCommitStore(pgTransactions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 1, lanes: 1, maxQueued: 2, maxWaitMs: 5000, answerWithinMs: 6000 });
+    const store = new GroupCommitStore(pgSessions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 1, lanes: 1, maxQueued: 2, maxWaitMs: 5000, answerWithinMs: 6000 });
     const ids = Array.from({ length: 6 }, () => uniqueId('FULL'));
     const settled = await Promise.allSettled(ids.map((id) => store.record(delivery(id), order(id, 'PENDING'))));
     const refused = settled.filter((s) => s.status === 'rejected');
@@ -85,7 +85,7 @@ describe('group commit', () => {
 
 describe('group commit with refunds', () => {
   it('When many refunds of the same orders arrive together with the orders, then every refund is projected', async () => {
-    const store = new GroupCommitStore(pgTransactions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 5000, answerWithinMs: 6000 });
+    const store = new GroupCommitStore(pgSessions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 5000, answerWithinMs: 6000 });
     const orders = Array.from({ length: 20 }, () => uniqueId('RFO'));
     const work: Array<Promise<unknown>> = [];
     for (const orderId of orders) {
@@ -117,7 +117,7 @@ describe('group commit deadlines', () => {
     try {
       await blocker.query('BEGIN');
       await blocker.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7316))", [orderId]);
-      const store = new GroupCommitStore(pgTransactions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 300 });
+      const store = new GroupCommitStore(pgSessions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 300 });
       const slow = store.record(delivery(orderId), order(orderId, 'PENDING'));
       await expect(slow).rejects.toThrow(/no commit within 300 ms/);
       await blocker.query('ROLLBACK'); // the batch's statements can finish now, but it must not commit

@@ -1,0 +1,79 @@
+import { pgSessions } from '../../src/recording/database';
+import { statement } from '../../src/recording/sqlSession';
+import { query } from '../support/database';
+import { startTestService, type TestService } from '../support/service';
+
+// The recorder's transactions on the service's own (pipelined) pool: BEGIN leaves with the first
+// statements, the last statement with COMMIT. Whatever fails, nothing may be taken for committed.
+
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startTestService({ env: { RELAY_ENABLED: 'false' } });
+  await query(svc.database.url, 'CREATE TABLE pipeline_probe (id integer PRIMARY KEY)');
+});
+afterAll(() => svc.stop());
+beforeEach(() => query(svc.database.url, 'TRUNCATE pipeline_probe'));
+
+const insert = (id: number) => statement('probe_insert')`INSERT INTO pipeline_probe (id) VALUES (${id}::int)`;
+const count = () => statement('probe_count')`SELECT count(*)::int AS n FROM pipeline_probe`;
+const stored = async (): Promise<number[]> =>
+  (await query<{ id: number }>(svc.database.url, 'SELECT id FROM pipeline_probe ORDER BY id')).map((r) => r.id);
+
+describe('recorder sessions on a pipelined pool', () => {
+  it('When statements are issued together, then they run in order and the last one commits with everything before it', async () => {
+    const sessions = pgSessions(svc.service.pool);
+    const seen = await sessions.transaction(async (session) => {
+      const [, , rows] = await Promise.all([session.run(insert(1)), session.run(insert(2)), session.run<{ n: number }>(count())]);
+      await session.runAndCommit(insert(3));
+      return rows[0]?.n;
+    });
+    expect(seen).toBe(2);
+    expect(await stored()).toEqual([1, 2, 3]);
+  });
+
+  it('When the statement sent with COMMIT fails, then the caller gets its error and nothing of the transaction is stored', async () => {
+    const sessions = pgSessions(svc.service.pool);
+    await expect(
+      sessions.transaction(async (session) => {
+        await session.run(insert(1));
+        return session.runAndCommit(insert(1)); // duplicate key
+      }),
+    ).rejects.toMatchObject({ code: '23505' });
+    expect(await stored()).toEqual([]);
+  });
+
+  it('When work swallows a failed statement, then the COMMIT that Postgres turns into a rollback is reported as a failure', async () => {
+    const sessions = pgSessions(svc.service.pool);
+    await expect(
+      sessions.transaction(async (session) => {
+        await session.run(insert(1));
+        await session.run(insert(1)).catch(() => undefined);
+        return 'done';
+      }),
+    ).rejects.toThrow(/ROLLBACK, not COMMIT/);
+    expect(await stored()).toEqual([]);
+  });
+
+  it('When a transaction failed, then the connections it used serve the next transactions normally', async () => {
+    const sessions = pgSessions(svc.service.pool);
+    const max = svc.service.pool.options.max;
+    await Promise.all(
+      Array.from({ length: max }, (_, i) =>
+        sessions.transaction((session) => session.runAndCommit(insert(100 + (i % 2)))).catch(() => undefined),
+      ),
+    );
+    await Promise.all(Array.from({ length: max }, (_, i) => sessions.transaction((session) => session.runAndCommit(insert(i + 1)))));
+    expect((await stored()).filter((id) => id < 100)).toEqual(Array.from({ length: max }, (_, i) => i + 1));
+  });
+
+  it('When work runs outside a transaction, then each statement commits on its own', async () => {
+    const sessions = pgSessions(svc.service.pool);
+    await expect(
+      sessions.single(async (session) => {
+        await session.run(insert(1));
+        await session.run(insert(1));
+      }),
+    ).rejects.toMatchObject({ code: '23505' });
+    expect(await stored()).toEqual([1]);
+  });
+});
