@@ -25,6 +25,21 @@ export interface RelayOptions {
 const RELAY_LOCK = 7_316_002;
 const RETENTION_SWEEP_MS = 60_000;
 
+/**
+ * The next batch: pending events due now, oldest first, at most the first pending event of each
+ * order, skipping rows another transaction holds.
+ */
+const CLAIM = `
+  SELECT o.id, o.type, o.message, o.created_at
+    FROM outbox_events o
+   WHERE o.published_at IS NULL
+     AND o.next_attempt_at <= now()
+     AND NOT EXISTS (SELECT 1 FROM outbox_events p
+                      WHERE p.order_id = o.order_id AND p.published_at IS NULL AND p.sequence < o.sequence)
+   ORDER BY o.created_at
+   LIMIT $1
+   FOR UPDATE OF o SKIP LOCKED`;
+
 interface ClaimedEvent {
   id: string;
   type: string;
@@ -105,7 +120,7 @@ export class OutboxRelay {
           // A batch takes one event per order, so an order's next events wait for the next
           // batch: go again while batches find work, poll only when one comes back empty. A batch
           // that found less than a full batch waits a moment first, so that events committed
-          // meanwhile share the next one (each batch is four round trips whatever its size).
+          // meanwhile share the next one (each batch is two round trips whatever its size).
           if (published > 0) {
             delay = published >= this.batchSize ? 0 : this.lingerMs;
             wakeable = false;
@@ -148,6 +163,7 @@ export class OutboxRelay {
       connectionString: this.options.databaseUrl,
       keepAlive: true,
       application_name: 'payment-notification-receiver:relay',
+      pipeline: true,
       connectionTimeoutMillis: 5000,
       statement_timeout: 30_000,
       // Marking events published need not wait for the WAL flush: a mark lost in a database crash
@@ -194,22 +210,12 @@ export class OutboxRelay {
   private async publishBatch(): Promise<number> {
     const client = this.client as pg.Client;
     this.wakePending = false;
-    await client.query('BEGIN');
+    // The connection is pipelined: BEGIN leaves with the claim, and the marks with COMMIT.
+    const begun = client.query('BEGIN');
     try {
-      const { rows } = await client.query<ClaimedEvent>(
-        `SELECT o.id, o.type, o.message, o.created_at
-           FROM outbox_events o
-          WHERE o.published_at IS NULL
-            AND o.next_attempt_at <= now()
-            AND NOT EXISTS (SELECT 1 FROM outbox_events p
-                             WHERE p.order_id = o.order_id AND p.published_at IS NULL AND p.sequence < o.sequence)
-          ORDER BY o.created_at
-          LIMIT $1
-          FOR UPDATE OF o SKIP LOCKED`,
-        [this.batchSize],
-      );
-      if (rows.length > 0) await this.publishAndMark(client, rows);
-      await client.query('COMMIT');
+      const [, { rows }] = await Promise.all([begun, client.query<ClaimedEvent>(CLAIM, [this.batchSize])]);
+      const marks = rows.length > 0 ? await this.publishAndMark(client, rows) : [];
+      await Promise.all([...marks, client.query('COMMIT')]);
       return rows.length;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -217,20 +223,25 @@ export class OutboxRelay {
     }
   }
 
-  private async publishAndMark(client: pg.Client, rows: ClaimedEvent[]): Promise<void> {
+  /** Publishes the claimed events and sends their marks, returning the marks' answers (awaited with COMMIT). */
+  private async publishAndMark(client: pg.Client, rows: ClaimedEvent[]): Promise<Array<Promise<unknown>>> {
     const results = await this.broker.publish(rows);
     const confirmedAt = Date.now();
     const byId = new Map(rows.map((r) => [r.id, r]));
     const published = results.filter((r): r is Extract<PublishResult, { ok: true }> => r.ok);
     const failed = results.filter((r): r is Extract<PublishResult, { ok: false }> => !r.ok);
+    const marks: Array<Promise<unknown>> = [];
     if (published.length > 0) {
-      await client.query('UPDATE outbox_events SET published_at = clock_timestamp(), last_error = NULL WHERE id = ANY($1::uuid[])', [
-        published.map((r) => r.id),
-      ]);
+      marks.push(
+        client.query('UPDATE outbox_events SET published_at = clock_timestamp(), last_error = NULL WHERE id = ANY($1::uuid[])', [
+          published.map((r) => r.id),
+        ]),
+      );
     }
     if (failed.length > 0) {
       // Per-event backoff: 1 s doubling to 5 min; the order's later events wait behind it.
-      await client.query(
+      marks.push(
+        client.query(
         `UPDATE outbox_events AS o
             SET attempts = o.attempts + 1,
                 next_attempt_at = now() + least(interval '1 second' * power(2, o.attempts), interval '5 minutes'),
@@ -238,6 +249,7 @@ export class OutboxRelay {
            FROM unnest($1::uuid[], $2::text[]) AS f(id, error)
           WHERE o.id = f.id`,
         [failed.map((r) => r.id), failed.map((r) => `${r.reason}: ${r.error}`)],
+        ),
       );
     }
     for (const result of published) {
@@ -249,6 +261,7 @@ export class OutboxRelay {
     if (failed.length > 0) {
       this.options.logger.warn({ failed: failed.length, reasons: [...new Set(failed.map((f) => f.reason))] }, 'events not confirmed; will retry');
     }
+    return marks;
   }
 
   private async sweepPublished(): Promise<void> {
