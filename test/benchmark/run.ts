@@ -5,13 +5,15 @@
  * bound to the exchange) and a reference receiver written here (plain node:http, the same MD5
  * check, ONE `INSERT ... ON CONFLICT DO NOTHING` of the raw body per request, a pool of 10), then
  * alternates closed-loop runs of both several times and reports medians, plus open-loop latency
- * at a fixed rate, commit-to-confirm lag, duplicates-only throughput, peak RSS and time to ready.
+ * at a fixed rate with the commit-to-confirm lag of what it produced (once on the warmed-up service,
+ * once after the saturating rounds), duplicates-only throughput, peak RSS and time to ready. The
+ * downstream consumer bound to the exchange runs in a process of its own.
  * Prints a table, then one JSON line with every figure.
  *
  * Options (environment): BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_RATE (1000),
  * BENCH_CONNECTIONS (32), BENCH_PROFILE=1 (write a CPU profile of the service to bench.cpuprofile).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -67,6 +69,20 @@ async function runReference(port: number, databaseUrl: string): Promise<void> {
   });
   server.listen(port, '127.0.0.1');
   process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));
+}
+
+/** The downstream consumer: a queue bound to the whole exchange; answers "count" with what it received. */
+async function runConsumer(exchange: string): Promise<void> {
+  const connection = await amqp.connect(AMQP);
+  const channel = await connection.createChannel();
+  await channel.assertExchange(exchange, 'topic', { durable: true });
+  const { queue } = await channel.assertQueue('', { exclusive: true });
+  await channel.bindQueue(queue, exchange, '#');
+  let consumed = 0;
+  await channel.consume(queue, () => void consumed++, { noAck: true });
+  process.on('message', () => process.send?.(consumed));
+  process.on('disconnect', () => void connection.close().finally(() => process.exit(0)));
+  process.send?.('ready');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -265,7 +281,15 @@ async function openLoop(port: number, notifications: Notification[], rate: numbe
   return { sent: total, failures, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), max: sorted[sorted.length - 1] ?? 0 };
 }
 
-async function commitToConfirmLag(databaseUrl: string, since: Date) {
+/** Open loop at RATE on fresh notifications, then the commit-to-confirm lag of the events it produced. */
+async function latencyPhase(service: Service, databaseUrl: string, seed: string) {
+  const since = new Date();
+  const open = await openLoop(service.port, workload(RATE * SECONDS, seed), RATE, SECONDS);
+  const until = new Date();
+  return { open, lag: await commitToConfirmLag(databaseUrl, since, until) };
+}
+
+async function commitToConfirmLag(databaseUrl: string, since: Date, until: Date) {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   // Publishing may still be catching up: wait until everything committed so far is confirmed.
@@ -278,8 +302,8 @@ async function commitToConfirmLag(databaseUrl: string, since: Date) {
     `SELECT count(*) AS n,
             1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM published_at - created_at)) AS p50,
             1000 * percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM published_at - created_at)) AS p99
-       FROM outbox_events WHERE created_at >= $1`,
-    [since],
+       FROM outbox_events WHERE created_at >= $1 AND created_at <= $2`,
+    [since, until],
   );
   await client.end();
   return { events: Number(rows[0]?.n ?? 0), p50: Number(rows[0]?.p50 ?? 0), p99: Number(rows[0]?.p99 ?? 0) };
@@ -294,13 +318,10 @@ async function main(): Promise<void> {
   const exchange = `bench.payment.events.${suffix}`;
   await admin(`CREATE DATABASE ${referenceDb}`);
 
-  const broker = await amqp.connect(AMQP);
-  const channel = await broker.createChannel();
-  await channel.assertExchange(exchange, 'topic', { durable: true });
-  const { queue } = await channel.assertQueue('', { exclusive: true });
-  await channel.bindQueue(queue, exchange, '#');
-  let consumed = 0;
-  await channel.consume(queue, () => void consumed++, { noAck: true });
+  // The downstream consumer runs in a process of its own, as a downstream service would: in the
+  // load generator's process it would take event-loop turns from the load.
+  const consumer = fork(__filename, ['--consumer', exchange], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  await new Promise((resolve) => consumer.once('message', resolve));
 
   const referencePort = await freePort();
   const reference = spawn(process.execPath, [__filename, '--reference', String(referencePort), `${PG}/${referenceDb}`], {
@@ -327,6 +348,12 @@ async function main(): Promise<void> {
     await closedLoop(service.port, warmUp, 3);
     await closedLoop(referencePort, warmUp, 3);
 
+    // Latency at a fixed rate, twice: on the warmed-up service (steady), and again after the
+    // saturating rounds below, while the database still works off their aftermath (autovacuum
+    // of the rows they added, the checkpoint their WAL triggers).
+    await new Promise((r) => setTimeout(r, 2000));
+    const steady = await latencyPhase(service, serviceUrl, `${suffix}steady`);
+
     const serviceRps: number[] = [];
     const referenceRps: number[] = [];
     let non2xx = 0;
@@ -351,12 +378,13 @@ async function main(): Promise<void> {
       dupReference.push((await closedLoop(referencePort, recorded, Math.max(3, SECONDS / 2))).rps);
     }
 
-    // Open loop at a fixed rate, on fresh notifications, then the outbox lag of what it produced.
     await new Promise((r) => setTimeout(r, 2000));
-    const since = new Date();
-    const open = await openLoop(service.port, workload(RATE * SECONDS, `${suffix}open`), RATE, SECONDS);
-    const lag = await commitToConfirmLag(serviceUrl, since);
+    const afterBursts = await latencyPhase(service, serviceUrl, `${suffix}after`);
     const rss = peakRssMb(service.child.pid as number);
+    const consumed = await new Promise<number>((resolve) => {
+      consumer.once('message', (count) => resolve(Number(count)));
+      consumer.send('count');
+    });
     await stop(service.child);
 
     const figures = {
@@ -377,8 +405,9 @@ async function main(): Promise<void> {
         referenceMedian: Math.round(median(dupReference)),
         ratio: Number((median(dupService) / median(dupReference)).toFixed(2)),
       },
-      openLoop: { rate: RATE, sent: open.sent, failures: open.failures, p50Ms: round2(open.p50), p99Ms: round2(open.p99), maxMs: round2(open.max) },
-      commitToConfirm: { events: lag.events, p50Ms: round2(lag.p50), p99Ms: round2(lag.p99) },
+      openLoop: openLoopFigures(steady.open),
+      commitToConfirm: lagFigures(steady.lag),
+      afterBursts: { openLoop: openLoopFigures(afterBursts.open), commitToConfirm: lagFigures(afterBursts.lag) },
       eventsConsumed: consumed,
       peakRssMb: Math.round(rss),
       readyMs: { median: median(readyTimes), runs: readyTimes },
@@ -387,8 +416,8 @@ async function main(): Promise<void> {
     const rows: Array<[string, string, string]> = [
       ['closed-loop throughput, 32 conns (median)', `${figures.throughput.serviceMedian}/s`, `reference ${figures.throughput.referenceMedian}/s, ratio ${figures.throughput.ratio}`],
       ['duplicates-only throughput (median)', `${figures.duplicatesOnly.serviceMedian}/s`, `reference ${figures.duplicatesOnly.referenceMedian}/s, ratio ${figures.duplicatesOnly.ratio}`],
-      [`open loop ${RATE}/s latency p50 / p99 / max`, `${figures.openLoop.p50Ms} / ${figures.openLoop.p99Ms} / ${figures.openLoop.maxMs} ms`, `${open.failures} non-200 of ${open.sent}`],
-      ['commit-to-confirm lag p50 / p99', `${figures.commitToConfirm.p50Ms} / ${figures.commitToConfirm.p99Ms} ms`, `${lag.events} events`],
+      ...latencyRows('steady', figures.openLoop, figures.commitToConfirm),
+      ...latencyRows('after the bursts', figures.afterBursts.openLoop, figures.afterBursts.commitToConfirm),
       ['peak RSS of the service', `${figures.peakRssMb} MB`, ''],
       ['start to ready (migrations applied)', `${figures.readyMs.median} ms`, `runs ${readyTimes.join(', ')} ms`],
     ];
@@ -404,7 +433,8 @@ async function main(): Promise<void> {
     process.stdout.write(`${JSON.stringify(figures)}\n`);
   } finally {
     await stop(reference);
-    await broker.close().catch(() => undefined);
+    consumer.disconnect();
+    await new Promise((resolve) => (consumer.exitCode === null ? consumer.once('exit', resolve) : resolve(undefined)));
     const cleanup = await amqp.connect(AMQP);
     await (await cleanup.createChannel()).deleteExchange(exchange).catch(() => undefined);
     await cleanup.close();
@@ -417,8 +447,32 @@ function round2(value: number): number {
   return Math.round(value * 100) / 100;
 }
 
+type OpenLoopResult = Awaited<ReturnType<typeof openLoop>>;
+type LagResult = Awaited<ReturnType<typeof commitToConfirmLag>>;
+
+function openLoopFigures(open: OpenLoopResult) {
+  return { rate: RATE, sent: open.sent, failures: open.failures, p50Ms: round2(open.p50), p99Ms: round2(open.p99), maxMs: round2(open.max) };
+}
+
+function lagFigures(lag: LagResult) {
+  return { events: lag.events, p50Ms: round2(lag.p50), p99Ms: round2(lag.p99) };
+}
+
+function latencyRows(
+  phase: string,
+  open: ReturnType<typeof openLoopFigures>,
+  lag: ReturnType<typeof lagFigures>,
+): Array<[string, string, string]> {
+  return [
+    [`open loop ${RATE}/s, ${phase}: p50 / p99 / max`, `${open.p50Ms} / ${open.p99Ms} / ${open.maxMs} ms`, `${open.failures} non-200 of ${open.sent}`],
+    [`commit-to-confirm lag, ${phase}: p50 / p99`, `${lag.p50Ms} / ${lag.p99Ms} ms`, `${lag.events} events`],
+  ];
+}
+
 if (process.argv[2] === '--reference') {
   void runReference(Number(process.argv[3]), process.argv[4] as string);
+} else if (process.argv[2] === '--consumer') {
+  void runConsumer(process.argv[3] as string);
 } else {
   main().catch((error: unknown) => {
     process.stderr.write(`benchmark failed: ${(error as Error).stack ?? String(error)}\n`);
