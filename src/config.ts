@@ -14,6 +14,8 @@ export interface Config {
   databasePoolMax: number;
   /** Longest a request waits for the database (pool slot or statement) before answering 503. */
   databaseTimeoutMs: number;
+  /** Send a batch's statements without waiting for each answer (pg's pipeline mode). */
+  databasePipeline: boolean;
   migrateOnStart: boolean;
   secondKeys: SecondKey[];
   sourceAllowlist: SourceAllowlist;
@@ -77,6 +79,7 @@ const schema = z.object({
     .refine((v) => /^postgres(ql)?:\/\/[^/]+\/[^/?]+/.test(v), 'must be postgres://user@host:port/database'),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   DATABASE_TIMEOUT: duration.default(3000).pipe(z.number().min(100).max(60_000)),
+  DATABASE_PIPELINE: boolean.default(true),
   MIGRATE_ON_START: boolean.default(true),
   SECOND_KEYS: z
     .string()
@@ -171,6 +174,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, { receiving = true }: { recei
     databaseUrl: c.DATABASE_URL,
     databasePoolMax: c.DATABASE_POOL_MAX,
     databaseTimeoutMs: c.DATABASE_TIMEOUT,
+    databasePipeline: c.DATABASE_PIPELINE,
     migrateOnStart: c.MIGRATE_ON_START,
     secondKeys: c.SECOND_KEYS,
     sourceAllowlist: c.ALLOWED_SOURCE_IPS,

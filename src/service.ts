@@ -48,7 +48,7 @@ export async function startService(config: Config, logger: Logger = createLogger
   if (config.sourceAllowlist.any) logger.warn('ALLOWED_SOURCE_IPS=any: the source address check is disabled');
 
   const pool = createPool(
-    { url: config.databaseUrl, poolMax: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs, keyLookupsOnly: true, pipelined: true },
+    { url: config.databaseUrl, poolMax: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs, keyLookupsOnly: true, pipelined: config.databasePipeline },
     logger,
   );
   const db = createDb(pool);
@@ -60,6 +60,7 @@ export async function startService(config: Config, logger: Logger = createLogger
         amqpUrl: config.amqpUrl,
         exchange: config.amqpExchange,
         retentionMs: config.outboxRetentionMs,
+        pipelined: config.databasePipeline,
         metrics,
         logger: logger.child({ component: 'relay' }),
       })

@@ -28,6 +28,7 @@ async function main(): Promise<void> {
     amqpUrl: config.amqpUrl,
     exchange: config.amqpExchange,
     retentionMs: config.outboxRetentionMs,
+    pipelined: config.databasePipeline,
     metrics,
     logger,
   });

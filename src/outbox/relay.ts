@@ -19,6 +19,8 @@ export interface RelayOptions {
   maxBackoffMs?: number;
   /** Wait after a batch that was not full, to gather the events committed meanwhile. */
   lingerMs?: number;
+  /** Send BEGIN with the claim and the marks with COMMIT (pg's pipeline mode; default true). */
+  pipelined?: boolean;
 }
 
 /** Only one relay publishes at a time, across every replica: per-order order needs one writer. */
@@ -163,7 +165,7 @@ export class OutboxRelay {
       connectionString: this.options.databaseUrl,
       keepAlive: true,
       application_name: 'payment-notification-receiver:relay',
-      pipeline: true,
+      pipeline: this.options.pipelined ?? true,
       connectionTimeoutMillis: 5000,
       statement_timeout: 30_000,
       // Marking events published need not wait for the WAL flush: a mark lost in a database crash
@@ -210,7 +212,7 @@ export class OutboxRelay {
   private async publishBatch(): Promise<number> {
     const client = this.client as pg.Client;
     this.wakePending = false;
-    // The connection is pipelined: BEGIN leaves with the claim, and the marks with COMMIT.
+    // On a pipelined connection BEGIN leaves with the claim, and the marks with COMMIT.
     const begun = client.query('BEGIN');
     try {
       const [, { rows }] = await Promise.all([begun, client.query<ClaimedEvent>(CLAIM, [this.batchSize])]);

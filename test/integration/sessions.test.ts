@@ -1,17 +1,25 @@
-import { pgSessions } from '../../src/recording/database';
+import type pg from 'pg';
+import { createPool, pgSessions } from '../../src/recording/database';
+import { createLogger } from '../../src/observability/logger';
 import { statement } from '../../src/recording/sqlSession';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 
-// The recorder's transactions on the service's own (pipelined) pool: BEGIN leaves with the first
-// statements, the last statement with COMMIT. Whatever fails, nothing may be taken for committed.
+// The recorder's transactions, on a pipelined pool (the service's own, the default: BEGIN leaves
+// with the first statements, the last statement with COMMIT) and on one that sends a statement at a
+// time (DATABASE_PIPELINE=false). Whatever fails, nothing may be taken for committed.
 
 let svc: TestService;
+let unpipelined: pg.Pool;
 beforeAll(async () => {
   svc = await startTestService({ env: { RELAY_ENABLED: 'false' } });
+  unpipelined = createPool({ url: svc.database.url, poolMax: 3, timeoutMs: 3000, pipelined: false }, createLogger('silent'));
   await query(svc.database.url, 'CREATE TABLE pipeline_probe (id integer PRIMARY KEY)');
 });
-afterAll(() => svc.stop());
+afterAll(async () => {
+  await unpipelined.end();
+  await svc.stop();
+});
 beforeEach(() => query(svc.database.url, 'TRUNCATE pipeline_probe'));
 
 const insert = (id: number) => statement('probe_insert')`INSERT INTO pipeline_probe (id) VALUES (${id}::int)`;
@@ -19,9 +27,12 @@ const count = () => statement('probe_count')`SELECT count(*)::int AS n FROM pipe
 const stored = async (): Promise<number[]> =>
   (await query<{ id: number }>(svc.database.url, 'SELECT id FROM pipeline_probe ORDER BY id')).map((r) => r.id);
 
-describe('recorder sessions on a pipelined pool', () => {
+describe.each([
+  ['a pipelined pool', () => svc.service.pool],
+  ['a pool without pipelining', () => unpipelined],
+])('recorder sessions on %s', (_, poolOf) => {
   it('When statements are issued together, then they run in order and the last one commits with everything before it', async () => {
-    const sessions = pgSessions(svc.service.pool);
+    const sessions = pgSessions(poolOf());
     const seen = await sessions.transaction(async (session) => {
       const [, , rows] = await Promise.all([session.run(insert(1)), session.run(insert(2)), session.run<{ n: number }>(count())]);
       await session.runAndCommit(insert(3));
@@ -32,7 +43,7 @@ describe('recorder sessions on a pipelined pool', () => {
   });
 
   it('When the statement sent with COMMIT fails, then the caller gets its error and nothing of the transaction is stored', async () => {
-    const sessions = pgSessions(svc.service.pool);
+    const sessions = pgSessions(poolOf());
     await expect(
       sessions.transaction(async (session) => {
         await session.run(insert(1));
@@ -43,7 +54,7 @@ describe('recorder sessions on a pipelined pool', () => {
   });
 
   it('When work swallows a failed statement, then the COMMIT that Postgres turns into a rollback is reported as a failure', async () => {
-    const sessions = pgSessions(svc.service.pool);
+    const sessions = pgSessions(poolOf());
     await expect(
       sessions.transaction(async (session) => {
         await session.run(insert(1));
@@ -55,8 +66,8 @@ describe('recorder sessions on a pipelined pool', () => {
   });
 
   it('When a transaction failed, then the connections it used serve the next transactions normally', async () => {
-    const sessions = pgSessions(svc.service.pool);
-    const max = svc.service.pool.options.max;
+    const sessions = pgSessions(poolOf());
+    const max = poolOf().options.max;
     await Promise.all(
       Array.from({ length: max }, (_, i) =>
         sessions.transaction((session) => session.runAndCommit(insert(100 + (i % 2)))).catch(() => undefined),
@@ -67,7 +78,7 @@ describe('recorder sessions on a pipelined pool', () => {
   });
 
   it('When work runs outside a transaction, then each statement commits on its own', async () => {
-    const sessions = pgSessions(svc.service.pool);
+    const sessions = pgSessions(poolOf());
     await expect(
       sessions.single(async (session) => {
         await session.run(insert(1));
@@ -76,4 +87,15 @@ describe('recorder sessions on a pipelined pool', () => {
     ).rejects.toMatchObject({ code: '23505' });
     expect(await stored()).toEqual([1]);
   });
+});
+
+it('When DATABASE_PIPELINE is left at its default, then the service pool sends statements pipelined, and the other pool does not', async () => {
+  for (const [pool, expected] of [
+    [svc.service.pool, true],
+    [unpipelined, false],
+  ] as const) {
+    const client = await pool.connect();
+    expect(client.pipeline).toBe(expected);
+    client.release();
+  }
 });

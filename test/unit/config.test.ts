@@ -18,6 +18,7 @@ describe('loadConfig', () => {
       adminPort: 9090,
       databaseUrl: 'postgres://postgres@127.0.0.1:5432/notifications',
       migrateOnStart: true,
+      databasePipeline: true,
       trustProxy: false,
       notifyBasicAuth: null,
       bodyLimitBytes: 1024 * 1024,
@@ -47,6 +48,11 @@ describe('loadConfig', () => {
       ['ALLOWED_SOURCE_IPS', 'BODY_LIMIT', 'LOG_LEVEL', 'MIGRATE_ON_START', 'NOTIFY_BASIC_AUTH', 'OUTBOX_RETENTION', 'PORT', 'SECOND_KEYS', 'TRUST_PROXY'].sort(),
     );
     expect(problems.join('\n')).not.toMatch(/topsecret|nopassword/);
+  });
+
+  it('When DATABASE_PIPELINE is false, then the service sends one statement at a time', () => {
+    expect(loadConfig({ SECOND_KEYS: '1:k', DATABASE_PIPELINE: 'false' }).databasePipeline).toBe(false);
+    expect(problemsOf({ SECOND_KEYS: '1:k', DATABASE_PIPELINE: 'sometimes' }).map((p) => p.split(':')[0])).toEqual(['DATABASE_PIPELINE']);
   });
 
   it('When SECOND_KEYS is missing, then the service refuses to start', () => {
