@@ -133,8 +133,10 @@ export interface TransactionSession extends SqlSession {
   /**
    * Sends the statement and COMMIT together (one round trip on a pipelined connection) and
    * resolves once both succeeded; the transaction is over then, and nothing else may run in it.
+   * Both fail after `timeoutMs` without an answer (the connection is then given up, and whether
+   * the COMMIT took effect is unknown).
    */
-  runAndCommit<Row>(statement: Statement): Promise<Row[]>;
+  runAndCommit<Row>(statement: Statement, timeoutMs?: number): Promise<Row[]>;
 }
 
 /**
@@ -144,7 +146,8 @@ export interface TransactionSession extends SqlSession {
  */
 export interface SessionRunner {
   transaction<T>(work: (session: TransactionSession) => Promise<T>): Promise<T>;
-  single<T>(work: (session: SqlSession) => Promise<T>): Promise<T>;
+  /** `timeoutMs`: the client-side limit of each statement (default: the pool's query timeout). */
+  single<T>(work: (session: SqlSession) => Promise<T>, timeoutMs?: number): Promise<T>;
 }
 
 export function pgSessions(pool: pg.Pool): SessionRunner {
@@ -164,16 +167,16 @@ export function pgSessions(pool: pg.Pool): SessionRunner {
     }
   };
   return {
-    single: (work) => withClient((client) => work(pgSession(client))),
+    single: (work, timeoutMs) => withClient((client) => work(pgSession(client, timeoutMs))),
     transaction: (work) =>
       withClient(
         async (client) => {
           const session = pgSession(client);
           let committed = false;
-          const commit = async (): Promise<void> => {
+          const commit = async (timeoutMs?: number): Promise<void> => {
             committed = true;
             // An earlier failure turns COMMIT into a rollback without an error: never take that for a commit.
-            const { command } = await client.query('COMMIT');
+            const { command } = await client.query({ text: 'COMMIT', ...(timeoutMs === undefined ? {} : { query_timeout: timeoutMs }) });
             if (command !== 'COMMIT') throw new Error(`transaction ended with ${command}, not COMMIT`);
           };
           // BEGIN leaves with the work's first statements instead of taking a round trip of its own.
@@ -181,7 +184,8 @@ export function pgSessions(pool: pg.Pool): SessionRunner {
             client.query('BEGIN'),
             work({
               run: session.run,
-              runAndCommit: async <Row>(statement: Statement): Promise<Row[]> => (await Promise.all([session.run<Row>(statement), commit()]))[0],
+              runAndCommit: async <Row>(statement: Statement, timeoutMs?: number): Promise<Row[]> =>
+                (await Promise.all([pgSession(client, timeoutMs).run<Row>(statement), commit(timeoutMs)]))[0],
             }),
           ]);
           if (!committed) await commit();

@@ -20,9 +20,10 @@ export interface GroupCommitOptions {
   /** Longest a notification waits for its transaction to start before it is refused. */
   maxWaitMs: number;
   /**
-   * When the caller gets its answer at the latest. A notification whose transaction has not
-   * reached COMMIT by then is refused and its batch rolled back and run again without it, so a
-   * refusal never comes with a write; one whose COMMIT is on its way waits for the outcome.
+   * When the caller gets its answer. A notification whose transaction has not reached COMMIT by
+   * then is refused and its batch rolled back and run again without it, so such a refusal never
+   * comes with a write; one whose COMMIT is on its way waits for the outcome, COMMIT_GRACE_MS more
+   * at most (past that the answer is 503 and the COMMIT's outcome unknown).
    */
   answerWithinMs: number;
   /** Committed notifications remembered for the duplicate fast path (default 50,000; 0 turns it off). */
@@ -62,6 +63,13 @@ interface Pending {
 
 /** How often the deadlines are checked; a refusal comes at most this much after its deadline. */
 const DEADLINE_SWEEP_MS = 50;
+
+/**
+ * How much longer than its answer time a notification may wait for a COMMIT already sent. Past
+ * that the statement fails, its connection is given up and the answer is 503; whether that COMMIT
+ * took effect is then unknown (the sender's retry finds it recorded, or records it).
+ */
+const COMMIT_GRACE_MS = 500;
 
 /**
  * Group commit: notifications that arrive while transactions are busy wait in a queue, and the next
@@ -187,7 +195,8 @@ export class GroupCommitStore implements NotificationStore {
     if (knownIds.every((id) => id !== undefined) && !batch.some(late)) {
       // One statement, its own transaction: once sent it may commit, so it counts as committing.
       for (const p of batch) p.state = 'committing';
-      return (await this.sessions.single((session) => recordBatchIn(session, this.context, items, knownIds))).results;
+      const timeoutMs = this.commitTimeout(batch);
+      return (await this.sessions.single((session) => recordBatchIn(session, this.context, items, knownIds), timeoutMs)).results;
     }
     for (const p of batch) p.state = 'running';
     const recorded = await this.sessions.transaction(async (session) => {
@@ -196,11 +205,17 @@ export class GroupCommitStore implements NotificationStore {
       if (batch.some((p) => p.state === 'abandoned')) throw new BatchAbandoned();
       for (const p of batch) p.state = 'committing';
       // The write and COMMIT leave together: once sent, the batch may commit.
-      const [written] = await session.runAndCommit<WrittenRow>(prepared.write);
+      const [written] = await session.runAndCommit<WrittenRow>(prepared.write, this.commitTimeout(batch));
       return prepared.finish(written);
     });
     this.known.remember(recorded.records);
     return recorded.results;
+  }
+
+  /** Time left for a batch's committing statements: its oldest member's answer time, plus the grace. */
+  private commitTimeout(batch: readonly Pending[]): number {
+    const oldest = Math.min(...batch.map((p) => p.since));
+    return Math.max(0, this.options.answerWithinMs - (performance.now() - oldest)) + COMMIT_GRACE_MS;
   }
 
   private async run(batch: Pending[]): Promise<void> {

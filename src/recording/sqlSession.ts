@@ -28,10 +28,15 @@ export interface SqlSession {
   run<Row>(statement: Statement): Promise<Row[]>;
 }
 
-export function pgSession(client: pg.PoolClient | pg.Client): SqlSession {
+/**
+ * Statements on a raw pg client, prepared by name. `timeoutMs` replaces the pool's client-side
+ * query timeout for them: past it the statement fails and its connection is given up.
+ */
+export function pgSession(client: pg.PoolClient | pg.Client, timeoutMs?: number): SqlSession {
+  const timeout = timeoutMs === undefined ? {} : { query_timeout: timeoutMs };
   return {
     async run<Row>(s: Statement): Promise<Row[]> {
-      return (await client.query({ name: s.name, text: s.text, values: s.values })).rows as Row[];
+      return (await client.query({ name: s.name, text: s.text, values: s.values, ...timeout })).rows as Row[];
     },
   };
 }

@@ -129,4 +129,28 @@ describe('group commit deadlines', () => {
     const rows = await query<{ subject_id: string }>(svc.database.url, 'SELECT subject_id FROM notifications WHERE subject_id = ANY($1)', [[orderId, other]]);
     expect(rows.map((r) => r.subject_id)).toEqual([other]);
   });
+
+  it('When a batch sent its COMMIT but the database does not answer, then the answer still comes by the answer time plus half a second', async () => {
+    // The write waits on a row lock (another transaction holds the order's projection row), so the
+    // write and the COMMIT sent with it go unanswered, as in a network partition.
+    const orderId = uniqueId('HUNG');
+    const store = new GroupCommitStore(pgSessions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 300 });
+    await store.record(delivery(`${orderId}-p`), order(orderId, 'PENDING'));
+    const blocker = await svc.service.pool.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('SELECT 1 FROM orders WHERE order_id = $1 FOR UPDATE', [orderId]);
+      const started = performance.now();
+      await expect(store.record(delivery(`${orderId}-c`), order(orderId, 'COMPLETED'))).rejects.toThrow(/timeout/i);
+      const waited = performance.now() - started;
+      expect(waited).toBeGreaterThanOrEqual(700);
+      expect(waited).toBeLessThan(1_500);
+    } finally {
+      await blocker.query('ROLLBACK');
+      blocker.release();
+    }
+    // The store goes on with fresh connections.
+    const next = uniqueId('AFTER');
+    await expect(store.record(delivery(next), order(next, 'PENDING'))).resolves.toMatchObject({ outcome: 'accepted' });
+  });
 });

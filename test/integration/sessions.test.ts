@@ -77,6 +77,19 @@ describe.each([
     expect((await stored()).filter((id) => id < 100)).toEqual(Array.from({ length: max }, (_, i) => i + 1));
   });
 
+  it('When the statement sent with COMMIT does not answer within its time, then the caller gets a timeout then, and the connection is given up', async () => {
+    const sessions = pgSessions(poolOf());
+    const slow = statement('probe_slow')`SELECT pg_sleep(${1.5}::float8)`;
+    const started = performance.now();
+    await expect(sessions.transaction((session) => session.runAndCommit(slow, 200))).rejects.toThrow(/timeout/i);
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(190);
+    expect(waited).toBeLessThan(1_200);
+    // The pool replaced the given-up connection: the next transactions run normally.
+    await sessions.transaction((session) => session.runAndCommit(insert(7)));
+    expect(await stored()).toEqual([7]);
+  });
+
   it('When work runs outside a transaction, then each statement commits on its own', async () => {
     const sessions = pgSessions(poolOf());
     await expect(
