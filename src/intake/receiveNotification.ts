@@ -117,7 +117,8 @@ export function receiveNotification(options: HandlerOptions): PublicHandler {
       try {
         // The answer waits for the real outcome, and it comes in bounded time: a notification still
         // queued or mid-batch when its answer time passes is refused by the recorder (never
-        // written), and a COMMIT on its way is bounded by the client-side query timeout.
+        // written), and a COMMIT on its way is waited for half a second past it at most (then 503,
+        // its outcome unknown: the sender's retry finds it recorded or records it).
         result = await (parsed.ok ? store.record(delivery, parsed.notification) : store.quarantine(delivery, parsed.reason, parsed.detail));
       } catch (error) {
         if (error instanceof RecorderOverloaded) {

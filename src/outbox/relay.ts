@@ -244,13 +244,13 @@ export class OutboxRelay {
       // Per-event backoff: 1 s doubling to 5 min; the order's later events wait behind it.
       marks.push(
         client.query(
-        `UPDATE outbox_events AS o
-            SET attempts = o.attempts + 1,
-                next_attempt_at = now() + least(interval '1 second' * power(2, o.attempts), interval '5 minutes'),
-                last_error = f.error
-           FROM unnest($1::uuid[], $2::text[]) AS f(id, error)
-          WHERE o.id = f.id`,
-        [failed.map((r) => r.id), failed.map((r) => `${r.reason}: ${r.error}`)],
+          `UPDATE outbox_events AS o
+              SET attempts = o.attempts + 1,
+                  next_attempt_at = now() + least(interval '1 second' * power(2, o.attempts), interval '5 minutes'),
+                  last_error = f.error
+             FROM unnest($1::uuid[], $2::text[]) AS f(id, error)
+            WHERE o.id = f.id`,
+          [failed.map((r) => r.id), failed.map((r) => `${r.reason}: ${r.error}`)],
         ),
       );
     }

@@ -167,7 +167,7 @@ export class GroupCommitStore implements NotificationStore {
    */
   private abandonLate(batch: readonly Pending[], now: number): void {
     for (const pending of batch) {
-      if (pending.state === 'running' && now - pending.since >= this.options.answerWithinMs) {
+      if (pending.state === 'running' && this.timeLeft(pending, now) <= 0) {
         pending.state = 'abandoned';
         pending.reject(new RecorderOverloaded(`no commit within ${this.options.answerWithinMs} ms`));
       }
@@ -190,9 +190,8 @@ export class GroupCommitStore implements NotificationStore {
   private async commit(batch: Pending[]): Promise<RecordResult[]> {
     const items = batch.map((p) => p.item);
     const knownIds = items.map((i) => this.known.idOf(meaningOf(i.notification), i.delivery.bodySha256));
-    const late = (p: Pending): boolean => performance.now() - p.since >= this.options.answerWithinMs;
     // A member already past its answer time takes the transactional path, which refuses it before COMMIT.
-    if (knownIds.every((id) => id !== undefined) && !batch.some(late)) {
+    if (knownIds.every((id) => id !== undefined) && !batch.some((p) => this.timeLeft(p) <= 0)) {
       // One statement, its own transaction: once sent it may commit, so it counts as committing.
       for (const p of batch) p.state = 'committing';
       const timeoutMs = this.commitTimeout(batch);
@@ -212,10 +211,15 @@ export class GroupCommitStore implements NotificationStore {
     return recorded.results;
   }
 
+  /** How long until a notification's answer time (negative once it has passed). */
+  private timeLeft(pending: Pending, now = performance.now()): number {
+    return this.options.answerWithinMs - (now - pending.since);
+  }
+
   /** Time left for a batch's committing statements: its oldest member's answer time, plus the grace. */
   private commitTimeout(batch: readonly Pending[]): number {
-    const oldest = Math.min(...batch.map((p) => p.since));
-    return Math.max(0, this.options.answerWithinMs - (performance.now() - oldest)) + COMMIT_GRACE_MS;
+    const now = performance.now();
+    return Math.max(0, Math.min(...batch.map((p) => this.timeLeft(p, now)))) + COMMIT_GRACE_MS;
   }
 
   private async run(batch: Pending[]): Promise<void> {

@@ -102,7 +102,7 @@ describe.each([
   });
 });
 
-it('When DATABASE_PIPELINE is left at its default, then the service pool sends statements pipelined, and the other pool does not', async () => {
+it('When DATABASE_PIPELINE is left at its default, then the service pool is in pipeline mode, and the pool made with pipelined: false is not', async () => {
   for (const [pool, expected] of [
     [svc.service.pool, true],
     [unpipelined, false],
