@@ -36,6 +36,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const RATE = Number(process.env.BENCH_RATE ?? 1000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROOT = path.resolve(__dirname, '..', '..', '..');
+/** Notifications made in advance per second of a closed-loop run: more than either receiver takes here. */
+const AHEAD_PER_SECOND = 10_000;
 
 interface Notification {
   body: string;
@@ -88,13 +90,20 @@ async function runConsumer(exchange: string): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Workload: realistic lifecycles, signed; 20 % of the requests repeat an earlier one.
 
-function workload(count: number, seed: string): Notification[] {
-  const out: Notification[] = [];
+/**
+ * An endless stream of fresh notifications: order lifecycles, each step followed a quarter of the
+ * time by a repeat of an earlier notification (so 20 % of the stream are duplicates, however much
+ * of it a run takes).
+ */
+function workload(seed: string): () => Notification {
+  const sent: Notification[] = [];
+  const ready: Notification[] = [];
   let n = 0;
-  const push = (body: string): void => {
-    out.push({ body, signature: sign(body, KEY) });
+  const push = (notification: Notification): void => {
+    sent.push(notification);
+    ready.push(notification);
   };
-  while (out.length < count) {
+  const nextLifecycle = (): void => {
     const orderId = `B${seed}${(n++).toString(36).toUpperCase()}`;
     const steps = [orderBody({ orderId, status: 'PENDING', paymentId: String(n) })];
     if (n % 5 === 0) steps.push(orderBody({ orderId, status: 'WAITING_FOR_CONFIRMATION', paymentId: String(n) }));
@@ -110,12 +119,38 @@ function workload(count: number, seed: string): Notification[] {
     );
     if (n % 4 === 0) steps.push(refundBody({ orderId, refundId: `R${orderId}`, status: 'FINALIZED' }));
     for (const body of steps) {
-      push(body);
-      if (Math.random() < 0.25 && out.length > 1) out.push(out[Math.floor(Math.random() * out.length)] as Notification);
+      push({ body, signature: sign(body, KEY) });
+      if (Math.random() < 0.25 && sent.length > 1) push(sent[Math.floor(Math.random() * sent.length)] as Notification);
     }
-  }
-  return out.slice(0, count);
+  };
+  let next = 0;
+  return () => {
+    if (next === ready.length) {
+      ready.length = next = 0;
+      nextLifecycle();
+    }
+    return ready[next++] as Notification;
+  };
 }
+
+/** The first `count` notifications of a stream. */
+const take = (stream: () => Notification, count: number): Notification[] => Array.from({ length: count }, stream);
+
+/**
+ * A stream with its first `count` notifications made in advance, so that signing them does not
+ * take the load generator's time during a run (a run that gets further makes the rest as it goes).
+ */
+const madeAhead = (stream: () => Notification, count: number): (() => Notification) => {
+  const made = take(stream, count);
+  let next = 0;
+  return () => (next < made.length ? (made[next++] as Notification) : stream());
+};
+
+/** The same notifications over and over. */
+const cycle = (notifications: readonly Notification[]): (() => Notification) => {
+  let next = 0;
+  return () => notifications[next++ % notifications.length] as Notification;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Processes and helpers.
@@ -209,8 +244,7 @@ const median = (values: number[]): number => {
 const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 
 /** Closed loop: CONNECTIONS connections, each sending its next notification as soon as the last was answered. */
-async function closedLoop(port: number, notifications: Notification[], seconds: number): Promise<{ rps: number; non2xx: number }> {
-  let next = 0;
+async function closedLoop(port: number, nextNotification: () => Notification, seconds: number): Promise<{ rps: number; non2xx: number }> {
   const result = await autocannon({
     url: `http://127.0.0.1:${port}/notifications`,
     connections: CONNECTIONS,
@@ -219,7 +253,7 @@ async function closedLoop(port: number, notifications: Notification[], seconds: 
       {
         method: 'POST',
         setupRequest: (request) => {
-          const n = notifications[next++ % notifications.length] as Notification;
+          const n = nextNotification();
           return {
             ...request,
             method: 'POST',
@@ -284,7 +318,7 @@ async function openLoop(port: number, notifications: Notification[], rate: numbe
 /** Open loop at RATE on fresh notifications, then the commit-to-confirm lag of the events it produced. */
 async function latencyPhase(service: Service, databaseUrl: string, seed: string) {
   const since = new Date();
-  const open = await openLoop(service.port, workload(RATE * SECONDS, seed), RATE, SECONDS);
+  const open = await openLoop(service.port, take(workload(seed), RATE * SECONDS), RATE, SECONDS);
   const until = new Date();
   return { open, lag: await commitToConfirmLag(databaseUrl, since, until) };
 }
@@ -341,12 +375,10 @@ async function main(): Promise<void> {
     const service = await startService(serviceUrl, exchange, process.env.BENCH_PROFILE === '1');
     await waitForPort(referencePort);
 
-    const perSecondGuess = 6000;
     // Both receivers warm up first (JIT compilation, connection pools, caches): the rounds measure
     // processes in their steady state, as a receiver that has been running is.
-    const warmUp = workload(perSecondGuess * 3, `${suffix}warm`);
-    await closedLoop(service.port, warmUp, 3);
-    await closedLoop(referencePort, warmUp, 3);
+    await closedLoop(service.port, madeAhead(workload(`${suffix}warm`), AHEAD_PER_SECOND * 3), 3);
+    await closedLoop(referencePort, madeAhead(workload(`${suffix}warm`), AHEAD_PER_SECOND * 3), 3);
 
     // Latency at a fixed rate, twice: on the warmed-up service (steady), and again after the
     // saturating rounds below, while the database still works off their aftermath (autovacuum
@@ -358,9 +390,9 @@ async function main(): Promise<void> {
     const referenceRps: number[] = [];
     let non2xx = 0;
     for (let round = 0; round < ROUNDS; round++) {
-      const notifications = workload(perSecondGuess * SECONDS, `${suffix}${round}`);
-      const s = await closedLoop(service.port, notifications, SECONDS);
-      const r = await closedLoop(referencePort, notifications, SECONDS);
+      // Each receiver gets its own stream of the same lifecycles: fresh notifications however fast it goes.
+      const s = await closedLoop(service.port, madeAhead(workload(`${suffix}${round}`), AHEAD_PER_SECOND * SECONDS), SECONDS);
+      const r = await closedLoop(referencePort, madeAhead(workload(`${suffix}${round}`), AHEAD_PER_SECOND * SECONDS), SECONDS);
       serviceRps.push(s.rps);
       referenceRps.push(r.rps);
       non2xx += s.non2xx + r.non2xx;
@@ -368,14 +400,14 @@ async function main(): Promise<void> {
     }
 
     // Duplicates only: everything below was recorded already.
-    const recorded = workload(2000, `${suffix}dup`);
-    await closedLoop(service.port, recorded, 2);
-    await closedLoop(referencePort, recorded, 2);
+    const recorded = take(workload(`${suffix}dup`), 2000);
+    await closedLoop(service.port, cycle(recorded), 2);
+    await closedLoop(referencePort, cycle(recorded), 2);
     const dupService: number[] = [];
     const dupReference: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      dupService.push((await closedLoop(service.port, recorded, Math.max(3, SECONDS / 2))).rps);
-      dupReference.push((await closedLoop(referencePort, recorded, Math.max(3, SECONDS / 2))).rps);
+      dupService.push((await closedLoop(service.port, cycle(recorded), Math.max(3, SECONDS / 2))).rps);
+      dupReference.push((await closedLoop(referencePort, cycle(recorded), Math.max(3, SECONDS / 2))).rps);
     }
 
     await new Promise((r) => setTimeout(r, 2000));
