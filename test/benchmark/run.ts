@@ -230,9 +230,29 @@ async function stop(child: ChildProcess): Promise<void> {
   });
 }
 
-function peakRssMb(pid: number): number {
+function memoryMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) / 1024;
+}
+
+/**
+ * Samples the service's resident memory every 100 ms and keeps the highest sample of each phase,
+ * to tell which phase sets the peak (the peak itself is the kernel's VmHWM, which misses nothing).
+ */
+function watchMemory(pid: number) {
+  const highest = new Map<string, number>();
+  let phase = 'warm-up';
+  const timer = setInterval(() => highest.set(phase, Math.max(highest.get(phase) ?? 0, memoryMb(pid, 'VmRSS'))), 100);
+  return {
+    enter(next: string): void {
+      phase = next;
+    },
+    /** The phase whose highest sample was the highest of all. */
+    peakPhase(): string {
+      clearInterval(timer);
+      return [...highest].reduce((top, entry) => (entry[1] > top[1] ? entry : top), ['', 0])[0];
+    },
+  };
 }
 
 const median = (values: number[]): number => {
@@ -373,6 +393,7 @@ async function main(): Promise<void> {
       await stop(s.child);
     }
     const service = await startService(serviceUrl, exchange, process.env.BENCH_PROFILE === '1');
+    const memory = watchMemory(service.child.pid as number);
     await waitForPort(referencePort);
 
     // Both receivers warm up first (JIT compilation, connection pools, caches): the rounds measure
@@ -384,11 +405,13 @@ async function main(): Promise<void> {
     // saturating rounds below, while the database still works off their aftermath (autovacuum
     // of the rows they added, the checkpoint their WAL triggers).
     await new Promise((r) => setTimeout(r, 2000));
+    memory.enter('open loop, steady');
     const steady = await latencyPhase(service, serviceUrl, `${suffix}steady`);
 
     const serviceRps: number[] = [];
     const referenceRps: number[] = [];
     let non2xx = 0;
+    memory.enter('closed loop');
     for (let round = 0; round < ROUNDS; round++) {
       // Each receiver gets its own stream of the same lifecycles: fresh notifications however fast it goes.
       const s = await closedLoop(service.port, madeAhead(workload(`${suffix}${round}`), AHEAD_PER_SECOND * SECONDS), SECONDS);
@@ -400,6 +423,7 @@ async function main(): Promise<void> {
     }
 
     // Duplicates only: everything below was recorded already.
+    memory.enter('duplicates only');
     const recorded = take(workload(`${suffix}dup`), 2000);
     await closedLoop(service.port, cycle(recorded), 2);
     await closedLoop(referencePort, cycle(recorded), 2);
@@ -411,8 +435,10 @@ async function main(): Promise<void> {
     }
 
     await new Promise((r) => setTimeout(r, 2000));
+    memory.enter('open loop, after the bursts');
     const afterBursts = await latencyPhase(service, serviceUrl, `${suffix}after`);
-    const rss = peakRssMb(service.child.pid as number);
+    const rss = memoryMb(service.child.pid as number, 'VmHWM');
+    const rssPhase = memory.peakPhase();
     const consumed = await new Promise<number>((resolve) => {
       consumer.once('message', (count) => resolve(Number(count)));
       consumer.send('count');
@@ -442,6 +468,7 @@ async function main(): Promise<void> {
       afterBursts: { openLoop: openLoopFigures(afterBursts.open), commitToConfirm: lagFigures(afterBursts.lag) },
       eventsConsumed: consumed,
       peakRssMb: Math.round(rss),
+      peakRssPhase: rssPhase,
       readyMs: { median: median(readyTimes), runs: readyTimes },
     };
 
@@ -450,7 +477,7 @@ async function main(): Promise<void> {
       ['duplicates-only throughput (median)', `${figures.duplicatesOnly.serviceMedian}/s`, `reference ${figures.duplicatesOnly.referenceMedian}/s, ratio ${figures.duplicatesOnly.ratio}`],
       ...latencyRows('steady', figures.openLoop, figures.commitToConfirm),
       ...latencyRows('after the bursts', figures.afterBursts.openLoop, figures.afterBursts.commitToConfirm),
-      ['peak RSS of the service', `${figures.peakRssMb} MB`, ''],
+      ['peak RSS of the service', `${figures.peakRssMb} MB`, `highest sampled during: ${rssPhase}`],
       ['start to ready (migrations applied)', `${figures.readyMs.median} ms`, `runs ${readyTimes.join(', ')} ms`],
     ];
     const width = Math.max(...rows.map((r) => r[0].length));
