@@ -16,6 +16,8 @@ export interface Config {
   databaseTimeoutMs: number;
   /** Send a batch's statements without waiting for each answer (pg's pipeline mode). */
   databasePipeline: boolean;
+  /** Recording transactions run at once (each on its own connection; at most DATABASE_POOL_MAX - 1). */
+  databaseWriteLanes: number;
   migrateOnStart: boolean;
   secondKeys: SecondKey[];
   sourceAllowlist: SourceAllowlist;
@@ -80,6 +82,7 @@ const schema = z.object({
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   DATABASE_TIMEOUT: duration.default(3000).pipe(z.number().min(100).max(60_000)),
   DATABASE_PIPELINE: boolean.default(true),
+  DATABASE_WRITE_LANES: z.coerce.number().int().min(1).max(16).default(1),
   MIGRATE_ON_START: boolean.default(true),
   SECOND_KEYS: z
     .string()
@@ -175,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, { receiving = true }: { recei
     databasePoolMax: c.DATABASE_POOL_MAX,
     databaseTimeoutMs: c.DATABASE_TIMEOUT,
     databasePipeline: c.DATABASE_PIPELINE,
+    databaseWriteLanes: c.DATABASE_WRITE_LANES,
     migrateOnStart: c.MIGRATE_ON_START,
     secondKeys: c.SECOND_KEYS,
     sourceAllowlist: c.ALLOWED_SOURCE_IPS,

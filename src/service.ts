@@ -74,10 +74,10 @@ export async function startService(config: Config, logger: Logger = createLogger
     { eventSource: config.eventSource },
     {
       maxBatchSize: 64,
-      // Two lanes: one commits while the other runs its statements; more only splits a burst into
-      // more, smaller commits on a small machine (docs/PERFORMANCE.md). One connection stays free
-      // for readiness and the admin API.
-      lanes: Math.min(2, Math.max(1, config.databasePoolMax - 1)),
+      // One lane by default: what arrives while its transaction runs shares the next one. More
+      // lanes split the same traffic into more, smaller transactions (docs/PERFORMANCE.md). One
+      // connection stays free for readiness and the admin API.
+      lanes: Math.min(config.databaseWriteLanes, Math.max(1, config.databasePoolMax - 1)),
       maxQueued: 2000,
       maxWaitMs: config.databaseTimeoutMs,
       answerWithinMs: config.databaseTimeoutMs + 1000,

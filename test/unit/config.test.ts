@@ -19,6 +19,7 @@ describe('loadConfig', () => {
       databaseUrl: 'postgres://postgres@127.0.0.1:5432/notifications',
       migrateOnStart: true,
       databasePipeline: true,
+      databaseWriteLanes: 1,
       trustProxy: false,
       notifyBasicAuth: null,
       bodyLimitBytes: 1024 * 1024,
@@ -48,6 +49,13 @@ describe('loadConfig', () => {
       ['ALLOWED_SOURCE_IPS', 'BODY_LIMIT', 'LOG_LEVEL', 'MIGRATE_ON_START', 'NOTIFY_BASIC_AUTH', 'OUTBOX_RETENTION', 'PORT', 'SECOND_KEYS', 'TRUST_PROXY'].sort(),
     );
     expect(problems.join('\n')).not.toMatch(/topsecret|nopassword/);
+  });
+
+  it('When DATABASE_WRITE_LANES is set, then it is read as a count from 1 to 16', () => {
+    expect(loadConfig({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: '2' }).databaseWriteLanes).toBe(2);
+    for (const bad of ['0', '17', 'two', '1.5']) {
+      expect(problemsOf({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: bad }).map((p) => p.split(':')[0])).toEqual(['DATABASE_WRITE_LANES']);
+    }
   });
 
   it('When DATABASE_PIPELINE is false, then the service sends one statement at a time', () => {
