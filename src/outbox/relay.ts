@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
+import { commitTransaction } from '../recording/database';
 import { BrokerChannel, type PublishResult } from './brokerChannel';
 import { OUTBOX_CHANNEL } from './notifyChannel';
 
@@ -19,7 +20,7 @@ export interface RelayOptions {
   maxBackoffMs?: number;
   /** Wait after a batch that was not full, to gather the events committed meanwhile. */
   lingerMs?: number;
-  /** Send BEGIN with the claim and the marks with COMMIT (pg's pipeline mode; default true). */
+  /** Send BEGIN with the claim and the marks with COMMIT (pg's pipeline mode; default false, as createPool's). */
   pipelined?: boolean;
 }
 
@@ -165,7 +166,7 @@ export class OutboxRelay {
       connectionString: this.options.databaseUrl,
       keepAlive: true,
       application_name: 'payment-notification-receiver:relay',
-      pipeline: this.options.pipelined ?? true,
+      pipeline: this.options.pipelined ?? false,
       connectionTimeoutMillis: 5000,
       statement_timeout: 30_000,
       // Marking events published need not wait for the WAL flush: a mark lost in a database crash
@@ -217,7 +218,7 @@ export class OutboxRelay {
     try {
       const [, { rows }] = await Promise.all([begun, client.query<ClaimedEvent>(CLAIM, [this.batchSize])]);
       const marks = rows.length > 0 ? await this.publishAndMark(client, rows) : [];
-      await Promise.all([...marks, client.query('COMMIT')]);
+      await Promise.all([...marks, commitTransaction(client)]);
       return rows.length;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);

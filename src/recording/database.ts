@@ -128,6 +128,15 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return /Connection terminated|timeout|connection error|Connection refused|pool after calling end/i.test(error.message);
 }
 
+/**
+ * Sends COMMIT and resolves only if the transaction committed: after a failed statement Postgres
+ * answers COMMIT with a rollback, without an error, and that must never be taken for a commit.
+ */
+export async function commitTransaction(client: pg.ClientBase, timeoutMs?: number): Promise<void> {
+  const { command } = await client.query({ text: 'COMMIT', ...(timeoutMs === undefined ? {} : { query_timeout: timeoutMs }) });
+  if (command !== 'COMMIT') throw new Error(`transaction ended with ${command}, not COMMIT`);
+}
+
 /** A transaction's session that can end the transaction with its last statement. */
 export interface TransactionSession extends SqlSession {
   /**
@@ -173,11 +182,9 @@ export function pgSessions(pool: pg.Pool): SessionRunner {
         async (client) => {
           const session = pgSession(client);
           let committed = false;
-          const commit = async (timeoutMs?: number): Promise<void> => {
+          const commit = (timeoutMs?: number): Promise<void> => {
             committed = true;
-            // An earlier failure turns COMMIT into a rollback without an error: never take that for a commit.
-            const { command } = await client.query({ text: 'COMMIT', ...(timeoutMs === undefined ? {} : { query_timeout: timeoutMs }) });
-            if (command !== 'COMMIT') throw new Error(`transaction ended with ${command}, not COMMIT`);
+            return commitTransaction(client, timeoutMs);
           };
           // BEGIN leaves with the work's first statements instead of taking a round trip of its own.
           const [, result] = await Promise.all([

@@ -58,7 +58,7 @@ describe('loadConfig', () => {
     }
   });
 
-  it('When DATABASE_PIPELINE is false, then the service sends one statement at a time', () => {
+  it('When DATABASE_PIPELINE is false, then the configuration turns pipelining off, and a value that is not a boolean is refused', () => {
     expect(loadConfig({ SECOND_KEYS: '1:k', DATABASE_PIPELINE: 'false' }).databasePipeline).toBe(false);
     expect(problemsOf({ SECOND_KEYS: '1:k', DATABASE_PIPELINE: 'sometimes' }).map((p) => p.split(':')[0])).toEqual(['DATABASE_PIPELINE']);
   });
