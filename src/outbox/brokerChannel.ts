@@ -36,16 +36,18 @@ export class BrokerChannel {
   async open(): Promise<void> {
     if (this.channel) return;
     const connection = await amqp.connect(this.url, { clientProperties: { connection_name: 'payment-notification-receiver:relay' } });
+    // Listen for errors at once: a connection that breaks while the channel is being set up emits
+    // 'error', and an 'error' without a listener would end the process.
+    connection.on('error', (error: Error) => this.logger.warn({ err: { message: error.message } }, 'broker connection error'));
     try {
       const channel = await connection.createConfirmChannel();
+      channel.on('error', (error: Error) => this.logger.warn({ err: { message: error.message } }, 'broker channel error'));
       await channel.assertExchange(this.exchange, 'topic', { durable: true });
       channel.on('return', (message: Message) => {
         const id = message.properties.messageId as string | undefined;
         if (id) this.returned.add(id);
       });
-      channel.on('error', (error: Error) => this.logger.warn({ err: { message: error.message } }, 'broker channel error'));
       channel.on('close', () => this.dropped());
-      connection.on('error', (error: Error) => this.logger.warn({ err: { message: error.message } }, 'broker connection error'));
       connection.on('close', () => this.dropped());
       this.connection = connection;
       this.channel = channel;
