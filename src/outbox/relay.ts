@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import { commitTransaction } from '../recording/database';
+import { queriesInOrder, type QuerySender } from '../recording/sqlSession';
 import { BrokerChannel, type PublishResult } from './brokerChannel';
 import { OUTBOX_CHANNEL } from './notifyChannel';
 
@@ -214,20 +215,21 @@ export class OutboxRelay {
     const client = this.client as pg.Client;
     this.wakePending = false;
     // On a pipelined connection BEGIN leaves with the claim, and the marks with COMMIT.
-    const begun = client.query('BEGIN');
+    const send = queriesInOrder(client);
+    const begun = send('BEGIN');
     try {
-      const [, { rows }] = await Promise.all([begun, client.query<ClaimedEvent>(CLAIM, [this.batchSize])]);
-      const marks = rows.length > 0 ? await this.publishAndMark(client, rows) : [];
-      await Promise.all([...marks, commitTransaction(client)]);
+      const [, { rows }] = await Promise.all([begun, send<ClaimedEvent>({ text: CLAIM, values: [this.batchSize] })]);
+      const marks = rows.length > 0 ? await this.publishAndMark(send, rows) : [];
+      await Promise.all([...marks, commitTransaction(send)]);
       return rows.length;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      await send('ROLLBACK').catch(() => undefined);
       throw error;
     }
   }
 
   /** Publishes the claimed events and sends their marks, returning the marks' answers (awaited with COMMIT). */
-  private async publishAndMark(client: pg.Client, rows: ClaimedEvent[]): Promise<Array<Promise<unknown>>> {
+  private async publishAndMark(send: QuerySender, rows: ClaimedEvent[]): Promise<Array<Promise<unknown>>> {
     const results = await this.broker.publish(rows);
     const confirmedAt = Date.now();
     const byId = new Map(rows.map((r) => [r.id, r]));
@@ -236,23 +238,24 @@ export class OutboxRelay {
     const marks: Array<Promise<unknown>> = [];
     if (published.length > 0) {
       marks.push(
-        client.query('UPDATE outbox_events SET published_at = clock_timestamp(), last_error = NULL WHERE id = ANY($1::uuid[])', [
-          published.map((r) => r.id),
-        ]),
+        send({
+          text: 'UPDATE outbox_events SET published_at = clock_timestamp(), last_error = NULL WHERE id = ANY($1::uuid[])',
+          values: [published.map((r) => r.id)],
+        }),
       );
     }
     if (failed.length > 0) {
       // Per-event backoff: 1 s doubling to 5 min; the order's later events wait behind it.
       marks.push(
-        client.query(
-          `UPDATE outbox_events AS o
-              SET attempts = o.attempts + 1,
-                  next_attempt_at = now() + least(interval '1 second' * power(2, o.attempts), interval '5 minutes'),
-                  last_error = f.error
-             FROM unnest($1::uuid[], $2::text[]) AS f(id, error)
-            WHERE o.id = f.id`,
-          [failed.map((r) => r.id), failed.map((r) => `${r.reason}: ${r.error}`)],
-        ),
+        send({
+          text: `UPDATE outbox_events AS o
+                    SET attempts = o.attempts + 1,
+                        next_attempt_at = now() + least(interval '1 second' * power(2, o.attempts), interval '5 minutes'),
+                        last_error = f.error
+                   FROM unnest($1::uuid[], $2::text[]) AS f(id, error)
+                  WHERE o.id = f.id`,
+          values: [failed.map((r) => r.id), failed.map((r) => `${r.reason}: ${r.error}`)],
+        }),
       );
     }
     for (const result of published) {

@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } f
 import pg from 'pg';
 import type { Logger } from '../observability/logger';
 import type { Database } from './schema';
-import { pgSession, type SqlSession, type Statement } from './sqlSession';
+import { pgSession, queriesInOrder, type QuerySender, type SqlSession, type Statement } from './sqlSession';
 
 export type Db = Kysely<Database>;
 
@@ -132,8 +132,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
  * Sends COMMIT and resolves only if the transaction committed: after a failed statement Postgres
  * answers COMMIT with a rollback, without an error, and that must never be taken for a commit.
  */
-export async function commitTransaction(client: pg.ClientBase, timeoutMs?: number): Promise<void> {
-  const { command } = await client.query({ text: 'COMMIT', ...(timeoutMs === undefined ? {} : { query_timeout: timeoutMs }) });
+export async function commitTransaction(send: QuerySender, timeoutMs?: number): Promise<void> {
+  const { command } = await send({ text: 'COMMIT', ...(timeoutMs === undefined ? {} : { query_timeout: timeoutMs }) });
   if (command !== 'COMMIT') throw new Error(`transaction ended with ${command}, not COMMIT`);
 }
 
@@ -160,15 +160,19 @@ export interface SessionRunner {
 }
 
 export function pgSessions(pool: pg.Pool): SessionRunner {
-  /** Checks a client out for work and destroys it on release if its connection broke. */
-  const withClient = async <T>(work: (client: pg.PoolClient) => Promise<T>, onError?: (client: pg.PoolClient) => Promise<void>): Promise<T> => {
+  /**
+   * Checks a client out for work, its statements sent in order through one sender, and destroys
+   * it on release if its connection broke.
+   */
+  const withClient = async <T>(work: (send: QuerySender) => Promise<T>, onError?: (send: QuerySender) => Promise<unknown>): Promise<T> => {
     const client = await pool.connect();
+    const send = queriesInOrder(client);
     let broken: Error | undefined;
     try {
-      return await work(client);
+      return await work(send);
     } catch (error) {
       if (breaksConnection(error)) broken = error as Error;
-      else await onError?.(client).catch((cleanupError: Error) => (broken = cleanupError));
+      else await onError?.(send).catch((cleanupError: Error) => (broken = cleanupError));
       throw error;
     } finally {
       // A client whose connection broke is destroyed, not handed to the next transaction.
@@ -176,31 +180,29 @@ export function pgSessions(pool: pg.Pool): SessionRunner {
     }
   };
   return {
-    single: (work, timeoutMs) => withClient((client) => work(pgSession(client, timeoutMs))),
+    single: (work, timeoutMs) => withClient((send) => work(pgSession(send, timeoutMs))),
     transaction: (work) =>
       withClient(
-        async (client) => {
-          const session = pgSession(client);
+        async (send) => {
+          const session = pgSession(send);
           let committed = false;
           const commit = (timeoutMs?: number): Promise<void> => {
             committed = true;
-            return commitTransaction(client, timeoutMs);
+            return commitTransaction(send, timeoutMs);
           };
           // BEGIN leaves with the work's first statements instead of taking a round trip of its own.
           const [, result] = await Promise.all([
-            client.query('BEGIN'),
+            send('BEGIN'),
             work({
               run: session.run,
               runAndCommit: async <Row>(statement: Statement, timeoutMs?: number): Promise<Row[]> =>
-                (await Promise.all([pgSession(client, timeoutMs).run<Row>(statement), commit(timeoutMs)]))[0],
+                (await Promise.all([pgSession(send, timeoutMs).run<Row>(statement), commit(timeoutMs)]))[0],
             }),
           ]);
           if (!committed) await commit();
           return result;
         },
-        async (client) => {
-          await client.query('ROLLBACK');
-        },
+        (send) => send('ROLLBACK'),
       ),
   };
 }

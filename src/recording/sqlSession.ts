@@ -28,15 +28,38 @@ export interface SqlSession {
   run<Row>(statement: Statement): Promise<Row[]>;
 }
 
+/** A query as pg takes it, with pg's per-query client-side timeout (which its types leave out). */
+export type PgQuery = pg.QueryConfig<unknown[]> & { query_timeout?: number };
+
+/** Sends one client's queries in the order they are issued, without the caller waiting between them. */
+export type QuerySender = <Row extends pg.QueryResultRow>(query: PgQuery | string) => Promise<pg.QueryResult<Row>>;
+
 /**
- * Statements on a raw pg client, prepared by name. `timeoutMs` replaces the pool's client-side
+ * The sender for work that issues a client's statements together (BEGIN with the first ones, the
+ * last with COMMIT). On a pipelined client they leave at once and share round trips. On any other,
+ * each leaves once the one before has been answered, failed or not (as Postgres would run them):
+ * pg 8 queues queries issued while one runs only with a deprecation warning, and pg 9 drops that
+ * queue.
+ */
+export function queriesInOrder(client: pg.Client): QuerySender {
+  if (client.pipeline) return (query) => client.query(query);
+  let previous: Promise<unknown> = Promise.resolve();
+  return <Row extends pg.QueryResultRow>(query: PgQuery | string) => {
+    const result = previous.then(() => client.query<Row>(query));
+    previous = result.catch(() => undefined);
+    return result;
+  };
+}
+
+/**
+ * Statements prepared by name, sent through `send`. `timeoutMs` replaces the pool's client-side
  * query timeout for them: past it the statement fails and its connection is given up.
  */
-export function pgSession(client: pg.PoolClient | pg.Client, timeoutMs?: number): SqlSession {
+export function pgSession(send: QuerySender, timeoutMs?: number): SqlSession {
   const timeout = timeoutMs === undefined ? {} : { query_timeout: timeoutMs };
   return {
     async run<Row>(s: Statement): Promise<Row[]> {
-      return (await client.query({ name: s.name, text: s.text, values: s.values, ...timeout })).rows as Row[];
+      return (await send({ name: s.name, text: s.text, values: s.values, ...timeout })).rows as Row[];
     },
   };
 }

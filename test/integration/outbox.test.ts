@@ -3,7 +3,7 @@ import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 import { OutboxRelay } from '../../src/outbox/relay';
 import { AMQP_URL, EventConsumer, uniqueExchange } from '../support/broker';
-import { query } from '../support/database';
+import { query, watchQueryOverlap } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, refundBody, uniqueId } from '../support/signing';
 import { FaultProxy } from '../support/faultProxy';
@@ -141,6 +141,28 @@ describe('events of a lifecycle', () => {
     expect(text).toMatch(/outbox_publish_latency_seconds_count [1-9]/);
     expect(text).toMatch(/amqp_connection_up 1/);
     expect(text).toMatch(/outbox_relay_active 1/);
+  });
+});
+
+describe('without pipelining', () => {
+  it('When DATABASE_PIPELINE is false, then notifications are recorded and their events published, with no query sent while another runs', async () => {
+    const exchange = uniqueExchange();
+    const consumer = await new EventConsumer(exchange).start();
+    const overlap = watchQueryOverlap();
+    const svc = await startTestService({ env: { AMQP_EXCHANGE: exchange, DATABASE_PIPELINE: 'false' } });
+    try {
+      const orderIds = Array.from({ length: 20 }, () => uniqueId('NOPIPE'));
+      await Promise.all(orderIds.map((orderId) => svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200)));
+      await Promise.all(orderIds.map((orderId) => svc.post(orderBody({ orderId, status: 'COMPLETED' })).expect(200)));
+      await consumer.waitFor(40);
+      await waitUntil(async () => (await pendingEvents(svc.database.url)) === 0);
+      expect(new Set(consumer.bodies<{ subject: string }>().map((e) => e.subject))).toEqual(new Set(orderIds));
+      expect(overlap.most()).toBe(1);
+    } finally {
+      overlap.stop();
+      await svc.stop();
+      await consumer.stop();
+    }
   });
 });
 

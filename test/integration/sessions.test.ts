@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { createPool, pgSessions } from '../../src/recording/database';
 import { createLogger } from '../../src/observability/logger';
 import { statement } from '../../src/recording/sqlSession';
-import { query } from '../support/database';
+import { query, watchQueryOverlap } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 
 // The recorder's transactions, on a pipelined pool (the service's own, the default: BEGIN leaves
@@ -100,6 +100,29 @@ describe.each([
     ).rejects.toMatchObject({ code: '23505' });
     expect(await stored()).toEqual([1]);
   });
+});
+
+it('When statements are issued together on a pool without pipelining, then each leaves only after the one before was answered', async () => {
+  const overlap = watchQueryOverlap();
+  try {
+    const sessions = pgSessions(unpipelined);
+    await sessions.transaction(async (session) => {
+      await Promise.all([session.run(insert(1)), session.run(insert(2)), session.run(count())]);
+      return session.runAndCommit(insert(3));
+    });
+    await expect(
+      sessions.transaction(async (session) => {
+        await Promise.all([session.run(insert(4)), session.run(insert(4)), session.run(insert(5))]);
+      }),
+    ).rejects.toMatchObject({ code: '23505' });
+    expect(overlap.most()).toBe(1);
+    expect(await stored()).toEqual([1, 2, 3]);
+    // The watch sees overlap where there is some: the pipelined pool sends them together.
+    await pgSessions(svc.service.pool).transaction((session) => Promise.all([session.run(insert(6)), session.runAndCommit(insert(7))]));
+    expect(overlap.most()).toBeGreaterThan(1);
+  } finally {
+    overlap.stop();
+  }
 });
 
 it('When DATABASE_PIPELINE is left at its default, then the service pool is in pipeline mode, and the pool made with pipelined: false is not', async () => {

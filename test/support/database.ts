@@ -37,3 +37,26 @@ export async function query<T extends pg.QueryResultRow>(url: string, text: stri
     await client.end();
   }
 }
+
+/**
+ * Watches every pg client in the process and records the most queries one client had issued and
+ * not yet seen answered at once (1 means each query left only after the one before was answered).
+ */
+export function watchQueryOverlap(): { most(): number; stop(): void } {
+  type Query = (this: pg.Client, ...args: unknown[]) => unknown;
+  const prototype = pg.Client.prototype as unknown as { query: Query };
+  const original = prototype.query;
+  const outstanding = new WeakMap<pg.Client, number>();
+  let most = 0;
+  prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const now = (outstanding.get(this) ?? 0) + 1;
+    outstanding.set(this, now);
+    most = Math.max(most, now);
+    const answered = (): void => void outstanding.set(this, (outstanding.get(this) ?? 1) - 1);
+    const result = original.apply(this, args);
+    if (result instanceof Promise) result.then(answered, answered);
+    else answered(); // a callback or submittable query: not one the service issues
+    return result;
+  };
+  return { most: () => most, stop: () => void (prototype.query = original) };
+}
