@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ConsumeMessage } from 'amqplib';
 import type { ReplayedEvent } from '../../src/cli/commands/events';
 import { EventConsumer, uniqueExchange } from '../support/broker';
+import { FaultProxy } from '../support/faultProxy';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, refundBody, uniqueId } from '../support/signing';
@@ -149,5 +150,20 @@ describe('events watch', () => {
     const run = await runCli(['events', 'watch', '--binding-key', 'nothing.will.match', '--count', '1', '--timeout', '500ms'], env);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('timed out after 0 of 1');
+  });
+
+  it('When the broker connection is lost while watching, then it exits 1 with a clear message', async () => {
+    const proxy = await new FaultProxy(5672).start();
+    try {
+      const watcher = startCli(['events', 'watch', '--binding-key', '#'], { ...env, AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}` });
+      await watcher.stderrIncludes('watching exchange');
+      proxy.reset();
+      const run = await watcher.result;
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/lost the broker connection.* after 0 event\(s\)/);
+      expect(run.stderr).not.toMatch(/\n\s+at /); // no stack trace
+    } finally {
+      await proxy.stop();
+    }
   });
 });

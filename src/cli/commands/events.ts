@@ -218,8 +218,14 @@ export async function watchEvents(io: CliIo, options: WatchOptions): Promise<Exi
   } catch (error) {
     throw new CliError(`cannot connect to the broker: ${(error as Error).message}`);
   }
+  // amqplib emits 'error' before 'close' when the broker or the network ends the connection (or the
+  // channel); unheard, that would end the command with a stack trace instead of a clear message.
+  let lost: Error | undefined;
+  const remember = (error: Error): void => void (lost ??= error);
+  connection.on('error', remember);
   try {
     const channel = await connection.createChannel();
+    channel.on('error', remember);
     await channel.assertExchange(config.amqpExchange, 'topic', { durable: true });
     const { queue } = await channel.assertQueue('', { exclusive: true, autoDelete: true });
     await channel.bindQueue(queue, config.amqpExchange, options.bindingKey);
@@ -241,7 +247,10 @@ export async function watchEvents(io: CliIo, options: WatchOptions): Promise<Exi
               if (options.count !== undefined) io.stderr.write(`timed out after ${received} of ${options.count} event(s)\n`);
               stop(options.count === undefined ? EXIT_OK : EXIT_FAILURE);
             }, options.timeout);
-      connection.on('close', () => stop(EXIT_FAILURE));
+      connection.on('close', () => {
+        io.stderr.write(`lost the broker connection${lost ? `: ${lost.message}` : ''} after ${received} event(s)\n`);
+        stop(EXIT_FAILURE);
+      });
       void channel
         .consume(
           queue,
