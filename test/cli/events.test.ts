@@ -137,6 +137,7 @@ describe('events watch', () => {
     expect((await svc.post(orderBody({ orderId, status: 'CANCELED' }))).status).toBe(200);
     const run = await watcher.result;
     expect(run.code).toBe(0);
+    expect(run.stderr).not.toContain('lost the broker connection'); // its own close at the end is no loss
     const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { routingKey: string; messageId: string; event: { subject: string; data: { status: string } } });
     expect(lines.map((l) => [l.routingKey, l.event.subject, l.event.data.status])).toEqual([
       ['order.pending', orderId, 'PENDING'],
@@ -150,6 +151,7 @@ describe('events watch', () => {
     const run = await runCli(['events', 'watch', '--binding-key', 'nothing.will.match', '--count', '1', '--timeout', '500ms'], env);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('timed out after 0 of 1');
+    expect(run.stderr).not.toContain('lost the broker connection');
   });
 
   it('When the broker connection is lost while watching, then it exits 1 with a clear message', async () => {

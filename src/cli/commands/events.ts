@@ -230,8 +230,10 @@ export async function watchEvents(io: CliIo, options: WatchOptions): Promise<Exi
     const { queue } = await channel.assertQueue('', { exclusive: true, autoDelete: true });
     await channel.bindQueue(queue, config.amqpExchange, options.bindingKey);
     let received = 0;
+    let stopped = false;
     const outcome = await new Promise<ExitCode>((resolve) => {
       const stop = (code: ExitCode): void => {
+        stopped = true;
         process.off('SIGINT', interrupted);
         process.off('SIGTERM', interrupted);
         clearTimeout(timer);
@@ -248,6 +250,7 @@ export async function watchEvents(io: CliIo, options: WatchOptions): Promise<Exi
               stop(options.count === undefined ? EXIT_OK : EXIT_FAILURE);
             }, options.timeout);
       connection.on('close', () => {
+        if (stopped) return; // the watcher's own close, once it is done
         io.stderr.write(`lost the broker connection${lost ? `: ${lost.message}` : ''} after ${received} event(s)\n`);
         stop(EXIT_FAILURE);
       });
