@@ -52,7 +52,8 @@ export async function startService(config: Config, logger: Logger = createLogger
     logger,
   );
   const db = createDb(pool);
-  const metrics = createMetrics({ outboxBacklog: () => readOutboxBacklog(db) });
+  // The recorder's queue is read at scrape time, once the store below exists.
+  const metrics = createMetrics({ outboxBacklog: () => readOutboxBacklog(db), recorderQueued: () => store.load.queued });
 
   const relay = config.relayEnabled
     ? new OutboxRelay({
@@ -81,6 +82,10 @@ export async function startService(config: Config, logger: Logger = createLogger
       maxQueued: 2000,
       maxWaitMs: config.databaseTimeoutMs,
       answerWithinMs: config.databaseTimeoutMs + 1000,
+      onBatchDone: (notifications, busySeconds) => {
+        metrics.recorderBatchSize.observe(notifications);
+        metrics.recorderBusy.inc(busySeconds);
+      },
     },
   );
   const publicListener = createPublicListener({

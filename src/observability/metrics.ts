@@ -33,6 +33,8 @@ export interface Metrics {
   publishLatency: Histogram;
   brokerConnectionUp: Gauge;
   relayActive: Gauge;
+  recorderBatchSize: Histogram;
+  recorderBusy: Counter;
 }
 
 export interface OutboxBacklog {
@@ -44,6 +46,8 @@ export interface OutboxBacklog {
 export interface MetricSources {
   /** Read at scrape time, so every replica reports the backlog whether or not its relay is active. */
   outboxBacklog?: () => Promise<OutboxBacklog>;
+  /** Notifications waiting for a recording transaction, read at scrape time. */
+  recorderQueued?: () => number;
 }
 
 /** A fresh registry per service instance (tests run several in one process). */
@@ -135,6 +139,27 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     registers: [registry],
   });
 
+  // The recorder's saturation: a lane busy all the time is where a burst queues (docs/PERFORMANCE.md).
+  const recorderBatchSize = new Histogram({
+    name: 'recorder_batch_notifications',
+    help: 'Notifications recorded per transaction (its count is the number of recording transactions).',
+    buckets: [1, 2, 4, 8, 16, 32, 64],
+    registers: [registry],
+  });
+  const recorderBusy = new Counter({
+    name: 'recorder_busy_seconds_total',
+    help: 'Time the recorder had a transaction running, summed over its lanes.',
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'recorder_queued_notifications',
+    help: 'Notifications waiting for a recording transaction.',
+    registers: [registry],
+    collect() {
+      if (sources.recorderQueued) this.set(sources.recorderQueued());
+    },
+  });
+
   return {
     registry,
     notifications,
@@ -147,5 +172,7 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     publishLatency,
     brokerConnectionUp,
     relayActive,
+    recorderBatchSize,
+    recorderBusy,
   };
 }

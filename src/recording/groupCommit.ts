@@ -28,6 +28,8 @@ export interface GroupCommitOptions {
   answerWithinMs: number;
   /** Committed notifications remembered for the duplicate fast path (default 50,000; 0 turns it off). */
   knownCapacity?: number;
+  /** Told of every batch once it is settled: its size and how long its lane was busy with it. */
+  onBatchDone?: (notifications: number, busySeconds: number) => void;
 }
 
 /** The recorder cannot take more now: answer 503 with Retry-After, the sender retries later. */
@@ -180,7 +182,9 @@ export class GroupCommitStore implements NotificationStore {
     const batch = queue.splice(0, this.options.maxBatchSize);
     this.queued -= batch.length;
     this.inFlight[lane] = batch;
+    const started = performance.now();
     void this.run(batch).finally(() => {
+      this.options.onBatchDone?.(batch.length, (performance.now() - started) / 1000);
       this.inFlight[lane] = null;
       this.pump(lane);
     });

@@ -257,6 +257,42 @@ function watchMemory(pid: number) {
   };
 }
 
+/** The machine's idle and total CPU time so far (/proc/stat, in ticks), to tell a run bound by CPU from one bound by waiting. */
+function cpuTicks(): { idle: number; total: number } {
+  const fields = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
+  return { idle: (fields[3] ?? 0) + (fields[4] ?? 0), total: fields.reduce((a, b) => a + b, 0) };
+}
+
+/** Percent of the machine's CPU time left idle between two readings. */
+const idlePercent = (from: ReturnType<typeof cpuTicks>, to: ReturnType<typeof cpuTicks>): number =>
+  Math.round((100 * (to.idle - from.idle)) / Math.max(1, to.total - from.total));
+
+interface RecorderCounters {
+  busySeconds: number;
+  transactions: number;
+  notifications: number;
+}
+
+/** The service's recorder counters, from its /metrics. */
+async function recorderCounters(adminPort: number): Promise<RecorderCounters> {
+  const text = await new Promise<string>((resolve, reject) => {
+    http
+      .get(`http://127.0.0.1:${adminPort}/metrics`, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => resolve(body));
+      })
+      .on('error', reject);
+  });
+  const value = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  return {
+    busySeconds: value('recorder_busy_seconds_total'),
+    transactions: value('recorder_batch_notifications_count'),
+    notifications: value('recorder_batch_notifications_sum'),
+  };
+}
+
 const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
@@ -415,16 +451,31 @@ async function main(): Promise<void> {
 
     const serviceRps: number[] = [];
     const referenceRps: number[] = [];
+    // What bounds each run: the machine's idle CPU, and how busy the service's recorder was.
+    const serviceIdle: number[] = [];
+    const referenceIdle: number[] = [];
+    const recorderBusy: number[] = [];
+    const batchSizes: number[] = [];
     let non2xx = 0;
     memory.enter('closed loop');
     for (let round = 0; round < ROUNDS; round++) {
       // Each receiver gets its own stream of the same lifecycles: fresh notifications however fast it goes.
-      const s = await closedLoop(service.port, madeAhead(workload(`${suffix}${round}`), AHEAD_PER_SECOND * SECONDS), SECONDS);
-      const r = await closedLoop(referencePort, madeAhead(workload(`${suffix}${round}`), AHEAD_PER_SECOND * SECONDS), SECONDS);
+      const [serviceStream, referenceStream] = [0, 1].map(() => madeAhead(workload(`${suffix}${round}`), AHEAD_PER_SECOND * SECONDS));
+      const [countersBefore, ticksBefore] = [await recorderCounters(service.adminPort), cpuTicks()];
+      const s = await closedLoop(service.port, serviceStream as () => Notification, SECONDS);
+      const [countersAfter, ticksAfter] = [await recorderCounters(service.adminPort), cpuTicks()];
+      const r = await closedLoop(referencePort, referenceStream as () => Notification, SECONDS);
+      serviceIdle.push(idlePercent(ticksBefore, ticksAfter));
+      referenceIdle.push(idlePercent(ticksAfter, cpuTicks()));
+      recorderBusy.push(Math.round((100 * (countersAfter.busySeconds - countersBefore.busySeconds)) / SECONDS));
+      batchSizes.push((countersAfter.notifications - countersBefore.notifications) / Math.max(1, countersAfter.transactions - countersBefore.transactions));
       serviceRps.push(s.rps);
       referenceRps.push(r.rps);
       non2xx += s.non2xx + r.non2xx;
-      process.stderr.write(`round ${round + 1}: service ${s.rps.toFixed(0)}/s, reference ${r.rps.toFixed(0)}/s\n`);
+      process.stderr.write(
+        `round ${round + 1}: service ${s.rps.toFixed(0)}/s (machine ${serviceIdle[round]} % idle, recorder busy ${recorderBusy[round]} %, ` +
+          `${(batchSizes[round] as number).toFixed(1)} per transaction), reference ${r.rps.toFixed(0)}/s (machine ${referenceIdle[round]} % idle)\n`,
+      );
     }
 
     // Duplicates only: everything below was recorded already.
@@ -462,6 +513,9 @@ async function main(): Promise<void> {
         serviceRuns: serviceRps.map(Math.round),
         referenceRuns: referenceRps.map(Math.round),
         non2xx,
+        machineIdlePercent: { service: median(serviceIdle), reference: median(referenceIdle) },
+        recorderBusyPercent: median(recorderBusy),
+        notificationsPerTransaction: round2(median(batchSizes)),
       },
       duplicatesOnly: {
         serviceMedian: Math.round(median(dupService)),
@@ -479,6 +533,11 @@ async function main(): Promise<void> {
 
     const rows: Array<[string, string, string]> = [
       ['closed-loop throughput, 32 conns (median)', `${figures.throughput.serviceMedian}/s`, `reference ${figures.throughput.referenceMedian}/s, ratio ${figures.throughput.ratio}`],
+      [
+        'what bounds the closed loop (median)',
+        `${figures.throughput.recorderBusyPercent} % recorder busy`,
+        `${figures.throughput.notificationsPerTransaction} per transaction; machine idle ${figures.throughput.machineIdlePercent.service} % (reference ${figures.throughput.machineIdlePercent.reference} %)`,
+      ],
       ['duplicates-only throughput (median)', `${figures.duplicatesOnly.serviceMedian}/s`, `reference ${figures.duplicatesOnly.referenceMedian}/s, ratio ${figures.duplicatesOnly.ratio}`],
       ...latencyRows('steady', figures.openLoop, figures.commitToConfirm),
       ...latencyRows('after the bursts', figures.afterBursts.openLoop, figures.afterBursts.commitToConfirm),

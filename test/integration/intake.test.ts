@@ -165,6 +165,35 @@ describe('POST /notifications: request checks before the signature', () => {
     expect((await request(svc.publicUrl).get('/orders/X')).status).toBe(404);
   });
 
+  it('When notifications are recorded, then the recorder counts its transactions, their sizes and its busy time', async () => {
+    const counters = async () => {
+      const text = (await request(svc.adminUrl).get('/metrics')).text;
+      const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+      return {
+        transactions: value('recorder_batch_notifications_count'),
+        notifications: value('recorder_batch_notifications_sum'),
+        busy: value('recorder_busy_seconds_total'),
+        queued: value('recorder_queued_notifications'),
+      };
+    };
+    const before = await counters();
+    const bodies = [0, 1, 2].map(() => orderBody({ orderId: uniqueId('REC'), status: 'PENDING' }));
+    for (const body of bodies) {
+      const res = await request(svc.publicUrl)
+        .post('/notifications')
+        .set('Content-Type', 'application/json')
+        .set('OpenSvc-Signature', sign(body, SECOND_KEY))
+        .serialize(exactBytes)
+        .send(body);
+      expect(res.status).toBe(200);
+    }
+    const after = await counters();
+    expect(after.notifications - before.notifications).toBe(3);
+    expect(after.transactions - before.transactions).toBe(3);
+    expect(after.busy).toBeGreaterThan(before.busy);
+    expect(after.queued).toBe(0);
+  });
+
   it('When refusals happen, then each is counted under its outcome', async () => {
     const text = (await request(svc.adminUrl).get('/metrics')).text;
     for (const outcome of ['rejected_signature', 'unsupported_media_type', 'too_large']) {
