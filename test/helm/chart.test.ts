@@ -510,6 +510,19 @@ describe('purge CronJob', () => {
     expect(purgeRules(render({ ...allFeatures, set: ['purge.enabled=false'] }))).toEqual([]);
   });
 
+  test('with the PrometheusRule, a saturated recorder alerts per pod, as a share of the lanes the pod really runs', () => {
+    const saturation = (set: string[]): string | undefined => {
+      const rule = render({ ...allFeatures, set }).find((o) => o.kind === 'PrometheusRule') as unknown as {
+        spec: { groups: Array<{ rules: Array<{ alert?: string; expr?: string }> }> };
+      };
+      return rule.spec.groups.flatMap((g) => g.rules).find((r) => r.alert === 'PaymentNotificationRecorderSaturated')?.expr;
+    };
+    expect(saturation([])).toMatch(/^max by \(pod\) \(rate\(recorder_busy_seconds_total\{.*\}\[5m\]\)\) \/ 1 > 0\.9$/);
+    expect(saturation(['config.databaseWriteLanes=3'])).toMatch(/ \/ 3 > 0\.9$/);
+    // The service runs at most DATABASE_POOL_MAX - 1 lanes.
+    expect(saturation(['config.databaseWriteLanes=3', 'config.databasePoolMax=3'])).toMatch(/ \/ 2 > 0\.9$/);
+  });
+
   test('without the NetworkPolicy there is no purge policy either', () => {
     const objects = render({ set: ['purge.enabled=true', 'networkPolicy.enabled=false'] });
     expect(objects.map((o) => o.kind)).toContain('CronJob');
