@@ -35,6 +35,7 @@ export interface Metrics {
   relayActive: Gauge;
   recorderBatchSize: Histogram;
   recorderBusy: Counter;
+  recorderQueued: Gauge;
 }
 
 export interface OutboxBacklog {
@@ -151,7 +152,7 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     help: 'Time the recorder had a transaction running, summed over its lanes.',
     registers: [registry],
   });
-  new Gauge({
+  const recorderQueued = new Gauge({
     name: 'recorder_queued_notifications',
     help: 'Notifications waiting for a recording transaction.',
     registers: [registry],
@@ -174,5 +175,6 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     relayActive,
     recorderBatchSize,
     recorderBusy,
+    recorderQueued,
   };
 }

@@ -240,19 +240,37 @@ function memoryMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
 /**
  * Samples the service's resident memory every 100 ms and keeps the highest sample of each phase,
  * to tell which phase sets the peak (the peak itself is the kernel's VmHWM, which misses nothing).
+ * Its V8 heap and external memory are read from /metrics every second, to tell what the highest
+ * sample was made of.
  */
-function watchMemory(pid: number) {
+function watchMemory(pid: number, adminPort: number) {
   const highest = new Map<string, number>();
   let phase = 'warm-up';
-  const timer = setInterval(() => highest.set(phase, Math.max(highest.get(phase) ?? 0, memoryMb(pid, 'VmRSS'))), 100);
+  let heap = { heapTotalMb: 0, externalMb: 0 };
+  let atPeak = { rssMb: 0, ...heap };
+  const sampler = setInterval(() => {
+    const rssMb = memoryMb(pid, 'VmRSS');
+    highest.set(phase, Math.max(highest.get(phase) ?? 0, rssMb));
+    if (rssMb > atPeak.rssMb) atPeak = { rssMb, ...heap };
+  }, 100);
+  const heapReader = setInterval(() => {
+    metricsText(adminPort).then(
+      (text) => {
+        const mb = (name: string): number => Math.round(metricValue(text, name) / 2 ** 20);
+        heap = { heapTotalMb: mb('nodejs_heap_size_total_bytes'), externalMb: mb('nodejs_external_memory_bytes') };
+      },
+      () => undefined,
+    );
+  }, 1000);
   return {
     enter(next: string): void {
       phase = next;
     },
-    /** The phase whose highest sample was the highest of all. */
-    peakPhase(): string {
-      clearInterval(timer);
-      return [...highest].reduce((top, entry) => (entry[1] > top[1] ? entry : top), ['', 0])[0];
+    /** The phase whose highest sample was the highest of all, and what that sample was made of. */
+    peak(): { phase: string; rssMb: number; heapTotalMb: number; externalMb: number } {
+      clearInterval(sampler);
+      clearInterval(heapReader);
+      return { phase: [...highest].reduce((top, entry) => (entry[1] > top[1] ? entry : top), ['', 0])[0], ...atPeak, rssMb: Math.round(atPeak.rssMb) };
     },
   };
 }
@@ -273,9 +291,9 @@ interface RecorderCounters {
   notifications: number;
 }
 
-/** The service's recorder counters, from its /metrics. */
-async function recorderCounters(adminPort: number): Promise<RecorderCounters> {
-  const text = await new Promise<string>((resolve, reject) => {
+/** The text of the service's /metrics. */
+function metricsText(adminPort: number): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
     http
       .get(`http://127.0.0.1:${adminPort}/metrics`, (res) => {
         let body = '';
@@ -285,11 +303,18 @@ async function recorderCounters(adminPort: number): Promise<RecorderCounters> {
       })
       .on('error', reject);
   });
-  const value = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+}
+
+/** The value of an unlabelled series in a /metrics text (0 when absent). */
+const metricValue = (text: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+
+/** The service's recorder counters, from its /metrics. */
+async function recorderCounters(adminPort: number): Promise<RecorderCounters> {
+  const text = await metricsText(adminPort);
   return {
-    busySeconds: value('recorder_busy_seconds_total'),
-    transactions: value('recorder_batch_notifications_count'),
-    notifications: value('recorder_batch_notifications_sum'),
+    busySeconds: metricValue(text, 'recorder_busy_seconds_total'),
+    transactions: metricValue(text, 'recorder_batch_notifications_count'),
+    notifications: metricValue(text, 'recorder_batch_notifications_sum'),
   };
 }
 
@@ -431,7 +456,7 @@ async function main(): Promise<void> {
       await stop(s.child);
     }
     const service = await startService(serviceUrl, exchange, process.env.BENCH_PROFILE === '1');
-    const memory = watchMemory(service.child.pid as number);
+    const memory = watchMemory(service.child.pid as number, service.adminPort);
     await waitForPort(referencePort);
 
     // Both receivers warm up first (JIT compilation, connection pools, caches), so that what is
@@ -494,7 +519,7 @@ async function main(): Promise<void> {
     memory.enter('open loop, after the bursts');
     const afterBursts = await latencyPhase(service, serviceUrl, `${suffix}after`);
     const rss = memoryMb(service.child.pid as number, 'VmHWM');
-    const rssPhase = memory.peakPhase();
+    const peak = memory.peak();
     const consumed = await new Promise<number>((resolve) => {
       consumer.once('message', (count) => resolve(Number(count)));
       consumer.send('count');
@@ -527,7 +552,8 @@ async function main(): Promise<void> {
       afterBursts: { openLoop: openLoopFigures(afterBursts.open), commitToConfirm: lagFigures(afterBursts.lag) },
       eventsConsumed: consumed,
       peakRssMb: Math.round(rss),
-      peakRssPhase: rssPhase,
+      peakRssPhase: peak.phase,
+      highestRssSample: { rssMb: peak.rssMb, v8HeapTotalMb: peak.heapTotalMb, externalMb: peak.externalMb },
       readyMs: { median: median(readyTimes), runs: readyTimes },
     };
 
@@ -541,7 +567,11 @@ async function main(): Promise<void> {
       ['duplicates-only throughput (median)', `${figures.duplicatesOnly.serviceMedian}/s`, `reference ${figures.duplicatesOnly.referenceMedian}/s, ratio ${figures.duplicatesOnly.ratio}`],
       ...latencyRows('steady', figures.openLoop, figures.commitToConfirm),
       ...latencyRows('after the bursts', figures.afterBursts.openLoop, figures.afterBursts.commitToConfirm),
-      ['peak RSS of the service', `${figures.peakRssMb} MB`, `highest sampled during: ${rssPhase}`],
+      [
+        'peak RSS of the service',
+        `${figures.peakRssMb} MB`,
+        `highest sample ${peak.rssMb} MB during: ${peak.phase} (V8 heap ${peak.heapTotalMb} MB, external ${peak.externalMb} MB)`,
+      ],
       ['start to ready (migrations applied)', `${figures.readyMs.median} ms`, `runs ${readyTimes.join(', ')} ms`],
     ];
     const width = Math.max(...rows.map((r) => r[0].length));
