@@ -11,7 +11,8 @@
  * Prints a table, then one JSON line with every figure.
  *
  * Options (environment): BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_RATE (1000),
- * BENCH_CONNECTIONS (32), BENCH_PROFILE=1 (write a CPU profile of the service to bench.cpuprofile).
+ * BENCH_CONNECTIONS (32), BENCH_PROFILE=1 (write a CPU profile of the service to bench.cpuprofile),
+ * BENCH_SERVICE_NODE_FLAGS (Node.js flags for the service's process only, e.g. V8 heap settings).
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -38,6 +39,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 /** The service's warm-up at the open loop's rate, before anything is measured. */
 const WARM_UP_SECONDS = 15;
+/** Node.js flags for the service's process only (BENCH_SERVICE_NODE_FLAGS), to measure V8 settings. */
+const SERVICE_NODE_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 /** Notifications made in advance per second of a closed-loop run: more than either receiver takes here. */
 const AHEAD_PER_SECOND = 10_000;
 
@@ -204,7 +207,8 @@ interface Service {
 async function startService(databaseUrl: string, exchange: string, profile: boolean): Promise<Service> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const started = Date.now();
-  const child = spawn(process.execPath, [...(profile ? ['--cpu-prof', '--cpu-prof-name=bench.cpuprofile'] : []), 'dist/main.js'], {
+  const nodeFlags = [...SERVICE_NODE_FLAGS, ...(profile ? ['--cpu-prof', '--cpu-prof-name=bench.cpuprofile'] : [])];
+  const child = spawn(process.execPath, [...nodeFlags, 'dist/main.js'], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -528,6 +532,7 @@ async function main(): Promise<void> {
 
     const figures = {
       machine: { cores: os.cpus().length, node: process.version },
+      ...(SERVICE_NODE_FLAGS.length > 0 ? { serviceNodeFlags: SERVICE_NODE_FLAGS } : {}),
       rounds: ROUNDS,
       secondsPerRun: SECONDS,
       connections: CONNECTIONS,
