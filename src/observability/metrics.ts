@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export const NOTIFICATION_KINDS = ['order', 'refund', 'unknown'] as const;
@@ -36,6 +37,7 @@ export interface Metrics {
   recorderBatchSize: Histogram;
   recorderBusy: Counter;
   recorderQueued: Gauge;
+  eventLoopActive: Counter;
 }
 
 export interface OutboxBacklog {
@@ -161,6 +163,20 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     },
   });
 
+  // The one thread that parses, verifies, records and answers: a loop active nearly all the time
+  // is what bounds a pod's throughput once the database keeps up (docs/PERFORMANCE.md).
+  let eventLoopActiveSeconds = performance.eventLoopUtilization().active / 1000;
+  const eventLoopActive = new Counter({
+    name: 'nodejs_eventloop_active_seconds_total',
+    help: 'Time the event loop spent running callbacks rather than waiting for I/O; rate() of it is its utilization.',
+    registers: [registry],
+    collect() {
+      const now = performance.eventLoopUtilization().active / 1000;
+      this.inc(Math.max(0, now - eventLoopActiveSeconds));
+      eventLoopActiveSeconds = now;
+    },
+  });
+
   return {
     registry,
     notifications,
@@ -176,5 +192,6 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     recorderBatchSize,
     recorderBusy,
     recorderQueued,
+    eventLoopActive,
   };
 }

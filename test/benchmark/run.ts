@@ -291,6 +291,8 @@ const idlePercent = (from: ReturnType<typeof cpuTicks>, to: ReturnType<typeof cp
 
 interface RecorderCounters {
   busySeconds: number;
+  /** The service's event loop active (running callbacks), in seconds since it started. */
+  eventLoopSeconds: number;
   transactions: number;
   notifications: number;
 }
@@ -312,11 +314,12 @@ function metricsText(adminPort: number): Promise<string> {
 /** The value of an unlabelled series in a /metrics text (0 when absent). */
 const metricValue = (text: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
 
-/** The service's recorder counters, from its /metrics. */
+/** The service's recorder and event-loop counters, from its /metrics. */
 async function recorderCounters(adminPort: number): Promise<RecorderCounters> {
   const text = await metricsText(adminPort);
   return {
     busySeconds: metricValue(text, 'recorder_busy_seconds_total'),
+    eventLoopSeconds: metricValue(text, 'nodejs_eventloop_active_seconds_total'),
     transactions: metricValue(text, 'recorder_batch_notifications_count'),
     notifications: metricValue(text, 'recorder_batch_notifications_sum'),
   };
@@ -484,6 +487,7 @@ async function main(): Promise<void> {
     const serviceIdle: number[] = [];
     const referenceIdle: number[] = [];
     const recorderBusy: number[] = [];
+    const eventLoopBusy: number[] = [];
     const batchSizes: number[] = [];
     let non2xx = 0;
     memory.enter('closed loop');
@@ -497,12 +501,13 @@ async function main(): Promise<void> {
       serviceIdle.push(idlePercent(ticksBefore, ticksAfter));
       referenceIdle.push(idlePercent(ticksAfter, cpuTicks()));
       recorderBusy.push(Math.round((100 * (countersAfter.busySeconds - countersBefore.busySeconds)) / SECONDS));
+      eventLoopBusy.push(Math.round((100 * (countersAfter.eventLoopSeconds - countersBefore.eventLoopSeconds)) / SECONDS));
       batchSizes.push((countersAfter.notifications - countersBefore.notifications) / Math.max(1, countersAfter.transactions - countersBefore.transactions));
       serviceRps.push(s.rps);
       referenceRps.push(r.rps);
       non2xx += s.non2xx + r.non2xx;
       process.stderr.write(
-        `round ${round + 1}: service ${s.rps.toFixed(0)}/s (machine ${serviceIdle[round]} % idle, recorder busy ${recorderBusy[round]} %, ` +
+        `round ${round + 1}: service ${s.rps.toFixed(0)}/s (machine ${serviceIdle[round]} % idle, recorder busy ${recorderBusy[round]} %, event loop busy ${eventLoopBusy[round]} %, ` +
           `${(batchSizes[round] as number).toFixed(1)} per transaction), reference ${r.rps.toFixed(0)}/s (machine ${referenceIdle[round]} % idle)\n`,
       );
     }
@@ -545,6 +550,7 @@ async function main(): Promise<void> {
         non2xx,
         machineIdlePercent: { service: median(serviceIdle), reference: median(referenceIdle) },
         recorderBusyPercent: median(recorderBusy),
+        eventLoopBusyPercent: median(eventLoopBusy),
         notificationsPerTransaction: round2(median(batchSizes)),
       },
       duplicatesOnly: {
@@ -567,7 +573,8 @@ async function main(): Promise<void> {
       [
         'what bounds the closed loop (median)',
         `${figures.throughput.recorderBusyPercent} % recorder busy`,
-        `${figures.throughput.notificationsPerTransaction} per transaction; machine idle ${figures.throughput.machineIdlePercent.service} % (reference ${figures.throughput.machineIdlePercent.reference} %)`,
+        `event loop busy ${figures.throughput.eventLoopBusyPercent} %; ` +
+          `${figures.throughput.notificationsPerTransaction} per transaction; machine idle ${figures.throughput.machineIdlePercent.service} % (reference ${figures.throughput.machineIdlePercent.reference} %)`,
       ],
       ['duplicates-only throughput (median)', `${figures.duplicatesOnly.serviceMedian}/s`, `reference ${figures.duplicatesOnly.referenceMedian}/s, ratio ${figures.duplicatesOnly.ratio}`],
       ...latencyRows('steady', figures.openLoop, figures.commitToConfirm),

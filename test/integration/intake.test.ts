@@ -165,7 +165,7 @@ describe('POST /notifications: request checks before the signature', () => {
     expect((await request(svc.publicUrl).get('/orders/X')).status).toBe(404);
   });
 
-  it('When notifications are recorded, then the recorder counts its transactions, their sizes and its busy time', async () => {
+  it('When notifications are recorded, then the recorder counts its transactions, their sizes and its busy time, and the event loop its active time', async () => {
     const counters = async () => {
       const text = (await request(svc.adminUrl).get('/metrics')).text;
       const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
@@ -174,6 +174,7 @@ describe('POST /notifications: request checks before the signature', () => {
         notifications: value('recorder_batch_notifications_sum'),
         busy: value('recorder_busy_seconds_total'),
         queued: value('recorder_queued_notifications'),
+        eventLoop: value('nodejs_eventloop_active_seconds_total'),
       };
     };
     const before = await counters();
@@ -192,6 +193,7 @@ describe('POST /notifications: request checks before the signature', () => {
     expect(after.transactions - before.transactions).toBe(3);
     expect(after.busy).toBeGreaterThan(before.busy);
     expect(after.queued).toBe(0);
+    expect(after.eventLoop).toBeGreaterThan(before.eventLoop);
   });
 
   it('When refusals happen, then each is counted under its outcome', async () => {
