@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export const NOTIFICATION_KINDS = ['order', 'refund', 'unknown'] as const;

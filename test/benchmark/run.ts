@@ -289,7 +289,9 @@ function cpuTicks(): { idle: number; total: number } {
 const idlePercent = (from: ReturnType<typeof cpuTicks>, to: ReturnType<typeof cpuTicks>): number =>
   Math.round((100 * (to.idle - from.idle)) / Math.max(1, to.total - from.total));
 
-interface RecorderCounters {
+interface ServiceCounters {
+  /** When they were read (performance.now(), in ms): busy shares are taken over the time between two readings. */
+  readAt: number;
   busySeconds: number;
   /** The service's event loop active (running callbacks), in seconds since it started. */
   eventLoopSeconds: number;
@@ -315,9 +317,10 @@ function metricsText(adminPort: number): Promise<string> {
 const metricValue = (text: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
 
 /** The service's recorder and event-loop counters, from its /metrics. */
-async function recorderCounters(adminPort: number): Promise<RecorderCounters> {
+async function serviceCounters(adminPort: number): Promise<ServiceCounters> {
   const text = await metricsText(adminPort);
   return {
+    readAt: performance.now(),
     busySeconds: metricValue(text, 'recorder_busy_seconds_total'),
     eventLoopSeconds: metricValue(text, 'nodejs_eventloop_active_seconds_total'),
     transactions: metricValue(text, 'recorder_batch_notifications_count'),
@@ -483,7 +486,7 @@ async function main(): Promise<void> {
 
     const serviceRps: number[] = [];
     const referenceRps: number[] = [];
-    // What bounds each run: the machine's idle CPU, and how busy the service's recorder was.
+    // What bounds each run: the machine's idle CPU, and how busy the service's recorder and event loop were.
     const serviceIdle: number[] = [];
     const referenceIdle: number[] = [];
     const recorderBusy: number[] = [];
@@ -493,15 +496,18 @@ async function main(): Promise<void> {
     memory.enter('closed loop');
     for (let round = 0; round < ROUNDS; round++) {
       // Each receiver gets its own stream of the same lifecycles: fresh notifications however fast it goes.
-      const [serviceStream, referenceStream] = [0, 1].map(() => madeAhead(workload(`${suffix}${round}`), AHEAD_PER_SECOND * SECONDS));
-      const [countersBefore, ticksBefore] = [await recorderCounters(service.adminPort), cpuTicks()];
-      const s = await closedLoop(service.port, serviceStream as () => Notification, SECONDS);
-      const [countersAfter, ticksAfter] = [await recorderCounters(service.adminPort), cpuTicks()];
-      const r = await closedLoop(referencePort, referenceStream as () => Notification, SECONDS);
+      // Made (signed) before the counters are read, so that the measured window holds only the run.
+      const stream = () => madeAhead(workload(`${suffix}${round}`), AHEAD_PER_SECOND * SECONDS);
+      const [serviceStream, referenceStream] = [stream(), stream()];
+      const [countersBefore, ticksBefore] = [await serviceCounters(service.adminPort), cpuTicks()];
+      const s = await closedLoop(service.port, serviceStream, SECONDS);
+      const [countersAfter, ticksAfter] = [await serviceCounters(service.adminPort), cpuTicks()];
+      const r = await closedLoop(referencePort, referenceStream, SECONDS);
       serviceIdle.push(idlePercent(ticksBefore, ticksAfter));
       referenceIdle.push(idlePercent(ticksAfter, cpuTicks()));
-      recorderBusy.push(Math.round((100 * (countersAfter.busySeconds - countersBefore.busySeconds)) / SECONDS));
-      eventLoopBusy.push(Math.round((100 * (countersAfter.eventLoopSeconds - countersBefore.eventLoopSeconds)) / SECONDS));
+      const windowSeconds = (countersAfter.readAt - countersBefore.readAt) / 1000;
+      recorderBusy.push(Math.round((100 * (countersAfter.busySeconds - countersBefore.busySeconds)) / windowSeconds));
+      eventLoopBusy.push(Math.round((100 * (countersAfter.eventLoopSeconds - countersBefore.eventLoopSeconds)) / windowSeconds));
       batchSizes.push((countersAfter.notifications - countersBefore.notifications) / Math.max(1, countersAfter.transactions - countersBefore.transactions));
       serviceRps.push(s.rps);
       referenceRps.push(r.rps);
