@@ -14,11 +14,13 @@ export interface DatabaseOptions {
   applicationName?: string;
   /**
    * Every statement on this pool is a lookup by key with its index (the service's pool): plan
-   * without sequential scans, and without JIT (pointless for such statements). The recorder's
-   * statements are prepared once per connection and planned generically; planned on a young
-   * database (no statistics yet: autovacuum analyzes once a minute at most) they scanned whole
-   * tables that then grow, batch after batch, until the next ANALYZE forced a re-plan. With
-   * sequential scans off, the index is the plan from the first execution (docs/PERFORMANCE.md).
+   * without sequential scans, hash or merge joins, and without JIT (pointless for such
+   * statements). The recorder's statements are prepared once per connection and planned
+   * generically; planned on a young database (no statistics yet: autovacuum analyzes once a
+   * minute at most) they scanned whole tables that then grow, batch after batch, until the next
+   * ANALYZE forced a re-plan: a sequential scan, or a whole index read into a hash join with a
+   * batch's rows (a set-returning function is guessed at 100 rows). With those off, one index
+   * probe per row is the plan from the first execution (docs/PERFORMANCE.md).
    * Tools that scan on purpose (purge, reproject) leave this off.
    */
   keyLookupsOnly?: boolean;
@@ -74,7 +76,7 @@ export function createPool(options: DatabaseOptions, logger: Logger): pg.Pool {
     idle_in_transaction_session_timeout: options.timeoutMs * 4,
     keepAlive: true,
     application_name: options.applicationName ?? 'payment-notification-receiver',
-    ...(options.keyLookupsOnly ? { options: '-c enable_seqscan=off -c jit=off' } : {}),
+    ...(options.keyLookupsOnly ? { options: '-c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off -c jit=off' } : {}),
     pipeline: options.pipelined ?? false,
   });
   // A client losing its connection must not crash the process: pg emits 'error' on the client

@@ -1,8 +1,8 @@
 import type { Notification } from '../parsing/notification';
 import { notificationSubject } from '../parsing/notification';
 import { OUTBOX_CHANNEL } from '../outbox/notifyChannel';
-import { applyNotifications, orderRank, refundRank, type NewNotification, type ProjectionState } from './projection';
-import { orderFromRow, refundFromRow, type OrderRow, type RefundRow } from './projectionRows';
+import { applyNotifications, type NewNotification, type ProjectionState } from './projection';
+import { orderFromRow, orderToRow, refundFromRow, refundToRow, type OrderRow, type RefundRow } from './projectionRows';
 import type { KnownRecord } from './knownNotifications';
 import type { Delivery, RecordingContext, RecordResult } from './recordNotification';
 import type { DeliveryOutcome } from './schema';
@@ -62,17 +62,23 @@ interface InsertAndRead {
  * Amounts are read as text: JSON numbers would round values beyond 2^53.
  */
 async function insertAndRead(session: SqlSession, candidates: readonly BatchItem[], items: readonly BatchItem[]): Promise<InsertAndRead> {
-  const n = candidates.map((c) => c.notification);
+  const rows = candidates.map(({ delivery, notification }) => ({
+    kind: notification.kind,
+    subject_id: notificationSubject(notification),
+    status: notification.status,
+    order_id: notification.orderId,
+    pos_id: delivery.posId,
+    key_fingerprint: delivery.keyFingerprint,
+    body: byteaText(delivery.body),
+    body_sha256: byteaText(delivery.bodySha256),
+    parsed: notification,
+  }));
   const orderIds = [...new Set(items.map((i) => i.notification.orderId))];
   const refundIds = [...new Set(items.flatMap((i) => (i.notification.kind === 'refund' ? [i.notification.refundId] : [])))];
   const [row] = await session.run<InsertAndRead>(statement('record_insert_and_read')`
     WITH candidate AS (
-      SELECT * FROM unnest(
-        ${n.map((x) => x.kind)}::text[], ${n.map(notificationSubject)}::text[], ${n.map((x) => x.status)}::text[],
-        ${n.map((x) => x.orderId)}::text[], ${candidates.map((c) => c.delivery.posId)}::text[],
-        ${candidates.map((c) => c.delivery.keyFingerprint)}::text[], ${candidates.map((c) => c.delivery.body)}::bytea[],
-        ${candidates.map((c) => c.delivery.bodySha256)}::bytea[], ${n.map((x) => JSON.stringify(x))}::jsonb[]
-      ) AS c(kind, subject_id, status, order_id, pos_id, key_fingerprint, body, body_sha256, parsed)
+      SELECT kind, subject_id, status, order_id, pos_id, key_fingerprint, body, body_sha256, parsed
+        FROM json_populate_recordset(NULL::notifications, ${rowsJson(rows)}::json)
     ), inserted AS (
       INSERT INTO notifications (kind, subject_id, status, order_id, outcome, pos_id, key_fingerprint, body, body_sha256, parsed)
       SELECT kind, subject_id, status, order_id, 'applied', pos_id, key_fingerprint, body, body_sha256, parsed FROM candidate
@@ -108,15 +114,34 @@ function stateOf(read: InsertAndRead): ProjectionState {
   };
 }
 
+/**
+ * Rows as one JSON parameter, read in SQL by json_populate_recordset(NULL::table, ...): one value
+ * to serialize and parse per table, not one array per column. Keys are column names; values are
+ * given to each column's type as text (JSON numbers would round bigints beyond 2^53).
+ */
+const rowsJson = (rows: readonly object[]): string => JSON.stringify(rows);
+
+/** A bytea value as its text input (hex), for a JSON field. */
+const byteaText = (bytes: Buffer): string => `\\x${bytes.toString('hex')}`;
+
+function deliveryRows(items: readonly BatchItem[], results: readonly RecordResult[]): object[] {
+  return items.map(({ delivery }, index) => ({
+    source_address: delivery.sourceAddress,
+    processing_time_ms: delivery.processingTimeMs,
+    pos_id: delivery.posId,
+    key_fingerprint: delivery.keyFingerprint,
+    body_sha256: byteaText(delivery.bodySha256),
+    outcome: results[index]?.outcome,
+    notification_id: results[index]?.notificationId,
+  }));
+}
+
 /** The audit rows of deliveries, one statement (the whole batch when every item is a known duplicate). */
 function insertDeliveries(items: readonly BatchItem[], results: readonly RecordResult[]): Statement {
   return statement('record_deliveries')`
     INSERT INTO deliveries (source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, notification_id)
-    SELECT * FROM unnest(
-      ${items.map((i) => i.delivery.sourceAddress)}::inet[], ${items.map((i) => i.delivery.processingTimeMs)}::integer[],
-      ${items.map((i) => i.delivery.posId)}::text[], ${items.map((i) => i.delivery.keyFingerprint)}::text[],
-      ${items.map((i) => i.delivery.bodySha256)}::bytea[], ${results.map((x) => x.outcome)}::text[],
-      ${results.map((x) => x.notificationId)}::bigint[])`;
+    SELECT source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, notification_id
+      FROM json_populate_recordset(NULL::deliveries, ${rowsJson(deliveryRows(items, results))}::json)`;
 }
 
 /** What the batch's write statement returns: the variants it added (the others were known). */
@@ -238,17 +263,13 @@ export async function prepareBatch(
 
   const events = result.applied.flatMap((a) => (a.event ? [a.event] : []));
   const notApplied = fresh.filter((f) => appliedById.get(f.notificationId)?.outcome !== 'applied');
-  const o = result.orders;
-  const r = result.refunds;
   const write = statement('record_write')`
     WITH orders_upserted AS (
       INSERT INTO orders (order_id, ext_order_id, merchant_pos_id, status, status_rank, total_amount, currency_code,
                           payment_id, pay_method_type, local_receipt_date_time)
-      SELECT * FROM unnest(
-        ${o.map((p) => p.orderId)}::text[], ${o.map((p) => p.extOrderId)}::text[], ${o.map((p) => p.merchantPosId)}::text[],
-        ${o.map((p) => p.status)}::text[], ${o.map(orderRank)}::smallint[], ${o.map((p) => p.totalAmount)}::bigint[],
-        ${o.map((p) => p.currencyCode)}::text[], ${o.map((p) => p.paymentId)}::text[], ${o.map((p) => p.payMethodType)}::text[],
-        ${o.map((p) => p.localReceiptDateTime)}::text[])
+      SELECT order_id, ext_order_id, merchant_pos_id, status, status_rank, total_amount, currency_code,
+             payment_id, pay_method_type, local_receipt_date_time
+        FROM json_populate_recordset(NULL::orders, ${rowsJson(result.orders.map(orderToRow))}::json)
       ON CONFLICT (order_id) DO UPDATE SET
         ext_order_id = excluded.ext_order_id, merchant_pos_id = excluded.merchant_pos_id, status = excluded.status,
         status_rank = excluded.status_rank, total_amount = excluded.total_amount, currency_code = excluded.currency_code,
@@ -257,11 +278,9 @@ export async function prepareBatch(
     ), refunds_upserted AS (
       INSERT INTO refunds (refund_id, order_id, ext_order_id, ext_refund_id, status, status_rank, amount, currency_code,
                            status_date_time, refund_date, reason, reason_description)
-      SELECT * FROM unnest(
-        ${r.map((p) => p.refundId)}::text[], ${r.map((p) => p.orderId)}::text[], ${r.map((p) => p.extOrderId)}::text[],
-        ${r.map((p) => p.extRefundId)}::text[], ${r.map((p) => p.status)}::text[], ${r.map(refundRank)}::smallint[],
-        ${r.map((p) => p.amount)}::bigint[], ${r.map((p) => p.currencyCode)}::text[], ${r.map((p) => p.statusDateTime)}::text[],
-        ${r.map((p) => p.refundDate)}::text[], ${r.map((p) => p.reason)}::text[], ${r.map((p) => p.reasonDescription)}::text[])
+      SELECT refund_id, order_id, ext_order_id, ext_refund_id, status, status_rank, amount, currency_code,
+             status_date_time, refund_date, reason, reason_description
+        FROM json_populate_recordset(NULL::refunds, ${rowsJson(result.refunds.map(refundToRow))}::json)
       ON CONFLICT (refund_id) DO UPDATE SET
         ext_order_id = excluded.ext_order_id, ext_refund_id = excluded.ext_refund_id, status = excluded.status,
         status_rank = excluded.status_rank, amount = excluded.amount, currency_code = excluded.currency_code,
@@ -269,31 +288,32 @@ export async function prepareBatch(
         reason_description = excluded.reason_description, updated_at = now()
     ), sequences_updated AS (
       INSERT INTO event_streams (order_id, last_sequence)
-      SELECT * FROM unnest(${[...result.sequences.keys()]}::text[], ${[...result.sequences.values()]}::bigint[])
+      SELECT order_id, last_sequence
+        FROM json_populate_recordset(NULL::event_streams,
+               ${rowsJson([...result.sequences].map(([order_id, last_sequence]) => ({ order_id, last_sequence })))}::json)
       ON CONFLICT (order_id) DO UPDATE SET last_sequence = excluded.last_sequence
     ), events_added AS (
+      -- A JSON object read into a text column keeps its text exactly: the message is the event as published.
       INSERT INTO outbox_events (id, order_id, sequence, type, message)
-      SELECT * FROM unnest(${events.map((e) => e.id)}::uuid[], ${events.map((e) => e.subject)}::text[],
-                           ${events.map((e) => e.data.sequence)}::bigint[], ${events.map((e) => e.type)}::text[],
-                           ${events.map((e) => JSON.stringify(e))}::text[])
+      SELECT id, order_id, sequence, type, message
+        FROM json_populate_recordset(NULL::outbox_events,
+               ${rowsJson(events.map((e) => ({ id: e.id, order_id: e.subject, sequence: e.data.sequence, type: e.type, message: e })))}::json)
     ), outcomes_set AS (
       UPDATE notifications AS n SET outcome = u.outcome
-        FROM unnest(${notApplied.map((f) => f.notificationId)}::bigint[],
-                    ${notApplied.map((f) => appliedById.get(f.notificationId)?.outcome)}::text[]) AS u(id, outcome)
+        FROM json_populate_recordset(NULL::notifications,
+               ${rowsJson(notApplied.map((f) => ({ id: f.notificationId, outcome: appliedById.get(f.notificationId)?.outcome })))}::json) AS u
        WHERE n.id = u.id
     ), variants_added AS (
       INSERT INTO notification_variants (notification_id, body_sha256, body)
-      SELECT * FROM unnest(${variants.map((v) => v.notificationId)}::bigint[], ${variants.map((v) => v.bodySha256)}::bytea[],
-                           ${variants.map((v) => v.body)}::bytea[])
+      SELECT notification_id, body_sha256, body
+        FROM json_populate_recordset(NULL::notification_variants,
+               ${rowsJson(variants.map((v) => ({ notification_id: v.notificationId, body_sha256: byteaText(v.bodySha256), body: byteaText(v.body) })))}::json)
       ON CONFLICT (notification_id, body_sha256) DO NOTHING
       RETURNING notification_id, body_sha256
     ), deliveries_added AS (
       INSERT INTO deliveries (source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, notification_id)
-      SELECT * FROM unnest(
-        ${batch.map((i) => i.delivery.sourceAddress)}::inet[], ${batch.map((i) => i.delivery.processingTimeMs)}::integer[],
-        ${batch.map((i) => i.delivery.posId)}::text[], ${batch.map((i) => i.delivery.keyFingerprint)}::text[],
-        ${batch.map((i) => i.delivery.bodySha256)}::bytea[], ${all.map((x) => x.outcome)}::text[],
-        ${all.map((x) => x.notificationId)}::bigint[])
+      SELECT source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, notification_id
+        FROM json_populate_recordset(NULL::deliveries, ${rowsJson(deliveryRows(batch, all))}::json)
     )
     SELECT (SELECT json_agg(json_build_object('notification_id', notification_id::text, 'body_sha256', encode(body_sha256, 'hex')))
               FROM variants_added) AS variants,

@@ -29,11 +29,21 @@ function sendFixture(f: Fixture) {
 
 describe('POST /notifications: verification', () => {
   it.each(fixtures.filter((f) => f.signatureVerifies === true).map((f) => [f.id, f]))(
-    'When the captured notification %s is delivered, then it is accepted (200)',
+    'When the captured notification %s is delivered, then it is accepted (200) and its body kept byte for byte',
     async (_id, f) => {
       const res = await sendFixture(f as Fixture);
       expect(res.status).toBe(200);
       expect(['accepted', 'duplicate', 'stale', 'conflict', 'quarantined']).toContain(res.body.outcome);
+      const sent = Buffer.from((f as Fixture).body, 'utf8');
+      const stored = await query<{ body: Buffer }>(
+        svc.database.url,
+        `SELECT body FROM notifications WHERE body_sha256 = sha256($1)
+         UNION ALL SELECT body FROM notification_variants WHERE body_sha256 = sha256($1)
+         UNION ALL SELECT body FROM quarantined_notifications WHERE body_sha256 = sha256($1)`,
+        [sent],
+      );
+      expect(stored.length).toBeGreaterThan(0);
+      for (const { body } of stored) expect(body.equals(sent)).toBe(true);
     },
   );
 
