@@ -12,7 +12,8 @@
  *
  * Options (environment): BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_RATE (1000),
  * BENCH_CONNECTIONS (32), BENCH_PROFILE=1 (write a CPU profile of the service to bench.cpuprofile),
- * BENCH_SERVICE_NODE_FLAGS (Node.js flags for the service's process only, e.g. V8 heap settings).
+ * BENCH_SERVICE_NODE_FLAGS (Node.js flags for the service's process only; default: the chart's heap
+ * ceiling, --max-old-space-size=<heapLimitMb>).
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -24,6 +25,7 @@ import path from 'node:path';
 import amqp from 'amqplib';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { parse } from 'yaml';
 import { freePort } from '../support/net';
 import { orderBody, refundBody, sign } from '../support/signing';
 import { summarizeProfile } from './profileSummary';
@@ -39,14 +41,23 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 /** The service's warm-up at the open loop's rate, before anything is measured. */
 const WARM_UP_SECONDS = 15;
-/** Node.js flags for the service's process only (BENCH_SERVICE_NODE_FLAGS), to measure V8 settings. */
-const SERVICE_NODE_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+/**
+ * Node.js flags for the service's process only: by default the heap ceiling the Helm chart gives
+ * the server (heapLimitMb), so that the service runs as deployed; BENCH_SERVICE_NODE_FLAGS replaces
+ * them (an empty value runs it with none), to measure other V8 settings.
+ */
+const SERVICE_NODE_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? chartNodeFlags()).split(' ').filter(Boolean);
 /** Notifications made in advance per second of a closed-loop run: more than either receiver takes here. */
 const AHEAD_PER_SECOND = 10_000;
 
 interface Notification {
   body: string;
   signature: string;
+}
+
+function chartNodeFlags(): string {
+  const values = parse(readFileSync(path.join(ROOT, 'helm', 'notification-receiver', 'values.yaml'), 'utf8')) as { heapLimitMb?: number };
+  return values.heapLimitMb ? `--max-old-space-size=${values.heapLimitMb}` : '';
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -543,7 +554,7 @@ async function main(): Promise<void> {
 
     const figures = {
       machine: { cores: os.cpus().length, node: process.version },
-      ...(SERVICE_NODE_FLAGS.length > 0 ? { serviceNodeFlags: SERVICE_NODE_FLAGS } : {}),
+      serviceNodeFlags: SERVICE_NODE_FLAGS,
       rounds: ROUNDS,
       secondsPerRun: SECONDS,
       connections: CONNECTIONS,
@@ -588,7 +599,8 @@ async function main(): Promise<void> {
       [
         'peak RSS of the service',
         `${figures.peakRssMb} MB`,
-        `highest sample ${peak.rssMb} MB during: ${peak.phase} (V8 heap ${peak.heapTotalMb} MB, external ${peak.externalMb} MB)`,
+        `highest sample ${peak.rssMb} MB during: ${peak.phase} (V8 heap ${peak.heapTotalMb} MB, external ${peak.externalMb} MB); ` +
+          `service flags: ${SERVICE_NODE_FLAGS.join(' ') || 'none'}`,
       ],
       ['start to ready (migrations applied)', `${figures.readyMs.median} ms`, `runs ${readyTimes.join(', ')} ms`],
     ];
