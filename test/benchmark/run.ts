@@ -13,7 +13,7 @@
  * Options (environment): BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_RATE (1000),
  * BENCH_CONNECTIONS (32), BENCH_PROFILE=1 (write a CPU profile of the service to bench.cpuprofile),
  * BENCH_SERVICE_NODE_FLAGS (Node.js flags for the service's process only; default: the chart's heap
- * ceiling, --max-old-space-size=<heapLimitMb>).
+ * ceiling, --max-old-space-size=<heapLimitMb>, none while heapLimitMb is 0 as it is by default).
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
