@@ -22,6 +22,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import amqp from 'amqplib';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -255,11 +256,13 @@ function memoryMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
 /**
  * Samples the service's resident memory every 100 ms and keeps the highest sample of each phase,
  * to tell which phase sets the peak (the peak itself is the kernel's VmHWM, which misses nothing).
- * Its V8 heap and external memory are read from /metrics every second, to tell what the highest
- * sample was made of.
+ * Reads its /metrics every second: its V8 heap and external memory, to tell what the highest sample
+ * was made of, and the longest event-loop delay it measured since the reading before (prom-client
+ * resets that histogram at every scrape), to tell a stall of the service's thread from one elsewhere.
  */
-function watchMemory(pid: number, adminPort: number) {
+function watchService(pid: number, adminPort: number) {
   const highest = new Map<string, number>();
+  const worstLagMs = new Map<string, number>();
   let phase = 'warm-up';
   let heap = { heapTotalMb: 0, externalMb: 0 };
   let atPeak = { rssMb: 0, ...heap };
@@ -268,23 +271,33 @@ function watchMemory(pid: number, adminPort: number) {
     highest.set(phase, Math.max(highest.get(phase) ?? 0, rssMb));
     if (rssMb > atPeak.rssMb) atPeak = { rssMb, ...heap };
   }, 100);
-  const heapReader = setInterval(() => {
-    metricsText(adminPort).then(
+  const read = (): Promise<void> => {
+    const readFor = phase;
+    return metricsText(adminPort).then(
       (text) => {
         const mb = (name: string): number => Math.round(metricValue(text, name) / 2 ** 20);
         heap = { heapTotalMb: mb('nodejs_heap_size_total_bytes'), externalMb: mb('nodejs_external_memory_bytes') };
+        const lagMs = 1000 * metricValue(text, 'nodejs_eventloop_lag_max_seconds');
+        worstLagMs.set(readFor, Math.max(worstLagMs.get(readFor) ?? 0, lagMs));
       },
       () => undefined,
     );
-  }, 1000);
+  };
+  const reader = setInterval(() => void read(), 1000);
   return {
-    enter(next: string): void {
+    /** Reads /metrics now, so that what the service measured until now counts for the current phase, and enters the next. */
+    async enter(next: string): Promise<void> {
+      await read();
       phase = next;
+    },
+    /** The longest event-loop delay the service measured during a phase, in ms. */
+    worstLagMs(of: string): number {
+      return worstLagMs.get(of) ?? 0;
     },
     /** The phase whose highest sample was the highest of all, and what that sample was made of. */
     peak(): { phase: string; rssMb: number; heapTotalMb: number; externalMb: number } {
       clearInterval(sampler);
-      clearInterval(heapReader);
+      clearInterval(reader);
       return { phase: [...highest].reduce((top, entry) => (entry[1] > top[1] ? entry : top), ['', 0])[0], ...atPeak, rssMb: Math.round(atPeak.rssMb) };
     },
   };
@@ -326,6 +339,29 @@ function metricsText(adminPort: number): Promise<string> {
 
 /** The value of an unlabelled series in a /metrics text (0 when absent). */
 const metricValue = (text: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+
+/** The sum of every series of a metric whose labels include `label` (all of them when none is given). */
+function metricTotal(text: string, name: string, label = ''): number {
+  let total = 0;
+  for (const [, labels = '', value] of text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`, 'gm'))) {
+    if (labels.split(',').includes(label) || !label) total += Number(value);
+  }
+  return total;
+}
+
+/**
+ * The service's garbage collections so far, all kinds together, from prom-client's histogram (which
+ * records the first collection of each batch its observer is handed, so it may miss a few).
+ */
+function gcSoFar(text: string) {
+  const name = 'nodejs_gc_duration_seconds';
+  const count = metricTotal(text, `${name}_count`);
+  return {
+    ms: 1000 * metricTotal(text, `${name}_sum`),
+    over10Ms: count - metricTotal(text, `${name}_bucket`, 'le="0.01"'),
+    over100Ms: count - metricTotal(text, `${name}_bucket`, 'le="0.1"'),
+  };
+}
 
 /** The service's recorder and event-loop counters, from its /metrics. */
 async function serviceCounters(adminPort: number): Promise<ServiceCounters> {
@@ -378,6 +414,9 @@ async function openLoop(port: number, notifications: Notification[], rate: numbe
   const latencies: number[] = [];
   let failures = 0;
   const total = rate * seconds;
+  // The load generator's own stalls: a request that leaves late is counted late, whoever stalled.
+  const ownLag = monitorEventLoopDelay({ resolution: 10 });
+  ownLag.enable();
   const start = performance.now();
   const inFlight: Array<Promise<void>> = [];
   for (let i = 0; i < total; i++) {
@@ -414,17 +453,41 @@ async function openLoop(port: number, notifications: Notification[], rate: numbe
     );
   }
   await Promise.all(inFlight);
+  ownLag.disable();
   agent.destroy();
   const sorted = latencies.sort((a, b) => a - b);
-  return { sent: total, failures, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), max: sorted[sorted.length - 1] ?? 0 };
+  return {
+    sent: total,
+    failures,
+    p50: quantile(sorted, 0.5),
+    p99: quantile(sorted, 0.99),
+    max: sorted[sorted.length - 1] ?? 0,
+    loadGeneratorLagMaxMs: ownLag.max / 1e6,
+  };
 }
 
-/** Open loop at RATE on fresh notifications, then the commit-to-confirm lag of the events it produced. */
-async function latencyPhase(service: Service, databaseUrl: string, seed: string) {
+/**
+ * Open loop at RATE on fresh notifications, then the commit-to-confirm lag of the events it produced,
+ * with what could make its tail: the service's longest event-loop delay and its garbage collections
+ * during the loop, beside the load generator's own longest delay.
+ */
+async function latencyPhase(service: Service, watcher: ReturnType<typeof watchService>, phase: string, databaseUrl: string, seed: string) {
+  const notifications = take(workload(seed), RATE * SECONDS);
+  await watcher.enter(phase);
+  const gcBefore = gcSoFar(await metricsText(service.adminPort));
   const since = new Date();
-  const open = await openLoop(service.port, take(workload(seed), RATE * SECONDS), RATE, SECONDS);
+  const open = await openLoop(service.port, notifications, RATE, SECONDS);
   const until = new Date();
-  return { open, lag: await commitToConfirmLag(databaseUrl, since, until) };
+  const gcAfter = gcSoFar(await metricsText(service.adminPort));
+  await watcher.enter(`${phase}, publishing`);
+  const stalls = {
+    serviceLagMaxMs: watcher.worstLagMs(phase),
+    loadGeneratorLagMaxMs: open.loadGeneratorLagMaxMs,
+    gcMs: gcAfter.ms - gcBefore.ms,
+    gcOver10Ms: gcAfter.over10Ms - gcBefore.over10Ms,
+    gcOver100Ms: gcAfter.over100Ms - gcBefore.over100Ms,
+  };
+  return { open, stalls, lag: await commitToConfirmLag(databaseUrl, since, until) };
 }
 
 async function commitToConfirmLag(databaseUrl: string, since: Date, until: Date) {
@@ -477,7 +540,7 @@ async function main(): Promise<void> {
       await stop(s.child);
     }
     const service = await startService(serviceUrl, exchange, process.env.BENCH_PROFILE === '1');
-    const memory = watchMemory(service.child.pid as number, service.adminPort);
+    const watcher = watchService(service.child.pid as number, service.adminPort);
     await waitForPort(referencePort);
 
     // Both receivers warm up first (JIT compilation, connection pools, caches), so that what is
@@ -492,8 +555,7 @@ async function main(): Promise<void> {
     // saturating rounds below, while the database still works off their aftermath (autovacuum
     // of the rows they added, the checkpoint their WAL triggers).
     await new Promise((r) => setTimeout(r, 2000));
-    memory.enter('open loop, steady');
-    const steady = await latencyPhase(service, serviceUrl, `${suffix}steady`);
+    const steady = await latencyPhase(service, watcher, 'open loop, steady', serviceUrl, `${suffix}steady`);
 
     const serviceRps: number[] = [];
     const referenceRps: number[] = [];
@@ -504,7 +566,7 @@ async function main(): Promise<void> {
     const eventLoopBusy: number[] = [];
     const batchSizes: number[] = [];
     let non2xx = 0;
-    memory.enter('closed loop');
+    await watcher.enter('closed loop');
     for (let round = 0; round < ROUNDS; round++) {
       // Each receiver gets its own stream of the same lifecycles: fresh notifications however fast it goes.
       // Made (signed) before the counters are read, so that the measured window holds only the run.
@@ -530,7 +592,7 @@ async function main(): Promise<void> {
     }
 
     // Duplicates only: everything below was recorded already.
-    memory.enter('duplicates only');
+    await watcher.enter('duplicates only');
     const recorded = take(workload(`${suffix}dup`), 2000);
     await closedLoop(service.port, cycle(recorded), 2);
     await closedLoop(referencePort, cycle(recorded), 2);
@@ -542,10 +604,9 @@ async function main(): Promise<void> {
     }
 
     await new Promise((r) => setTimeout(r, 2000));
-    memory.enter('open loop, after the bursts');
-    const afterBursts = await latencyPhase(service, serviceUrl, `${suffix}after`);
+    const afterBursts = await latencyPhase(service, watcher, 'open loop, after the bursts', serviceUrl, `${suffix}after`);
     const rss = memoryMb(service.child.pid as number, 'VmHWM');
-    const peak = memory.peak();
+    const peak = watcher.peak();
     const consumed = await new Promise<number>((resolve) => {
       consumer.once('message', (count) => resolve(Number(count)));
       consumer.send('count');
@@ -575,9 +636,9 @@ async function main(): Promise<void> {
         referenceMedian: Math.round(median(dupReference)),
         ratio: Number((median(dupService) / median(dupReference)).toFixed(2)),
       },
-      openLoop: openLoopFigures(steady.open),
+      openLoop: openLoopFigures(steady),
       commitToConfirm: lagFigures(steady.lag),
-      afterBursts: { openLoop: openLoopFigures(afterBursts.open), commitToConfirm: lagFigures(afterBursts.lag) },
+      afterBursts: { openLoop: openLoopFigures(afterBursts), commitToConfirm: lagFigures(afterBursts.lag) },
       eventsConsumed: consumed,
       peakRssMb: Math.round(rss),
       peakRssPhase: peak.phase,
@@ -630,11 +691,26 @@ function round2(value: number): number {
   return Math.round(value * 100) / 100;
 }
 
-type OpenLoopResult = Awaited<ReturnType<typeof openLoop>>;
+type LatencyPhaseResult = Awaited<ReturnType<typeof latencyPhase>>;
 type LagResult = Awaited<ReturnType<typeof commitToConfirmLag>>;
 
-function openLoopFigures(open: OpenLoopResult) {
-  return { rate: RATE, sent: open.sent, failures: open.failures, p50Ms: round2(open.p50), p99Ms: round2(open.p99), maxMs: round2(open.max) };
+function openLoopFigures({ open, stalls }: LatencyPhaseResult) {
+  return {
+    rate: RATE,
+    sent: open.sent,
+    failures: open.failures,
+    p50Ms: round2(open.p50),
+    p99Ms: round2(open.p99),
+    maxMs: round2(open.max),
+    // What could have made the tail (the service's GC counts are the collections of 10 and 100 ms or more).
+    stalls: {
+      serviceLagMaxMs: round2(stalls.serviceLagMaxMs),
+      loadGeneratorLagMaxMs: round2(stalls.loadGeneratorLagMaxMs),
+      serviceGcMs: round2(stalls.gcMs),
+      serviceGcOver10Ms: stalls.gcOver10Ms,
+      serviceGcOver100Ms: stalls.gcOver100Ms,
+    },
+  };
 }
 
 function lagFigures(lag: LagResult) {
@@ -648,6 +724,11 @@ function latencyRows(
 ): Array<[string, string, string]> {
   return [
     [`open loop ${RATE}/s, ${phase}: p50 / p99 / max`, `${open.p50Ms} / ${open.p99Ms} / ${open.maxMs} ms`, `${open.failures} non-200 of ${open.sent}`],
+    [
+      `  longest stall, ${phase}: service / load generator`,
+      `${open.stalls.serviceLagMaxMs} / ${open.stalls.loadGeneratorLagMaxMs} ms`,
+      `service GC ${open.stalls.serviceGcMs} ms in all, ${open.stalls.serviceGcOver10Ms} collections of 10 ms or more, ${open.stalls.serviceGcOver100Ms} of 100 ms or more`,
+    ],
     [`commit-to-confirm lag, ${phase}: p50 / p99`, `${lag.p50Ms} / ${lag.p99Ms} ms`, `${lag.events} events`],
   ];
 }
