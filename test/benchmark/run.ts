@@ -7,17 +7,20 @@
  * alternates closed-loop runs of both several times and reports medians, plus open-loop latency
  * at a fixed rate with the commit-to-confirm lag of what it produced (once on the warmed-up service,
  * once after the saturating rounds), duplicates-only throughput, peak RSS and time to ready. The
- * downstream consumer bound to the exchange runs in a process of its own.
+ * downstream consumer bound to the exchange runs in a process of its own. The service runs with the
+ * chart's memory limit (a memory cgroup, where the machine lets root make one), because Node sizes
+ * V8's heap from it.
  * Prints a table, then one JSON line with every figure.
  *
  * Options (environment): BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_RATE (1000),
  * BENCH_CONNECTIONS (32), BENCH_PROFILE=1 (write a CPU profile of the service to bench.cpuprofile),
- * BENCH_SERVICE_NODE_FLAGS (Node.js flags for the service's process only; default: the chart's heap
- * ceiling, --max-old-space-size=<heapLimitMb>, none while heapLimitMb is 0 as it is by default).
+ * BENCH_SERVICE_NODE_FLAGS (Node.js flags for the service's process only; default: the V8 heap flags
+ * the chart gives the server, --max-semi-space-size=<heapSemiSpaceMb> and, when heapLimitMb is set,
+ * --max-old-space-size=<heapLimitMb>).
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -43,9 +46,9 @@ const ROOT = path.resolve(__dirname, '..', '..', '..');
 /** The service's warm-up at the open loop's rate, before anything is measured. */
 const WARM_UP_SECONDS = 15;
 /**
- * Node.js flags for the service's process only: by default the heap ceiling the Helm chart gives
- * the server (heapLimitMb), so that the service runs as deployed; BENCH_SERVICE_NODE_FLAGS replaces
- * them (an empty value runs it with none), to measure other V8 settings.
+ * Node.js flags for the service's process only: by default the V8 heap flags the Helm chart gives
+ * the server, so that the service runs as deployed; BENCH_SERVICE_NODE_FLAGS replaces them (an empty
+ * value runs it with none), to measure other V8 settings.
  */
 const SERVICE_NODE_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? chartNodeFlags()).split(' ').filter(Boolean);
 /** Notifications made in advance per second of a closed-loop run: more than either receiver takes here. */
@@ -56,9 +59,63 @@ interface Notification {
   signature: string;
 }
 
+interface ChartValues {
+  heapLimitMb?: number;
+  heapSemiSpaceMb?: number;
+  resources?: { limits?: { memory?: string } };
+}
+
+function chartValues(): ChartValues {
+  return parse(readFileSync(path.join(ROOT, 'helm', 'notification-receiver', 'values.yaml'), 'utf8')) as ChartValues;
+}
+
+/** The V8 flags the chart gives the server through NODE_OPTIONS (heapLimitMb, heapSemiSpaceMb). */
 function chartNodeFlags(): string {
-  const values = parse(readFileSync(path.join(ROOT, 'helm', 'notification-receiver', 'values.yaml'), 'utf8')) as { heapLimitMb?: number };
-  return values.heapLimitMb ? `--max-old-space-size=${values.heapLimitMb}` : '';
+  const { heapLimitMb, heapSemiSpaceMb } = chartValues();
+  return [heapLimitMb ? `--max-old-space-size=${heapLimitMb}` : '', heapSemiSpaceMb ? `--max-semi-space-size=${heapSemiSpaceMb}` : ''].join(' ');
+}
+
+/** The chart's memory limit for the server container (resources.limits.memory), in MiB. */
+function chartMemoryLimitMb(): number {
+  const limit = String(chartValues().resources?.limits?.memory ?? '');
+  const match = /^(\d+)(Mi|Gi)$/.exec(limit);
+  if (!match) throw new Error(`resources.limits.memory "${limit}" in values.yaml: expected <n>Mi or <n>Gi`);
+  return Number(match[1]) * (match[2] === 'Gi' ? 1024 : 1);
+}
+
+type MemoryCgroup = { procs: string; limitMb: number; remove(): void } | { unavailable: string };
+
+/**
+ * A memory cgroup with the chart's limit, as the pod's container has. Node sizes V8's heap from the
+ * memory it is constrained to: in a 384 MiB container a 256 MB heap with 1 MB semi-spaces, against
+ * 4 GB and 16 MB on an unconstrained machine with 24 GiB, so without it the benchmark would measure
+ * another heap than the deployed one. Needs a writable memory controller (cgroup v1's memory
+ * hierarchy, or v2's with the memory controller enabled, as root); where there is none the service
+ * runs unconstrained, and the table and the JSON line say so.
+ */
+function memoryCgroup(name: string, limitMb: number): MemoryCgroup {
+  const hierarchies = [
+    { root: '/sys/fs/cgroup/memory', limitFile: 'memory.limit_in_bytes' },
+    { root: '/sys/fs/cgroup', limitFile: 'memory.max' },
+  ];
+  const hierarchy = hierarchies.find(({ root }) => existsSync(path.join(root, 'cgroup.procs')));
+  if (!hierarchy) return { unavailable: 'no cgroup hierarchy with a memory controller' };
+  const group = path.join(hierarchy.root, name);
+  try {
+    mkdirSync(group);
+    writeFileSync(path.join(group, hierarchy.limitFile), String(limitMb * 2 ** 20));
+    const remove = (): void => {
+      try {
+        rmdirSync(group);
+      } catch (error) {
+        process.stderr.write(`could not remove ${group}: ${(error as Error).message}\n`);
+      }
+    };
+    return { procs: path.join(group, 'cgroup.procs'), limitMb, remove };
+  } catch (error) {
+    if (existsSync(group)) rmdirSync(group);
+    return { unavailable: `${group}: ${(error as Error).message}` };
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -216,11 +273,14 @@ interface Service {
   readyMs: number;
 }
 
-async function startService(databaseUrl: string, exchange: string, profile: boolean): Promise<Service> {
+/** Starts the built service; inside the memory cgroup when there is one (it enters it before node starts). */
+async function startService(databaseUrl: string, exchange: string, cgroup: MemoryCgroup, profile = false): Promise<Service> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const started = Date.now();
   const nodeFlags = [...SERVICE_NODE_FLAGS, ...(profile ? ['--cpu-prof', '--cpu-prof-name=bench.cpuprofile'] : [])];
-  const child = spawn(process.execPath, [...nodeFlags, 'dist/main.js'], {
+  const command = [process.execPath, ...nodeFlags, 'dist/main.js'];
+  const [file, args] = 'procs' in cgroup ? ['/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', cgroup.procs, ...command]] : [command[0] as string, command.slice(1)];
+  const child = spawn(file, args, {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -266,6 +326,7 @@ function watchService(pid: number, adminPort: number) {
   let phase = 'warm-up';
   let heap = { heapTotalMb: 0, externalMb: 0 };
   let atPeak = { rssMb: 0, ...heap };
+  let newSpaceMaxMb = 0;
   const sampler = setInterval(() => {
     const rssMb = memoryMb(pid, 'VmRSS');
     highest.set(phase, Math.max(highest.get(phase) ?? 0, rssMb));
@@ -277,6 +338,7 @@ function watchService(pid: number, adminPort: number) {
       (text) => {
         const mb = (name: string): number => Math.round(metricValue(text, name) / 2 ** 20);
         heap = { heapTotalMb: mb('nodejs_heap_size_total_bytes'), externalMb: mb('nodejs_external_memory_bytes') };
+        newSpaceMaxMb = Math.max(newSpaceMaxMb, metricTotal(text, 'nodejs_heap_space_size_total_bytes', 'space="new"') / 2 ** 20);
         const lagMs = 1000 * metricValue(text, 'nodejs_eventloop_lag_max_seconds');
         worstLagMs.set(readFor, Math.max(worstLagMs.get(readFor) ?? 0, lagMs));
       },
@@ -294,11 +356,15 @@ function watchService(pid: number, adminPort: number) {
     worstLagMs(of: string): number {
       return worstLagMs.get(of) ?? 0;
     },
-    /** The phase whose highest sample was the highest of all, and what that sample was made of. */
-    peak(): { phase: string; rssMb: number; heapTotalMb: number; externalMb: number } {
+    /**
+     * The phase whose highest sample was the highest of all, and what that sample was made of; and the
+     * largest the V8 young generation's new space got (twice the semi-space size in effect).
+     */
+    peak(): { phase: string; rssMb: number; heapTotalMb: number; externalMb: number; newSpaceMaxMb: number } {
       clearInterval(sampler);
       clearInterval(reader);
-      return { phase: [...highest].reduce((top, entry) => (entry[1] > top[1] ? entry : top), ['', 0])[0], ...atPeak, rssMb: Math.round(atPeak.rssMb) };
+      const phaseOfPeak = [...highest].reduce((top, entry) => (entry[1] > top[1] ? entry : top), ['', 0])[0];
+      return { phase: phaseOfPeak, ...atPeak, rssMb: Math.round(atPeak.rssMb), newSpaceMaxMb: Math.round(newSpaceMaxMb) };
     },
   };
 }
@@ -529,17 +595,19 @@ async function main(): Promise<void> {
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const serviceUrl = `${PG}/${serviceDb}`;
+  // The service runs with the pod's memory limit, as deployed (Node sizes its heap from it).
+  const cgroup = memoryCgroup(`bench_service_${suffix}`, chartMemoryLimitMb());
 
   try {
     // First start creates the database and applies migrations; the time to ready is measured on restarts.
-    await stop((await startService(serviceUrl, exchange, false)).child);
+    await stop((await startService(serviceUrl, exchange, cgroup)).child);
     const readyTimes: number[] = [];
     for (let i = 0; i < 3; i++) {
-      const s = await startService(serviceUrl, exchange, false);
+      const s = await startService(serviceUrl, exchange, cgroup);
       readyTimes.push(s.readyMs);
       await stop(s.child);
     }
-    const service = await startService(serviceUrl, exchange, process.env.BENCH_PROFILE === '1');
+    const service = await startService(serviceUrl, exchange, cgroup, process.env.BENCH_PROFILE === '1');
     const watcher = watchService(service.child.pid as number, service.adminPort);
     await waitForPort(referencePort);
 
@@ -616,6 +684,7 @@ async function main(): Promise<void> {
     const figures = {
       machine: { cores: os.cpus().length, node: process.version },
       serviceNodeFlags: SERVICE_NODE_FLAGS,
+      serviceMemoryLimitMb: 'limitMb' in cgroup ? cgroup.limitMb : null,
       rounds: ROUNDS,
       secondsPerRun: SECONDS,
       connections: CONNECTIONS,
@@ -643,6 +712,7 @@ async function main(): Promise<void> {
       peakRssMb: Math.round(rss),
       peakRssPhase: peak.phase,
       highestRssSample: { rssMb: peak.rssMb, v8HeapTotalMb: peak.heapTotalMb, externalMb: peak.externalMb },
+      v8NewSpaceMaxMb: peak.newSpaceMaxMb,
       readyMs: { median: median(readyTimes), runs: readyTimes },
     };
 
@@ -661,7 +731,8 @@ async function main(): Promise<void> {
         'peak RSS of the service',
         `${figures.peakRssMb} MB`,
         `highest sample ${peak.rssMb} MB during: ${peak.phase} (V8 heap ${peak.heapTotalMb} MB, external ${peak.externalMb} MB); ` +
-          `service flags: ${SERVICE_NODE_FLAGS.join(' ') || 'none'}`,
+          `V8 new space at most ${peak.newSpaceMaxMb} MB; service flags: ${SERVICE_NODE_FLAGS.join(' ') || 'none'}; ` +
+          ('limitMb' in cgroup ? `memory limit ${cgroup.limitMb} MiB (the chart's, in a cgroup)` : `no memory limit (${cgroup.unavailable})`),
       ],
       ['start to ready (migrations applied)', `${figures.readyMs.median} ms`, `runs ${readyTimes.join(', ')} ms`],
     ];
@@ -684,6 +755,7 @@ async function main(): Promise<void> {
     await cleanup.close();
     await admin(`DROP DATABASE IF EXISTS ${serviceDb} WITH (FORCE)`);
     await admin(`DROP DATABASE IF EXISTS ${referenceDb} WITH (FORCE)`);
+    if ('remove' in cgroup) cgroup.remove();
   }
 }
 
