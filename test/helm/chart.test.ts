@@ -177,10 +177,12 @@ describe('Deployment', () => {
     expect(container.resources?.limits?.memory).toBeDefined();
   });
 
-  test('heapLimitMb caps the JavaScript heap of the server through NODE_OPTIONS; by default Node sizes it itself', () => {
-    const env = (objects: ReturnType<typeof render>) => containerOf(podSpecOf(objects)).env ?? [];
-    expect(env(defaults).map((e) => e.name)).not.toContain('NODE_OPTIONS');
-    expect(env(render({ set: ['heapLimitMb=128'] }))).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=128' });
+  test("the server's V8 heap flags come through NODE_OPTIONS: 16 MiB semi-spaces by default, an old-space ceiling on request, none when both are 0", () => {
+    const nodeOptions = (objects: ReturnType<typeof render>) => (containerOf(podSpecOf(objects)).env ?? []).filter((e) => e.name === 'NODE_OPTIONS');
+    expect(nodeOptions(defaults)).toEqual([{ name: 'NODE_OPTIONS', value: '--max-semi-space-size=16' }]);
+    expect(nodeOptions(render({ set: ['heapLimitMb=128'] }))).toEqual([{ name: 'NODE_OPTIONS', value: '--max-old-space-size=128 --max-semi-space-size=16' }]);
+    expect(nodeOptions(render({ set: ['heapLimitMb=128', 'heapSemiSpaceMb=0'] }))).toEqual([{ name: 'NODE_OPTIONS', value: '--max-old-space-size=128' }]);
+    expect(nodeOptions(render({ set: ['heapSemiSpaceMb=0'] }))).toEqual([]);
   });
 
   test.each([
