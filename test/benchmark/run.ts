@@ -16,7 +16,8 @@
  * BENCH_CONNECTIONS (32), BENCH_PROFILE=1 (write a CPU profile of the service to bench.cpuprofile),
  * BENCH_SERVICE_NODE_FLAGS (Node.js flags for the service's process only; default: the V8 heap flags
  * the chart gives the server, --max-semi-space-size=<heapSemiSpaceMb> and, when heapLimitMb is set,
- * --max-old-space-size=<heapLimitMb>).
+ * --max-old-space-size=<heapLimitMb>), BENCH_SERVICE_MEMORY_LIMIT_MB (the service's memory limit; default:
+ * the chart's resources.limits.memory; 0: none).
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -51,6 +52,8 @@ const WARM_UP_SECONDS = 15;
  * value runs it with none), to measure other V8 settings.
  */
 const SERVICE_NODE_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? chartNodeFlags()).split(' ').filter(Boolean);
+/** The service's memory limit, in MiB: the chart's resources.limits.memory unless BENCH_SERVICE_MEMORY_LIMIT_MB says otherwise (0: none). */
+const SERVICE_MEMORY_LIMIT_MB = Number(process.env.BENCH_SERVICE_MEMORY_LIMIT_MB ?? chartMemoryLimitMb());
 /** Notifications made in advance per second of a closed-loop run: more than either receiver takes here. */
 const AHEAD_PER_SECOND = 10_000;
 
@@ -426,6 +429,7 @@ function gcSoFar(text: string) {
     ms: 1000 * metricTotal(text, `${name}_sum`),
     over10Ms: count - metricTotal(text, `${name}_bucket`, 'le="0.01"'),
     over100Ms: count - metricTotal(text, `${name}_bucket`, 'le="0.1"'),
+    major: metricTotal(text, `${name}_count`, 'kind="major"'),
   };
 }
 
@@ -552,6 +556,7 @@ async function latencyPhase(service: Service, watcher: ReturnType<typeof watchSe
     gcMs: gcAfter.ms - gcBefore.ms,
     gcOver10Ms: gcAfter.over10Ms - gcBefore.over10Ms,
     gcOver100Ms: gcAfter.over100Ms - gcBefore.over100Ms,
+    gcMajor: gcAfter.major - gcBefore.major,
   };
   return { open, stalls, lag: await commitToConfirmLag(databaseUrl, since, until) };
 }
@@ -596,7 +601,7 @@ async function main(): Promise<void> {
   });
   const serviceUrl = `${PG}/${serviceDb}`;
   // The service runs with the pod's memory limit, as deployed (Node sizes its heap from it).
-  const cgroup = memoryCgroup(`bench_service_${suffix}`, chartMemoryLimitMb());
+  const cgroup: MemoryCgroup = SERVICE_MEMORY_LIMIT_MB > 0 ? memoryCgroup(`bench_service_${suffix}`, SERVICE_MEMORY_LIMIT_MB) : { unavailable: 'BENCH_SERVICE_MEMORY_LIMIT_MB=0' };
 
   try {
     // First start creates the database and applies migrations; the time to ready is measured on restarts.
@@ -781,6 +786,7 @@ function openLoopFigures({ open, stalls }: LatencyPhaseResult) {
       serviceGcMs: round2(stalls.gcMs),
       serviceGcOver10Ms: stalls.gcOver10Ms,
       serviceGcOver100Ms: stalls.gcOver100Ms,
+      serviceGcMajor: stalls.gcMajor,
     },
   };
 }
@@ -799,7 +805,7 @@ function latencyRows(
     [
       `  longest stall, ${phase}: service / load generator`,
       `${open.stalls.serviceLagMaxMs} / ${open.stalls.loadGeneratorLagMaxMs} ms`,
-      `service GC ${open.stalls.serviceGcMs} ms in all, ${open.stalls.serviceGcOver10Ms} collections of 10 ms or more, ${open.stalls.serviceGcOver100Ms} of 100 ms or more`,
+      `service GC ${open.stalls.serviceGcMs} ms in all, ${open.stalls.serviceGcMajor} major (mark-compact), ${open.stalls.serviceGcOver10Ms} of 10 ms or more, ${open.stalls.serviceGcOver100Ms} of 100 ms or more`,
     ],
     [`commit-to-confirm lag, ${phase}: p50 / p99`, `${lag.p50Ms} / ${lag.p99Ms} ms`, `${lag.events} events`],
   ];
