@@ -89,10 +89,10 @@ function chartMemoryLimitMb(): number {
 type MemoryCgroup = { procs: string; limitMb: number; remove(): void } | { unavailable: string };
 
 /**
- * A memory cgroup with the chart's limit, as the pod's container has. Node sizes V8's heap from the
- * memory it is constrained to: in a 384 MiB container a 256 MB heap with 1 MB semi-spaces, against
- * 4 GB and 16 MB on an unconstrained machine with 24 GiB, so without it the benchmark would measure
- * another heap than the deployed one. Needs a writable memory controller (cgroup v1's memory
+ * A memory cgroup with a memory limit (by default the chart's, as the pod's container has). Node
+ * sizes V8's heap from the memory it is constrained to: in a 384 MiB container a 259 MB heap with
+ * 1 MiB semi-spaces, against 4 GB and 16 MiB on an unconstrained machine with 24 GiB, so without it
+ * the benchmark would measure another heap than the deployed one. Needs a writable memory controller (cgroup v1's memory
  * hierarchy, or v2's with the memory controller enabled, as root); where there is none the service
  * runs unconstrained, and the table and the JSON line say so.
  */
@@ -737,7 +737,7 @@ async function main(): Promise<void> {
         `${figures.peakRssMb} MB`,
         `highest sample ${peak.rssMb} MB during: ${peak.phase} (V8 heap ${peak.heapTotalMb} MB, external ${peak.externalMb} MB); ` +
           `V8 new space at most ${peak.newSpaceMaxMb} MB; service flags: ${SERVICE_NODE_FLAGS.join(' ') || 'none'}; ` +
-          ('limitMb' in cgroup ? `memory limit ${cgroup.limitMb} MiB (the chart's, in a cgroup)` : `no memory limit (${cgroup.unavailable})`),
+          ('limitMb' in cgroup ? `memory limit ${cgroup.limitMb} MiB (in a cgroup)` : `no memory limit (${cgroup.unavailable})`),
       ],
       ['start to ready (migrations applied)', `${figures.readyMs.median} ms`, `runs ${readyTimes.join(', ')} ms`],
     ];
