@@ -198,6 +198,32 @@ describe('POST /notifications: request checks before the signature', () => {
     expect(after.eventLoop).toBeGreaterThan(before.eventLoop);
   });
 
+  it('When notifications wait behind a running recording transaction, then recorder_queued_notifications counts them, and 0 once they are answered', async () => {
+    const queued = async () => Number(/^recorder_queued_notifications (\S+)$/m.exec((await request(svc.adminUrl).get('/metrics')).text)?.[1]);
+    // Another transaction holds the first order's lock, so the one lane's transaction waits on it.
+    const held = uniqueId('HELD');
+    const blocker = await svc.service.pool.connect();
+    let answers: Promise<number[]> | undefined;
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 7316))', [held]);
+      const first = svc.post(orderBody({ orderId: held, status: 'PENDING' })).then((r) => r.status);
+      const waiting = [0, 1, 2].map(() => svc.post(orderBody({ orderId: uniqueId('WAIT'), status: 'PENDING' })).then((r) => r.status));
+      answers = Promise.all([first, ...waiting]);
+      let seen = 0;
+      for (let i = 0; i < 100 && seen < 3; i++) {
+        seen = await queued();
+        if (seen < 3) await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(seen).toBe(3);
+    } finally {
+      await blocker.query('ROLLBACK');
+      blocker.release();
+    }
+    expect(await answers).toEqual([200, 200, 200, 200]);
+    expect(await queued()).toBe(0);
+  });
+
   it('When refusals happen, then each is counted under its outcome', async () => {
     const text = (await request(svc.adminUrl).get('/metrics')).text;
     for (const outcome of ['rejected_signature', 'unsupported_media_type', 'too_large']) {
