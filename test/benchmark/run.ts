@@ -339,10 +339,10 @@ function watchService(pid: number, adminPort: number) {
     const readFor = phase;
     return metricsText(adminPort).then(
       (text) => {
-        const mb = (name: string): number => Math.round(metricValue(text, name) / 2 ** 20);
+        const mb = (name: string): number => Math.round(metricTotal(text, name) / 2 ** 20);
         heap = { heapTotalMb: mb('nodejs_heap_size_total_bytes'), externalMb: mb('nodejs_external_memory_bytes') };
         newSpaceMaxMb = Math.max(newSpaceMaxMb, metricTotal(text, 'nodejs_heap_space_size_total_bytes', 'space="new"') / 2 ** 20);
-        const lagMs = 1000 * metricValue(text, 'nodejs_eventloop_lag_max_seconds');
+        const lagMs = 1000 * metricTotal(text, 'nodejs_eventloop_lag_max_seconds');
         worstLagMs.set(readFor, Math.max(worstLagMs.get(readFor) ?? 0, lagMs));
       },
       () => undefined,
@@ -406,10 +406,10 @@ function metricsText(adminPort: number): Promise<string> {
   });
 }
 
-/** The value of an unlabelled series in a /metrics text (0 when absent). */
-const metricValue = (text: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
-
-/** The sum of every series of a metric whose labels include `label` (all of them when none is given). */
+/**
+ * The sum of every series of a metric whose labels include `label` (all of them when none is given;
+ * for an unlabelled metric, its value), 0 when absent.
+ */
 function metricTotal(text: string, name: string, label = ''): number {
   let total = 0;
   for (const [, labels = '', value] of text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`, 'gm'))) {
@@ -438,10 +438,10 @@ async function serviceCounters(adminPort: number): Promise<ServiceCounters> {
   const text = await metricsText(adminPort);
   return {
     readAt: performance.now(),
-    busySeconds: metricValue(text, 'recorder_busy_seconds_total'),
-    eventLoopSeconds: metricValue(text, 'nodejs_eventloop_active_seconds_total'),
-    transactions: metricValue(text, 'recorder_batch_notifications_count'),
-    notifications: metricValue(text, 'recorder_batch_notifications_sum'),
+    busySeconds: metricTotal(text, 'recorder_busy_seconds_total'),
+    eventLoopSeconds: metricTotal(text, 'nodejs_eventloop_active_seconds_total'),
+    transactions: metricTotal(text, 'recorder_batch_notifications_count'),
+    notifications: metricTotal(text, 'recorder_batch_notifications_sum'),
   };
 }
 

@@ -3,7 +3,7 @@ import { pgSessions } from '../../src/recording/database';
 import { GroupCommitStore } from '../../src/recording/groupCommit';
 import type { Delivery } from '../../src/recording/recordNotification';
 import type { OrderNotification, RefundNotification } from '../../src/parsing/notification';
-import { query } from '../support/database';
+import { query, whileOrderLocked } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { uniqueId } from '../support/signing';
 
@@ -113,19 +113,13 @@ describe('group commit deadlines', () => {
     // the order's advisory lock for longer than the answer time.
     const orderId = uniqueId('SLOW');
     const other = uniqueId('FAST');
-    const blocker = await svc.service.pool.connect();
-    try {
-      await blocker.query('BEGIN');
-      await blocker.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7316))", [orderId]);
-      const store = new GroupCommitStore(pgSessions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 300 });
-      const slow = store.record(delivery(orderId), order(orderId, 'PENDING'));
-      await expect(slow).rejects.toThrow(/no commit within 300 ms/);
-      await blocker.query('ROLLBACK'); // the batch's statements can finish now, but it must not commit
-      await new Promise((r) => setTimeout(r, 200));
-      await expect(store.record(delivery(other), order(other, 'PENDING'))).resolves.toMatchObject({ outcome: 'accepted' });
-    } finally {
-      blocker.release();
-    }
+    const store = new GroupCommitStore(pgSessions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 300 });
+    await whileOrderLocked(svc.service.pool, orderId, async () => {
+      await expect(store.record(delivery(orderId), order(orderId, 'PENDING'))).rejects.toThrow(/no commit within 300 ms/);
+    });
+    // The lock is released: the batch's statements can finish now, but it must not commit.
+    await new Promise((r) => setTimeout(r, 200));
+    await expect(store.record(delivery(other), order(other, 'PENDING'))).resolves.toMatchObject({ outcome: 'accepted' });
     const rows = await query<{ subject_id: string }>(svc.database.url, 'SELECT subject_id FROM notifications WHERE subject_id = ANY($1)', [[orderId, other]]);
     expect(rows.map((r) => r.subject_id)).toEqual([other]);
   });

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { fixture, fixtures, signatureHeaderOf, type Fixture } from '../support/fixtures';
-import { query } from '../support/database';
+import { query, whileOrderLocked } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { exactBytes, orderBody, POS_ID, SECOND_KEY, OTHER_KEY, sign, uniqueId } from '../support/signing';
 
@@ -25,6 +25,12 @@ function sendFixture(f: Fixture) {
     if (!['content-length', 'connection', 'content-type'].includes(name.toLowerCase())) req.set(name, value);
   }
   return req.serialize(exactBytes).send(Buffer.from(f.body, 'utf8'));
+}
+
+/** The values of unlabelled series in one scrape of the service's /metrics (NaN when absent). */
+async function metricValues<Name extends string>(...names: Name[]): Promise<Record<Name, number>> {
+  const text = (await request(svc.adminUrl).get('/metrics')).text;
+  return Object.fromEntries(names.map((name) => [name, Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1])])) as Record<Name, number>;
 }
 
 describe('POST /notifications: verification', () => {
@@ -177,14 +183,19 @@ describe('POST /notifications: request checks before the signature', () => {
 
   it('When notifications are recorded, then the recorder counts its transactions, their sizes and its busy time, and the event loop its active time', async () => {
     const counters = async () => {
-      const text = (await request(svc.adminUrl).get('/metrics')).text;
-      const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+      const m = await metricValues(
+        'recorder_batch_notifications_count',
+        'recorder_batch_notifications_sum',
+        'recorder_busy_seconds_total',
+        'recorder_queued_notifications',
+        'nodejs_eventloop_active_seconds_total',
+      );
       return {
-        transactions: value('recorder_batch_notifications_count'),
-        notifications: value('recorder_batch_notifications_sum'),
-        busy: value('recorder_busy_seconds_total'),
-        queued: value('recorder_queued_notifications'),
-        eventLoop: value('nodejs_eventloop_active_seconds_total'),
+        transactions: m.recorder_batch_notifications_count,
+        notifications: m.recorder_batch_notifications_sum,
+        busy: m.recorder_busy_seconds_total,
+        queued: m.recorder_queued_notifications,
+        eventLoop: m.nodejs_eventloop_active_seconds_total,
       };
     };
     const before = await counters();
@@ -199,27 +210,21 @@ describe('POST /notifications: request checks before the signature', () => {
   });
 
   it('When notifications wait behind a running recording transaction, then recorder_queued_notifications counts them, and 0 once they are answered', async () => {
-    const queued = async () => Number(/^recorder_queued_notifications (\S+)$/m.exec((await request(svc.adminUrl).get('/metrics')).text)?.[1]);
+    const queued = async () => (await metricValues('recorder_queued_notifications')).recorder_queued_notifications;
     // Another transaction holds the first order's lock, so the one lane's transaction waits on it.
     const held = uniqueId('HELD');
-    const blocker = await svc.service.pool.connect();
-    let answers: Promise<number[]> | undefined;
-    try {
-      await blocker.query('BEGIN');
-      await blocker.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 7316))', [held]);
+    // The answers come after the lock is released: wrapped, so that the lock's holder does not wait for them.
+    const { answers } = await whileOrderLocked(svc.service.pool, held, async () => {
       const first = svc.post(orderBody({ orderId: held, status: 'PENDING' })).then((r) => r.status);
       const waiting = [0, 1, 2].map(() => svc.post(orderBody({ orderId: uniqueId('WAIT'), status: 'PENDING' })).then((r) => r.status));
-      answers = Promise.all([first, ...waiting]);
       let seen = 0;
       for (let i = 0; i < 100 && seen < 3; i++) {
         seen = await queued();
         if (seen < 3) await new Promise((r) => setTimeout(r, 20));
       }
       expect(seen).toBe(3);
-    } finally {
-      await blocker.query('ROLLBACK');
-      blocker.release();
-    }
+      return { answers: Promise.all([first, ...waiting]) };
+    });
     expect(await answers).toEqual([200, 200, 200, 200]);
     expect(await queued()).toBe(0);
   });

@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { query } from '../support/database';
+import { query, whileOrderLocked } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, refundBody, uniqueId, type OrderFields } from '../support/signing';
 
@@ -110,17 +110,11 @@ describe('order projection', () => {
     const body = orderBody({ orderId, status: 'PENDING' });
     expect((await svc.post(body)).body.outcome).toBe('accepted');
     // Another transaction holds the order's lock: anything that needs the order would wait for it.
-    const blocker = await svc.service.pool.connect();
-    try {
-      await blocker.query('BEGIN');
-      await blocker.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 7316))', [orderId]);
+    await whileOrderLocked(svc.service.pool, orderId, async () => {
       const repeat = await svc.post(body);
       expect(repeat.status).toBe(200);
       expect(repeat.body.outcome).toBe('duplicate');
-    } finally {
-      await blocker.query('ROLLBACK');
-      blocker.release();
-    }
+    });
     const [row] = await query<{ deliveries: string; outcomes: string[] }>(
       svc.database.url,
       `SELECT count(*) AS deliveries, array_agg(d.outcome ORDER BY d.id) AS outcomes

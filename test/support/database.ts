@@ -39,6 +39,23 @@ export async function query<T extends pg.QueryResultRow>(url: string, text: stri
 }
 
 /**
+ * Runs `whileLocked` while another transaction holds an order's lock, the advisory lock the recorder
+ * takes for it (lockOrders in src/recording/recordBatch.ts), then releases it: a recording
+ * transaction that needs the order waits on it meanwhile.
+ */
+export async function whileOrderLocked<T>(pool: pg.Pool, orderId: string, whileLocked: () => Promise<T>): Promise<T> {
+  const blocker = await pool.connect();
+  try {
+    await blocker.query('BEGIN');
+    await blocker.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 7316))', [orderId]);
+    return await whileLocked();
+  } finally {
+    await blocker.query('ROLLBACK');
+    blocker.release();
+  }
+}
+
+/**
  * Watches every pg client in the process and records the most queries one client had issued and
  * not yet seen answered at once (1 means each query left only after the one before was answered).
  */
