@@ -6,7 +6,10 @@
  * check, ONE `INSERT ... ON CONFLICT DO NOTHING` of the raw body per request, a pool of 10), then
  * alternates closed-loop runs of both several times and reports medians, plus open-loop latency
  * at a fixed rate with the commit-to-confirm lag of what it produced (once on the warmed-up service,
- * once after the saturating rounds), duplicates-only throughput, peak RSS and time to ready. The
+ * once after the saturating rounds), duplicates-only throughput, peak RSS and time to ready. Each
+ * closed-loop run also measures the CPU per notification of every process involved (the receiver,
+ * Postgres, RabbitMQ, the consumer, the load generator), and so the rate the machine's cores would
+ * allow that receiver. The
  * downstream consumer bound to the exchange runs in a process of its own. The service runs with the
  * chart's memory limit (a memory cgroup, where the machine lets root make one), because Node sizes
  * V8's heap from it.
@@ -21,7 +24,7 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -382,6 +385,60 @@ function cpuTicks(): { idle: number; total: number } {
 const idlePercent = (from: ReturnType<typeof cpuTicks>, to: ReturnType<typeof cpuTicks>): number =>
   Math.round((100 * (to.idle - from.idle)) / Math.max(1, to.total - from.total));
 
+/** Where a closed-loop run's CPU went: the receiver under load and what it drives, each a set of processes; and the machine's busy time in all. */
+const CPU_KEYS = ['receiver', 'postgres', 'rabbitmq', 'consumer', 'loadGenerator', 'other', 'machine'] as const;
+type CpuKey = (typeof CPU_KEYS)[number];
+type CpuGroup = Exclude<CpuKey, 'machine'>;
+type CpuByGroup = Record<CpuKey, number>;
+const cpuFigures = (value: (key: CpuKey) => number): CpuByGroup => Object.fromEntries(CPU_KEYS.map((key) => [key, value(key)])) as CpuByGroup;
+
+/** Linux's clock tick for /proc CPU times (USER_HZ), in microseconds. */
+const TICK_US = 10_000;
+
+/**
+ * CPU time (user and system, in ticks) of every process so far, by group, and the machine's busy
+ * time from /proc/stat. `receiver` is the process under load (the idle receiver counts as other);
+ * the load generator is this process (autocannon runs in it).
+ */
+function cpuByGroup(receiverPid: number, consumerPid: number): CpuByGroup {
+  const byGroup = cpuFigures(() => 0);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    // pid (comm) state ...: comm may hold spaces and parentheses, so fields are counted after the last ')'.
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Its own time and its reaped children's: a process that exits between two readings (a pool's
+    // idle connection closed, say: its backend's whole life) leaves the sum, and comes back in its
+    // parent's count, so the difference between two readings is the time spent between them.
+    const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    const pid = Number(entry);
+    const group: CpuGroup =
+      pid === receiverPid ? 'receiver'
+      : pid === consumerPid ? 'consumer'
+      : pid === process.pid ? 'loadGenerator'
+      : comm === 'postgres' ? 'postgres'
+      : comm === 'beam.smp' ? 'rabbitmq'
+      : 'other';
+    byGroup[group] += ticks;
+  }
+  const machine = cpuTicks();
+  byGroup.machine = machine.total - machine.idle;
+  return byGroup;
+}
+
+/** Microseconds of CPU per request between two readings, by group. */
+const cpuPerRequest = (from: CpuByGroup, to: CpuByGroup, requests: number): CpuByGroup =>
+  cpuFigures((key) => Math.round(((to[key] - from[key]) * TICK_US) / Math.max(1, requests)));
+
+/** The median of each group over runs. */
+const medianCpu = (runs: readonly CpuByGroup[]): CpuByGroup => cpuFigures((key) => median(runs.map((r) => r[key])));
+
 interface ServiceCounters {
   /** When they were read (performance.now(), in ms): busy shares are taken over the time between two readings. */
   readAt: number;
@@ -454,7 +511,7 @@ const median = (values: number[]): number => {
 const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 
 /** Closed loop: CONNECTIONS connections, each sending its next notification as soon as the last was answered. */
-async function closedLoop(port: number, nextNotification: () => Notification, seconds: number): Promise<{ rps: number; non2xx: number }> {
+async function closedLoop(port: number, nextNotification: () => Notification, seconds: number): Promise<{ rps: number; requests: number; non2xx: number }> {
   const result = await autocannon({
     url: `http://127.0.0.1:${port}/notifications`,
     connections: CONNECTIONS,
@@ -475,7 +532,7 @@ async function closedLoop(port: number, nextNotification: () => Notification, se
       },
     ],
   });
-  return { rps: result.requests.average, non2xx: result.non2xx };
+  return { rps: result.requests.average, requests: result.requests.total, non2xx: result.non2xx };
 }
 
 /** Open loop: requests leave on schedule whatever the answers; latency counts from the scheduled time. */
@@ -638,6 +695,10 @@ async function main(): Promise<void> {
     const recorderBusy: number[] = [];
     const eventLoopBusy: number[] = [];
     const batchSizes: number[] = [];
+    // CPU per notification of every process involved, to tell how far each receiver is from what two cores allow.
+    const [servicePid, referencePid, consumerPid] = [service.child.pid as number, reference.pid as number, consumer.pid as number];
+    const serviceCpu: CpuByGroup[] = [];
+    const referenceCpu: CpuByGroup[] = [];
     let non2xx = 0;
     await watcher.enter('closed loop');
     for (let round = 0; round < ROUNDS; round++) {
@@ -645,12 +706,15 @@ async function main(): Promise<void> {
       // Made (signed) before the counters are read, so that the measured window holds only the run.
       const stream = () => madeAhead(workload(`${suffix}${round}`), AHEAD_PER_SECOND * SECONDS);
       const [serviceStream, referenceStream] = [stream(), stream()];
-      const [countersBefore, ticksBefore] = [await serviceCounters(service.adminPort), cpuTicks()];
+      const [countersBefore, ticksBefore, cpuBefore] = [await serviceCounters(service.adminPort), cpuTicks(), cpuByGroup(servicePid, consumerPid)];
       const s = await closedLoop(service.port, serviceStream, SECONDS);
-      const [countersAfter, ticksAfter] = [await serviceCounters(service.adminPort), cpuTicks()];
+      const [countersAfter, ticksAfter, cpuAfter] = [await serviceCounters(service.adminPort), cpuTicks(), cpuByGroup(servicePid, consumerPid)];
+      const referenceCpuBefore = cpuByGroup(referencePid, consumerPid);
       const r = await closedLoop(referencePort, referenceStream, SECONDS);
       serviceIdle.push(idlePercent(ticksBefore, ticksAfter));
       referenceIdle.push(idlePercent(ticksAfter, cpuTicks()));
+      serviceCpu.push(cpuPerRequest(cpuBefore, cpuAfter, s.requests));
+      referenceCpu.push(cpuPerRequest(referenceCpuBefore, cpuByGroup(referencePid, consumerPid), r.requests));
       const windowSeconds = (countersAfter.readAt - countersBefore.readAt) / 1000;
       recorderBusy.push(Math.round((100 * (countersAfter.busySeconds - countersBefore.busySeconds)) / windowSeconds));
       eventLoopBusy.push(Math.round((100 * (countersAfter.eventLoopSeconds - countersBefore.eventLoopSeconds)) / windowSeconds));
@@ -671,9 +735,18 @@ async function main(): Promise<void> {
     await closedLoop(referencePort, cycle(recorded), 2);
     const dupService: number[] = [];
     const dupReference: number[] = [];
+    const dupServiceCpu: CpuByGroup[] = [];
+    const dupReferenceCpu: CpuByGroup[] = [];
+    /** One duplicates-only run of a receiver: its throughput, and the CPU per request it took. */
+    const duplicatesRun = async (port: number, pid: number, rps: number[], cpu: CpuByGroup[]): Promise<void> => {
+      const before = cpuByGroup(pid, consumerPid);
+      const run = await closedLoop(port, cycle(recorded), Math.max(3, SECONDS / 2));
+      cpu.push(cpuPerRequest(before, cpuByGroup(pid, consumerPid), run.requests));
+      rps.push(run.rps);
+    };
     for (let round = 0; round < ROUNDS; round++) {
-      dupService.push((await closedLoop(service.port, cycle(recorded), Math.max(3, SECONDS / 2))).rps);
-      dupReference.push((await closedLoop(referencePort, cycle(recorded), Math.max(3, SECONDS / 2))).rps);
+      await duplicatesRun(service.port, servicePid, dupService, dupServiceCpu);
+      await duplicatesRun(referencePort, referencePid, dupReference, dupReferenceCpu);
     }
 
     await new Promise((r) => setTimeout(r, 2000));
@@ -704,11 +777,13 @@ async function main(): Promise<void> {
         recorderBusyPercent: median(recorderBusy),
         eventLoopBusyPercent: median(eventLoopBusy),
         notificationsPerTransaction: round2(median(batchSizes)),
+        cpuPerNotificationUs: { service: medianCpu(serviceCpu), reference: medianCpu(referenceCpu) },
       },
       duplicatesOnly: {
         serviceMedian: Math.round(median(dupService)),
         referenceMedian: Math.round(median(dupReference)),
         ratio: Number((median(dupService) / median(dupReference)).toFixed(2)),
+        cpuPerNotificationUs: { service: medianCpu(dupServiceCpu), reference: medianCpu(dupReferenceCpu) },
       },
       openLoop: openLoopFigures(steady),
       commitToConfirm: lagFigures(steady.lag),
@@ -729,7 +804,9 @@ async function main(): Promise<void> {
         `event loop busy ${figures.throughput.eventLoopBusyPercent} %; ` +
           `${figures.throughput.notificationsPerTransaction} per transaction; machine idle ${figures.throughput.machineIdlePercent.service} % (reference ${figures.throughput.machineIdlePercent.reference} %)`,
       ],
+      ...cpuRows('closed loop', figures.throughput.cpuPerNotificationUs),
       ['duplicates-only throughput (median)', `${figures.duplicatesOnly.serviceMedian}/s`, `reference ${figures.duplicatesOnly.referenceMedian}/s, ratio ${figures.duplicatesOnly.ratio}`],
+      ...cpuRows('duplicates only', figures.duplicatesOnly.cpuPerNotificationUs),
       ...latencyRows('steady', figures.openLoop, figures.commitToConfirm),
       ...latencyRows('after the bursts', figures.afterBursts.openLoop, figures.afterBursts.commitToConfirm),
       [
@@ -789,6 +866,24 @@ function openLoopFigures({ open, stalls }: LatencyPhaseResult) {
       serviceGcMajor: stalls.gcMajor,
     },
   };
+}
+
+/**
+ * CPU per notification by process, and the rate at which the whole machine's cores would be spent
+ * on it: the throughput that CPU alone would allow.
+ */
+function cpuRows(phase: string, cpu: { service: CpuByGroup; reference: CpuByGroup }): Array<[string, string, string]> {
+  const row = (who: 'service' | 'reference'): [string, string, string] => {
+    const c = cpu[who];
+    const ceiling = Math.round((os.cpus().length * 1e6) / Math.max(1, c.machine));
+    return [
+      `  CPU per notification, ${phase}, ${who} (median)`,
+      `${c.machine} µs`,
+      `${who} ${c.receiver}, Postgres ${c.postgres}, RabbitMQ ${c.rabbitmq}, consumer ${c.consumer}, load generator ${c.loadGenerator}, other ${c.other} µs; ` +
+        `the cores would allow ${ceiling}/s`,
+    ];
+  };
+  return [row('service'), row('reference')];
 }
 
 function lagFigures(lag: LagResult) {
