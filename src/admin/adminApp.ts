@@ -3,13 +3,13 @@ import { sql } from 'kysely';
 import { errorHandler, notFound, requestId, sendError } from '../http/errors';
 import { requestMetrics } from '../http/requestMetrics';
 import type { Logger } from '../observability/logger';
-import type { Metrics } from '../observability/metrics';
+import type { ProcessMetrics } from '../observability/metrics';
 import type { Db } from '../recording/database';
 import { findOrder, findRefund } from './projectionQueries';
 
 export interface AdminOptions {
   db: Db;
-  metrics: Metrics;
+  metrics: ProcessMetrics;
   logger: Logger;
   /** False once shutdown began: readiness fails first so the load balancer stops sending. */
   isAccepting: () => boolean;

@@ -3,7 +3,7 @@ import { createAdminApp } from '../admin/adminApp';
 import { ConfigError, loadConfig, loadDotEnv } from '../config';
 import { close, listen } from '../http/server';
 import { createLogger } from '../observability/logger';
-import { createMetrics } from '../observability/metrics';
+import { createRelayMetrics } from '../observability/metrics';
 import { readOutboxBacklog } from '../outbox/backlog';
 import { OutboxRelay } from '../outbox/relay';
 import { createDb, createPool } from '../recording/database';
@@ -22,7 +22,7 @@ async function main(): Promise<void> {
     logger,
   );
   const db = createDb(pool);
-  const metrics = createMetrics({ outboxBacklog: () => readOutboxBacklog(db) });
+  const metrics = createRelayMetrics({ outboxBacklog: () => readOutboxBacklog(db) });
   const relay = new OutboxRelay({
     databaseUrl: config.databaseUrl,
     amqpUrl: config.amqpUrl,

@@ -1,8 +1,8 @@
 import type { NextFunction, Request, Response } from 'express';
-import type { Metrics } from '../observability/metrics';
+import type { ProcessMetrics } from '../observability/metrics';
 
 /** Observes every request's duration with its route template (never the raw path: unbounded labels). */
-export function requestMetrics(metrics: Metrics, server: 'public' | 'admin') {
+export function requestMetrics(metrics: ProcessMetrics, server: 'public' | 'admin') {
   return (req: Request, res: Response, next: NextFunction): void => {
     const end = metrics.requestDuration.startTimer({ server, method: req.method });
     res.on('finish', () => {

@@ -21,16 +21,25 @@ export type NotificationOutcome = (typeof NOTIFICATION_OUTCOMES)[number];
 export const PUBLISH_FAILURE_REASONS = ['nack', 'returned', 'timeout', 'connection'] as const;
 export type PublishFailureReason = (typeof PUBLISH_FAILURE_REASONS)[number];
 
-export interface Metrics {
+/** What every process's admin port serves: its registry (with Node's process metrics) and request durations. */
+export interface ProcessMetrics {
   registry: Registry;
-  notifications: Counter<'kind' | 'outcome'>;
-  variants: Counter<'kind'>;
   requestDuration: Histogram<'server' | 'method' | 'route' | 'status_code'>;
+}
+
+/** The outbox relay's, in the service or alone (`npm run relay`). */
+export interface RelayMetrics extends ProcessMetrics {
   eventsPublished: Counter<'type'>;
   publishFailures: Counter<'reason'>;
   publishLatency: Histogram;
   brokerConnectionUp: Gauge;
   relayActive: Gauge;
+}
+
+/** The service's: the relay's, and the intake's and recorder's. */
+export interface Metrics extends RelayMetrics {
+  notifications: Counter<'kind' | 'outcome'>;
+  variants: Counter<'kind'>;
   recorderBatchSize: Histogram;
   recorderBusy: Counter;
 }
@@ -48,27 +57,13 @@ export interface MetricSources {
   recorderQueued?: () => number;
 }
 
-/** A fresh registry per service instance (tests run several in one process). */
-export function createMetrics(sources: MetricSources = {}): Metrics {
+/**
+ * A fresh registry per process or service instance (tests run several in one process), with what
+ * the relay and its admin port report: what `npm run relay` serves.
+ */
+export function createRelayMetrics(sources: Pick<MetricSources, 'outboxBacklog'> = {}): RelayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-
-  const notifications = new Counter({
-    name: 'payment_notifications_total',
-    help: 'Notification deliveries by kind and outcome.',
-    labelNames: ['kind', 'outcome'] as const,
-    registers: [registry],
-  });
-  // Every series exists from the start, so rate() and absent-data alerts work before the first event.
-  for (const kind of NOTIFICATION_KINDS) for (const outcome of NOTIFICATION_OUTCOMES) notifications.inc({ kind, outcome }, 0);
-
-  const variants = new Counter({
-    name: 'payment_notification_variants_total',
-    help: 'Repeats with the same meaning as a recorded notification but different body bytes.',
-    labelNames: ['kind'] as const,
-    registers: [registry],
-  });
-  for (const kind of ['order', 'refund']) variants.inc({ kind }, 0);
 
   const requestDuration = new Histogram({
     name: 'http_request_duration_seconds',
@@ -76,6 +71,20 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     labelNames: ['server', 'method', 'route', 'status_code'] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
+  });
+
+  // The one thread that parses, verifies, records and answers: a loop active nearly all the time
+  // is what bounds a pod's throughput once the database keeps up (docs/PERFORMANCE.md).
+  let eventLoopActiveSeconds = performance.eventLoopUtilization().active / 1000;
+  new Counter({
+    name: 'nodejs_eventloop_active_seconds_total',
+    help: 'Time the event loop spent running callbacks rather than waiting for I/O; rate() of it is its utilization.',
+    registers: [registry],
+    collect() {
+      const now = performance.eventLoopUtilization().active / 1000;
+      this.inc(Math.max(0, now - eventLoopActiveSeconds));
+      eventLoopActiveSeconds = now;
+    },
   });
 
   const eventsPublished = new Counter({
@@ -102,8 +111,8 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
       .finally(() => setImmediate(() => (backlogRead = null)));
     return backlogRead;
   };
-  // The two backlog gauges, recorder_queued_notifications and nodejs_eventloop_active_seconds_total are
-  // read at scrape time (collect): the registry alone holds them, and Metrics does not expose them.
+  // The gauges read at scrape time (collect), here and in createMetrics, are held by the registry
+  // alone: nothing sets them, so the interfaces do not expose them.
   new Gauge({
     name: 'outbox_pending_events',
     help: 'Events committed but not yet confirmed by the broker.',
@@ -139,6 +148,31 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     registers: [registry],
   });
 
+  return { registry, requestDuration, eventsPublished, publishFailures, publishLatency, brokerConnectionUp, relayActive };
+}
+
+/** The service's metrics: the relay's (createRelayMetrics), and the intake's and recorder's, in one registry. */
+export function createMetrics(sources: MetricSources = {}): Metrics {
+  const relay = createRelayMetrics(sources);
+  const { registry } = relay;
+
+  const notifications = new Counter({
+    name: 'payment_notifications_total',
+    help: 'Notification deliveries by kind and outcome.',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [registry],
+  });
+  // Every series exists from the start, so rate() and absent-data alerts work before the first event.
+  for (const kind of NOTIFICATION_KINDS) for (const outcome of NOTIFICATION_OUTCOMES) notifications.inc({ kind, outcome }, 0);
+
+  const variants = new Counter({
+    name: 'payment_notification_variants_total',
+    help: 'Repeats with the same meaning as a recorded notification but different body bytes.',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
+  for (const kind of ['order', 'refund']) variants.inc({ kind }, 0);
+
   // The recorder's saturation: a lane busy all the time is where a burst queues (docs/PERFORMANCE.md).
   const recorderBatchSize = new Histogram({
     name: 'recorder_batch_notifications',
@@ -160,31 +194,5 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     },
   });
 
-  // The one thread that parses, verifies, records and answers: a loop active nearly all the time
-  // is what bounds a pod's throughput once the database keeps up (docs/PERFORMANCE.md).
-  let eventLoopActiveSeconds = performance.eventLoopUtilization().active / 1000;
-  new Counter({
-    name: 'nodejs_eventloop_active_seconds_total',
-    help: 'Time the event loop spent running callbacks rather than waiting for I/O; rate() of it is its utilization.',
-    registers: [registry],
-    collect() {
-      const now = performance.eventLoopUtilization().active / 1000;
-      this.inc(Math.max(0, now - eventLoopActiveSeconds));
-      eventLoopActiveSeconds = now;
-    },
-  });
-
-  return {
-    registry,
-    notifications,
-    variants,
-    requestDuration,
-    eventsPublished,
-    publishFailures,
-    publishLatency,
-    brokerConnectionUp,
-    relayActive,
-    recorderBatchSize,
-    recorderBusy,
-  };
+  return { ...relay, notifications, variants, recorderBatchSize, recorderBusy };
 }

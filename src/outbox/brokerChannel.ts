@@ -1,6 +1,6 @@
 import amqp, { type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
 import type { Logger } from '../observability/logger';
-import type { Metrics, PublishFailureReason } from '../observability/metrics';
+import type { PublishFailureReason, RelayMetrics } from '../observability/metrics';
 import { CLOUDEVENTS_CONTENT_TYPE } from './events';
 
 export interface OutgoingEvent {
@@ -25,7 +25,7 @@ export class BrokerChannel {
     private readonly url: string,
     private readonly exchange: string,
     private readonly confirmTimeoutMs: number,
-    private readonly metrics: Metrics,
+    private readonly metrics: RelayMetrics,
     private readonly logger: Logger,
   ) {}
 

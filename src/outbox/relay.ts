@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Logger } from '../observability/logger';
-import type { Metrics } from '../observability/metrics';
+import type { RelayMetrics } from '../observability/metrics';
 import { commitTransaction } from '../recording/database';
 import { queriesInOrder, type QuerySender } from '../recording/sqlSession';
 import { BrokerChannel, type PublishResult } from './brokerChannel';
@@ -11,7 +11,7 @@ export interface RelayOptions {
   amqpUrl: string;
   exchange: string;
   retentionMs: number;
-  metrics: Metrics;
+  metrics: RelayMetrics;
   logger: Logger;
   batchSize?: number;
   /** Polling fallback when no NOTIFY arrives, and how often a standby tries to take over. */

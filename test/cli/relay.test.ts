@@ -49,6 +49,9 @@ describe('npm run relay (the relay alone)', () => {
       });
       expect(metrics).toMatch(/^outbox_relay_active 1$/m);
       expect(metrics).toMatch(/^outbox_pending_events 0$/m);
+      expect(metrics).toMatch(/^nodejs_eventloop_active_seconds_total /m);
+      // The relay alone receives and records nothing: no intake or recorder series that would read 0.
+      expect(metrics).not.toMatch(/^(payment_notifications_total|payment_notification_variants_total|recorder_\w+)[{ ]/m);
     } finally {
       child.kill('SIGTERM');
       expect(await exited).toBe(0);

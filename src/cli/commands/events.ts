@@ -1,7 +1,7 @@
 import amqp, { type ConsumeMessage } from 'amqplib';
 import type { Command } from 'commander';
 import { createLogger } from '../../observability/logger';
-import { createMetrics } from '../../observability/metrics';
+import { createRelayMetrics } from '../../observability/metrics';
 import { BrokerChannel, type PublishResult } from '../../outbox/brokerChannel';
 import type { Db } from '../../recording/database';
 import {
@@ -125,7 +125,7 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
   }));
 
   if (!dryRun && events.length > 0) {
-    const broker = new BrokerChannel(config.amqpUrl, config.amqpExchange, CONFIRM_TIMEOUT_MS, createMetrics(), createLogger('silent'));
+    const broker = new BrokerChannel(config.amqpUrl, config.amqpExchange, CONFIRM_TIMEOUT_MS, createRelayMetrics(), createLogger('silent'));
     try {
       await broker.open();
     } catch (error) {
