@@ -73,8 +73,9 @@ export function createRelayMetrics(sources: Pick<MetricSources, 'outboxBacklog'>
     registers: [registry],
   });
 
-  // The one thread that parses, verifies, records and answers: a loop active nearly all the time
-  // is what bounds a pod's throughput once the database keeps up (docs/PERFORMANCE.md).
+  // The process's one thread (in the service, the one that parses, verifies, records and answers):
+  // a loop active nearly all the time is what bounds a pod's throughput once the database keeps up
+  // (docs/PERFORMANCE.md).
   let eventLoopActiveSeconds = performance.eventLoopUtilization().active / 1000;
   new Counter({
     name: 'nodejs_eventloop_active_seconds_total',
