@@ -34,6 +34,9 @@ export interface RecordedBatch {
   records: KnownRecord[];
 }
 
+/** The seed of the order locks' keys (hashtextextended): the other advisory locks use keys of their own. */
+export const ORDER_LOCK_SEED = 7316;
+
 /**
  * Serializes every writer of an order (its notifications, projection, refunds and event sequence)
  * for the rest of the transaction. Taken in one global order (sorted keys), so two transactions
@@ -43,7 +46,7 @@ export interface RecordedBatch {
 async function lockOrders(session: SqlSession, orderIds: string[]): Promise<void> {
   await session.run(statement('record_lock_orders')`
     SELECT pg_advisory_xact_lock(k)
-      FROM (SELECT DISTINCT hashtextextended(o, 7316) AS k FROM unnest(${orderIds}::text[]) AS o ORDER BY k) AS keys`);
+      FROM (SELECT DISTINCT hashtextextended(o, ${ORDER_LOCK_SEED}) AS k FROM unnest(${orderIds}::text[]) AS o ORDER BY k) AS keys`);
 }
 
 interface InsertAndRead {

@@ -49,14 +49,16 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 /** The service's warm-up at the open loop's rate, before anything is measured. */
 const WARM_UP_SECONDS = 15;
+/** The Helm chart's values: by default the service runs as the chart deploys it. */
+const CHART_VALUES = chartValues();
 /**
  * Node.js flags for the service's process only: by default the V8 heap flags the Helm chart gives
  * the server, so that the service runs as deployed; BENCH_SERVICE_NODE_FLAGS replaces them (an empty
  * value runs it with none), to measure other V8 settings.
  */
-const SERVICE_NODE_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? chartNodeFlags()).split(' ').filter(Boolean);
+const SERVICE_NODE_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? chartNodeFlags(CHART_VALUES)).split(' ').filter(Boolean);
 /** The service's memory limit, in MiB: the chart's resources.limits.memory unless BENCH_SERVICE_MEMORY_LIMIT_MB says otherwise (0: none). */
-const SERVICE_MEMORY_LIMIT_MB = Number(process.env.BENCH_SERVICE_MEMORY_LIMIT_MB ?? chartMemoryLimitMb());
+const SERVICE_MEMORY_LIMIT_MB = Number(process.env.BENCH_SERVICE_MEMORY_LIMIT_MB ?? chartMemoryLimitMb(CHART_VALUES));
 /** Notifications made in advance per second of a closed-loop run: more than either receiver takes here. */
 const AHEAD_PER_SECOND = 10_000;
 
@@ -71,19 +73,19 @@ interface ChartValues {
   resources?: { limits?: { memory?: string } };
 }
 
+/** The chart's values.yaml. */
 function chartValues(): ChartValues {
   return parse(readFileSync(path.join(ROOT, 'helm', 'notification-receiver', 'values.yaml'), 'utf8')) as ChartValues;
 }
 
 /** The V8 flags the chart gives the server through NODE_OPTIONS (heapLimitMb, heapSemiSpaceMb). */
-function chartNodeFlags(): string {
-  const { heapLimitMb, heapSemiSpaceMb } = chartValues();
+function chartNodeFlags({ heapLimitMb, heapSemiSpaceMb }: ChartValues): string {
   return [heapLimitMb ? `--max-old-space-size=${heapLimitMb}` : '', heapSemiSpaceMb ? `--max-semi-space-size=${heapSemiSpaceMb}` : ''].join(' ');
 }
 
 /** The chart's memory limit for the server container (resources.limits.memory), in MiB. */
-function chartMemoryLimitMb(): number {
-  const limit = String(chartValues().resources?.limits?.memory ?? '');
+function chartMemoryLimitMb(values: ChartValues): number {
+  const limit = String(values.resources?.limits?.memory ?? '');
   const match = /^(\d+)(Mi|Gi)$/.exec(limit);
   if (!match) throw new Error(`resources.limits.memory "${limit}" in values.yaml: expected <n>Mi or <n>Gi`);
   return Number(match[1]) * (match[2] === 'Gi' ? 1024 : 1);
@@ -395,13 +397,19 @@ const cpuFigures = (value: (key: CpuKey) => number): CpuByGroup => Object.fromEn
 /** Linux's clock tick for /proc CPU times (USER_HZ), in microseconds. */
 const TICK_US = 10_000;
 
+/** One reading of the CPU time spent so far, in ticks: the machine's (/proc/stat), and every process's by group. */
+interface CpuReading {
+  machine: ReturnType<typeof cpuTicks>;
+  groups: Record<CpuGroup, number>;
+}
+
 /**
- * CPU time (user and system, in ticks) of every process so far, by group, and the machine's busy
- * time from /proc/stat. `receiver` is the process under load (the idle receiver counts as other);
- * the load generator is this process (autocannon runs in it).
+ * Reads the CPU time of the machine and of every process (user and system). `receiver` is the
+ * process under load (the idle receiver counts as other); the load generator is this process
+ * (autocannon runs in it).
  */
-function cpuByGroup(receiverPid: number, consumerPid: number): CpuByGroup {
-  const byGroup = cpuFigures(() => 0);
+function cpuReading(receiverPid: number, consumerPid: number): CpuReading {
+  const groups: Record<CpuGroup, number> = { receiver: 0, postgres: 0, rabbitmq: 0, consumer: 0, loadGenerator: 0, other: 0 };
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     let stat: string;
@@ -425,16 +433,17 @@ function cpuByGroup(receiverPid: number, consumerPid: number): CpuByGroup {
       : comm === 'postgres' ? 'postgres'
       : comm === 'beam.smp' ? 'rabbitmq'
       : 'other';
-    byGroup[group] += ticks;
+    groups[group] += ticks;
   }
-  const machine = cpuTicks();
-  byGroup.machine = machine.total - machine.idle;
-  return byGroup;
+  return { machine: cpuTicks(), groups };
 }
 
-/** Microseconds of CPU per request between two readings, by group. */
-const cpuPerRequest = (from: CpuByGroup, to: CpuByGroup, requests: number): CpuByGroup =>
-  cpuFigures((key) => Math.round(((to[key] - from[key]) * TICK_US) / Math.max(1, requests)));
+/** Microseconds of CPU per request between two readings, by group, and of the machine's busy time in all. */
+function cpuPerRequest(from: CpuReading, to: CpuReading, requests: number): CpuByGroup {
+  const busy = ({ machine }: CpuReading): number => machine.total - machine.idle;
+  const ticks = (key: CpuKey): number => (key === 'machine' ? busy(to) - busy(from) : to.groups[key] - from.groups[key]);
+  return cpuFigures((key) => Math.round((ticks(key) * TICK_US) / Math.max(1, requests)));
+}
 
 /** The median of each group over runs. */
 const medianCpu = (runs: readonly CpuByGroup[]): CpuByGroup => cpuFigures((key) => median(runs.map((r) => r[key])));
@@ -706,15 +715,16 @@ async function main(): Promise<void> {
       // Made (signed) before the counters are read, so that the measured window holds only the run.
       const stream = () => madeAhead(workload(`${suffix}${round}`), AHEAD_PER_SECOND * SECONDS);
       const [serviceStream, referenceStream] = [stream(), stream()];
-      const [countersBefore, ticksBefore, cpuBefore] = [await serviceCounters(service.adminPort), cpuTicks(), cpuByGroup(servicePid, consumerPid)];
+      const [countersBefore, serviceBefore] = [await serviceCounters(service.adminPort), cpuReading(servicePid, consumerPid)];
       const s = await closedLoop(service.port, serviceStream, SECONDS);
-      const [countersAfter, ticksAfter, cpuAfter] = [await serviceCounters(service.adminPort), cpuTicks(), cpuByGroup(servicePid, consumerPid)];
-      const referenceCpuBefore = cpuByGroup(referencePid, consumerPid);
+      const [countersAfter, serviceAfter] = [await serviceCounters(service.adminPort), cpuReading(servicePid, consumerPid)];
+      const referenceBefore = cpuReading(referencePid, consumerPid);
       const r = await closedLoop(referencePort, referenceStream, SECONDS);
-      serviceIdle.push(idlePercent(ticksBefore, ticksAfter));
-      referenceIdle.push(idlePercent(ticksAfter, cpuTicks()));
-      serviceCpu.push(cpuPerRequest(cpuBefore, cpuAfter, s.requests));
-      referenceCpu.push(cpuPerRequest(referenceCpuBefore, cpuByGroup(referencePid, consumerPid), r.requests));
+      const referenceAfter = cpuReading(referencePid, consumerPid);
+      serviceIdle.push(idlePercent(serviceBefore.machine, serviceAfter.machine));
+      referenceIdle.push(idlePercent(referenceBefore.machine, referenceAfter.machine));
+      serviceCpu.push(cpuPerRequest(serviceBefore, serviceAfter, s.requests));
+      referenceCpu.push(cpuPerRequest(referenceBefore, referenceAfter, r.requests));
       const windowSeconds = (countersAfter.readAt - countersBefore.readAt) / 1000;
       recorderBusy.push(Math.round((100 * (countersAfter.busySeconds - countersBefore.busySeconds)) / windowSeconds));
       eventLoopBusy.push(Math.round((100 * (countersAfter.eventLoopSeconds - countersBefore.eventLoopSeconds)) / windowSeconds));
@@ -739,9 +749,9 @@ async function main(): Promise<void> {
     const dupReferenceCpu: CpuByGroup[] = [];
     /** One duplicates-only run of a receiver: its throughput, and the CPU per request it took. */
     const duplicatesRun = async (port: number, pid: number, rps: number[], cpu: CpuByGroup[]): Promise<void> => {
-      const before = cpuByGroup(pid, consumerPid);
+      const before = cpuReading(pid, consumerPid);
       const run = await closedLoop(port, cycle(recorded), Math.max(3, SECONDS / 2));
-      cpu.push(cpuPerRequest(before, cpuByGroup(pid, consumerPid), run.requests));
+      cpu.push(cpuPerRequest(before, cpuReading(pid, consumerPid), run.requests));
       rps.push(run.rps);
     };
     for (let round = 0; round < ROUNDS; round++) {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { ORDER_LOCK_SEED } from '../../src/recording/recordBatch';
 
 export const PG_SERVER = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
 
@@ -40,14 +41,14 @@ export async function query<T extends pg.QueryResultRow>(url: string, text: stri
 
 /**
  * Runs `whileLocked` while another transaction holds an order's lock, the advisory lock the recorder
- * takes for it (lockOrders in src/recording/recordBatch.ts), then releases it: a recording
+ * takes for it (lockOrders in src/recording/recordBatch.ts, with its ORDER_LOCK_SEED), then releases it: a recording
  * transaction that needs the order waits on it meanwhile.
  */
 export async function whileOrderLocked<T>(pool: pg.Pool, orderId: string, whileLocked: () => Promise<T>): Promise<T> {
   const blocker = await pool.connect();
   try {
     await blocker.query('BEGIN');
-    await blocker.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 7316))', [orderId]);
+    await blocker.query('SELECT pg_advisory_xact_lock(hashtextextended($1, $2))', [orderId, ORDER_LOCK_SEED]);
     return await whileLocked();
   } finally {
     await blocker.query('ROLLBACK');
