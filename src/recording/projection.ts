@@ -111,6 +111,58 @@ export function applyRefund(current: RefundProjection | undefined, n: RefundNoti
 }
 
 /**
+ * What applying a notification differs in between orders and refunds: which projection it moves,
+ * by which rules, and the event data it yields. Everything else (stale ones change nothing, the
+ * event numbering per order) is the same for both, in applyNotifications.
+ */
+interface Projector<N extends Notification, P, D extends OrderEventData | RefundEventData> {
+  idOf(n: N): string;
+  apply(current: P | undefined, n: N): Transition<P>;
+  /** The event's data: the projection's fields, the notification's status, numbered. */
+  eventData(n: N, projection: P, previousStatus: string | null, sequence: number, notificationId: string): D;
+}
+
+const ORDERS: Projector<OrderNotification, OrderProjection, OrderEventData> = {
+  idOf: (n) => n.orderId,
+  apply: applyOrder,
+  eventData: (n, projection, previousStatus, sequence, notificationId) => ({
+    orderId: n.orderId,
+    extOrderId: projection.extOrderId,
+    merchantPosId: projection.merchantPosId,
+    status: n.status,
+    previousStatus,
+    totalAmount: projection.totalAmount,
+    currencyCode: projection.currencyCode,
+    paymentId: projection.paymentId,
+    payMethodType: projection.payMethodType,
+    localReceiptDateTime: projection.localReceiptDateTime,
+    sequence,
+    notificationId,
+  }),
+};
+
+const REFUNDS: Projector<RefundNotification, RefundProjection, RefundEventData> = {
+  idOf: (n) => n.refundId,
+  apply: applyRefund,
+  eventData: (n, projection, previousStatus, sequence, notificationId) => ({
+    orderId: projection.orderId,
+    extOrderId: projection.extOrderId,
+    refundId: projection.refundId,
+    ...(projection.extRefundId !== null ? { extRefundId: projection.extRefundId } : {}),
+    amount: projection.amount,
+    currencyCode: projection.currencyCode,
+    status: n.status,
+    previousStatus,
+    statusDateTime: projection.statusDateTime,
+    refundDate: projection.refundDate,
+    reason: projection.reason,
+    reasonDescription: projection.reasonDescription,
+    sequence,
+    notificationId,
+  }),
+};
+
+/**
  * Applies new notifications in the given order (their arrival order) to the state. Duplicates must
  * already be filtered out: every input is a first delivery of its meaning.
  * Stale notifications change nothing and write no event; applied ones and conflicts write one event
@@ -133,57 +185,29 @@ export function applyNotifications(
     return next;
   };
 
-  const applied = items.map(({ notificationId, notification: n }): AppliedNotification => {
-    if (n.kind === 'order') {
-      const { outcome, previousStatus, projection } = applyOrder(orders.get(n.orderId), n);
-      if (outcome === 'stale' || !projection) return { outcome, previousStatus, event: null };
-      if (outcome === 'applied') {
-        orders.set(n.orderId, projection);
-        changedOrders.add(n.orderId);
-      }
-      const data: OrderEventData = {
-        orderId: n.orderId,
-        extOrderId: projection.extOrderId,
-        merchantPosId: projection.merchantPosId,
-        status: n.status,
-        previousStatus,
-        totalAmount: projection.totalAmount,
-        currencyCode: projection.currencyCode,
-        paymentId: projection.paymentId,
-        payMethodType: projection.payMethodType,
-        localReceiptDateTime: projection.localReceiptDateTime,
-        sequence: nextSequence(n.orderId),
-        notificationId,
-      };
-      const event = buildEvent(eventSource, statusEventType('order', n.status, outcome === 'conflict'), data, now);
-      return { outcome, previousStatus, event };
-    }
-
-    const { outcome, previousStatus, projection } = applyRefund(refunds.get(n.refundId), n);
+  function step<N extends Notification, P, D extends OrderEventData | RefundEventData>(
+    projector: Projector<N, P, D>,
+    projections: Map<string, P>,
+    changed: Set<string>,
+    notificationId: string,
+    n: N,
+  ): Omit<AppliedNotification, 'event'> & { event: CloudEvent<D> | null } {
+    const id = projector.idOf(n);
+    const { outcome, previousStatus, projection } = projector.apply(projections.get(id), n);
     if (outcome === 'stale' || !projection) return { outcome, previousStatus, event: null };
     if (outcome === 'applied') {
-      refunds.set(n.refundId, projection);
-      changedRefunds.add(n.refundId);
+      projections.set(id, projection);
+      changed.add(id);
     }
-    const data: RefundEventData = {
-      orderId: projection.orderId,
-      extOrderId: projection.extOrderId,
-      refundId: projection.refundId,
-      ...(projection.extRefundId !== null ? { extRefundId: projection.extRefundId } : {}),
-      amount: projection.amount,
-      currencyCode: projection.currencyCode,
-      status: n.status,
-      previousStatus,
-      statusDateTime: projection.statusDateTime,
-      refundDate: projection.refundDate,
-      reason: projection.reason,
-      reasonDescription: projection.reasonDescription,
-      sequence: nextSequence(n.orderId),
-      notificationId,
-    };
-    const event = buildEvent(eventSource, statusEventType('refund', n.status, outcome === 'conflict'), data, now);
-    return { outcome, previousStatus, event };
-  });
+    const data = projector.eventData(n, projection, previousStatus, nextSequence(n.orderId), notificationId);
+    return { outcome, previousStatus, event: buildEvent(eventSource, statusEventType(n.kind, n.status, outcome === 'conflict'), data, now) };
+  }
+
+  const applied: AppliedNotification[] = items.map(({ notificationId, notification: n }) =>
+    n.kind === 'order'
+      ? step(ORDERS, orders, changedOrders, notificationId, n)
+      : step(REFUNDS, refunds, changedRefunds, notificationId, n),
+  );
 
   return {
     applied,
