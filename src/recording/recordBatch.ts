@@ -5,7 +5,7 @@ import { applyNotifications, type NewNotification, type ProjectionState } from '
 import { orderFromRow, orderToRow, refundFromRow, refundToRow, type OrderRow, type RefundRow } from './projectionRows';
 import type { KnownRecord } from './knownNotifications';
 import type { Delivery, RecordingContext, RecordResult } from './recordNotification';
-import type { DeliveryOutcome } from './schema';
+import type { DeliveriesTable, DeliveryOutcome } from './schema';
 import { statement, type SqlSession, type Statement } from './sqlSession';
 import type { TransitionOutcome } from './statusRules';
 
@@ -127,16 +127,25 @@ const rowsJson = (rows: readonly object[]): string => JSON.stringify(rows);
 /** A bytea value as its text input (hex), for a JSON field. */
 const byteaText = (bytes: Buffer): string => `\\x${bytes.toString('hex')}`;
 
-function deliveryRows(items: readonly BatchItem[], results: readonly RecordResult[]): object[] {
-  return items.map(({ delivery }, index) => ({
-    source_address: delivery.sourceAddress,
-    processing_time_ms: delivery.processingTimeMs,
-    pos_id: delivery.posId,
-    key_fingerprint: delivery.keyFingerprint,
-    body_sha256: byteaText(delivery.bodySha256),
-    outcome: results[index]?.outcome,
-    notification_id: results[index]?.notificationId,
-  }));
+/** A delivery's audit row as the insert reads it: its columns, the digest as bytea text. */
+type DeliveryRow = Pick<DeliveriesTable, 'source_address' | 'processing_time_ms' | 'pos_id' | 'key_fingerprint' | 'outcome' | 'notification_id'> & {
+  body_sha256: string;
+};
+
+/** One row per item, with the result recorded for it (results[i] belongs to items[i]). */
+function deliveryRows(items: readonly BatchItem[], results: readonly RecordResult[]): DeliveryRow[] {
+  return items.map(({ delivery }, index): DeliveryRow => {
+    const { outcome, notificationId } = results[index] as RecordResult;
+    return {
+      source_address: delivery.sourceAddress,
+      processing_time_ms: delivery.processingTimeMs,
+      pos_id: delivery.posId,
+      key_fingerprint: delivery.keyFingerprint,
+      body_sha256: byteaText(delivery.bodySha256),
+      outcome,
+      notification_id: notificationId,
+    };
+  });
 }
 
 /** The audit rows of deliveries, one statement (the whole batch when every item is a known duplicate). */
