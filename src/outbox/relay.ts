@@ -19,8 +19,6 @@ export interface RelayOptions {
   confirmTimeoutMs?: number;
   /** Longest wait between broker reconnect attempts. */
   maxBackoffMs?: number;
-  /** Wait after a batch that was not full, to gather the events committed meanwhile. */
-  lingerMs?: number;
   /** Send BEGIN with the claim and the marks with COMMIT (pg's pipeline mode; default false, as createPool's). */
   pipelined?: boolean;
 }
@@ -66,7 +64,6 @@ export class OutboxRelay {
   private readonly batchSize: number;
   private readonly pollIntervalMs: number;
   private readonly maxBackoffMs: number;
-  private readonly lingerMs: number;
   private readonly broker: BrokerChannel;
   private client: pg.Client | null = null;
   private active = false;
@@ -81,7 +78,6 @@ export class OutboxRelay {
     this.batchSize = options.batchSize ?? 200;
     this.pollIntervalMs = options.pollIntervalMs ?? 1000;
     this.maxBackoffMs = options.maxBackoffMs ?? 10_000;
-    this.lingerMs = options.lingerMs ?? 10;
     this.broker = new BrokerChannel(options.amqpUrl, options.exchange, options.confirmTimeoutMs ?? 10_000, options.metrics, options.logger);
   }
 
@@ -122,13 +118,9 @@ export class OutboxRelay {
           this.backoffMs = 0;
           await this.sweepPublished();
           // A batch takes one event per order, so an order's next events wait for the next
-          // batch: go again while batches find work, poll only when one comes back empty. A batch
-          // that found less than a full batch waits a moment first, so that events committed
-          // meanwhile share the next one (each batch is two round trips whatever its size).
-          if (published > 0) {
-            delay = published >= this.batchSize ? 0 : this.lingerMs;
-            wakeable = false;
-          }
+          // batch: go again at once while batches find work (the events committed while this
+          // one waited for its confirms are the next batch), poll only when one comes back empty.
+          if (published > 0) delay = 0;
         } else {
           delay = this.backoffMs;
           wakeable = false;
