@@ -6,7 +6,7 @@ import { orderFromRow, orderToRow, refundFromRow, refundToRow, type OrderRow, ty
 import type { KnownRecord } from './knownNotifications';
 import type { Delivery, RecordingContext, RecordResult } from './recordNotification';
 import type { DeliveriesTable, DeliveryOutcome } from './schema';
-import { statement, type SqlSession, type Statement } from './sqlSession';
+import { fragment, statement, type Fragment, type SqlSession, type Statement } from './sqlSession';
 import type { TransitionOutcome } from './statusRules';
 
 export interface BatchItem {
@@ -148,9 +148,9 @@ function deliveryRows(items: readonly BatchItem[], results: readonly RecordResul
   });
 }
 
-/** The audit rows of deliveries, one statement (the whole batch when every item is a known duplicate). */
-function insertDeliveries(items: readonly BatchItem[], results: readonly RecordResult[]): Statement {
-  return statement('record_deliveries')`
+/** The insert of the deliveries' audit rows: a statement of its own, or a part of the batch's write. */
+function insertDeliveries(items: readonly BatchItem[], results: readonly RecordResult[]): Fragment {
+  return fragment`
     INSERT INTO deliveries (source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, notification_id)
     SELECT source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, notification_id
       FROM json_populate_recordset(NULL::deliveries, ${rowsJson(deliveryRows(items, results))}::json)`;
@@ -207,7 +207,8 @@ export async function prepareBatch(
   const items = batch.filter((_, index) => knownIds[index] === undefined);
   if (items.length === 0) {
     const results = batch.map((_, index) => duplicateOf(knownIds[index] as string));
-    return { write: insertDeliveries(batch, results), finish: () => ({ results, records: [] }) };
+    // The whole batch is known duplicates: its deliveries are all it writes.
+    return { write: statement('record_deliveries')`${insertDeliveries(batch, results)}`, finish: () => ({ results, records: [] }) };
   }
   const merge = (open: readonly RecordResult[]): RecordResult[] => {
     let next = 0;
@@ -322,10 +323,7 @@ export async function prepareBatch(
                ${rowsJson(variants.map((v) => ({ notification_id: v.notificationId, body_sha256: byteaText(v.bodySha256), body: byteaText(v.body) })))}::json)
       ON CONFLICT (notification_id, body_sha256) DO NOTHING
       RETURNING notification_id, body_sha256
-    ), deliveries_added AS (
-      INSERT INTO deliveries (source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, notification_id)
-      SELECT source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, notification_id
-        FROM json_populate_recordset(NULL::deliveries, ${rowsJson(deliveryRows(batch, all))}::json)
+    ), deliveries_added AS (${insertDeliveries(batch, all)}
     )
     SELECT (SELECT json_agg(json_build_object('notification_id', notification_id::text, 'body_sha256', encode(body_sha256, 'hex')))
               FROM variants_added) AS variants,

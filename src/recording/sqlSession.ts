@@ -12,14 +12,31 @@ export interface Statement {
   values: unknown[];
 }
 
-/** `statement('name')\`SELECT ... ${value} ...\`` -> text with $1, $2, ... and the values. */
+/** Part of a statement, with parameters of its own: `fragment\`... ${value} ...\``, spliced into a statement. */
+export class Fragment {
+  constructor(
+    readonly strings: readonly string[],
+    readonly values: readonly unknown[],
+  ) {}
+}
+
+export const fragment = (strings: TemplateStringsArray, ...values: unknown[]): Fragment => new Fragment(strings, values);
+
+/**
+ * `statement('name')\`SELECT ... ${value} ...\`` -> text with $1, $2, ... and the values. A
+ * Fragment among the values is spliced in as text, its own values numbered in their place.
+ */
 export function statement(name: string) {
   return (strings: TemplateStringsArray, ...values: unknown[]): Statement => {
-    let text = strings[0] ?? '';
-    values.forEach((_, i) => {
-      text += `$${i + 1}${strings[i + 1] ?? ''}`;
-    });
-    return { name, text, values };
+    const parameters: unknown[] = [];
+    const splice = (parts: readonly string[], inserted: readonly unknown[]): string =>
+      inserted.reduce<string>(
+        (text, value, i) =>
+          text + (value instanceof Fragment ? splice(value.strings, value.values) : `$${parameters.push(value)}`) + (parts[i + 1] ?? ''),
+        parts[0] ?? '',
+      );
+    const text = splice(strings, values);
+    return { name, text, values: parameters };
   };
 }
 
