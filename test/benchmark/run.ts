@@ -6,7 +6,8 @@
  * check, ONE `INSERT ... ON CONFLICT DO NOTHING` of the raw body per request, a pool of 10), then
  * alternates closed-loop runs of both several times and reports medians, plus open-loop latency
  * at a fixed rate with the commit-to-confirm lag of what it produced (once on the warmed-up service,
- * once after the saturating rounds), duplicates-only throughput, peak RSS and time to ready. Each
+ * once after the saturating rounds; the reference's open loop at the same rate right after each),
+ * duplicates-only throughput, peak RSS and time to ready. Each
  * closed-loop run also measures the CPU per notification of every process involved (the receiver,
  * Postgres, RabbitMQ, the consumer, the load generator), and so the rate the machine's cores would
  * allow that receiver. The
@@ -49,6 +50,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 /** The service's warm-up at the open loop's rate, before anything is measured. */
 const WARM_UP_SECONDS = 15;
+/** The names of the benchmark's memory cgroups start with this. */
+const CGROUP_PREFIX = 'bench_service_';
 /** The Helm chart's values: by default the service runs as the chart deploys it. */
 const CHART_VALUES = chartValues();
 /**
@@ -109,6 +112,7 @@ function memoryCgroup(name: string, limitMb: number): MemoryCgroup {
   const hierarchy = hierarchies.find(({ root }) => existsSync(path.join(root, 'cgroup.procs')));
   if (!hierarchy) return { unavailable: 'no cgroup hierarchy with a memory controller' };
   const group = path.join(hierarchy.root, name);
+  removeLeftCgroups(hierarchy.root);
   try {
     mkdirSync(group);
     writeFileSync(path.join(group, hierarchy.limitFile), String(limitMb * 2 ** 20));
@@ -123,6 +127,21 @@ function memoryCgroup(name: string, limitMb: number): MemoryCgroup {
   } catch (error) {
     if (existsSync(group)) rmdirSync(group);
     return { unavailable: `${group}: ${(error as Error).message}` };
+  }
+}
+
+/**
+ * Removes the memory cgroups of earlier benchmark runs that were killed before removing their own.
+ * Only an empty cgroup can be removed: a run still going keeps its own (its rmdir fails, ignored).
+ */
+function removeLeftCgroups(root: string): void {
+  for (const entry of readdirSync(root)) {
+    if (!entry.startsWith(CGROUP_PREFIX)) continue;
+    try {
+      rmdirSync(path.join(root, entry));
+    } catch {
+      // in use by a run still going
+    }
   }
 }
 
@@ -627,6 +646,16 @@ async function latencyPhase(service: Service, watcher: ReturnType<typeof watchSe
   return { open, stalls, lag: await commitToConfirmLag(databaseUrl, since, until) };
 }
 
+/**
+ * The reference at the same fixed rate, on fresh notifications, right after the service's phase:
+ * the latency a receiver that only verifies and inserts gets from this machine and this load
+ * generator at that moment, the floor under the service's figure.
+ */
+async function referenceLatencyPhase(port: number, seed: string) {
+  await new Promise((r) => setTimeout(r, 2000));
+  return openLoop(port, take(workload(seed), RATE * SECONDS), RATE, SECONDS);
+}
+
 async function commitToConfirmLag(databaseUrl: string, since: Date, until: Date) {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
@@ -667,7 +696,7 @@ async function main(): Promise<void> {
   });
   const serviceUrl = `${PG}/${serviceDb}`;
   // The service runs with the pod's memory limit, as deployed (Node sizes its heap from it).
-  const cgroup: MemoryCgroup = SERVICE_MEMORY_LIMIT_MB > 0 ? memoryCgroup(`bench_service_${suffix}`, SERVICE_MEMORY_LIMIT_MB) : { unavailable: 'BENCH_SERVICE_MEMORY_LIMIT_MB=0' };
+  const cgroup: MemoryCgroup = SERVICE_MEMORY_LIMIT_MB > 0 ? memoryCgroup(`${CGROUP_PREFIX}${suffix}`, SERVICE_MEMORY_LIMIT_MB) : { unavailable: 'BENCH_SERVICE_MEMORY_LIMIT_MB=0' };
 
   try {
     // First start creates the database and applies migrations; the time to ready is measured on restarts.
@@ -695,6 +724,7 @@ async function main(): Promise<void> {
     // of the rows they added, the checkpoint their WAL triggers).
     await new Promise((r) => setTimeout(r, 2000));
     const steady = await latencyPhase(service, watcher, 'open loop, steady', serviceUrl, `${suffix}steady`);
+    const referenceSteady = await referenceLatencyPhase(referencePort, `${suffix}refsteady`);
 
     const serviceRps: number[] = [];
     const referenceRps: number[] = [];
@@ -761,6 +791,7 @@ async function main(): Promise<void> {
 
     await new Promise((r) => setTimeout(r, 2000));
     const afterBursts = await latencyPhase(service, watcher, 'open loop, after the bursts', serviceUrl, `${suffix}after`);
+    const referenceAfterBursts = await referenceLatencyPhase(referencePort, `${suffix}refafter`);
     const rss = memoryMb(service.child.pid as number, 'VmHWM');
     const peak = watcher.peak();
     const consumed = await new Promise<number>((resolve) => {
@@ -795,9 +826,9 @@ async function main(): Promise<void> {
         ratio: Number((median(dupService) / median(dupReference)).toFixed(2)),
         cpuPerNotificationUs: { service: medianCpu(dupServiceCpu), reference: medianCpu(dupReferenceCpu) },
       },
-      openLoop: openLoopFigures(steady),
+      openLoop: openLoopFigures(steady, referenceSteady),
       commitToConfirm: lagFigures(steady.lag),
-      afterBursts: { openLoop: openLoopFigures(afterBursts), commitToConfirm: lagFigures(afterBursts.lag) },
+      afterBursts: { openLoop: openLoopFigures(afterBursts, referenceAfterBursts), commitToConfirm: lagFigures(afterBursts.lag) },
       eventsConsumed: consumed,
       peakRssMb: Math.round(rss),
       peakRssPhase: peak.phase,
@@ -858,7 +889,9 @@ function round2(value: number): number {
 type LatencyPhaseResult = Awaited<ReturnType<typeof latencyPhase>>;
 type LagResult = Awaited<ReturnType<typeof commitToConfirmLag>>;
 
-function openLoopFigures({ open, stalls }: LatencyPhaseResult) {
+type OpenLoopResult = Awaited<ReturnType<typeof openLoop>>;
+
+function openLoopFigures({ open, stalls }: LatencyPhaseResult, reference: OpenLoopResult) {
   return {
     rate: RATE,
     sent: open.sent,
@@ -866,6 +899,14 @@ function openLoopFigures({ open, stalls }: LatencyPhaseResult) {
     p50Ms: round2(open.p50),
     p99Ms: round2(open.p99),
     maxMs: round2(open.max),
+    // The reference's open loop at the same rate, right after: what the machine allowed a minimal receiver.
+    reference: {
+      failures: reference.failures,
+      p50Ms: round2(reference.p50),
+      p99Ms: round2(reference.p99),
+      maxMs: round2(reference.max),
+      loadGeneratorLagMaxMs: round2(reference.loadGeneratorLagMaxMs),
+    },
     // What could have made the tail (the service's GC counts are the collections of 10 and 100 ms or more).
     stalls: {
       serviceLagMaxMs: round2(stalls.serviceLagMaxMs),
@@ -907,6 +948,11 @@ function latencyRows(
 ): Array<[string, string, string]> {
   return [
     [`open loop ${RATE}/s, ${phase}: p50 / p99 / max`, `${open.p50Ms} / ${open.p99Ms} / ${open.maxMs} ms`, `${open.failures} non-200 of ${open.sent}`],
+    [
+      `  the reference right after: p50 / p99 / max`,
+      `${open.reference.p50Ms} / ${open.reference.p99Ms} / ${open.reference.maxMs} ms`,
+      `${open.reference.failures} non-200; load generator's longest stall ${open.reference.loadGeneratorLagMaxMs} ms`,
+    ],
     [
       `  longest stall, ${phase}: service / load generator`,
       `${open.stalls.serviceLagMaxMs} / ${open.stalls.loadGeneratorLagMaxMs} ms`,
