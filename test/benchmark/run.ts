@@ -519,6 +519,19 @@ function gcSoFar(text: string) {
 }
 
 /** The service's recorder and event-loop counters, from its /metrics. */
+/** How busy the recorder and the event loop were between two readings, and the transactions' size and length. */
+function recorderFigures(before: ServiceCounters, after: ServiceCounters) {
+  const windowSeconds = (after.readAt - before.readAt) / 1000;
+  const busySeconds = after.busySeconds - before.busySeconds;
+  const transactions = Math.max(1, after.transactions - before.transactions);
+  return {
+    recorderBusyPercent: Math.round((100 * busySeconds) / windowSeconds),
+    eventLoopBusyPercent: Math.round((100 * (after.eventLoopSeconds - before.eventLoopSeconds)) / windowSeconds),
+    notificationsPerTransaction: round2((after.notifications - before.notifications) / transactions),
+    transactionMs: round2((1000 * busySeconds) / transactions),
+  };
+}
+
 async function serviceCounters(adminPort: number): Promise<ServiceCounters> {
   const text = await metricsText(adminPort);
   return {
@@ -629,11 +642,19 @@ async function openLoop(port: number, notifications: Notification[], rate: numbe
 async function latencyPhase(service: Service, watcher: ReturnType<typeof watchService>, phase: string, databaseUrl: string, seed: string) {
   const notifications = take(workload(seed), RATE * SECONDS);
   await watcher.enter(phase);
-  const gcBefore = gcSoFar(await metricsText(service.adminPort));
+  const [gcBefore, countersBefore, commitsBefore] = [
+    gcSoFar(await metricsText(service.adminPort)),
+    await serviceCounters(service.adminPort),
+    await databaseCommits(databaseUrl),
+  ];
   const since = new Date();
   const open = await openLoop(service.port, notifications, RATE, SECONDS);
   const until = new Date();
-  const gcAfter = gcSoFar(await metricsText(service.adminPort));
+  const [gcAfter, countersAfter, commitsAfter] = [
+    gcSoFar(await metricsText(service.adminPort)),
+    await serviceCounters(service.adminPort),
+    await databaseCommits(databaseUrl),
+  ];
   await watcher.enter(`${phase}, publishing`);
   const stalls = {
     serviceLagMaxMs: watcher.worstLagMs(phase),
@@ -643,7 +664,27 @@ async function latencyPhase(service: Service, watcher: ReturnType<typeof watchSe
     gcOver100Ms: gcAfter.over100Ms - gcBefore.over100Ms,
     gcMajor: gcAfter.major - gcBefore.major,
   };
-  return { open, stalls, lag: await commitToConfirmLag(databaseUrl, since, until) };
+  const recorder = {
+    ...recorderFigures(countersBefore, countersAfter),
+    // Every transaction on the service's database (the recorder's, the relay's, the probes'), per notification sent.
+    databaseCommitsPerNotification: round2((commitsAfter - commitsBefore) / open.sent),
+  };
+  return { open, stalls, recorder, lag: await commitToConfirmLag(databaseUrl, since, until) };
+}
+
+/**
+ * Transactions committed in a database so far (pg_stat_database). Backends report their counts at
+ * most once a second, so a difference over a 10-second window is right within about a second's worth.
+ */
+async function databaseCommits(databaseUrl: string): Promise<number> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()');
+    return Number(rows[0]?.n ?? 0);
+  } finally {
+    await client.end();
+  }
 }
 
 /**
@@ -755,10 +796,10 @@ async function main(): Promise<void> {
       referenceIdle.push(idlePercent(referenceBefore.machine, referenceAfter.machine));
       serviceCpu.push(cpuPerRequest(serviceBefore, serviceAfter, s.requests));
       referenceCpu.push(cpuPerRequest(referenceBefore, referenceAfter, r.requests));
-      const windowSeconds = (countersAfter.readAt - countersBefore.readAt) / 1000;
-      recorderBusy.push(Math.round((100 * (countersAfter.busySeconds - countersBefore.busySeconds)) / windowSeconds));
-      eventLoopBusy.push(Math.round((100 * (countersAfter.eventLoopSeconds - countersBefore.eventLoopSeconds)) / windowSeconds));
-      batchSizes.push((countersAfter.notifications - countersBefore.notifications) / Math.max(1, countersAfter.transactions - countersBefore.transactions));
+      const recorder = recorderFigures(countersBefore, countersAfter);
+      recorderBusy.push(recorder.recorderBusyPercent);
+      eventLoopBusy.push(recorder.eventLoopBusyPercent);
+      batchSizes.push(recorder.notificationsPerTransaction);
       serviceRps.push(s.rps);
       referenceRps.push(r.rps);
       non2xx += s.non2xx + r.non2xx;
@@ -891,7 +932,7 @@ type LagResult = Awaited<ReturnType<typeof commitToConfirmLag>>;
 
 type OpenLoopResult = Awaited<ReturnType<typeof openLoop>>;
 
-function openLoopFigures({ open, stalls }: LatencyPhaseResult, reference: OpenLoopResult) {
+function openLoopFigures({ open, stalls, recorder }: LatencyPhaseResult, reference: OpenLoopResult) {
   return {
     rate: RATE,
     sent: open.sent,
@@ -899,6 +940,8 @@ function openLoopFigures({ open, stalls }: LatencyPhaseResult, reference: OpenLo
     p50Ms: round2(open.p50),
     p99Ms: round2(open.p99),
     maxMs: round2(open.max),
+    // The recorder at this rate: how busy, and its transactions' size and length (busy time per transaction).
+    recorder,
     // The reference's open loop at the same rate, right after: what the machine allowed a minimal receiver.
     reference: {
       failures: reference.failures,
@@ -948,6 +991,12 @@ function latencyRows(
 ): Array<[string, string, string]> {
   return [
     [`open loop ${RATE}/s, ${phase}: p50 / p99 / max`, `${open.p50Ms} / ${open.p99Ms} / ${open.maxMs} ms`, `${open.failures} non-200 of ${open.sent}`],
+    [
+      `  recorder, ${phase}`,
+      `${open.recorder.transactionMs} ms a transaction`,
+      `${open.recorder.notificationsPerTransaction} per transaction; recorder busy ${open.recorder.recorderBusyPercent} %, event loop busy ${open.recorder.eventLoopBusyPercent} %; ` +
+        `${open.recorder.databaseCommitsPerNotification} commits per notification on its database in all (the relay's included)`,
+    ],
     [
       `  the reference right after: p50 / p99 / max`,
       `${open.reference.p50Ms} / ${open.reference.p99Ms} / ${open.reference.maxMs} ms`,
