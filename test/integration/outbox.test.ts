@@ -294,3 +294,37 @@ describe('several relays', () => {
     }
   });
 });
+
+describe('batches in a row', () => {
+  it("When an order's events are pending together, then the relay publishes them one batch after another, without waiting for a poll or a wake-up", async () => {
+    const exchange = uniqueExchange();
+    const consumer = await new EventConsumer(exchange).start();
+    const svc = await startTestService({ env: { AMQP_EXCHANGE: exchange, RELAY_ENABLED: 'false' } });
+    const orderId = uniqueId('NEXT');
+    for (const status of ['PENDING', 'WAITING_FOR_CONFIRMATION', 'COMPLETED']) await svc.post(orderBody({ orderId, status })).expect(200);
+    // A batch takes one event per order, and nothing is committed after the first: only the
+    // relay's knowledge that an order has a later event pending can make it go on before the poll.
+    const relay = new OutboxRelay({
+      databaseUrl: svc.database.url,
+      amqpUrl: AMQP_URL,
+      exchange,
+      retentionMs: 86_400_000,
+      pollIntervalMs: 600_000,
+      metrics: createMetrics(),
+      logger: createLogger('silent'),
+    });
+    relay.start();
+    try {
+      await consumer.waitFor(3, 10_000);
+      expect(consumer.bodies<{ type: string; data: { sequence: number } }>().map((e) => [e.type, e.data.sequence])).toEqual([
+        ['order.pending', 1],
+        ['order.waiting_for_confirmation', 2],
+        ['order.completed', 3],
+      ]);
+    } finally {
+      await relay.stop();
+      await svc.stop();
+      await consumer.stop();
+    }
+  });
+});
