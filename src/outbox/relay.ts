@@ -29,13 +29,10 @@ const RETENTION_SWEEP_MS = 60_000;
 
 /**
  * The next batch: pending events due now, oldest first, at most the first pending event of each
- * order, skipping rows another transaction holds; each says whether its order has a later event
- * pending (which only the next batch can take).
+ * order, skipping rows another transaction holds.
  */
 const CLAIM = `
-  SELECT o.id, o.type, o.message, o.created_at,
-         EXISTS (SELECT 1 FROM outbox_events n
-                  WHERE n.order_id = o.order_id AND n.published_at IS NULL AND n.sequence > o.sequence) AS has_next
+  SELECT o.id, o.type, o.message, o.created_at
     FROM outbox_events o
    WHERE o.published_at IS NULL
      AND o.next_attempt_at <= now()
@@ -50,7 +47,6 @@ interface ClaimedEvent {
   type: string;
   message: string;
   created_at: Date;
-  has_next: boolean;
 }
 
 /**
@@ -118,14 +114,13 @@ export class OutboxRelay {
         if (!(await this.holdLock())) {
           wakeable = false; // a standby only polls for the lock
         } else if (await this.openBroker()) {
-          const more = await this.publishBatch();
+          const published = await this.publishBatch();
           this.backoffMs = 0;
           await this.sweepPublished();
-          // A batch takes one event per order, so go again at once when it left an order's next
-          // event (or a full batch) behind. Otherwise wait for a commit's wake-up hint, which is
-          // already there if events were committed while this batch ran: going again without one
-          // would mostly claim nothing, a transaction per batch for no event.
-          if (more) delay = 0;
+          // A batch takes one event per order, so an order's next events wait for the next
+          // batch: go again at once while batches find work (the events committed while this
+          // one waited for its confirms are the next batch), poll only when one comes back empty.
+          if (published > 0) delay = 0;
         } else {
           delay = this.backoffMs;
           wakeable = false;
@@ -207,12 +202,8 @@ export class OutboxRelay {
     return this.active;
   }
 
-  /**
-   * Claims, publishes and marks one batch inside one transaction on the lock-holding connection.
-   * Resolves with whether it left work it knows of for the next batch: a later event of an order
-   * it took, or possibly more (the batch was full).
-   */
-  private async publishBatch(): Promise<boolean> {
+  /** Claims, publishes and marks one batch inside one transaction on the lock-holding connection. */
+  private async publishBatch(): Promise<number> {
     const client = this.client as pg.Client;
     this.wakePending = false;
     // On a pipelined connection BEGIN leaves with the claim, and the marks with COMMIT.
@@ -222,7 +213,7 @@ export class OutboxRelay {
       const [, { rows }] = await Promise.all([begun, send<ClaimedEvent>({ text: CLAIM, values: [this.batchSize] })]);
       const marks = rows.length > 0 ? await this.publishAndMark(send, rows) : [];
       await Promise.all([...marks, commitTransaction(send)]);
-      return rows.length >= this.batchSize || rows.some((r) => r.has_next);
+      return rows.length;
     } catch (error) {
       await send('ROLLBACK').catch(() => undefined);
       throw error;

@@ -302,8 +302,8 @@ describe('batches in a row', () => {
     const svc = await startTestService({ env: { AMQP_EXCHANGE: exchange, RELAY_ENABLED: 'false' } });
     const orderId = uniqueId('NEXT');
     for (const status of ['PENDING', 'WAITING_FOR_CONFIRMATION', 'COMPLETED']) await svc.post(orderBody({ orderId, status })).expect(200);
-    // A batch takes one event per order, and nothing is committed after the first: only the
-    // relay's knowledge that an order has a later event pending can make it go on before the poll.
+    // A batch takes one event per order, and nothing is committed after the relay starts: no
+    // wake-up hint comes, so the relay must go on by itself, not wait for its (10-minute) poll.
     const relay = new OutboxRelay({
       databaseUrl: svc.database.url,
       amqpUrl: AMQP_URL,
