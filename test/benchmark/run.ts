@@ -132,7 +132,9 @@ function memoryCgroup(name: string, limitMb: number): MemoryCgroup {
 
 /**
  * Removes the memory cgroups of earlier benchmark runs that were killed before removing their own.
- * Only an empty cgroup can be removed: a run still going keeps its own (its rmdir fails, ignored).
+ * Only an empty cgroup can be removed, so a group with a service in it stays (its rmdir fails,
+ * ignored); another benchmark running at the same time could lose its group between two starts of
+ * its service, but two at once would spoil each other's figures anyway.
  */
 function removeLeftCgroups(root: string): void {
   for (const entry of readdirSync(root)) {
