@@ -591,8 +591,9 @@ async function openLoop(port: number, notifications: Notification[], rate: numbe
   const inFlight: Array<Promise<void>> = [];
   for (let i = 0; i < total; i++) {
     const due = start + (i * 1000) / rate;
-    const wait = due - performance.now();
-    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    // Never before its time (timers fire on whole milliseconds, and a request sent early would
+    // count less than it took); a request that leaves late counts from its scheduled time.
+    while (performance.now() < due) await new Promise((r) => setTimeout(r, Math.ceil(due - performance.now())));
     const n = notifications[i % notifications.length] as Notification;
     inFlight.push(
       new Promise<void>((resolve) => {
