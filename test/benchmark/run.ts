@@ -7,7 +7,8 @@
  * alternates closed-loop runs of both several times and reports medians, plus open-loop latency
  * at a fixed rate with the commit-to-confirm lag of what it produced (once on the warmed-up service,
  * once after the saturating rounds; the reference's open loop at the same rate right after each),
- * duplicates-only throughput, peak RSS and time to ready. Each
+ * duplicates-only throughput (beside a receiver that does nothing but read the body and answer
+ * 200: the floor of any Node receiver here), peak RSS and time to ready. Each
  * closed-loop run also measures the CPU per notification of every process involved (the receiver,
  * Postgres, RabbitMQ, the consumer, the load generator), and so the rate the machine's cores would
  * allow that receiver. The
@@ -174,6 +175,25 @@ async function runReference(port: number, databaseUrl: string): Promise<void> {
   });
   server.listen(port, '127.0.0.1');
   process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));
+}
+
+/**
+ * A receiver that does nothing: reads the body and answers 200, with no check and no database. Not
+ * a competitor: the floor of any Node receiver on this machine and load generator, against which
+ * the duplicates-only target (twice the reference's rate) can be read.
+ */
+function runBare(port: number): void {
+  const answer = JSON.stringify({ outcome: 'duplicate' });
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      Buffer.concat(chunks);
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(answer);
+    });
+  });
+  server.listen(port, '127.0.0.1');
+  process.on('SIGTERM', () => server.close(() => process.exit(0)));
 }
 
 /** The downstream consumer: a queue bound to the whole exchange; answers "count" with what it received. */
@@ -710,6 +730,8 @@ async function main(): Promise<void> {
   const reference = spawn(process.execPath, [__filename, '--reference', String(referencePort), `${PG}/${referenceDb}`], {
     stdio: ['ignore', 'inherit', 'inherit'],
   });
+  const barePort = await freePort();
+  const bare = spawn(process.execPath, [__filename, '--bare', String(barePort)], { stdio: ['ignore', 'inherit', 'inherit'] });
   const serviceUrl = `${PG}/${serviceDb}`;
   // The service runs with the pod's memory limit, as deployed (Node sizes its heap from it).
   const cgroup: MemoryCgroup = SERVICE_MEMORY_LIMIT_MB > 0 ? memoryCgroup(`${CGROUP_PREFIX}${suffix}`, SERVICE_MEMORY_LIMIT_MB) : { unavailable: 'BENCH_SERVICE_MEMORY_LIMIT_MB=0' };
@@ -725,7 +747,7 @@ async function main(): Promise<void> {
     }
     const service = await startService(serviceUrl, exchange, cgroup, process.env.BENCH_PROFILE === '1');
     const watcher = watchService(service.child.pid as number, service.adminPort);
-    await waitForPort(referencePort);
+    await Promise.all([waitForPort(referencePort), waitForPort(barePort)]);
 
     // Both receivers warm up first (JIT compilation, connection pools, caches), so that what is
     // measured is a receiver that has been running. The service warms up at the open loop's rate:
@@ -800,9 +822,13 @@ async function main(): Promise<void> {
       cpu.push(cpuPerRequest(before, cpuReading(pid, consumerPid), run.requests));
       rps.push(run.rps);
     };
+    const dupBare: number[] = [];
+    const dupBareCpu: CpuByGroup[] = [];
+    await closedLoop(barePort, cycle(recorded), 2);
     for (let round = 0; round < ROUNDS; round++) {
       await duplicatesRun(service.port, servicePid, dupService, dupServiceCpu);
       await duplicatesRun(referencePort, referencePid, dupReference, dupReferenceCpu);
+      await duplicatesRun(barePort, bare.pid as number, dupBare, dupBareCpu);
     }
 
     await new Promise((r) => setTimeout(r, 2000));
@@ -841,6 +867,8 @@ async function main(): Promise<void> {
         referenceMedian: Math.round(median(dupReference)),
         ratio: Number((median(dupService) / median(dupReference)).toFixed(2)),
         cpuPerNotificationUs: { service: medianCpu(dupServiceCpu), reference: medianCpu(dupReferenceCpu) },
+        // The floor: a receiver that reads the body and answers 200, nothing else.
+        bareReceiver: { median: Math.round(median(dupBare)), cpuPerNotificationUs: medianCpu(dupBareCpu) },
       },
       openLoop: openLoopFigures(steady, referenceSteady),
       commitToConfirm: lagFigures(steady.lag),
@@ -864,6 +892,7 @@ async function main(): Promise<void> {
       ...cpuRows('closed loop', figures.throughput.cpuPerNotificationUs),
       ['duplicates-only throughput (median)', `${figures.duplicatesOnly.serviceMedian}/s`, `reference ${figures.duplicatesOnly.referenceMedian}/s, ratio ${figures.duplicatesOnly.ratio}`],
       ...cpuRows('duplicates only', figures.duplicatesOnly.cpuPerNotificationUs),
+      bareRow(figures.duplicatesOnly.referenceMedian, figures.duplicatesOnly.bareReceiver),
       ...latencyRows('steady', figures.openLoop, figures.commitToConfirm),
       ...latencyRows('after the bursts', figures.afterBursts.openLoop, figures.afterBursts.commitToConfirm),
       [
@@ -886,7 +915,7 @@ async function main(): Promise<void> {
     }
     process.stdout.write(`${JSON.stringify(figures)}\n`);
   } finally {
-    await stop(reference);
+    await Promise.all([stop(reference), stop(bare)]);
     consumer.disconnect();
     await new Promise((resolve) => (consumer.exitCode === null ? consumer.once('exit', resolve) : resolve(undefined)));
     const cleanup = await amqp.connect(AMQP);
@@ -955,6 +984,17 @@ function cpuRows(phase: string, cpu: { service: CpuByGroup; reference: CpuByGrou
   return [row('service'), row('reference')];
 }
 
+/** The receiver that does nothing, and what twice the reference's duplicates rate would be of its rate. */
+function bareRow(referenceMedian: number, bare: { median: number; cpuPerNotificationUs: CpuByGroup }): [string, string, string] {
+  const c = bare.cpuPerNotificationUs;
+  return [
+    '  a receiver that does nothing (body read, 200), same load',
+    `${bare.median}/s`,
+    `twice the reference's duplicates rate is ${Math.round((200 * referenceMedian) / Math.max(1, bare.median))} % of its rate; ` +
+      `CPU per request: it ${c.receiver}, load generator ${c.loadGenerator}, machine ${c.machine} µs`,
+  ];
+}
+
 function lagFigures(lag: LagResult) {
   return { events: lag.events, p50Ms: round2(lag.p50), p99Ms: round2(lag.p99) };
 }
@@ -987,6 +1027,8 @@ function latencyRows(
 
 if (process.argv[2] === '--reference') {
   void runReference(Number(process.argv[3]), process.argv[4] as string);
+} else if (process.argv[2] === '--bare') {
+  runBare(Number(process.argv[3]));
 } else if (process.argv[2] === '--consumer') {
   void runConsumer(process.argv[3] as string);
 } else {
