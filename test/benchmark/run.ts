@@ -151,14 +151,31 @@ function removeLeftCgroups(root: string): void {
 // ---------------------------------------------------------------------------------------------
 // The reference receiver: the floor cost of "verify and commit".
 
-async function runReference(port: number, databaseUrl: string): Promise<void> {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
-  await pool.query('CREATE TABLE IF NOT EXISTS received (digest bytea PRIMARY KEY, body bytea NOT NULL)');
+/**
+ * A plain node:http receiver on 127.0.0.1:port that reads each request's body whole and hands it to
+ * `handle`; on SIGTERM it stops listening, runs `close` and exits. What the benchmark's own
+ * receivers share, so that they differ only in what they do with a body.
+ */
+function bodyReceiver(
+  port: number,
+  handle: (body: Buffer, req: http.IncomingMessage, res: http.ServerResponse) => void,
+  close: () => Promise<void> = () => Promise.resolve(),
+): void {
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
+    req.on('end', () => handle(Buffer.concat(chunks), req, res));
+  });
+  server.listen(port, '127.0.0.1');
+  process.on('SIGTERM', () => server.close(() => void close().then(() => process.exit(0))));
+}
+
+async function runReference(port: number, databaseUrl: string): Promise<void> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+  await pool.query('CREATE TABLE IF NOT EXISTS received (digest bytea PRIMARY KEY, body bytea NOT NULL)');
+  bodyReceiver(
+    port,
+    (body, req, res) => {
       const header = String(req.headers['opensvc-signature'] ?? '');
       const signature = /signature=([0-9a-f]+)/i.exec(header)?.[1] ?? '';
       const expected = createHash('md5').update(body).update(KEY).digest('hex');
@@ -171,10 +188,9 @@ async function runReference(port: number, databaseUrl: string): Promise<void> {
         () => res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"ok":true}'),
         () => res.writeHead(503).end(),
       );
-    });
-  });
-  server.listen(port, '127.0.0.1');
-  process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));
+    },
+    () => pool.end(),
+  );
 }
 
 /**
@@ -184,16 +200,7 @@ async function runReference(port: number, databaseUrl: string): Promise<void> {
  */
 function runBare(port: number): void {
   const answer = JSON.stringify({ outcome: 'duplicate' });
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      Buffer.concat(chunks);
-      res.writeHead(200, { 'Content-Type': 'application/json' }).end(answer);
-    });
-  });
-  server.listen(port, '127.0.0.1');
-  process.on('SIGTERM', () => server.close(() => process.exit(0)));
+  bodyReceiver(port, (_body, _req, res) => void res.writeHead(200, { 'Content-Type': 'application/json' }).end(answer));
 }
 
 /** The downstream consumer: a queue bound to the whole exchange; answers "count" with what it received. */
