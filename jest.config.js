@@ -4,7 +4,7 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   // Transpile only: `npm test` type-checks the whole project with tsc first.
-  transform: { '^.+\\.ts$': ['ts-jest', { isolatedModules: true, diagnostics: false }] },
+  transform: { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] },
   // Integration tests share one Postgres server and one broker; each file makes its own database and exchange.
   maxWorkers: 2,
   // Builds dist/ once before the workers start (the CLI, chart and relay tests run the built app).

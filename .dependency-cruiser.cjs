@@ -1,0 +1,53 @@
+/**
+ * Import rules, checked by `npm run lint`: no cycles between files (type-only imports count), and the
+ * folders of src/ import one way only, down the flow of a notification (README, "Code layout").
+ */
+
+/** From the entry points down; a module may import its own layer and the layers below it, never above. */
+const LAYERS = [
+  ['entry points', '^src/(main\\.ts|cli/)'],
+  ['composition root', '^src/service\\.ts'],
+  ['configuration', '^src/config\\.ts'],
+  ['HTTP ports', '^src/(intake|admin)/'],
+  ['recording', '^src/recording/'],
+  ['outbox', '^src/outbox/'],
+  ['database', '^src/database/'],
+  ['payment API client', '^src/paymentApi/'],
+  ['HTTP helpers', '^src/(http/|errors\\.ts)'],
+  ['pure and leaf modules', '^src/(verification|parsing|observability|simulator)/'],
+];
+
+const layerRules = LAYERS.slice(1).map(([name, path], index) => ({
+  name: `no-import-up-from-${name.replace(/\W+/g, '-')}`,
+  comment: `${name} must not import what sits above it: ${LAYERS.slice(0, index + 1)
+    .map(([above]) => above)
+    .join(', ')}`,
+  severity: 'error',
+  from: { path },
+  to: { path: LAYERS.slice(0, index + 1).map(([, above]) => above) },
+}));
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'Import cycles, type-only imports included, make modules impossible to read or test alone.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    ...layerRules,
+    {
+      name: 'src-not-from-test',
+      comment: 'The service never imports test code.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^test/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+  },
+};
