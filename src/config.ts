@@ -108,11 +108,17 @@ const schema = z.object({
     .transform((value, ctx): false | number | string[] => {
       if (value === '' || ['none', 'false', '0'].includes(value.toLowerCase())) return false;
       if (/^\d+$/.test(value)) return Number(value);
-      const entries = value.split(',').map((e) => e.trim()).filter((e) => e !== '');
+      const entries = value
+        .split(',')
+        .map((e) => e.trim())
+        .filter((e) => e !== '');
       try {
         proxyAddr.compile(entries);
       } catch {
-        ctx.addIssue({ code: 'custom', message: 'must be none, a hop count, or comma-separated proxy addresses/CIDRs' });
+        ctx.addIssue({
+          code: 'custom',
+          message: 'must be none, a hop count, or comma-separated proxy addresses/CIDRs',
+        });
       }
       return entries;
     }),
@@ -166,8 +172,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, { receiving = true }: { recei
   // Empty strings mean "not set", so a blank line in .env or a Helm value falls back to the default.
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const result = schema.safeParse(present);
-  const problems = result.success ? [] : result.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`);
-  if (receiving && present.SECOND_KEYS === undefined) problems.push('SECOND_KEYS: is required (comma-separated posId:secondKey entries)');
+  const problems = result.success
+    ? []
+    : result.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`);
+  if (receiving && present.SECOND_KEYS === undefined)
+    problems.push('SECOND_KEYS: is required (comma-separated posId:secondKey entries)');
   if (!result.success || problems.length > 0) throw new ConfigError(problems);
   const c = result.data;
   return {

@@ -33,7 +33,13 @@ function finishesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
   const timeout = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => resolve(false), ms);
   });
-  return Promise.race([work.then(() => true, () => true), timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    work.then(
+      () => true,
+      () => true,
+    ),
+    timeout,
+  ]).finally(() => clearTimeout(timer));
 }
 
 /** Prepares the database: creates it on a fresh server and applies pending migrations. */
@@ -48,12 +54,21 @@ export async function startService(config: Config, logger: Logger = createLogger
   if (config.sourceAllowlist.any) logger.warn('ALLOWED_SOURCE_IPS=any: the source address check is disabled');
 
   const pool = createPool(
-    { url: config.databaseUrl, poolMax: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs, keyLookupsOnly: true, pipelined: config.databasePipeline },
+    {
+      url: config.databaseUrl,
+      poolMax: config.databasePoolMax,
+      timeoutMs: config.databaseTimeoutMs,
+      keyLookupsOnly: true,
+      pipelined: config.databasePipeline,
+    },
     logger,
   );
   const db = createDb(pool);
   // The recorder's queue is read at scrape time, once the store below exists.
-  const metrics = createMetrics({ outboxBacklog: () => readOutboxBacklog(db), recorderQueued: () => store.load.queued });
+  const metrics = createMetrics({
+    outboxBacklog: () => readOutboxBacklog(db),
+    recorderQueued: () => store.load.queued,
+  });
 
   const relay = config.relayEnabled
     ? new OutboxRelay({
@@ -126,7 +141,8 @@ export async function startService(config: Config, logger: Logger = createLogger
       accepting = false;
       logger.info('stopping: readiness off, draining requests');
       await close(publicServer, left());
-      if (relay && !(await finishesWithin(relay.stop(), Math.max(left(), 1000)))) logger.warn('relay did not stop in time');
+      if (relay && !(await finishesWithin(relay.stop(), Math.max(left(), 1000))))
+        logger.warn('relay did not stop in time');
       await close(adminServer, 500);
       if (!(await finishesWithin(db.destroy(), 1000))) logger.warn('database connections did not close in time');
       logger.info('stopped');

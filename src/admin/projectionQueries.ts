@@ -27,7 +27,11 @@ export interface OrderView extends Omit<OrderProjection, 'status'> {
   refunds: RefundView[];
 }
 
-async function historyOf(db: Db, kind: 'order' | 'refund', subjectIds: string[]): Promise<Map<string, StatusHistoryEntry[]>> {
+async function historyOf(
+  db: Db,
+  kind: 'order' | 'refund',
+  subjectIds: string[],
+): Promise<Map<string, StatusHistoryEntry[]>> {
   const result = new Map<string, StatusHistoryEntry[]>();
   if (subjectIds.length === 0) return result;
   const rows = await db
@@ -37,7 +41,11 @@ async function historyOf(db: Db, kind: 'order' | 'refund', subjectIds: string[])
       'n.status',
       'n.received_at',
       'n.outcome',
-      eb.selectFrom('deliveries as d').select((d) => d.fn.countAll<string>().as('c')).whereRef('d.notification_id', '=', 'n.id').as('deliveries'),
+      eb
+        .selectFrom('deliveries as d')
+        .select((d) => d.fn.countAll<string>().as('c'))
+        .whereRef('d.notification_id', '=', 'n.id')
+        .as('deliveries'),
     ])
     .where('n.kind', '=', kind)
     .where('n.subject_id', 'in', subjectIds)
@@ -58,8 +66,18 @@ async function historyOf(db: Db, kind: 'order' | 'refund', subjectIds: string[])
 }
 
 async function refundsWhere(db: Db, column: 'refund_id' | 'order_id', value: string): Promise<RefundView[]> {
-  const rows = await db.selectFrom('refunds').selectAll().where(column, '=', value).orderBy('created_at').orderBy('refund_id').execute();
-  const histories = await historyOf(db, 'refund', rows.map((r) => r.refund_id));
+  const rows = await db
+    .selectFrom('refunds')
+    .selectAll()
+    .where(column, '=', value)
+    .orderBy('created_at')
+    .orderBy('refund_id')
+    .execute();
+  const histories = await historyOf(
+    db,
+    'refund',
+    rows.map((r) => r.refund_id),
+  );
   return rows.map((r) => ({
     ...refundFromRow(r),
     updatedAt: new Date(r.updated_at).toISOString(),
@@ -70,7 +88,10 @@ async function refundsWhere(db: Db, column: 'refund_id' | 'order_id', value: str
 export async function findOrder(db: Db, orderId: string): Promise<OrderView | null> {
   const order = await db.selectFrom('orders').selectAll().where('order_id', '=', orderId).executeTakeFirst();
   if (!order) return null;
-  const [histories, refunds] = await Promise.all([historyOf(db, 'order', [orderId]), refundsWhere(db, 'order_id', orderId)]);
+  const [histories, refunds] = await Promise.all([
+    historyOf(db, 'order', [orderId]),
+    refundsWhere(db, 'order_id', orderId),
+  ]);
   return {
     ...orderFromRow(order),
     updatedAt: new Date(order.updated_at).toISOString(),

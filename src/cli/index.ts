@@ -1,7 +1,16 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { loadDotEnv } from '../config';
-import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, processIo, type CliIo, type CliState, type ExitCode } from './commands/common';
+import {
+  CliError,
+  EXIT_FAILURE,
+  EXIT_OK,
+  EXIT_USAGE,
+  processIo,
+  type CliIo,
+  type CliState,
+  type ExitCode,
+} from './commands/common';
 import { registerEvents } from './commands/events';
 import { registerInspect } from './commands/inspect';
 import { registerPurge } from './commands/purge';

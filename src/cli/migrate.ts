@@ -13,6 +13,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof ConfigError ? error.message : `migration failed: ${(error as Error).message}`}\n`);
+  process.stderr.write(
+    `${error instanceof ConfigError ? error.message : `migration failed: ${(error as Error).message}`}\n`,
+  );
   process.exit(1);
 });

@@ -18,7 +18,13 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env, { receiving: false });
   const logger = createLogger(config.logLevel).child({ component: 'relay' });
   const pool = createPool(
-    { url: config.databaseUrl, poolMax: 2, timeoutMs: config.databaseTimeoutMs, applicationName: 'payment-notification-receiver:relay-admin', keyLookupsOnly: true },
+    {
+      url: config.databaseUrl,
+      poolMax: 2,
+      timeoutMs: config.databaseTimeoutMs,
+      applicationName: 'payment-notification-receiver:relay-admin',
+      keyLookupsOnly: true,
+    },
     logger,
   );
   const db = createDb(pool);
@@ -41,13 +47,18 @@ async function main(): Promise<void> {
     accepting = false;
     Promise.all([close(admin, 500), relay.stop()])
       .then(() => db.destroy())
-      .then(() => process.exit(0), () => process.exit(1));
+      .then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof ConfigError ? error.message : `relay failed: ${(error as Error).message}`}\n`);
+  process.stderr.write(
+    `${error instanceof ConfigError ? error.message : `relay failed: ${(error as Error).message}`}\n`,
+  );
   process.exit(1);
 });

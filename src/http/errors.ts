@@ -5,13 +5,30 @@ import { RequestError } from '../errors';
 import type { Logger } from '../observability/logger';
 
 /** A JSON answer written with Node's own response API, so it serves Express and plain responses alike. */
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Readonly<Record<string, string>> = {},
+): void {
   if (res.headersSent) return;
   const payload = Buffer.from(JSON.stringify(body));
-  res.writeHead(status, { ...headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': payload.length }).end(payload);
+  res
+    .writeHead(status, {
+      ...headers,
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': payload.length,
+    })
+    .end(payload);
 }
 
-export function sendError(res: ServerResponse, status: number, code: string, message: string, headers: Readonly<Record<string, string>> = {}): void {
+export function sendError(
+  res: ServerResponse,
+  status: number,
+  code: string,
+  message: string,
+  headers: Readonly<Record<string, string>> = {},
+): void {
   sendJson(res, status, { error: { code, message } }, headers);
 }
 
@@ -37,7 +54,12 @@ export function notFound(_req: IncomingMessage, res: ServerResponse): void {
  * The edge: expected failures become their documented answer; anything else is logged once, here.
  * `context` names the request in that log line.
  */
-export function answerError(error: unknown, res: ServerResponse, logger: Logger, context: () => Record<string, unknown>): void {
+export function answerError(
+  error: unknown,
+  res: ServerResponse,
+  logger: Logger,
+  context: () => Record<string, unknown>,
+): void {
   if (error instanceof RequestError) {
     sendError(res, error.status, error.code, error.message, error.headers);
     return;
@@ -55,6 +77,10 @@ export function answerError(error: unknown, res: ServerResponse, logger: Logger,
 /** Express error middleware around answerError. */
 export function errorHandler(logger: Logger) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction): void => {
-    answerError(error, res, logger, () => ({ requestId: res.locals.requestId, method: req.method, route: req.route?.path }));
+    answerError(error, res, logger, () => ({
+      requestId: res.locals.requestId,
+      method: req.method,
+      route: req.route?.path,
+    }));
   };
 }

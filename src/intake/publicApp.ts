@@ -41,19 +41,25 @@ function route(path: string, handler: PublicHandler): RequestHandler {
  * router, the signature check and the body read together (docs/PERFORMANCE.md). The router keeps
  * Express's matching (case-insensitive, trailing slash, query strings) and error chain.
  */
-export function createPublicListener(options: IntakeOptions & { trustProxy: Config['trustProxy'] }): RequestListener<
-  typeof IncomingMessage,
-  typeof PublicResponse
-> {
+export function createPublicListener(
+  options: IntakeOptions & { trustProxy: Config['trustProxy'] },
+): RequestListener<typeof IncomingMessage, typeof PublicResponse> {
   const { metrics, logger } = options;
   const router = express.Router();
   const path = '/notifications';
-  router.post(path, route(path, receiveNotification({ ...options, clientAddress: clientAddressResolver(options.trustProxy) })));
+  router.post(
+    path,
+    route(path, receiveNotification({ ...options, clientAddress: clientAddressResolver(options.trustProxy) })),
+  );
   router.all(
     path,
     route(path, (_req, res) => sendError(res, 405, 'method_not_allowed', 'only POST is accepted', { Allow: 'POST' })),
   );
-  const dispatch = router as unknown as (req: IncomingMessage, res: PublicResponse, done: (error?: unknown) => void) => void;
+  const dispatch = router as unknown as (
+    req: IncomingMessage,
+    res: PublicResponse,
+    done: (error?: unknown) => void,
+  ) => void;
 
   return (req, res) => {
     res.requestId = requestIdOf(req);

@@ -19,9 +19,16 @@ export async function readRawBody(req: IncomingMessage, limit: number): Promise<
       req.resume();
       throw new RequestError(413, 'body_too_large', `body exceeds ${limit} bytes`, 'too_large');
     }
-    if (type === 'request.aborted') throw new RequestError(400, 'request_aborted', 'client aborted the request', 'malformed');
-    throw new RequestError(400, 'malformed_body', 'body could not be read (length mismatch or broken encoding)', 'malformed', {
-      Connection: 'close',
-    });
+    if (type === 'request.aborted')
+      throw new RequestError(400, 'request_aborted', 'client aborted the request', 'malformed');
+    throw new RequestError(
+      400,
+      'malformed_body',
+      'body could not be read (length mismatch or broken encoding)',
+      'malformed',
+      {
+        Connection: 'close',
+      },
+    );
   }
 }

@@ -35,7 +35,10 @@ const RETRY_AFTER_SECONDS = '5';
 
 /** The 200 answers, built once: the hot path writes a ready buffer instead of serializing per request. */
 const OK_ANSWERS: Readonly<Record<DeliveryOutcome, string>> = Object.fromEntries(
-  (['accepted', 'duplicate', 'stale', 'conflict', 'quarantined'] as const).map((outcome) => [outcome, JSON.stringify({ outcome })]),
+  (['accepted', 'duplicate', 'stale', 'conflict', 'quarantined'] as const).map((outcome) => [
+    outcome,
+    JSON.stringify({ outcome }),
+  ]),
 ) as Record<DeliveryOutcome, string>;
 
 const SIGNATURE_MESSAGES: Record<SignatureHeaderProblem, string> = {
@@ -66,11 +69,21 @@ export function receiveNotification(options: HandlerOptions): PublicHandler {
         throw new RequestError(403, 'source_not_allowed', 'source address is not an allowed sender', 'rejected_source');
       }
       if (!isJsonContentType(header(req, 'content-type'))) {
-        throw new RequestError(415, 'unsupported_media_type', 'Content-Type must be application/json', 'unsupported_media_type');
+        throw new RequestError(
+          415,
+          'unsupported_media_type',
+          'Content-Type must be application/json',
+          'unsupported_media_type',
+        );
       }
       const encoding = header(req, 'content-encoding');
       if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
-        throw new RequestError(415, 'unsupported_content_encoding', 'Content-Encoding is not supported', 'unsupported_media_type');
+        throw new RequestError(
+          415,
+          'unsupported_content_encoding',
+          'Content-Encoding is not supported',
+          'unsupported_media_type',
+        );
       }
       if (declaredLengthExceeds(header(req, 'content-length'), config.bodyLimitBytes)) {
         // Answered before a byte of the body is read; Node discards whatever the sender still sends.
@@ -82,15 +95,27 @@ export function receiveNotification(options: HandlerOptions): PublicHandler {
         });
       }
       // Spec, "Authentication" item 7: OpenSvc-Signature, else X-OpenSvc-Signature.
-      const signatureHeader = parseSignatureHeader(header(req, 'opensvc-signature') ?? header(req, 'x-opensvc-signature'));
+      const signatureHeader = parseSignatureHeader(
+        header(req, 'opensvc-signature') ?? header(req, 'x-opensvc-signature'),
+      );
       if (!signatureHeader.ok) {
-        throw new RequestError(401, signatureHeader.problem, SIGNATURE_MESSAGES[signatureHeader.problem], 'rejected_signature');
+        throw new RequestError(
+          401,
+          signatureHeader.problem,
+          SIGNATURE_MESSAGES[signatureHeader.problem],
+          'rejected_signature',
+        );
       }
 
       const body = await readRawBody(req, config.bodyLimitBytes);
       const matches = verifySignature(signatureHeader.header, body, config.secondKeys);
       if (matches.length === 0) {
-        throw new RequestError(401, 'invalid_signature', 'signature does not match the body for any configured key', 'rejected_signature');
+        throw new RequestError(
+          401,
+          'invalid_signature',
+          'signature does not match the body for any configured key',
+          'rejected_signature',
+        );
       }
 
       const parsed = parseNotification(body);
@@ -99,7 +124,12 @@ export function receiveNotification(options: HandlerOptions): PublicHandler {
         const posId = parsed.notification.merchantPosId;
         const forPos = matches.find((m) => m.posId === posId);
         if (!forPos) {
-          throw new RequestError(401, 'pos_mismatch', 'signature key belongs to another POS than order.merchantPosId', 'rejected_signature');
+          throw new RequestError(
+            401,
+            'pos_mismatch',
+            'signature key belongs to another POS than order.merchantPosId',
+            'rejected_signature',
+          );
         }
         match = forPos;
       }
@@ -119,17 +149,30 @@ export function receiveNotification(options: HandlerOptions): PublicHandler {
         // queued or mid-batch when its answer time passes is refused by the recorder (never
         // written), and a COMMIT on its way is waited for half a second past it at most (then 503,
         // its outcome unknown: the sender's retry finds it recorded or records it).
-        result = await (parsed.ok ? store.record(delivery, parsed.notification) : store.quarantine(delivery, parsed.reason, parsed.detail));
+        result = await (parsed.ok
+          ? store.record(delivery, parsed.notification)
+          : store.quarantine(delivery, parsed.reason, parsed.detail));
       } catch (error) {
         if (error instanceof RecorderOverloaded) {
           logger.warn({ requestId: res.requestId, reason: error.message }, 'recorder overloaded; answered 503');
-          throw new RequestError(503, 'overloaded', 'too many notifications at once; retry later', null, { 'Retry-After': RETRY_AFTER_SECONDS });
-        }
-        if (isDatabaseUnavailable(error)) {
-          logger.warn({ requestId: res.requestId, err: { message: (error as Error).message } }, 'database unavailable; answered 503');
-          throw new RequestError(503, 'database_unavailable', 'the notification could not be recorded now; retry later', null, {
+          throw new RequestError(503, 'overloaded', 'too many notifications at once; retry later', null, {
             'Retry-After': RETRY_AFTER_SECONDS,
           });
+        }
+        if (isDatabaseUnavailable(error)) {
+          logger.warn(
+            { requestId: res.requestId, err: { message: (error as Error).message } },
+            'database unavailable; answered 503',
+          );
+          throw new RequestError(
+            503,
+            'database_unavailable',
+            'the notification could not be recorded now; retry later',
+            null,
+            {
+              'Retry-After': RETRY_AFTER_SECONDS,
+            },
+          );
         }
         throw error;
       }
@@ -153,7 +196,10 @@ export function receiveNotification(options: HandlerOptions): PublicHandler {
           : { quarantineReason: parsed.reason, detail: parsed.detail }),
       });
       if (result.outcome === 'conflict') {
-        logger.error({ ...logFields(), keptStatus: result.currentStatus }, 'conflicting final statuses: the first one is kept');
+        logger.error(
+          { ...logFields(), keptStatus: result.currentStatus },
+          'conflicting final statuses: the first one is kept',
+        );
       } else if (result.outcome === 'quarantined') {
         logger.warn(logFields(), 'authentic notification quarantined: it could not be read');
       } else if (logger.isLevelEnabled('debug')) {
@@ -162,12 +208,17 @@ export function receiveNotification(options: HandlerOptions): PublicHandler {
         logger.debug(logFields(), 'notification recorded');
       }
       const answer = OK_ANSWERS[result.outcome];
-      res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': answer.length }).end(answer);
+      res
+        .writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': answer.length })
+        .end(answer);
     } catch (error) {
       if (error instanceof RequestError && error.outcome !== null) {
         // Refused requests are unauthenticated: what they claim to be is not worth a label.
         count('unknown', error.outcome);
-        logger.warn({ requestId: res.requestId, code: error.code, sourceAddress: options.clientAddress(req) }, 'notification refused');
+        logger.warn(
+          { requestId: res.requestId, code: error.code, sourceAddress: options.clientAddress(req) },
+          'notification refused',
+        );
       }
       next(error);
     }

@@ -9,7 +9,10 @@ export function isJsonContentType(header: string | undefined): boolean {
   const [mediaType = '', ...parameters] = header.split(';').map((part) => part.trim().toLowerCase());
   const json = mediaType === 'application/json' || /^[a-z0-9!#$&^_.-]+\/[a-z0-9!#$&^_.-]+\+json$/.test(mediaType);
   if (!json) return false;
-  const charset = parameters.find((p) => p.startsWith('charset='))?.slice('charset='.length).replace(/"/g, '');
+  const charset = parameters
+    .find((p) => p.startsWith('charset='))
+    ?.slice('charset='.length)
+    .replace(/"/g, '');
   return charset === undefined || charset === 'utf-8' || charset === 'utf8';
 }
 

@@ -49,7 +49,10 @@ export function parseSourceAllowlist(value: string): { allowlist: SourceAllowlis
   const problems: string[] = [];
   const ranges: Range[] = [];
   let any = false;
-  const entries = value.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const entries = value
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
   if (entries.length === 0) problems.push('at least one address, CIDR or preset is required');
   for (const entry of entries) {
     const preset = entry.toLowerCase();
@@ -65,7 +68,9 @@ export function parseSourceAllowlist(value: string): { allowlist: SourceAllowlis
   }
   const decide = (address: string): boolean => {
     const parsed = normalizeAddress(address);
-    return parsed !== undefined && ranges.some(([net, bits]) => net.kind() === parsed.kind() && parsed.match(net, bits));
+    return (
+      parsed !== undefined && ranges.some(([net, bits]) => net.kind() === parsed.kind() && parsed.match(net, bits))
+    );
   };
   // The sender uses a handful of addresses: each is parsed and matched once, then remembered
   // (bounded, so a flood from many addresses cannot grow it without limit).
@@ -91,8 +96,13 @@ export function parseSourceAllowlist(value: string): { allowlist: SourceAllowlis
  * Which address sent the request: the socket peer, or with TRUST_PROXY the X-Forwarded-For entry
  * that setting selects (proxy-addr, the same rules Express applies for `trust proxy`).
  */
-export function clientAddressResolver(trustProxy: false | number | string[]): (req: IncomingMessage) => string | undefined {
+export function clientAddressResolver(
+  trustProxy: false | number | string[],
+): (req: IncomingMessage) => string | undefined {
   if (trustProxy === false) return (req) => req.socket.remoteAddress;
-  const trust = typeof trustProxy === 'number' ? (_address: string, hop: number) => hop < trustProxy : proxyaddr.compile(trustProxy);
+  const trust =
+    typeof trustProxy === 'number'
+      ? (_address: string, hop: number) => hop < trustProxy
+      : proxyaddr.compile(trustProxy);
   return (req) => proxyaddr(req, trust);
 }

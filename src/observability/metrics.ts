@@ -149,7 +149,15 @@ export function createRelayMetrics(sources: Pick<MetricSources, 'outboxBacklog'>
     registers: [registry],
   });
 
-  return { registry, requestDuration, eventsPublished, publishFailures, publishLatency, brokerConnectionUp, relayActive };
+  return {
+    registry,
+    requestDuration,
+    eventsPublished,
+    publishFailures,
+    publishLatency,
+    brokerConnectionUp,
+    relayActive,
+  };
 }
 
 /** The service's metrics: the relay's (createRelayMetrics), and the intake's and recorder's, in one registry. */
@@ -164,7 +172,8 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     registers: [registry],
   });
   // Every series exists from the start, so rate() and absent-data alerts work before the first event.
-  for (const kind of NOTIFICATION_KINDS) for (const outcome of NOTIFICATION_OUTCOMES) notifications.inc({ kind, outcome }, 0);
+  for (const kind of NOTIFICATION_KINDS)
+    for (const outcome of NOTIFICATION_OUTCOMES) notifications.inc({ kind, outcome }, 0);
 
   const variants = new Counter({
     name: 'payment_notification_variants_total',

@@ -6,10 +6,7 @@ import type { Db } from '../recording/database';
 export async function readOutboxBacklog(db: Db): Promise<OutboxBacklog> {
   const row = await db
     .selectFrom('outbox_events')
-    .select([
-      sql<string>`count(*)`.as('pending'),
-      sql<string | null>`extract(epoch from min(created_at))`.as('oldest'),
-    ])
+    .select([sql<string>`count(*)`.as('pending'), sql<string | null>`extract(epoch from min(created_at))`.as('oldest')])
     .where('published_at', 'is', null)
     .executeTakeFirstOrThrow();
   return { pending: Number(row.pending), oldestCreatedAtSeconds: row.oldest === null ? 0 : Number(row.oldest) };

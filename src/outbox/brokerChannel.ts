@@ -9,7 +9,8 @@ export interface OutgoingEvent {
   message: string;
 }
 
-export type PublishResult = { id: string; ok: true } | { id: string; ok: false; reason: PublishFailureReason; error: string };
+export type PublishResult =
+  { id: string; ok: true } | { id: string; ok: false; reason: PublishFailureReason; error: string };
 
 /**
  * One broker connection with a confirm channel on which the exchange is declared. A message counts
@@ -35,13 +36,19 @@ export class BrokerChannel {
 
   async open(): Promise<void> {
     if (this.channel) return;
-    const connection = await amqp.connect(this.url, { clientProperties: { connection_name: 'payment-notification-receiver:relay' } });
+    const connection = await amqp.connect(this.url, {
+      clientProperties: { connection_name: 'payment-notification-receiver:relay' },
+    });
     // Listen for errors at once: a connection that breaks while the channel is being set up emits
     // 'error', and an 'error' without a listener would end the process.
-    connection.on('error', (error: Error) => this.logger.warn({ err: { message: error.message } }, 'broker connection error'));
+    connection.on('error', (error: Error) =>
+      this.logger.warn({ err: { message: error.message } }, 'broker connection error'),
+    );
     try {
       const channel = await connection.createConfirmChannel();
-      channel.on('error', (error: Error) => this.logger.warn({ err: { message: error.message } }, 'broker channel error'));
+      channel.on('error', (error: Error) =>
+        this.logger.warn({ err: { message: error.message } }, 'broker channel error'),
+      );
       await channel.assertExchange(this.exchange, 'topic', { durable: true });
       channel.on('return', (message: Message) => {
         const id = message.properties.messageId as string | undefined;
@@ -71,7 +78,8 @@ export class BrokerChannel {
   /** Publishes every event and waits for each confirm (or the batch's confirm timeout). Never throws. */
   async publish(events: readonly OutgoingEvent[]): Promise<PublishResult[]> {
     const channel = this.channel;
-    if (!channel) return events.map((e) => ({ id: e.id, ok: false, reason: 'connection', error: 'no broker connection' }));
+    if (!channel)
+      return events.map((e) => ({ id: e.id, ok: false, reason: 'connection', error: 'no broker connection' }));
     const timestamp = Math.floor(Date.now() / 1000);
     const settlers: Array<(result: PublishResult) => void> = [];
     const confirmed = events.map(
@@ -79,8 +87,10 @@ export class BrokerChannel {
         new Promise<PublishResult>((resolve) => {
           settlers.push(resolve);
           const settle = (error: unknown): void => {
-            if (this.returned.delete(event.id)) resolve({ id: event.id, ok: false, reason: 'returned', error: 'unroutable: no queue bound' });
-            else if (error) resolve({ id: event.id, ok: false, reason: this.channel ? 'nack' : 'connection', error: String(error) });
+            if (this.returned.delete(event.id))
+              resolve({ id: event.id, ok: false, reason: 'returned', error: 'unroutable: no queue bound' });
+            else if (error)
+              resolve({ id: event.id, ok: false, reason: this.channel ? 'nack' : 'connection', error: String(error) });
             else resolve({ id: event.id, ok: true });
           };
           try {
@@ -88,7 +98,14 @@ export class BrokerChannel {
               this.exchange,
               event.type,
               Buffer.from(event.message),
-              { persistent: true, mandatory: true, messageId: event.id, contentType: CLOUDEVENTS_CONTENT_TYPE, type: event.type, timestamp },
+              {
+                persistent: true,
+                mandatory: true,
+                messageId: event.id,
+                contentType: CLOUDEVENTS_CONTENT_TYPE,
+                type: event.type,
+                timestamp,
+              },
               settle,
             );
           } catch (error) {
@@ -100,7 +117,12 @@ export class BrokerChannel {
     // promise settles once, so confirms that arrived first keep their result).
     const timer = setTimeout(() => {
       events.forEach((event, i) =>
-        settlers[i]?.({ id: event.id, ok: false, reason: 'timeout', error: `no confirm within ${this.confirmTimeoutMs} ms` }),
+        settlers[i]?.({
+          id: event.id,
+          ok: false,
+          reason: 'timeout',
+          error: `no confirm within ${this.confirmTimeoutMs} ms`,
+        }),
       );
     }, this.confirmTimeoutMs);
     const results = await Promise.all(confirmed).finally(() => clearTimeout(timer));

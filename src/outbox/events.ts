@@ -73,5 +73,14 @@ export function buildEvent<T extends OrderEventData | RefundEventData>(
   time: Date = new Date(),
   id: string = randomUUID(),
 ): CloudEvent<T> {
-  return { specversion: '1.0', id, source, type, subject: data.orderId, time: time.toISOString(), datacontenttype: 'application/json', data };
+  return {
+    specversion: '1.0',
+    id,
+    source,
+    type,
+    subject: data.orderId,
+    time: time.toISOString(),
+    datacontenttype: 'application/json',
+    data,
+  };
 }

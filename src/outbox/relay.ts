@@ -78,7 +78,13 @@ export class OutboxRelay {
     this.batchSize = options.batchSize ?? 200;
     this.pollIntervalMs = options.pollIntervalMs ?? 1000;
     this.maxBackoffMs = options.maxBackoffMs ?? 10_000;
-    this.broker = new BrokerChannel(options.amqpUrl, options.exchange, options.confirmTimeoutMs ?? 10_000, options.metrics, options.logger);
+    this.broker = new BrokerChannel(
+      options.amqpUrl,
+      options.exchange,
+      options.confirmTimeoutMs ?? 10_000,
+      options.metrics,
+      options.logger,
+    );
   }
 
   get isActive(): boolean {
@@ -127,7 +133,10 @@ export class OutboxRelay {
         }
       } catch (error) {
         // The database side failed: start over on a new connection (the lock went with the old one).
-        this.options.logger.warn({ err: { message: (error as Error).message } }, 'outbox relay lost its database connection');
+        this.options.logger.warn(
+          { err: { message: (error as Error).message } },
+          'outbox relay lost its database connection',
+        );
         await this.dropClient();
         this.backoffMs = Math.min(Math.max(this.backoffMs * 2, 250), this.maxBackoffMs);
         delay = this.backoffMs;
@@ -149,7 +158,10 @@ export class OutboxRelay {
     } catch (error) {
       this.backoffMs = Math.min(Math.max(this.backoffMs * 2, 250), this.maxBackoffMs);
       this.options.metrics.publishFailures.inc({ reason: 'connection' });
-      this.options.logger.warn({ err: { message: (error as Error).message }, retryInMs: this.backoffMs }, 'broker unreachable; events wait in the outbox');
+      this.options.logger.warn(
+        { err: { message: (error as Error).message }, retryInMs: this.backoffMs },
+        'broker unreachable; events wait in the outbox',
+      );
       return false;
     }
   }
@@ -188,7 +200,8 @@ export class OutboxRelay {
   }
 
   private setActive(active: boolean): void {
-    if (active !== this.active) this.options.logger.info({ active }, active ? 'outbox relay is active' : 'outbox relay is standing by');
+    if (active !== this.active)
+      this.options.logger.info({ active }, active ? 'outbox relay is active' : 'outbox relay is standing by');
     this.active = active;
     this.options.metrics.relayActive.set(active ? 1 : 0);
   }
@@ -196,7 +209,9 @@ export class OutboxRelay {
   private async holdLock(): Promise<boolean> {
     this.client ??= await this.connectClient();
     if (!this.active) {
-      const { rows } = await this.client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [RELAY_LOCK]);
+      const { rows } = await this.client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [
+        RELAY_LOCK,
+      ]);
       this.setActive(rows[0]?.locked === true);
     }
     return this.active;
@@ -257,7 +272,10 @@ export class OutboxRelay {
     }
     for (const result of failed) this.options.metrics.publishFailures.inc({ reason: result.reason });
     if (failed.length > 0) {
-      this.options.logger.warn({ failed: failed.length, reasons: [...new Set(failed.map((f) => f.reason))] }, 'events not confirmed; will retry');
+      this.options.logger.warn(
+        { failed: failed.length, reasons: [...new Set(failed.map((f) => f.reason))] },
+        'events not confirmed; will retry',
+      );
     }
     return marks;
   }

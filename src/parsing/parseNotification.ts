@@ -10,8 +10,7 @@ import {
 export type QuarantineReason = 'invalid_utf8' | 'not_json' | 'too_deep' | 'unknown_shape' | 'invalid_field';
 
 export type ParseResult =
-  | { ok: true; notification: Notification }
-  | { ok: false; reason: QuarantineReason; detail: string };
+  { ok: true; notification: Notification } | { ok: false; reason: QuarantineReason; detail: string };
 
 /** Deeper than any real notification; guards Postgres and our own walkers against hostile nesting. */
 export const MAX_JSON_DEPTH = 32;
@@ -41,7 +40,8 @@ function depthExceeds(root: unknown, limit: number): boolean {
     const { value, depth } = stack.pop() as { value: unknown; depth: number };
     if (typeof value !== 'object' || value === null) continue;
     if (depth >= limit) return true;
-    for (const child of Array.isArray(value) ? value : Object.values(value)) stack.push({ value: child, depth: depth + 1 });
+    for (const child of Array.isArray(value) ? value : Object.values(value))
+      stack.push({ value: child, depth: depth + 1 });
   }
   return false;
 }
@@ -66,7 +66,8 @@ function id(object: JsonObject, path: string, name: string): string | null {
   // Identifiers occasionally arrive as JSON numbers; their decimal text is the identifier.
   if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
   const identifier = text(object, path, name, MAX_ID_LENGTH);
-  if (identifier !== null && CONTROL.test(identifier)) throw new FieldError(`${path}${name} contains a control character`);
+  if (identifier !== null && CONTROL.test(identifier))
+    throw new FieldError(`${path}${name} contains a control character`);
   return identifier;
 }
 

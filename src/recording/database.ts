@@ -37,7 +37,8 @@ export interface DatabaseOptions {
 function breaksConnection(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P') || code.startsWith('E'))) return true;
+  if (typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P') || code.startsWith('E')))
+    return true;
   return /Connection terminated|Query read timeout|timeout|ECONN|EPIPE|socket/i.test(error.message);
 }
 
@@ -76,7 +77,9 @@ export function createPool(options: DatabaseOptions, logger: Logger): pg.Pool {
     idle_in_transaction_session_timeout: options.timeoutMs * 4,
     keepAlive: true,
     application_name: options.applicationName ?? 'payment-notification-receiver',
-    ...(options.keyLookupsOnly ? { options: '-c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off -c jit=off' } : {}),
+    ...(options.keyLookupsOnly
+      ? { options: '-c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off -c jit=off' }
+      : {}),
     pipeline: options.pipelined ?? false,
   });
   // A client losing its connection must not crash the process: pg emits 'error' on the client
@@ -127,7 +130,9 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     return !['22', '23', '42', '2B', '0A', 'XX'].includes(code.slice(0, 2));
   }
   if (typeof code === 'string' && code.startsWith('E')) return true; // ECONNREFUSED, ETIMEDOUT, ...
-  return /Connection terminated|timeout|connection error|Connection refused|pool after calling end/i.test(error.message);
+  return /Connection terminated|timeout|connection error|Connection refused|pool after calling end/i.test(
+    error.message,
+  );
 }
 
 /**
@@ -166,7 +171,10 @@ export function pgSessions(pool: pg.Pool): SessionRunner {
    * Checks a client out for work, its statements sent in order through one sender, and destroys
    * it on release if its connection broke.
    */
-  const withClient = async <T>(work: (send: QuerySender) => Promise<T>, onError?: (send: QuerySender) => Promise<unknown>): Promise<T> => {
+  const withClient = async <T>(
+    work: (send: QuerySender) => Promise<T>,
+    onError?: (send: QuerySender) => Promise<unknown>,
+  ): Promise<T> => {
     const client = await pool.connect();
     const send = queriesInOrder(client);
     let broken: Error | undefined;

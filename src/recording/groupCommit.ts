@@ -199,7 +199,8 @@ export class GroupCommitStore implements NotificationStore {
       // One statement, its own transaction: once sent it may commit, so it counts as committing.
       for (const p of batch) p.state = 'committing';
       const timeoutMs = this.commitTimeout(batch);
-      return (await this.sessions.single((session) => recordBatchIn(session, this.context, items, knownIds), timeoutMs)).results;
+      return (await this.sessions.single((session) => recordBatchIn(session, this.context, items, knownIds), timeoutMs))
+        .results;
     }
     for (const p of batch) p.state = 'running';
     const recorded = await this.sessions.transaction(async (session) => {

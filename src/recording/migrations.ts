@@ -16,7 +16,10 @@ const MIGRATION_LOCK = 7_316_001;
  */
 export async function migrate(databaseUrl: string, logger: Logger, dir = MIGRATIONS_DIR): Promise<string[]> {
   const files = (await readdir(dir)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort();
-  const client = new pg.Client({ connectionString: databaseUrl, application_name: 'payment-notification-receiver:migrate' });
+  const client = new pg.Client({
+    connectionString: databaseUrl,
+    application_name: 'payment-notification-receiver:migrate',
+  });
   await client.connect();
   const applied: string[] = [];
   try {
@@ -24,17 +27,17 @@ export async function migrate(databaseUrl: string, logger: Logger, dir = MIGRATI
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       name text PRIMARY KEY, sha256 text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
     const done = new Map(
-      (await client.query<{ name: string; sha256: string }>('SELECT name, sha256 FROM schema_migrations')).rows.map((r) => [
-        r.name,
-        r.sha256,
-      ]),
+      (await client.query<{ name: string; sha256: string }>('SELECT name, sha256 FROM schema_migrations')).rows.map(
+        (r) => [r.name, r.sha256],
+      ),
     );
     for (const file of files) {
       const text = await readFile(path.join(dir, file), 'utf8');
       const sha256 = createHash('sha256').update(text).digest('hex');
       const previous = done.get(file);
       if (previous !== undefined) {
-        if (previous !== sha256) logger.warn({ migration: file }, 'applied migration file has changed since; not re-applied');
+        if (previous !== sha256)
+          logger.warn({ migration: file }, 'applied migration file has changed since; not re-applied');
         continue;
       }
       await client.query('BEGIN');

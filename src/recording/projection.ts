@@ -1,6 +1,18 @@
 import type { Notification, OrderNotification, RefundNotification } from '../parsing/notification';
-import { buildEvent, statusEventType, type CloudEvent, type OrderEventData, type RefundEventData } from '../outbox/events';
-import { decideOrderTransition, decideRefundTransition, ORDER_STATUS_RANK, REFUND_STATUS_RANK, type TransitionOutcome } from './statusRules';
+import {
+  buildEvent,
+  statusEventType,
+  type CloudEvent,
+  type OrderEventData,
+  type RefundEventData,
+} from '../outbox/events';
+import {
+  decideOrderTransition,
+  decideRefundTransition,
+  ORDER_STATUS_RANK,
+  REFUND_STATUS_RANK,
+  type TransitionOutcome,
+} from './statusRules';
 
 /**
  * Applying notifications to the order and refund projections, as pure functions: current state and
@@ -104,7 +116,10 @@ export function applyOrder(current: OrderProjection | undefined, n: OrderNotific
 }
 
 /** One refund notification applied to its projection. */
-export function applyRefund(current: RefundProjection | undefined, n: RefundNotification): Transition<RefundProjection> {
+export function applyRefund(
+  current: RefundProjection | undefined,
+  n: RefundNotification,
+): Transition<RefundProjection> {
   const outcome = decideRefundTransition(current?.status ?? null, n.status);
   const projection = outcome === 'applied' ? merge(current, refundProjectionOf(n)) : current;
   return { outcome, previousStatus: current?.status ?? null, projection };
@@ -200,7 +215,11 @@ export function applyNotifications(
       changed.add(id);
     }
     const data = projector.eventData(n, projection, previousStatus, nextSequence(n.orderId), notificationId);
-    return { outcome, previousStatus, event: buildEvent(eventSource, statusEventType(n.kind, n.status, outcome === 'conflict'), data, now) };
+    return {
+      outcome,
+      previousStatus,
+      event: buildEvent(eventSource, statusEventType(n.kind, n.status, outcome === 'conflict'), data, now),
+    };
   }
 
   const applied: AppliedNotification[] = items.map(({ notificationId, notification: n }) =>

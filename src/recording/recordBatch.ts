@@ -14,7 +14,11 @@ export interface BatchItem {
   notification: Notification;
 }
 
-const DELIVERY_OUTCOME: Record<TransitionOutcome, DeliveryOutcome> = { applied: 'accepted', stale: 'stale', conflict: 'conflict' };
+const DELIVERY_OUTCOME: Record<TransitionOutcome, DeliveryOutcome> = {
+  applied: 'accepted',
+  stale: 'stale',
+  conflict: 'conflict',
+};
 
 /** kind, subject and status joined by U+001F, which identifiers never contain (the parser refuses control characters). */
 export const meaningOf = (n: Notification): string => `${n.kind}\u001f${notificationSubject(n)}\u001f${n.status}`;
@@ -64,7 +68,11 @@ interface InsertAndRead {
  * state as of the statement's start, after the order locks were granted.
  * Amounts are read as text: JSON numbers would round values beyond 2^53.
  */
-async function insertAndRead(session: SqlSession, candidates: readonly BatchItem[], items: readonly BatchItem[]): Promise<InsertAndRead> {
+async function insertAndRead(
+  session: SqlSession,
+  candidates: readonly BatchItem[],
+  items: readonly BatchItem[],
+): Promise<InsertAndRead> {
   const rows = candidates.map(({ delivery, notification }) => ({
     kind: notification.kind,
     subject_id: notificationSubject(notification),
@@ -77,7 +85,9 @@ async function insertAndRead(session: SqlSession, candidates: readonly BatchItem
     parsed: notification,
   }));
   const orderIds = [...new Set(items.map((i) => i.notification.orderId))];
-  const refundIds = [...new Set(items.flatMap((i) => (i.notification.kind === 'refund' ? [i.notification.refundId] : [])))];
+  const refundIds = [
+    ...new Set(items.flatMap((i) => (i.notification.kind === 'refund' ? [i.notification.refundId] : []))),
+  ];
   const [row] = await session.run<InsertAndRead>(statement('record_insert_and_read')`
     WITH candidate AS (
       SELECT kind, subject_id, status, order_id, pos_id, key_fingerprint, body, body_sha256, parsed
@@ -128,7 +138,10 @@ const rowsJson = (rows: readonly object[]): string => JSON.stringify(rows);
 const byteaText = (bytes: Buffer): string => `\\x${bytes.toString('hex')}`;
 
 /** A delivery's audit row as the insert reads it: its columns, the digest as bytea text. */
-type DeliveryRow = Pick<DeliveriesTable, 'source_address' | 'processing_time_ms' | 'pos_id' | 'key_fingerprint' | 'outcome' | 'notification_id'> & {
+type DeliveryRow = Pick<
+  DeliveriesTable,
+  'source_address' | 'processing_time_ms' | 'pos_id' | 'key_fingerprint' | 'outcome' | 'notification_id'
+> & {
   body_sha256: string;
 };
 
@@ -208,7 +221,10 @@ export async function prepareBatch(
   if (items.length === 0) {
     const results = batch.map((_, index) => duplicateOf(knownIds[index] as string));
     // The whole batch is known duplicates: its deliveries are all it writes.
-    return { write: statement('record_deliveries')`${insertDeliveries(batch, results)}`, finish: () => ({ results, records: [] }) };
+    return {
+      write: statement('record_deliveries')`${insertDeliveries(batch, results)}`,
+      finish: () => ({ results, records: [] }),
+    };
   }
   const merge = (open: readonly RecordResult[]): RecordResult[] => {
     let next = 0;
@@ -227,7 +243,13 @@ export async function prepareBatch(
   const candidates = [...firstOfMeaning.values()].map((index) => items[index] as BatchItem);
   // The lock's statement completes (the locks granted) before the next one starts and takes its
   // snapshot; both leave at once.
-  const [, read] = await Promise.all([lockOrders(session, items.map((i) => i.notification.orderId)), insertAndRead(session, candidates, items)]);
+  const [, read] = await Promise.all([
+    lockOrders(
+      session,
+      items.map((i) => i.notification.orderId),
+    ),
+    insertAndRead(session, candidates, items),
+  ]);
 
   const newIds = new Map((read.inserted ?? []).map((r) => [r.meaning, r.id]));
   // Every meaning of the batch: its record id and the digest of the body stored with it.
@@ -334,11 +356,17 @@ export async function prepareBatch(
     const added = new Set((written?.variants ?? []).map((v) => `${v.notification_id}:${v.body_sha256}`));
     items.forEach((item, index) => {
       const result = results[index] as RecordResult;
-      if (result.outcome === 'duplicate' && added.delete(`${result.notificationId}:${item.delivery.bodySha256.toString('hex')}`)) {
+      if (
+        result.outcome === 'duplicate' &&
+        added.delete(`${result.notificationId}:${item.delivery.bodySha256.toString('hex')}`)
+      ) {
         result.newVariant = true;
       }
     });
-    return { results: all, records: [...records].map(([meaning, { id, bodySha256 }]) => ({ meaning, id, bodySha256 })) };
+    return {
+      results: all,
+      records: [...records].map(([meaning, { id, bodySha256 }]) => ({ meaning, id, bodySha256 })),
+    };
   };
   return { write, finish };
 }

@@ -89,9 +89,21 @@ export async function recordQuarantineIn(
     .returning('id')
     .executeTakeFirstOrThrow();
   await insertDelivery(trx, delivery, 'quarantined', { quarantineId: row.id });
-  return { outcome: 'quarantined', newVariant: false, notificationId: null, quarantineId: row.id, eventsWritten: 0, currentStatus: null };
+  return {
+    outcome: 'quarantined',
+    newVariant: false,
+    notificationId: null,
+    quarantineId: row.id,
+    eventsWritten: 0,
+    currentStatus: null,
+  };
 }
 
-export function recordQuarantine(db: Db, delivery: Delivery, reason: QuarantineReason, detail: string): Promise<RecordResult> {
+export function recordQuarantine(
+  db: Db,
+  delivery: Delivery,
+  reason: QuarantineReason,
+  detail: string,
+): Promise<RecordResult> {
   return db.transaction().execute((trx) => recordQuarantineIn(trx, delivery, reason, detail));
 }

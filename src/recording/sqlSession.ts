@@ -20,7 +20,8 @@ export class Fragment {
   ) {}
 }
 
-export const fragment = (strings: TemplateStringsArray, ...values: unknown[]): Fragment => new Fragment(strings, values);
+export const fragment = (strings: TemplateStringsArray, ...values: unknown[]): Fragment =>
+  new Fragment(strings, values);
 
 /**
  * `statement('name')\`SELECT ... ${value} ...\`` -> text with $1, $2, ... and the values. A
@@ -32,7 +33,9 @@ export function statement(name: string) {
     const splice = (parts: readonly string[], inserted: readonly unknown[]): string =>
       inserted.reduce<string>(
         (text, value, i) =>
-          text + (value instanceof Fragment ? splice(value.strings, value.values) : `$${parameters.push(value)}`) + (parts[i + 1] ?? ''),
+          text +
+          (value instanceof Fragment ? splice(value.strings, value.values) : `$${parameters.push(value)}`) +
+          (parts[i + 1] ?? ''),
         parts[0] ?? '',
       );
     const text = splice(strings, values);

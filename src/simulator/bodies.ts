@@ -35,7 +35,10 @@ function localParts(date: Date, timeZone: string): { stamp: string; offset: stri
   }).formatToParts(date);
   const get = (type: Intl.DateTimeFormatPartTypes): string => parts.find((p) => p.type === type)?.value ?? '';
   const offset = get('timeZoneName').replace('GMT', '') || '+00:00';
-  return { stamp: `${get('year')}-${get('month')}-${get('day')}T${get('hour')}:${get('minute')}:${get('second')}`, offset };
+  return {
+    stamp: `${get('year')}-${get('month')}-${get('day')}T${get('hour')}:${get('minute')}:${get('second')}`,
+    offset,
+  };
 }
 
 /** `2020-02-13T10:25:27.526+01:00`: ISO 8601 with milliseconds and the sender's offset. */
@@ -100,14 +103,22 @@ export interface OrderData {
   paymentId: string;
 }
 
-const PRODUCT_NAMES = ['Lenovo ThinkPad Edge E540', 'Wireless mouse', 'USB-C cable 2 m', 'Ebook', 'Coffee beans 1 kg', 'Desk lamp'];
+const PRODUCT_NAMES = [
+  'Lenovo ThinkPad Edge E540',
+  'Wireless mouse',
+  'USB-C cable 2 m',
+  'Ebook',
+  'Coffee beans 1 kg',
+  'Desk lamp',
+];
 const FIRST_NAMES = ['Jan', 'Anna', 'Piotr', 'Maria', 'Tomasz', 'Katarzyna'];
 const LAST_NAMES = ['Kowalski', 'Nowak', 'Wiśniewska', 'Wójcik', 'Kamińska', 'Lewandowski'];
 
 /** Products whose prices add up to the total exactly (minor units stay integers). */
 export function productsFor(random: Random, totalAmount: string): Product[] {
   const total = BigInt(totalAmount);
-  if (total < 2n || random() < 0.5) return [{ name: pick(random, PRODUCT_NAMES), unitPrice: totalAmount, quantity: '1' }];
+  if (total < 2n || random() < 0.5)
+    return [{ name: pick(random, PRODUCT_NAMES), unitPrice: totalAmount, quantity: '1' }];
   const first = total - total / 3n;
   return [
     { name: pick(random, PRODUCT_NAMES), unitPrice: first.toString(), quantity: '1' },
@@ -152,12 +163,17 @@ export function orderNotificationBody(
       totalAmount: order.totalAmount,
       ...(completed ? { buyer: order.buyer } : {}),
       ...(completed
-        ? { payMethod: payMethodType === 'PBL' ? { amount: order.totalAmount, type: payMethodType } : { type: payMethodType } }
+        ? {
+            payMethod:
+              payMethodType === 'PBL' ? { amount: order.totalAmount, type: payMethodType } : { type: payMethodType },
+          }
         : {}),
       status,
       products: order.products,
     },
-    ...(completed && extra.localReceiptDateTime !== undefined ? { localReceiptDateTime: extra.localReceiptDateTime } : {}),
+    ...(completed && extra.localReceiptDateTime !== undefined
+      ? { localReceiptDateTime: extra.localReceiptDateTime }
+      : {}),
     properties: extra.withPaymentId ? [{ name: 'PAYMENT_ID', value: order.paymentId }] : [],
   };
   return Buffer.from(JSON.stringify(body), 'utf8');

@@ -64,7 +64,12 @@ export function scaledClock(timeScale: number): Clock {
 export type SendResult = { status: number; body: string } | { status: null; error: string };
 
 /** Posts one body; never throws (a network error or timeout is a result too). */
-export type Sender = (url: string, body: Buffer, headers: Readonly<Record<string, string>>, timeoutMs: number) => Promise<SendResult>;
+export type Sender = (
+  url: string,
+  body: Buffer,
+  headers: Readonly<Record<string, string>>,
+  timeoutMs: number,
+) => Promise<SendResult>;
 
 const MAX_ANSWER_BYTES = 64 * 1024;
 
@@ -89,7 +94,11 @@ export const httpSender: Sender = (url, body, headers, timeoutMs) =>
     const client = target.protocol === 'https:' ? https : http;
     const req = client.request(
       target,
-      { method: 'POST', agent: false, headers: { ...headers, 'Content-Length': String(body.length), Connection: 'close' } },
+      {
+        method: 'POST',
+        agent: false,
+        headers: { ...headers, 'Content-Length': String(body.length), Connection: 'close' },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;

@@ -72,9 +72,11 @@ export class PlanError extends Error {}
 
 /** Checks a plan before anything is sent; throws PlanError naming the problem. */
 export function validatePlan(plan: LifecyclePlan): void {
-  if (!/^\d{1,18}$/.test(plan.totalAmount) || BigInt(plan.totalAmount) < 1n) throw new PlanError('totalAmount must be a positive whole number of minor units');
+  if (!/^\d{1,18}$/.test(plan.totalAmount) || BigInt(plan.totalAmount) < 1n)
+    throw new PlanError('totalAmount must be a positive whole number of minor units');
   if (!/^[A-Z]{3}$/.test(plan.currencyCode)) throw new PlanError('currencyCode must be an ISO 4217 code such as PLN');
-  if (plan.refunds.length > 0 && plan.outcome !== 'COMPLETED') throw new PlanError('only a COMPLETED order can be refunded');
+  if (plan.refunds.length > 0 && plan.outcome !== 'COMPLETED')
+    throw new PlanError('only a COMPLETED order can be refunded');
   let refunded = 0n;
   for (const refund of plan.refunds) {
     if (refund.amount !== undefined && (!/^\d{1,18}$/.test(refund.amount) || BigInt(refund.amount) < 1n)) {
@@ -178,7 +180,10 @@ export function buildLifecycle(plan: LifecyclePlan, random: Random): Lifecycle {
 }
 
 /** The parts of a plan that random traffic does not choose. */
-export type PlanBase = Pick<LifecyclePlan, 'posId' | 'notifyUrl' | 'gapMs' | 'startMs' | 'runStartedAt' | 'currencyCode'>;
+export type PlanBase = Pick<
+  LifecyclePlan,
+  'posId' | 'notifyUrl' | 'gapMs' | 'startMs' | 'runStartedAt' | 'currencyCode'
+>;
 
 /**
  * A random but realistic lifecycle: every pay method, auto-receive on and off, mostly completed,
@@ -195,7 +200,8 @@ export function randomPlan(random: Random, base: PlanBase): LifecyclePlan {
     if (kind < 0.25) refunds.push({ status: status() });
     else if (kind < 0.5) {
       const count = randomInt(random, 1, 2);
-      for (let i = 0; i < count; i++) refunds.push({ amount: String(Math.max(1, Math.floor(total / 3))), status: status() });
+      for (let i = 0; i < count; i++)
+        refunds.push({ amount: String(Math.max(1, Math.floor(total / 3))), status: status() });
     }
   }
   return {

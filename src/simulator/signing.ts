@@ -17,7 +17,11 @@ export function parseSimulatorAlgorithm(value: string): SimulatorAlgorithm | nul
  * The OpenSvc-Signature header value for a body (spec, "Authentication" item 7):
  * `sender=checkout;signature=hex(hash(body bytes + second key));algorithm=...;content=DOCUMENT`.
  */
-export function signNotification(body: Buffer, secondKey: string | Buffer, algorithm: SimulatorAlgorithm = 'MD5'): string {
+export function signNotification(
+  body: Buffer,
+  secondKey: string | Buffer,
+  algorithm: SimulatorAlgorithm = 'MD5',
+): string {
   const signature = createHash(algorithm.toLowerCase().replace(/-/g, '')).update(body).update(secondKey).digest('hex');
   return `sender=checkout;signature=${signature};algorithm=${algorithm};content=DOCUMENT`;
 }

@@ -32,7 +32,8 @@ export function buildTraffic(options: TrafficOptions): Lifecycle[] {
   for (let i = 0; i < options.orders; i++) {
     const startMs = options.orders > 1 ? Math.round((options.spreadMs * i) / options.orders) : 0;
     const base: PlanBase = { ...options.base, startMs };
-    const plan: LifecyclePlan = options.plan === 'random' ? randomPlan(options.random, base) : { ...base, ...options.plan };
+    const plan: LifecyclePlan =
+      options.plan === 'random' ? randomPlan(options.random, base) : { ...base, ...options.plan };
     lifecycles.push(buildLifecycle(plan, options.random));
   }
   return lifecycles;
@@ -118,7 +119,9 @@ interface Job {
 function planJobs(lifecycles: readonly Lifecycle[], faults: Faults, random: Random): Job[] {
   const jobs: Job[] = [];
   for (const lifecycle of lifecycles) {
-    const starts = lifecycle.notifications.map((n) => n.changedAtMs + (faults.maxDelayMs > 0 ? randomInt(random, 0, faults.maxDelayMs) : 0));
+    const starts = lifecycle.notifications.map(
+      (n) => n.changedAtMs + (faults.maxDelayMs > 0 ? randomInt(random, 0, faults.maxDelayMs) : 0),
+    );
     const reordered = new Set<number>();
     if (lifecycle.notifications.length > 1 && chance(random, faults.reorder)) {
       const i = randomInt(random, 0, lifecycle.notifications.length - 2);

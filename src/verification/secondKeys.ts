@@ -19,7 +19,10 @@ export function fingerprintKey(key: Buffer | string): string {
 export function parseSecondKeys(value: string): { keys: SecondKey[]; problems: string[] } {
   const keys: SecondKey[] = [];
   const problems: string[] = [];
-  const entries = value.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const entries = value
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
   if (entries.length === 0) problems.push('at least one posId:secondKey entry is required');
   entries.forEach((entry, index) => {
     const colon = entry.indexOf(':');

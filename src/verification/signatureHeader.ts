@@ -15,14 +15,10 @@ export interface SignatureHeader {
 }
 
 export type SignatureHeaderProblem =
-  | 'missing_signature_header'
-  | 'missing_signature'
-  | 'invalid_signature_encoding'
-  | 'unsupported_algorithm';
+  'missing_signature_header' | 'missing_signature' | 'invalid_signature_encoding' | 'unsupported_algorithm';
 
 export type SignatureHeaderResult =
-  | { ok: true; header: SignatureHeader }
-  | { ok: false; problem: SignatureHeaderProblem };
+  { ok: true; header: SignatureHeader } | { ok: false; problem: SignatureHeaderProblem };
 
 /** Node's digest name and hex length for each accepted spelling (upper-cased, dashes removed). */
 const ALGORITHMS: Record<string, { name: SignatureAlgorithm; hexLength: number }> = {

@@ -18,7 +18,11 @@ export interface CliRun {
 
 /** The environment of a CLI run: only what is given (the developer's own .env and variables stay out). */
 export function cliEnv(vars: Record<string, string | undefined>): Record<string, string> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', AMQP_URL, SECOND_KEYS: `${POS_ID}:${SECOND_KEY},${OTHER_POS_ID}:${OTHER_KEY}` };
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    AMQP_URL,
+    SECOND_KEYS: `${POS_ID}:${SECOND_KEY},${OTHER_POS_ID}:${OTHER_KEY}`,
+  };
   for (const [name, value] of Object.entries(vars)) {
     if (value === undefined) delete env[name];
     else env[name] = value;
@@ -44,7 +48,11 @@ export function runCli(args: string[], env: Record<string, string>, options: Run
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`CLI ${args.join(' ')} did not finish within ${options.timeoutMs ?? 60_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(
+        new Error(
+          `CLI ${args.join(' ')} did not finish within ${options.timeoutMs ?? 60_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`,
+        ),
+      );
     }, options.timeoutMs ?? 60_000);
     child.on('error', reject);
     child.on('close', (code) => {
@@ -56,7 +64,10 @@ export function runCli(args: string[], env: Record<string, string>, options: Run
 }
 
 /** Starts the CLI without waiting for it (for `events watch`). */
-export function startCli(args: string[], env: Record<string, string>): { child: ChildProcess; result: Promise<CliRun>; stderrIncludes(text: string, timeoutMs?: number): Promise<void> } {
+export function startCli(
+  args: string[],
+  env: Record<string, string>,
+): { child: ChildProcess; result: Promise<CliRun>; stderrIncludes(text: string, timeoutMs?: number): Promise<void> } {
   const child = spawn(process.execPath, [CLI, ...args], { cwd: os.tmpdir(), env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -72,7 +83,8 @@ export function startCli(args: string[], env: Record<string, string>): { child: 
     async stderrIncludes(text, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;
       while (!stderr.includes(text)) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`CLI never wrote "${text}" to stderr; stderr: ${stderr}`);
+        if (Date.now() > deadline || child.exitCode !== null)
+          throw new Error(`CLI never wrote "${text}" to stderr; stderr: ${stderr}`);
         await sleep(25);
       }
     },
@@ -89,7 +101,11 @@ export function parseJson<T>(run: CliRun): T {
 }
 
 /** Polls until the check passes (returns a value other than undefined/false). */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 15_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -66,7 +66,9 @@ describe('events replay', () => {
     expect(run.code).toBe(0);
     const report = parseJson<ReplayReport>(run);
     const ofA = stored.filter((s) => s.order_id === orderA);
-    expect(report.events.map((e) => [e.id, e.type, e.result, e.publishedByRelay])).toEqual(ofA.map((s) => [s.id, s.type, 'confirmed', true]));
+    expect(report.events.map((e) => [e.id, e.type, e.result, e.publishedByRelay])).toEqual(
+      ofA.map((s) => [s.id, s.type, 'confirmed', true]),
+    );
     expect(report.counts).toEqual({ confirmed: 3 });
     await consumer.waitFor(before + 3);
     const replayed = since(before);
@@ -74,7 +76,11 @@ describe('events replay', () => {
     replayed.forEach((m, i) => {
       expect(m.content.toString('utf8')).toBe(ofA[i]?.message);
       expect(m.fields.routingKey).toBe(ofA[i]?.type);
-      expect(m.properties).toMatchObject({ type: ofA[i]?.type, contentType: 'application/cloudevents+json', deliveryMode: 2 });
+      expect(m.properties).toMatchObject({
+        type: ofA[i]?.type,
+        contentType: 'application/cloudevents+json',
+        deliveryMode: 2,
+      });
     });
   });
 
@@ -93,8 +99,24 @@ describe('events replay', () => {
   });
 
   it('When a time range is given, then only events created in it are replayed', async () => {
-    await query(svc.database.url, `UPDATE outbox_events SET created_at = now() - interval '3 hours' WHERE order_id = $1`, [orderB]);
-    const run = await runCli(['events', 'replay', '--until', '2h', '--since', new Date(Date.now() - 4 * 3_600_000).toISOString(), '--dry-run', '--json'], env);
+    await query(
+      svc.database.url,
+      `UPDATE outbox_events SET created_at = now() - interval '3 hours' WHERE order_id = $1`,
+      [orderB],
+    );
+    const run = await runCli(
+      [
+        'events',
+        'replay',
+        '--until',
+        '2h',
+        '--since',
+        new Date(Date.now() - 4 * 3_600_000).toISOString(),
+        '--dry-run',
+        '--json',
+      ],
+      env,
+    );
     expect(run.code).toBe(0);
     expect(parseJson<ReplayReport>(run).events.map((e) => e.orderId)).toEqual([orderB]);
   });
@@ -130,7 +152,10 @@ describe('events replay', () => {
 
 describe('events watch', () => {
   it('When watching with --json, then each published event is printed as one JSON line with its routing key and id', async () => {
-    const watcher = startCli(['events', 'watch', '--binding-key', 'order.*', '--count', '2', '--timeout', '20s', '--json'], env);
+    const watcher = startCli(
+      ['events', 'watch', '--binding-key', 'order.*', '--count', '2', '--timeout', '20s', '--json'],
+      env,
+    );
     await watcher.stderrIncludes('watching exchange');
     const orderId = uniqueId('WATCH');
     expect((await svc.post(orderBody({ orderId, status: 'PENDING' }))).status).toBe(200);
@@ -138,17 +163,34 @@ describe('events watch', () => {
     const run = await watcher.result;
     expect(run.code).toBe(0);
     expect(run.stderr).not.toContain('lost the broker connection'); // its own close at the end is no loss
-    const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { routingKey: string; messageId: string; event: { subject: string; data: { status: string } } });
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            routingKey: string;
+            messageId: string;
+            event: { subject: string; data: { status: string } };
+          },
+      );
     expect(lines.map((l) => [l.routingKey, l.event.subject, l.event.data.status])).toEqual([
       ['order.pending', orderId, 'PENDING'],
       ['order.canceled', orderId, 'CANCELED'],
     ]);
-    const ids = await query<{ id: string }>(svc.database.url, 'SELECT id FROM outbox_events WHERE order_id = $1 ORDER BY sequence', [orderId]);
+    const ids = await query<{ id: string }>(
+      svc.database.url,
+      'SELECT id FROM outbox_events WHERE order_id = $1 ORDER BY sequence',
+      [orderId],
+    );
     expect(lines.map((l) => l.messageId)).toEqual(ids.map((r) => r.id));
   });
 
   it('When --count is not reached before --timeout, then it exits 1', async () => {
-    const run = await runCli(['events', 'watch', '--binding-key', 'nothing.will.match', '--count', '1', '--timeout', '500ms'], env);
+    const run = await runCli(
+      ['events', 'watch', '--binding-key', 'nothing.will.match', '--count', '1', '--timeout', '500ms'],
+      env,
+    );
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('timed out after 0 of 1');
     expect(run.stderr).not.toContain('lost the broker connection');
@@ -157,7 +199,10 @@ describe('events watch', () => {
   it('When the broker connection is lost while watching, then it exits 1 with a clear message', async () => {
     const proxy = await new FaultProxy(5672).start();
     try {
-      const watcher = startCli(['events', 'watch', '--binding-key', '#'], { ...env, AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}` });
+      const watcher = startCli(['events', 'watch', '--binding-key', '#'], {
+        ...env,
+        AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}`,
+      });
       await watcher.stderrIncludes('watching exchange');
       proxy.reset();
       const run = await watcher.result;

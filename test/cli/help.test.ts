@@ -1,6 +1,5 @@
 import { cliEnv, runCli } from './cliSupport';
 
-
 const env = cliEnv({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/nr_cli_never_created' });
 
 describe('command line: help and usage errors', () => {
@@ -21,14 +20,19 @@ describe('command line: help and usage errors', () => {
     ['purge'],
   ];
 
-  it.each(commands.map((c) => [c.join(' ') || '(program)', c]))('When %s is asked for --help, then it prints its usage and exits 0', async (_, command) => {
-    const run = await runCli([...(command as string[]), '--help'], env);
-    expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`Usage: notification-receiver${command.length ? ` ${(command as string[]).join(' ')}` : ''}`);
-    if (command.length !== 1 || !['inspect', 'events', 'quarantine'].includes((command as string[])[0] as string)) {
-      expect(run.stdout).toMatch(/Exit codes/);
-    }
-  });
+  it.each(commands.map((c) => [c.join(' ') || '(program)', c]))(
+    'When %s is asked for --help, then it prints its usage and exits 0',
+    async (_, command) => {
+      const run = await runCli([...(command as string[]), '--help'], env);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain(
+        `Usage: notification-receiver${command.length ? ` ${(command as string[]).join(' ')}` : ''}`,
+      );
+      if (command.length !== 1 || !['inspect', 'events', 'quarantine'].includes((command as string[])[0] as string)) {
+        expect(run.stdout).toMatch(/Exit codes/);
+      }
+    },
+  );
 
   it.each([
     ['an unknown command', ['bogus']],
@@ -58,7 +62,10 @@ describe('command line: help and usage errors', () => {
   });
 
   it('When the database cannot be reached, then it exits 1 with the reason', async () => {
-    const run = await runCli(['purge', '--days', '30'], cliEnv({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere' }));
+    const run = await runCli(
+      ['purge', '--days', '30'],
+      cliEnv({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere' }),
+    );
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/error: .*(connect|ECONNREFUSED)/i);
   });

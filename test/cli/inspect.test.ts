@@ -17,13 +17,34 @@ interface Inspection {
     bodySha256: string;
     bodyBytes: number | null;
     variants: Array<{ bodySha256: string }>;
-    deliveries: Array<{ sourceAddress: string; posId: string; keyFingerprint: string; processingTimeMs: number | null; outcome: string; bodySha256: string }>;
+    deliveries: Array<{
+      sourceAddress: string;
+      posId: string;
+      keyFingerprint: string;
+      processingTimeMs: number | null;
+      outcome: string;
+      bodySha256: string;
+    }>;
     body?: string;
   }>;
-  events: Array<{ type: string; published: boolean; attempts: number; lastError: string | null; status: string; previousStatus: string | null; notificationId: string }>;
+  events: Array<{
+    type: string;
+    published: boolean;
+    attempts: number;
+    lastError: string | null;
+    status: string;
+    previousStatus: string | null;
+    notificationId: string;
+  }>;
 }
 
-const BUYER = { customerId: 'guest', email: 'jan.kowalski@example.com', firstName: 'Jan', lastName: 'Kowalski', language: 'pl' };
+const BUYER = {
+  customerId: 'guest',
+  email: 'jan.kowalski@example.com',
+  firstName: 'Jan',
+  lastName: 'Kowalski',
+  language: 'pl',
+};
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 let svc: TestService;
@@ -32,7 +53,14 @@ let env: Record<string, string>;
 const orderId = uniqueId('INSP');
 const refundId = uniqueId('R');
 const pending = orderBody({ orderId, status: 'PENDING', paymentId: '9001' });
-const completed = orderBody({ orderId, status: 'COMPLETED', paymentId: '9001', payMethodType: 'CARD_TOKEN', buyer: BUYER, localReceiptDateTime: '2026-11-22T10:25:40.528+01:00' });
+const completed = orderBody({
+  orderId,
+  status: 'COMPLETED',
+  paymentId: '9001',
+  payMethodType: 'CARD_TOKEN',
+  buyer: BUYER,
+  localReceiptDateTime: '2026-11-22T10:25:40.528+01:00',
+});
 
 beforeAll(async () => {
   svc = await startTestService();
@@ -45,10 +73,19 @@ beforeAll(async () => {
   const variant = JSON.stringify({ ...JSON.parse(pending), extra: 'field' });
   expect((await svc.post(variant)).body.outcome).toBe('duplicate');
   expect((await svc.post(completed, { 'Svc-Processing-Time': '215' })).body.outcome).toBe('accepted');
-  expect((await svc.post(refundBody({ orderId, refundId, status: 'FINALIZED', amount: '5000' }))).body.outcome).toBe('accepted');
+  expect((await svc.post(refundBody({ orderId, refundId, status: 'FINALIZED', amount: '5000' }))).body.outcome).toBe(
+    'accepted',
+  );
   await consumer.waitFor(2);
   await eventually(
-    async () => (await query<{ attempts: number }>(svc.database.url, `SELECT attempts FROM outbox_events WHERE order_id = $1 AND type = 'refund.finalized'`, [orderId]))[0]?.attempts,
+    async () =>
+      (
+        await query<{ attempts: number }>(
+          svc.database.url,
+          `SELECT attempts FROM outbox_events WHERE order_id = $1 AND type = 'refund.finalized'`,
+          [orderId],
+        )
+      )[0]?.attempts,
     15_000,
     'the refund event to be returned once',
   );
@@ -63,9 +100,19 @@ describe('inspect', () => {
     const run = await runCli(['inspect', 'order', orderId, '--json'], env);
     expect(run.code).toBe(0);
     const result = parseJson<Inspection>(run);
-    expect(result.projection).toMatchObject({ orderId, status: 'COMPLETED', payMethodType: 'CARD_TOKEN', paymentId: '9001', totalAmount: '15000' });
+    expect(result.projection).toMatchObject({
+      orderId,
+      status: 'COMPLETED',
+      payMethodType: 'CARD_TOKEN',
+      paymentId: '9001',
+      totalAmount: '15000',
+    });
     expect(result.refunds).toEqual([expect.objectContaining({ refundId, status: 'FINALIZED', amount: '5000' })]);
-    expect(result.notifications.map((n) => `${n.kind} ${n.status} ${n.outcome}`)).toEqual(['order PENDING applied', 'order COMPLETED applied', 'refund FINALIZED applied']);
+    expect(result.notifications.map((n) => `${n.kind} ${n.status} ${n.outcome}`)).toEqual([
+      'order PENDING applied',
+      'order COMPLETED applied',
+      'refund FINALIZED applied',
+    ]);
 
     const [first, second] = result.notifications;
     expect(first?.bodySha256).toBe(sha256(pending));
@@ -73,9 +120,15 @@ describe('inspect', () => {
     expect(first?.variants).toHaveLength(1);
     expect(first?.deliveries.map((d) => d.outcome)).toEqual(['accepted', 'duplicate', 'duplicate']);
     for (const d of result.notifications.flatMap((n) => n.deliveries)) {
-      expect(d).toMatchObject({ sourceAddress: '127.0.0.1', posId: POS_ID, keyFingerprint: fingerprintKey(SECOND_KEY) });
+      expect(d).toMatchObject({
+        sourceAddress: '127.0.0.1',
+        posId: POS_ID,
+        keyFingerprint: fingerprintKey(SECOND_KEY),
+      });
     }
-    expect(second?.deliveries).toEqual([expect.objectContaining({ processingTimeMs: 215, outcome: 'accepted', bodySha256: sha256(completed) })]);
+    expect(second?.deliveries).toEqual([
+      expect.objectContaining({ processingTimeMs: 215, outcome: 'accepted', bodySha256: sha256(completed) }),
+    ]);
 
     expect(result.events.map((e) => [e.type, e.previousStatus, e.status, e.published])).toEqual([
       ['order.pending', null, 'PENDING', true],
@@ -92,7 +145,8 @@ describe('inspect', () => {
     for (const args of [['--json'], []]) {
       const run = await runCli(['inspect', 'order', orderId, ...args], env);
       expect(run.code).toBe(0);
-      for (const secret of [BUYER.email, BUYER.lastName, '"products"', SECOND_KEY]) expect(run.stdout).not.toContain(secret);
+      for (const secret of [BUYER.email, BUYER.lastName, '"products"', SECOND_KEY])
+        expect(run.stdout).not.toContain(secret);
     }
   });
 
@@ -101,7 +155,9 @@ describe('inspect', () => {
     expect(run.stdout).toMatch(/Order \S+:\n\s+orderId\s+\S+/);
     expect(run.stdout).toMatch(/delivery #\d+ .* from 127\.0\.0\.1 .* Svc-Processing-Time 215 ms +accepted/);
     expect(run.stdout).toMatch(/variant [0-9a-f]{16} \d+ B/);
-    expect(run.stdout).toMatch(/refund\.finalized \S+ .* NOT PUBLISHED \(\d+ failed attempt\(s\), last error: returned/);
+    expect(run.stdout).toMatch(
+      /refund\.finalized \S+ .* NOT PUBLISHED \(\d+ failed attempt\(s\), last error: returned/,
+    );
     expect(run.stdout).toMatch(/order\.completed .* published \d{4}-/);
   });
 
@@ -109,7 +165,12 @@ describe('inspect', () => {
     const run = await runCli(['inspect', 'order', orderId, '--show-bodies', '--json'], env);
     const result = parseJson<Inspection>(run);
     const body = JSON.parse(result.notifications[1]?.body ?? 'null') as { order: Record<string, unknown> };
-    expect(body.order).toMatchObject({ orderId, status: 'COMPLETED', buyer: '[personal data hidden]', customerIp: '[personal data hidden]' });
+    expect(body.order).toMatchObject({
+      orderId,
+      status: 'COMPLETED',
+      buyer: '[personal data hidden]',
+      customerIp: '[personal data hidden]',
+    });
     expect(run.stdout).not.toContain(BUYER.email);
   });
 
@@ -118,7 +179,13 @@ describe('inspect', () => {
     expect(run.code).toBe(0);
     const result = parseJson<Inspection & { orderId: string }>(run);
     expect(result.orderId).toBe(orderId);
-    expect(result.projection).toMatchObject({ refundId, orderId, status: 'FINALIZED', amount: '5000', reason: 'refund' });
+    expect(result.projection).toMatchObject({
+      refundId,
+      orderId,
+      status: 'FINALIZED',
+      amount: '5000',
+      reason: 'refund',
+    });
     expect(result.notifications.map((n) => `${n.kind} ${n.status}`)).toEqual(['refund FINALIZED']);
     expect(result.events.map((e) => e.type)).toEqual(['refund.finalized']);
   });

@@ -29,9 +29,15 @@ async function bodyStates(): Promise<BodyState[]> {
 async function auditTrail(): Promise<unknown[]> {
   return [
     await query(svc.database.url, 'SELECT * FROM orders ORDER BY order_id'),
-    await query(svc.database.url, 'SELECT id, kind, subject_id, status, outcome, pos_id, key_fingerprint, body_sha256, parsed, received_at FROM notifications ORDER BY id'),
+    await query(
+      svc.database.url,
+      'SELECT id, kind, subject_id, status, outcome, pos_id, key_fingerprint, body_sha256, parsed, received_at FROM notifications ORDER BY id',
+    ),
     await query(svc.database.url, 'SELECT * FROM deliveries ORDER BY id'),
-    await query(svc.database.url, 'SELECT id, reason, detail, body_sha256, resolved_at FROM quarantined_notifications ORDER BY id'),
+    await query(
+      svc.database.url,
+      'SELECT id, reason, detail, body_sha256, resolved_at FROM quarantined_notifications ORDER BY id',
+    ),
   ];
 }
 
@@ -43,21 +49,35 @@ beforeAll(async () => {
     expect((await svc.post(pending)).status).toBe(200);
     // A variant: the same meaning in other bytes.
     expect((await svc.post(JSON.stringify({ ...JSON.parse(pending), extra: 1 }))).body.outcome).toBe('duplicate');
-    const completed = orderBody({ orderId, status: 'COMPLETED', payMethodType: 'PBL', buyer: { email: `${orderId.toLowerCase()}@example.com`, firstName: 'Jan' } });
+    const completed = orderBody({
+      orderId,
+      status: 'COMPLETED',
+      payMethodType: 'PBL',
+      buyer: { email: `${orderId.toLowerCase()}@example.com`, firstName: 'Jan' },
+    });
     expect((await svc.post(completed)).status).toBe(200);
   }
   for (const orderId of [oldOrders[0] as string, newOrder]) {
-    expect((await svc.post(orderBody({ orderId: `${orderId}Q`, status: 'PENDING', totalAmount: '1.5' }))).body.outcome).toBe('quarantined');
+    expect(
+      (await svc.post(orderBody({ orderId: `${orderId}Q`, status: 'PENDING', totalAmount: '1.5' }))).body.outcome,
+    ).toBe('quarantined');
   }
   // Age everything of the old orders 40 days (the new order stays recent).
-  await query(svc.database.url, `UPDATE notifications SET received_at = now() - interval '40 days' WHERE order_id = ANY($1)`, [oldOrders]);
+  await query(
+    svc.database.url,
+    `UPDATE notifications SET received_at = now() - interval '40 days' WHERE order_id = ANY($1)`,
+    [oldOrders],
+  );
   await query(
     svc.database.url,
     `UPDATE notification_variants SET first_received_at = now() - interval '40 days'
       WHERE notification_id IN (SELECT id FROM notifications WHERE order_id = ANY($1))`,
     [oldOrders],
   );
-  await query(svc.database.url, `UPDATE quarantined_notifications SET received_at = now() - interval '40 days' WHERE id = (SELECT min(id) FROM quarantined_notifications)`);
+  await query(
+    svc.database.url,
+    `UPDATE quarantined_notifications SET received_at = now() - interval '40 days' WHERE id = (SELECT min(id) FROM quarantined_notifications)`,
+  );
 }, 180_000);
 afterAll(() => svc.stop());
 
@@ -107,7 +127,9 @@ describe('purge', () => {
   });
 
   it('When the admin API is asked for a purged order, then the projection and history are still there', async () => {
-    const [row] = await query<{ status: string }>(svc.database.url, 'SELECT status FROM orders WHERE order_id = $1', [oldOrders[1]]);
+    const [row] = await query<{ status: string }>(svc.database.url, 'SELECT status FROM orders WHERE order_id = $1', [
+      oldOrders[1],
+    ]);
     expect(row?.status).toBe('COMPLETED');
     const res = await fetch(`${svc.adminUrl}/orders/${oldOrders[1]}`);
     const body = (await res.json()) as { history: Array<{ status: string; deliveries: number }> };

@@ -43,7 +43,9 @@ beforeAll(async () => {
   // Authentic but unreadable: the real service quarantines it.
   expect((await svc.post(unreadableBody)).body.outcome).toBe('quarantined');
   expect((await svc.post(unreadableBody)).body.outcome).toBe('quarantined');
-  unreadableId = ((await query<{ id: string }>(svc.database.url, 'SELECT id FROM quarantined_notifications'))[0] as { id: string }).id;
+  unreadableId = (
+    (await query<{ id: string }>(svc.database.url, 'SELECT id FROM quarantined_notifications'))[0] as { id: string }
+  ).id;
   fixedId = await quarantineAsOlderVersion(fixedBody);
 }, 180_000);
 afterAll(() => svc.stop());
@@ -69,7 +71,12 @@ describe('quarantine', () => {
       expect.objectContaining({ id: fixedId, resolved: false, deliveries: 1 }),
     ]);
     const human = await runCli(['quarantine', 'list'], env);
-    expect(human.stdout).toMatch(new RegExp(`^${unreadableId} +\\S+ +invalid_field +${POS_ID} +${fingerprintKey(SECOND_KEY)} +[0-9a-f]{16} \\d+ B +2 +OPEN +order\\.totalAmount`, 'm'));
+    expect(human.stdout).toMatch(
+      new RegExp(
+        `^${unreadableId} +\\S+ +invalid_field +${POS_ID} +${fingerprintKey(SECOND_KEY)} +[0-9a-f]{16} \\d+ B +2 +OPEN +order\\.totalAmount`,
+        'm',
+      ),
+    );
     for (const output of [run.stdout, human.stdout]) {
       expect(output).not.toContain(unreadableOrder);
       expect(output).not.toContain('150.00');
@@ -80,17 +87,35 @@ describe('quarantine', () => {
     const run = await runCli(['quarantine', 'retry', fixedId, '--json'], env);
     expect(run.code).toBe(0);
     const { results } = parseJson<{ results: RetryResult[] }>(run);
-    expect(results).toEqual([{ id: fixedId, result: 'recorded', outcome: 'accepted', notificationId: expect.any(String), eventsWritten: 1 }]);
+    expect(results).toEqual([
+      { id: fixedId, result: 'recorded', outcome: 'accepted', notificationId: expect.any(String), eventsWritten: 1 },
+    ]);
 
-    const [order] = await query(svc.database.url, 'SELECT status, payment_id, pay_method_type, merchant_pos_id FROM orders WHERE order_id = $1', [fixedOrder]);
+    const [order] = await query(
+      svc.database.url,
+      'SELECT status, payment_id, pay_method_type, merchant_pos_id FROM orders WHERE order_id = $1',
+      [fixedOrder],
+    );
     expect(order).toEqual({ status: 'COMPLETED', payment_id: '555', pay_method_type: 'PBL', merchant_pos_id: POS_ID });
-    const [notification] = await query<{ id: string; body: Buffer; pos_id: string }>(svc.database.url, 'SELECT id, body, pos_id FROM notifications WHERE order_id = $1', [fixedOrder]);
+    const [notification] = await query<{ id: string; body: Buffer; pos_id: string }>(
+      svc.database.url,
+      'SELECT id, body, pos_id FROM notifications WHERE order_id = $1',
+      [fixedOrder],
+    );
     expect(notification?.body.toString()).toBe(fixedBody);
-    const deliveries = await query(svc.database.url, 'SELECT source_address, processing_time_ms, outcome FROM deliveries WHERE notification_id = $1', [notification?.id]);
+    const deliveries = await query(
+      svc.database.url,
+      'SELECT source_address, processing_time_ms, outcome FROM deliveries WHERE notification_id = $1',
+      [notification?.id],
+    );
     expect(deliveries).toEqual([{ source_address: '185.68.12.10', processing_time_ms: 321, outcome: 'accepted' }]);
     const events = await query(svc.database.url, 'SELECT type FROM outbox_events WHERE order_id = $1', [fixedOrder]);
     expect(events).toEqual([{ type: 'order.completed' }]);
-    const [row] = await query<{ resolved_at: Date | null; resolution: string }>(svc.database.url, 'SELECT resolved_at, resolution FROM quarantined_notifications WHERE id = $1', [fixedId]);
+    const [row] = await query<{ resolved_at: Date | null; resolution: string }>(
+      svc.database.url,
+      'SELECT resolved_at, resolution FROM quarantined_notifications WHERE id = $1',
+      [fixedId],
+    );
     expect(row?.resolved_at).not.toBeNull();
     expect(row?.resolution).toBe(`reprocessed: accepted as notification ${notification?.id}`);
   });
@@ -98,9 +123,14 @@ describe('quarantine', () => {
   it('When a body still does not parse, then retry --all says why, leaves it open, skips the resolved one and exits 1', async () => {
     const run = await runCli(['quarantine', 'retry', '--all'], env);
     expect(run.code).toBe(1);
-    expect(run.stdout).toContain(`#${unreadableId}: still unreadable (invalid_field: order.totalAmount must be a whole number of minor units); left open`);
+    expect(run.stdout).toContain(
+      `#${unreadableId}: still unreadable (invalid_field: order.totalAmount must be a whole number of minor units); left open`,
+    );
     expect(run.stdout).not.toContain(`#${fixedId}:`);
-    const rows = await query<{ id: string; resolved_at: Date | null }>(svc.database.url, 'SELECT id, resolved_at FROM quarantined_notifications ORDER BY id');
+    const rows = await query<{ id: string; resolved_at: Date | null }>(
+      svc.database.url,
+      'SELECT id, resolved_at FROM quarantined_notifications ORDER BY id',
+    );
     expect(rows.map((r) => [r.id, r.resolved_at === null])).toEqual([
       [unreadableId, true],
       [fixedId, false],
@@ -113,7 +143,9 @@ describe('quarantine', () => {
     const id = await quarantineAsOlderVersion(orderBody({ orderId, status: 'PENDING', merchantPosId: OTHER_POS_ID }));
     const run = await runCli(['quarantine', 'retry', id, '--json'], env);
     expect(run.code).toBe(1);
-    expect(parseJson<{ results: RetryResult[] }>(run).results).toEqual([expect.objectContaining({ id, result: 'pos_mismatch' })]);
+    expect(parseJson<{ results: RetryResult[] }>(run).results).toEqual([
+      expect.objectContaining({ id, result: 'pos_mismatch' }),
+    ]);
     expect(await query(svc.database.url, 'SELECT 1 FROM notifications WHERE order_id = $1', [orderId])).toEqual([]);
   });
 
@@ -124,17 +156,24 @@ describe('quarantine', () => {
       `CREATE FUNCTION fail_delivery() RETURNS trigger LANGUAGE plpgsql AS $$
        BEGIN IF NEW.source_address = '185.68.12.99' AND NEW.outcome <> 'quarantined' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$`,
     );
-    await query(svc.database.url, 'CREATE TRIGGER fail_delivery BEFORE INSERT ON deliveries FOR EACH ROW EXECUTE FUNCTION fail_delivery()');
+    await query(
+      svc.database.url,
+      'CREATE TRIGGER fail_delivery BEFORE INSERT ON deliveries FOR EACH ROW EXECUTE FUNCTION fail_delivery()',
+    );
     try {
       const orderId = uniqueId('QATOM');
       const id = await quarantineAsOlderVersion(orderBody({ orderId, status: 'PENDING' }), POS_ID, '185.68.12.99');
       const run = await runCli(['quarantine', 'retry', id, '--json'], env);
       expect(run.code).toBe(1);
-      expect(parseJson<{ results: RetryResult[] }>(run).results).toEqual([{ id, result: 'failed', detail: expect.stringContaining('injected failure') }]);
+      expect(parseJson<{ results: RetryResult[] }>(run).results).toEqual([
+        { id, result: 'failed', detail: expect.stringContaining('injected failure') },
+      ]);
       expect(await query(svc.database.url, 'SELECT 1 FROM notifications WHERE order_id = $1', [orderId])).toEqual([]);
       expect(await query(svc.database.url, 'SELECT 1 FROM orders WHERE order_id = $1', [orderId])).toEqual([]);
       expect(await query(svc.database.url, 'SELECT 1 FROM outbox_events WHERE order_id = $1', [orderId])).toEqual([]);
-      expect(await query(svc.database.url, 'SELECT resolved_at FROM quarantined_notifications WHERE id = $1', [id])).toEqual([{ resolved_at: null }]);
+      expect(
+        await query(svc.database.url, 'SELECT resolved_at FROM quarantined_notifications WHERE id = $1', [id]),
+      ).toEqual([{ resolved_at: null }]);
     } finally {
       await query(svc.database.url, 'DROP TRIGGER fail_delivery ON deliveries');
       await query(svc.database.url, 'DROP FUNCTION fail_delivery()');
@@ -144,14 +183,20 @@ describe('quarantine', () => {
   it('When the id does not exist or is already resolved, then retry reports it; an unknown id makes the exit code 1', async () => {
     const resolved = await runCli(['quarantine', 'retry', fixedId, '--json'], env);
     expect(resolved.code).toBe(0);
-    expect(parseJson<{ results: RetryResult[] }>(resolved).results).toEqual([expect.objectContaining({ result: 'already_resolved' })]);
+    expect(parseJson<{ results: RetryResult[] }>(resolved).results).toEqual([
+      expect.objectContaining({ result: 'already_resolved' }),
+    ]);
     const missing = await runCli(['quarantine', 'retry', '999999', '--json'], env);
     expect(missing.code).toBe(1);
-    expect(parseJson<{ results: RetryResult[] }>(missing).results).toEqual([expect.objectContaining({ result: 'not_found' })]);
+    expect(parseJson<{ results: RetryResult[] }>(missing).results).toEqual([
+      expect.objectContaining({ result: 'not_found' }),
+    ]);
   });
 
   it('When --open is given, then only unresolved ones are listed', async () => {
-    const { quarantined } = parseJson<{ quarantined: QuarantineEntry[] }>(await runCli(['quarantine', 'list', '--open', '--json'], env));
+    const { quarantined } = parseJson<{ quarantined: QuarantineEntry[] }>(
+      await runCli(['quarantine', 'list', '--open', '--json'], env),
+    );
     expect(quarantined.map((q) => q.id)).not.toContain(fixedId);
     expect(quarantined.map((q) => q.id)).toContain(unreadableId);
   });

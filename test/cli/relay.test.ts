@@ -29,7 +29,12 @@ describe('npm run relay (the relay alone)', () => {
     const adminPort = await freePort();
     const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'cli', 'relay.js')], {
       cwd: ROOT,
-      env: cliEnv({ DATABASE_URL: svc.database.url, AMQP_EXCHANGE: svc.exchange, ADMIN_PORT: String(adminPort), HOST: '127.0.0.1' }),
+      env: cliEnv({
+        DATABASE_URL: svc.database.url,
+        AMQP_EXCHANGE: svc.exchange,
+        ADMIN_PORT: String(adminPort),
+        HOST: '127.0.0.1',
+      }),
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -41,7 +46,10 @@ describe('npm run relay (the relay alone)', () => {
       const orderId = uniqueId('RELAYCLI');
       await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
       const [message] = await consumer.waitFor(1);
-      expect(JSON.parse(message?.content.toString('utf8') ?? '{}')).toMatchObject({ type: 'order.pending', subject: orderId });
+      expect(JSON.parse(message?.content.toString('utf8') ?? '{}')).toMatchObject({
+        type: 'order.pending',
+        subject: orderId,
+      });
 
       const metrics = await until(async () => {
         const text = await (await fetch(`${admin}/metrics`)).text();
@@ -51,7 +59,9 @@ describe('npm run relay (the relay alone)', () => {
       expect(metrics).toMatch(/^outbox_pending_events 0$/m);
       expect(metrics).toMatch(/^nodejs_eventloop_active_seconds_total /m);
       // The relay alone receives and records nothing: no intake or recorder series that would read 0.
-      expect(metrics).not.toMatch(/^(payment_notifications_total|payment_notification_variants_total|recorder_\w+)[{ ]/m);
+      expect(metrics).not.toMatch(
+        /^(payment_notifications_total|payment_notification_variants_total|recorder_\w+)[{ ]/m,
+      );
     } finally {
       child.kill('SIGTERM');
       expect(await exited).toBe(0);

@@ -7,7 +7,8 @@ import { cliEnv, parseJson, runCli } from './cliSupport';
 
 type Report = ReprojectResult & { applied: boolean };
 
-const ORDER_COLUMNS = 'order_id, ext_order_id, merchant_pos_id, status, status_rank, total_amount, currency_code, payment_id, pay_method_type, local_receipt_date_time';
+const ORDER_COLUMNS =
+  'order_id, ext_order_id, merchant_pos_id, status, status_rank, total_amount, currency_code, payment_id, pay_method_type, local_receipt_date_time';
 const REFUND_COLUMNS =
   'refund_id, order_id, ext_order_id, ext_refund_id, status, status_rank, amount, currency_code, status_date_time, refund_date, reason, reason_description';
 
@@ -31,7 +32,13 @@ beforeAll(async () => {
     const lifecycles = buildTraffic({
       orders: 20,
       plan: 'random',
-      base: { posId, notifyUrl: `${svc.publicUrl}/notifications`, gapMs: 2000, runStartedAt: new Date(), currencyCode: 'PLN' },
+      base: {
+        posId,
+        notifyUrl: `${svc.publicUrl}/notifications`,
+        gapMs: 2000,
+        runStartedAt: new Date(),
+        currencyCode: 'PLN',
+      },
       spreadMs: 6000,
       random,
     });
@@ -64,9 +71,11 @@ beforeAll(async () => {
   ]) {
     expect((await svc.post(body)).status).toBe(200);
   }
-  const merged = await query(svc.database.url, 'SELECT order_id, total_amount, payment_id, pay_method_type FROM orders WHERE order_id = ANY($1) ORDER BY order_id', [
-    [later, lacking, stale],
-  ]);
+  const merged = await query(
+    svc.database.url,
+    'SELECT order_id, total_amount, payment_id, pay_method_type FROM orders WHERE order_id = ANY($1) ORDER BY order_id',
+    [[later, lacking, stale]],
+  );
   expect(merged).toEqual(
     [
       { order_id: later, total_amount: '200', payment_id: 'P2', pay_method_type: 'PBL' },
@@ -86,7 +95,9 @@ describe('reproject', () => {
     expect(report.rebuilt.orders).toBe(43);
     expect(report.stored).toEqual(report.rebuilt);
     expect(report.rebuilt.refunds).toBeGreaterThan(0);
-    const [{ n }] = (await query<{ n: string }>(svc.database.url, 'SELECT count(*) AS n FROM notifications')) as [{ n: string }];
+    const [{ n }] = (await query<{ n: string }>(svc.database.url, 'SELECT count(*) AS n FROM notifications')) as [
+      { n: string },
+    ];
     expect(report.notifications).toBe(Number(n));
     expect(run.stdout).toContain('"applied": false');
   });
@@ -98,7 +109,11 @@ describe('reproject', () => {
       `SELECT order_id, payment_id FROM orders WHERE status = 'COMPLETED' AND pay_method_type IS NOT NULL ORDER BY order_id LIMIT 1`,
     );
     if (!victim) throw new Error('the traffic completed no order');
-    await query(svc.database.url, `UPDATE orders SET status = 'PENDING', status_rank = 1, pay_method_type = NULL WHERE order_id = $1`, [victim.order_id]);
+    await query(
+      svc.database.url,
+      `UPDATE orders SET status = 'PENDING', status_rank = 1, pay_method_type = NULL WHERE order_id = $1`,
+      [victim.order_id],
+    );
     const corrupted = await projections();
 
     const dry = await runCli(['reproject', '--dry-run', '--json'], env);
@@ -119,22 +134,33 @@ describe('reproject', () => {
 
     const human = await runCli(['reproject'], env);
     expect(human.code).toBe(1);
-    expect(human.stdout).toContain(`order ${victim.order_id}: status PENDING -> COMPLETED; status_rank 1 -> 3; pay_method_type null -> `);
+    expect(human.stdout).toContain(
+      `order ${victim.order_id}: status PENDING -> COMPLETED; status_rank 1 -> 3; pay_method_type null -> `,
+    );
     expect(human.stdout).toContain('Dry run: nothing changed. Run with --apply to repair.');
 
     const apply = await runCli(['reproject', '--apply', '--json'], env);
     expect(apply.code).toBe(0);
-    expect(parseJson<Report>(apply)).toMatchObject({ applied: true, differences: [expect.objectContaining({ id: victim.order_id })] });
+    expect(parseJson<Report>(apply)).toMatchObject({
+      applied: true,
+      differences: [expect.objectContaining({ id: victim.order_id })],
+    });
     expect(await projections()).toEqual(before);
     expect((await runCli(['reproject'], env)).code).toBe(0);
   });
 
   it('When a refund row is missing and an order row has no notification, then the first is re-created and the second deleted', async () => {
     const before = await projections();
-    const [refund] = await query<{ refund_id: string }>(svc.database.url, 'SELECT refund_id FROM refunds ORDER BY refund_id LIMIT 1');
+    const [refund] = await query<{ refund_id: string }>(
+      svc.database.url,
+      'SELECT refund_id FROM refunds ORDER BY refund_id LIMIT 1',
+    );
     if (!refund) throw new Error('the traffic made no refund');
     await query(svc.database.url, 'DELETE FROM refunds WHERE refund_id = $1', [refund.refund_id]);
-    await query(svc.database.url, `INSERT INTO orders (order_id, status, status_rank) VALUES ('GHOST-ORDER', 'COMPLETED', 3)`);
+    await query(
+      svc.database.url,
+      `INSERT INTO orders (order_id, status, status_rank) VALUES ('GHOST-ORDER', 'COMPLETED', 3)`,
+    );
 
     const dry = parseJson<Report>(await runCli(['reproject', '--json'], env));
     expect(dry.differences.map((d) => [d.table, d.id, d.change])).toEqual([

@@ -21,7 +21,24 @@ const statuses = (deliveries: NotificationDelivery[]): string[] => deliveries.ma
 
 describe('simulate', () => {
   it('When a card order with auto-receive off and a partial refund is simulated, then every notification is accepted and the projections end COMPLETED and FINALIZED', async () => {
-    const run = await runCli(['simulate', '--url', url(), '--pay-method', 'card', '--no-auto-receive', '--refund', 'partial', '--time-scale', '1000', '--seed', '7', '--json'], env);
+    const run = await runCli(
+      [
+        'simulate',
+        '--url',
+        url(),
+        '--pay-method',
+        'card',
+        '--no-auto-receive',
+        '--refund',
+        'partial',
+        '--time-scale',
+        '1000',
+        '--seed',
+        '7',
+        '--json',
+      ],
+      env,
+    );
     expect(run.code).toBe(0);
     const report = parseJson<Report>(run);
     expect(report).toMatchObject({ seed: 7, posId: POS_ID, algorithm: 'MD5' });
@@ -29,7 +46,12 @@ describe('simulate', () => {
     if (!order) throw new Error('no order in the report');
     expect(order).toMatchObject({ payMethod: 'card', autoReceive: false, expectedStatus: 'COMPLETED' });
     const byTime = [...report.deliveries].sort((a, b) => a.firstAttemptAtMs - b.firstAttemptAtMs);
-    expect(statuses(byTime)).toEqual(['order:PENDING', 'order:WAITING_FOR_CONFIRMATION', 'order:COMPLETED', 'refund:FINALIZED']);
+    expect(statuses(byTime)).toEqual([
+      'order:PENDING',
+      'order:WAITING_FOR_CONFIRMATION',
+      'order:COMPLETED',
+      'refund:FINALIZED',
+    ]);
     for (const d of byTime) {
       expect(d.delivered).toBe(true);
       expect(d.attempts).toHaveLength(1);
@@ -37,13 +59,20 @@ describe('simulate', () => {
     }
 
     const res = await request(svc.adminUrl).get(`/orders/${order.orderId}`);
-    expect(res.body).toMatchObject({ status: 'COMPLETED', payMethodType: 'CARD_TOKEN', merchantPosId: POS_ID, totalAmount: '15000' });
+    expect(res.body).toMatchObject({
+      status: 'COMPLETED',
+      payMethodType: 'CARD_TOKEN',
+      merchantPosId: POS_ID,
+      totalAmount: '15000',
+    });
     expect(res.body.history.map((h: { status: string; outcome: string }) => `${h.status}:${h.outcome}`)).toEqual([
       'PENDING:applied',
       'WAITING_FOR_CONFIRMATION:applied',
       'COMPLETED:applied',
     ]);
-    expect(res.body.refunds).toEqual([expect.objectContaining({ refundId: order.refunds[0]?.refundId, status: 'FINALIZED', amount: '4500' })]);
+    expect(res.body.refunds).toEqual([
+      expect.objectContaining({ refundId: order.refunds[0]?.refundId, status: 'FINALIZED', amount: '4500' }),
+    ]);
     // Svc-Processing-Time is sent for the statuses after PENDING, as the real sender does.
     const deliveries = await query<{ status: string; processing_time_ms: number | null }>(
       svc.database.url,
@@ -58,13 +87,32 @@ describe('simulate', () => {
   });
 
   it('When blik is paid with SHA-256 and only X-OpenSvc-Signature, then the receiver accepts it and the human report names each status and the admin URL', async () => {
-    const run = await runCli(['simulate', '--url', url(), '--pay-method', 'blik', '--algorithm', 'sha256', '--signature-header', 'X-OpenSvc-Signature', '--refund', 'full', '--time-scale', '1000'], env);
+    const run = await runCli(
+      [
+        'simulate',
+        '--url',
+        url(),
+        '--pay-method',
+        'blik',
+        '--algorithm',
+        'sha256',
+        '--signature-header',
+        'X-OpenSvc-Signature',
+        '--refund',
+        'full',
+        '--time-scale',
+        '1000',
+      ],
+      env,
+    );
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/order +\S+ +PENDING +-> accepted +\(1 attempt\)/);
     expect(run.stdout).toMatch(/order +\S+ +COMPLETED +-> accepted/);
     expect(run.stdout).toMatch(/refund \d+ of \S+ +FINALIZED +-> accepted/);
     expect(run.stdout).toMatch(/SHA-256/);
-    const orderId = /Order (\S+) \(blik, auto-receive on\): should end COMPLETED; refund \d+ 15000 FINALIZED/.exec(run.stdout)?.[1];
+    const orderId = /Order (\S+) \(blik, auto-receive on\): should end COMPLETED; refund \d+ 15000 FINALIZED/.exec(
+      run.stdout,
+    )?.[1];
     expect(orderId).toBeDefined();
     expect(run.stdout).toContain(`/orders/${orderId}`);
     const res = await request(svc.adminUrl).get(`/orders/${orderId}`);
@@ -74,7 +122,23 @@ describe('simulate', () => {
 
   it('When every notification is sent twice and reordered, then the receiver counts duplicates and stale ones and the order still ends as planned', async () => {
     const run = await runCli(
-      ['simulate', '--url', url(), '--orders', '3', '--duplicates', '1', '--reorder', '1', '--cancel', '--time-scale', '500', '--seed', '11', '--json'],
+      [
+        'simulate',
+        '--url',
+        url(),
+        '--orders',
+        '3',
+        '--duplicates',
+        '1',
+        '--reorder',
+        '1',
+        '--cancel',
+        '--time-scale',
+        '500',
+        '--seed',
+        '11',
+        '--json',
+      ],
       env,
     );
     expect(run.code).toBe(0);
@@ -90,7 +154,10 @@ describe('simulate', () => {
   });
 
   it('When the key is wrong, then each notification is attempted 20 times over 72 simulated hours, given up, and the exit code is 1', async () => {
-    const run = await runCli(['simulate', '--url', url(), '--pos-id', POS_ID, '--key', 'not-the-key', '--time-scale', '2000000', '--json'], env);
+    const run = await runCli(
+      ['simulate', '--url', url(), '--pos-id', POS_ID, '--key', 'not-the-key', '--time-scale', '2000000', '--json'],
+      env,
+    );
     expect(run.code).toBe(1);
     const report = parseJson<Report>(run);
     expect(report.summary).toMatchObject({ delivered: 0, gaveUp: 2, attempts: 40 });
@@ -100,15 +167,33 @@ describe('simulate', () => {
       expect((d.attempts[19]?.scheduledAtMs ?? 0) - d.firstAttemptAtMs).toBe(72 * 3_600_000);
     }
     expect(run.stdout).not.toContain('not-the-key');
-    const orders = await query(svc.database.url, 'SELECT 1 FROM orders WHERE order_id = $1', [report.orders[0]?.orderId]);
+    const orders = await query(svc.database.url, 'SELECT 1 FROM orders WHERE order_id = $1', [
+      report.orders[0]?.orderId,
+    ]);
     expect(orders).toHaveLength(0);
   });
 
   it('When Basic auth is overridden with a wrong password, then the receiver refuses it and the run fails after --max-attempts', async () => {
-    const run = await runCli(['simulate', '--url', url(), '--basic-auth', 'shop:wrong', '--max-attempts', '2', '--time-scale', '100000', '--json'], env);
+    const run = await runCli(
+      [
+        'simulate',
+        '--url',
+        url(),
+        '--basic-auth',
+        'shop:wrong',
+        '--max-attempts',
+        '2',
+        '--time-scale',
+        '100000',
+        '--json',
+      ],
+      env,
+    );
     expect(run.code).toBe(1);
     const report = parseJson<Report>(run);
-    expect(report.deliveries.flatMap((d) => d.attempts.map((a) => `${a.status} ${a.answer}`))).toEqual(Array(4).fill('401 invalid_basic_auth'));
+    expect(report.deliveries.flatMap((d) => d.attempts.map((a) => `${a.status} ${a.answer}`))).toEqual(
+      Array(4).fill('401 invalid_basic_auth'),
+    );
   });
 
   it('When neither --key nor SECOND_KEYS gives a key, then it is a usage error', async () => {

@@ -63,8 +63,15 @@ describe('simulator: lifecycles and bodies', () => {
         // Compact JSON, as the sender posts it.
         expect(n.body.toString('utf8')).toBe(JSON.stringify(JSON.parse(n.body.toString('utf8'))));
         const parsed = parseNotification(n.body);
-        if (!parsed.ok || parsed.notification.kind !== 'order') throw new Error(`not an order notification: ${n.body.toString()}`);
-        expect(parsed.notification).toMatchObject({ orderId: lifecycle.orderId, merchantPosId: POS_ID, status: n.status, totalAmount: '15000', currencyCode: 'PLN' });
+        if (!parsed.ok || parsed.notification.kind !== 'order')
+          throw new Error(`not an order notification: ${n.body.toString()}`);
+        expect(parsed.notification).toMatchObject({
+          orderId: lifecycle.orderId,
+          merchantPosId: POS_ID,
+          status: n.status,
+          totalAmount: '15000',
+          currencyCode: 'PLN',
+        });
         const body = json(n.body);
         const order = body.order as Record<string, unknown>;
         expect(Object.keys(order)).toEqual([
@@ -81,7 +88,12 @@ describe('simulator: lifecycles and bodies', () => {
           'status',
           'products',
         ]);
-        expect((order.products as Array<{ unitPrice: string; quantity: string }>).reduce((sum, p) => sum + Number(p.unitPrice) * Number(p.quantity), 0)).toBe(15000);
+        expect(
+          (order.products as Array<{ unitPrice: string; quantity: string }>).reduce(
+            (sum, p) => sum + Number(p.unitPrice) * Number(p.quantity),
+            0,
+          ),
+        ).toBe(15000);
         if (n.status === 'COMPLETED') {
           expect(parsed.notification.payMethodType).toBe(payMethod === 'card' ? 'CARD_TOKEN' : 'PBL');
           expect(parsed.notification.localReceiptDateTime).not.toBeNull();
@@ -101,7 +113,13 @@ describe('simulator: lifecycles and bodies', () => {
 
   it('When full and partial refunds are planned, then a partial refunds its amount, a full what is left, and a rejected one counts for nothing', () => {
     const lifecycle = buildLifecycle(
-      plan({ refunds: [{ amount: '4000', status: 'FINALIZED' }, { amount: '3000', status: 'CANCELED' }, { status: 'FINALIZED' }] }),
+      plan({
+        refunds: [
+          { amount: '4000', status: 'FINALIZED' },
+          { amount: '3000', status: 'CANCELED' },
+          { status: 'FINALIZED' },
+        ],
+      }),
       seededRandom(2),
     );
     const refunds = lifecycle.notifications.filter((n) => n.kind === 'refund');
@@ -121,15 +139,31 @@ describe('simulator: lifecycles and bodies', () => {
     ]);
     for (const r of refunds) {
       const parsed = parseNotification(r.body);
-      expect(parsed.ok && parsed.notification.kind === 'refund' && parsed.notification.orderId === lifecycle.orderId).toBe(true);
+      expect(
+        parsed.ok && parsed.notification.kind === 'refund' && parsed.notification.orderId === lifecycle.orderId,
+      ).toBe(true);
     }
     expect(lifecycle.expected.refunds.map((r) => r.amount)).toEqual(['4000', '3000', '11000']);
   });
 
   it('When refunds exceed the order amount or a cancelled order is refunded, then the plan is refused', () => {
-    expect(() => buildLifecycle(plan({ refunds: [{ amount: '10000', status: 'FINALIZED' }, { amount: '6000', status: 'FINALIZED' }] }), seededRandom(3))).toThrow(PlanError);
-    expect(() => buildLifecycle(plan({ outcome: 'CANCELED', refunds: [{ status: 'FINALIZED' }] }), seededRandom(3))).toThrow(PlanError);
-    expect(() => buildLifecycle(plan({ refunds: [{ status: 'FINALIZED' }, { status: 'FINALIZED' }] }), seededRandom(3))).toThrow(PlanError);
+    expect(() =>
+      buildLifecycle(
+        plan({
+          refunds: [
+            { amount: '10000', status: 'FINALIZED' },
+            { amount: '6000', status: 'FINALIZED' },
+          ],
+        }),
+        seededRandom(3),
+      ),
+    ).toThrow(PlanError);
+    expect(() =>
+      buildLifecycle(plan({ outcome: 'CANCELED', refunds: [{ status: 'FINALIZED' }] }), seededRandom(3)),
+    ).toThrow(PlanError);
+    expect(() =>
+      buildLifecycle(plan({ refunds: [{ status: 'FINALIZED' }, { status: 'FINALIZED' }] }), seededRandom(3)),
+    ).toThrow(PlanError);
   });
 
   it('When the funds arrive on a whole second, then localReceiptDateTime drops the milliseconds and the offset, as the sender does', () => {
@@ -142,7 +176,13 @@ describe('simulator: lifecycles and bodies', () => {
       buildTraffic({
         orders: 5,
         plan: 'random',
-        base: { posId: POS_ID, notifyUrl: 'http://x/n', gapMs: 1000, runStartedAt: new Date('2026-11-22T10:00:00Z'), currencyCode: 'PLN' },
+        base: {
+          posId: POS_ID,
+          notifyUrl: 'http://x/n',
+          gapMs: 1000,
+          runStartedAt: new Date('2026-11-22T10:00:00Z'),
+          currencyCode: 'PLN',
+        },
         spreadMs: 10_000,
         random: seededRandom(42),
       }).flatMap((l) => l.notifications.map((n) => n.body.toString('hex')));
@@ -155,21 +195,37 @@ describe('simulator: signing', () => {
   const body = buildLifecycle(plan(), seededRandom(4)).notifications[0]?.body as Buffer;
   const keys = parseSecondKeys(`${POS_ID}:${SECOND_KEY},${OTHER_POS_ID}:${OTHER_KEY}`).keys;
 
-  it.each(['MD5', 'SHA-256'] as const)('When a body is signed with %s, then the receiver verifies it with that key and no other', (algorithm) => {
-    const header = parseSignatureHeader(signNotification(body, SECOND_KEY, algorithm));
-    if (!header.ok) throw new Error(header.problem);
-    expect(verifySignature(header.header, body, keys).map((m) => m.posId)).toEqual([POS_ID]);
-    expect(verifySignature(header.header, Buffer.concat([body, Buffer.from('\n')]), keys)).toEqual([]);
-  });
+  it.each(['MD5', 'SHA-256'] as const)(
+    'When a body is signed with %s, then the receiver verifies it with that key and no other',
+    (algorithm) => {
+      const header = parseSignatureHeader(signNotification(body, SECOND_KEY, algorithm));
+      if (!header.ok) throw new Error(header.problem);
+      expect(verifySignature(header.header, body, keys).map((m) => m.posId)).toEqual([POS_ID]);
+      expect(verifySignature(header.header, Buffer.concat([body, Buffer.from('\n')]), keys)).toEqual([]);
+    },
+  );
 
   it('When headers are built, then both spellings, the content type, Svc-Processing-Time and Basic auth are as asked', () => {
-    const both = notificationHeaders(body, { secondKey: SECOND_KEY, algorithm: 'MD5', signatureHeaders: 'both', processingTimeMs: 215, basicAuth: { user: 'u', password: 'p:w' } });
-    expect(both['OpenSvc-Signature']).toMatch(/^sender=checkout;signature=[0-9a-f]{32};algorithm=MD5;content=DOCUMENT$/);
+    const both = notificationHeaders(body, {
+      secondKey: SECOND_KEY,
+      algorithm: 'MD5',
+      signatureHeaders: 'both',
+      processingTimeMs: 215,
+      basicAuth: { user: 'u', password: 'p:w' },
+    });
+    expect(both['OpenSvc-Signature']).toMatch(
+      /^sender=checkout;signature=[0-9a-f]{32};algorithm=MD5;content=DOCUMENT$/,
+    );
     expect(both['X-OpenSvc-Signature']).toBe(both['OpenSvc-Signature']);
     expect(both['Content-Type']).toBe('application/json;charset=UTF-8');
     expect(both['Svc-Processing-Time']).toBe('215');
     expect(both.Authorization).toBe(`Basic ${Buffer.from('u:p:w').toString('base64')}`);
-    const one = notificationHeaders(body, { secondKey: SECOND_KEY, algorithm: 'SHA-256', signatureHeaders: 'X-OpenSvc-Signature', processingTimeMs: null });
+    const one = notificationHeaders(body, {
+      secondKey: SECOND_KEY,
+      algorithm: 'SHA-256',
+      signatureHeaders: 'X-OpenSvc-Signature',
+      processingTimeMs: null,
+    });
     expect(one).not.toHaveProperty('OpenSvc-Signature');
     expect(one).not.toHaveProperty('Svc-Processing-Time');
     expect(one).not.toHaveProperty('Authorization');
@@ -191,7 +247,11 @@ describe('simulator: retry schedule', () => {
         seen.push({ headers: req.headers, body: Buffer.concat(chunks) });
         const status = answers.shift() ?? 503;
         res.writeHead(status, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify(status === 200 ? { outcome: 'accepted' } : { error: { code: 'database_unavailable', message: 'x' } }));
+        res.end(
+          JSON.stringify(
+            status === 200 ? { outcome: 'accepted' } : { error: { code: 'database_unavailable', message: 'x' } },
+          ),
+        );
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -204,14 +264,24 @@ describe('simulator: retry schedule', () => {
 
   const notification = buildLifecycle(plan(), seededRandom(5)).notifications[1];
   if (!notification) throw new Error('no notification');
-  const headers = notificationHeaders(notification.body, { secondKey: SECOND_KEY, algorithm: 'MD5', signatureHeaders: 'both', processingTimeMs: 300 });
+  const headers = notificationHeaders(notification.body, {
+    secondKey: SECOND_KEY,
+    algorithm: 'MD5',
+    signatureHeaders: 'both',
+    processingTimeMs: 300,
+  });
 
   it('When the receiver never answers 200, then all 20 attempts go out at the spec offsets from the status change and then it gives up', async () => {
     answers = [];
     // 72 simulated hours in about a quarter of a second.
-    const result = await deliverWithRetries({ url, body: notification.body, headers, changedAtMs: 7 * MINUTE }, { clock: scaledClock(1_000_000) });
+    const result = await deliverWithRetries(
+      { url, body: notification.body, headers, changedAtMs: 7 * MINUTE },
+      { clock: scaledClock(1_000_000) },
+    );
     expect(result.delivered).toBe(false);
-    const expectedOffsets = [0, 1, 2, 5, 10, 30].map((m) => m * MINUTE).concat([1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 36, 48, 60, 72].map((h) => h * HOUR));
+    const expectedOffsets = [0, 1, 2, 5, 10, 30]
+      .map((m) => m * MINUTE)
+      .concat([1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 36, 48, 60, 72].map((h) => h * HOUR));
     expect([...RETRY_SCHEDULE_MS]).toEqual(expectedOffsets);
     expect(result.attempts.map((a) => a.scheduledAtMs)).toEqual(expectedOffsets.map((o) => 7 * MINUTE + o));
     for (const a of result.attempts) {
@@ -231,7 +301,10 @@ describe('simulator: retry schedule', () => {
 
   it('When the third attempt is answered 200, then delivery stops there', async () => {
     answers = [500, 503, 200];
-    const result = await deliverWithRetries({ url, body: notification.body, headers, changedAtMs: 0 }, { clock: scaledClock(100_000) });
+    const result = await deliverWithRetries(
+      { url, body: notification.body, headers, changedAtMs: 0 },
+      { clock: scaledClock(100_000) },
+    );
     expect(result.delivered).toBe(true);
     expect(result.attempts.map((a) => [a.scheduledAtMs, a.status, a.answer])).toEqual([
       [0, 500, 'database_unavailable'],
@@ -246,7 +319,10 @@ describe('simulator: retry schedule', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const deadUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/n`;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const result = await deliverWithRetries({ url: deadUrl, body: notification.body, headers, changedAtMs: 0 }, { clock: scaledClock(100_000), maxAttempts: 2 });
+    const result = await deliverWithRetries(
+      { url: deadUrl, body: notification.body, headers, changedAtMs: 0 },
+      { clock: scaledClock(100_000), maxAttempts: 2 },
+    );
     expect(result.attempts.map((a) => [a.status, a.answer])).toEqual([
       [null, 'ECONNREFUSED'],
       [null, 'ECONNREFUSED'],
@@ -272,7 +348,13 @@ describe('simulator: against the real service', () => {
     const lifecycles = buildTraffic({
       orders: 16,
       plan: 'random',
-      base: { posId: POS_ID, notifyUrl: `${svc.publicUrl}/notifications`, gapMs: 2000, runStartedAt: new Date(), currencyCode: 'PLN' },
+      base: {
+        posId: POS_ID,
+        notifyUrl: `${svc.publicUrl}/notifications`,
+        gapMs: 2000,
+        runStartedAt: new Date(),
+        currencyCode: 'PLN',
+      },
       spreadMs: 4000,
       random,
     });
@@ -297,8 +379,11 @@ describe('simulator: against the real service', () => {
       expect(res.status).toBe(200);
       expect(res.body.status).toBe(lifecycle.expected.order);
       expect(res.body.totalAmount).toBe(lifecycle.plan.totalAmount);
-      const refunds = new Map((res.body.refunds as Array<{ refundId: string; status: string; amount: string }>).map((r) => [r.refundId, r]));
-      for (const refund of lifecycle.expected.refunds) expect(refunds.get(refund.refundId)).toMatchObject({ status: refund.status, amount: refund.amount });
+      const refunds = new Map(
+        (res.body.refunds as Array<{ refundId: string; status: string; amount: string }>).map((r) => [r.refundId, r]),
+      );
+      for (const refund of lifecycle.expected.refunds)
+        expect(refunds.get(refund.refundId)).toMatchObject({ status: refund.status, amount: refund.amount });
     }
 
     const expectedFinalEvents = lifecycles.length + lifecycles.reduce((n, l) => n + l.expected.refunds.length, 0);
@@ -317,7 +402,9 @@ describe('simulator: against the real service', () => {
       const ofOrder = events.filter((e) => e.subject === lifecycle.orderId && !e.data.refundId);
       expect(ofOrder.filter((e) => e.type === `order.${lifecycle.expected.order.toLowerCase()}`)).toHaveLength(1);
       for (const refund of lifecycle.expected.refunds) {
-        expect(events.filter((e) => e.data.refundId === refund.refundId).map((e) => e.type)).toEqual([`refund.${refund.status.toLowerCase()}`]);
+        expect(events.filter((e) => e.data.refundId === refund.refundId).map((e) => e.type)).toEqual([
+          `refund.${refund.status.toLowerCase()}`,
+        ]);
       }
     }
   });

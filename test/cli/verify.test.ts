@@ -42,7 +42,13 @@ describe('verify', () => {
       result: 'verified',
       matchedKey: { posId: POS_ID, keyFingerprint: fingerprintKey(SECOND_KEY) },
       header: { algorithm: 'MD5', sender: 'checkout', signatureHexDigits: 32 },
-      body: { bytes: Buffer.byteLength(f.body), sha256: sha256(f.body), kind: 'order', status: 'COMPLETED', merchantPosId: POS_ID },
+      body: {
+        bytes: Buffer.byteLength(f.body),
+        sha256: sha256(f.body),
+        kind: 'order',
+        status: 'COMPLETED',
+        merchantPosId: POS_ID,
+      },
       keys: [{ posId: POS_ID, fingerprint: fingerprintKey(SECOND_KEY), verifies: true }],
       pos: { merchantPosId: POS_ID, verifyingKeyMatchesPos: true },
     });
@@ -57,7 +63,11 @@ describe('verify', () => {
     expect(diagnosis.body.prettyPrinted).toBe(true);
     expect(diagnosis.keys).toEqual([{ posId: POS_ID, fingerprint: fingerprintKey(SECOND_KEY), verifies: false }]);
     const alternative = diagnosis.alternatives.find((a) => a.verifiesWith !== null);
-    expect(alternative).toMatchObject({ form: expect.stringContaining('compact'), bytes: Buffer.byteLength(compact.body), sha256: sha256(compact.body) });
+    expect(alternative).toMatchObject({
+      form: expect.stringContaining('compact'),
+      bytes: Buffer.byteLength(compact.body),
+      sha256: sha256(compact.body),
+    });
     expect(diagnosis.hints.join('\n')).toMatch(/compact JSON .*WOULD verify \(POS 300746/);
   });
 
@@ -68,7 +78,9 @@ describe('verify', () => {
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/^NOT VERIFIED: the signature matches none of the 1 key\(s\) tried with MD5/);
     expect(run.stdout).toContain(`${Buffer.byteLength(f.body) + 1} bytes, SHA-256 ${sha256(`${f.body}\n`)}`);
-    expect(run.stdout).toMatch(/without the trailing newline: \d+ bytes, SHA-256 [0-9a-f]{64}: VERIFIES \(POS 300746, key [0-9a-f]{12}\)/);
+    expect(run.stdout).toMatch(
+      /without the trailing newline: \d+ bytes, SHA-256 [0-9a-f]{64}: VERIFIES \(POS 300746, key [0-9a-f]{12}\)/,
+    );
     expect(run.stdout).toMatch(/Hint: the body without the trailing newline WOULD verify/);
   });
 
@@ -94,7 +106,10 @@ describe('verify', () => {
 
   it('When SHA-256 is used and a key is given with --key, then only that key is tried', async () => {
     const body = orderBody({ orderId: 'SHA1', status: 'PENDING', merchantPosId: OTHER_POS_ID });
-    const { run, diagnosis } = await verify(body, sign(body, OTHER_KEY, 'SHA-256'), sandboxOnly, ['--key', `${OTHER_POS_ID}:${OTHER_KEY}`]);
+    const { run, diagnosis } = await verify(body, sign(body, OTHER_KEY, 'SHA-256'), sandboxOnly, [
+      '--key',
+      `${OTHER_POS_ID}:${OTHER_KEY}`,
+    ]);
     expect(run.code).toBe(0);
     expect(diagnosis.header.algorithm).toBe('SHA-256');
     expect(diagnosis.keys).toEqual([{ posId: OTHER_POS_ID, fingerprint: fingerprintKey(OTHER_KEY), verifies: true }]);
@@ -114,13 +129,20 @@ describe('verify', () => {
     const { run, diagnosis } = await verify(f.body, `sender=checkout;signature=${sha};algorithm=MD5;content=DOCUMENT`);
     expect(run.code).toBe(1);
     expect(diagnosis.result).toBe('invalid_signature_encoding');
-    expect(diagnosis.hints).toEqual([expect.stringContaining('64 hex digits, which is SHA-256, but the header says algorithm=MD5')]);
+    expect(diagnosis.hints).toEqual([
+      expect.stringContaining('64 hex digits, which is SHA-256, but the header says algorithm=MD5'),
+    ]);
   });
 
   it('When the headers were saved to a file, then the OpenSvc-Signature line is read from it', async () => {
     const f = fixture('real-04');
     const headers = path.join(dir, 'headers.txt');
-    writeFileSync(headers, Object.entries(f.headers).map(([k, v]) => `${k}: ${v}`).join('\r\n'));
+    writeFileSync(
+      headers,
+      Object.entries(f.headers)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('\r\n'),
+    );
     const run = await runCli(['verify', save(f.body), '--signature-file', headers], sandboxOnly);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^VERIFIED: verified with the key of POS 300746/);
@@ -128,8 +150,17 @@ describe('verify', () => {
 
   it('When no key is configured, or the body file is missing, then it is a usage error', async () => {
     const f = fixture('real-00');
-    expect((await runCli(['verify', save(f.body), '--signature', 'x'], cliEnv({ SECOND_KEYS: undefined }))).code).toBe(2);
-    expect((await runCli(['verify', path.join(dir, 'missing.json'), '--signature', signatureHeaderOf(f) as string], sandboxOnly)).code).toBe(2);
+    expect((await runCli(['verify', save(f.body), '--signature', 'x'], cliEnv({ SECOND_KEYS: undefined }))).code).toBe(
+      2,
+    );
+    expect(
+      (
+        await runCli(
+          ['verify', path.join(dir, 'missing.json'), '--signature', signatureHeaderOf(f) as string],
+          sandboxOnly,
+        )
+      ).code,
+    ).toBe(2);
     expect((await runCli(['verify', save(f.body)], sandboxOnly)).code).toBe(2);
   });
 });

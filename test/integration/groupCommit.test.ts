@@ -15,7 +15,14 @@ afterAll(() => svc.stop());
 
 const delivery = (text: string): Delivery => {
   const body = Buffer.from(text);
-  return { body, bodySha256: createHash('sha256').update(body).digest(), posId: '300746', keyFingerprint: 'test', sourceAddress: '127.0.0.1', processingTimeMs: null };
+  return {
+    body,
+    bodySha256: createHash('sha256').update(body).digest(),
+    posId: '300746',
+    keyFingerprint: 'test',
+    sourceAddress: '127.0.0.1',
+    processingTimeMs: null,
+  };
 };
 
 const order = (orderId: string, status: OrderNotification['status'], totalAmount = '100'): OrderNotification => ({
@@ -33,7 +40,12 @@ const order = (orderId: string, status: OrderNotification['status'], totalAmount
 
 describe('group commit', () => {
   it('When notifications queue behind one busy transaction, then they are recorded together and each gets its own outcome', async () => {
-    const store = new GroupCommitStore(pgSessions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 6000 });
+    const store = new GroupCommitStore(
+      pgSessions(svc.service.pool),
+      svc.service.db,
+      { eventSource: 'urn:test' },
+      { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 6000 },
+    );
     const orderId = uniqueId('GC');
     const others = Array.from({ length: 10 }, () => uniqueId('GCO'));
     const results = await Promise.all([
@@ -59,7 +71,12 @@ describe('group commit', () => {
   });
 
   it('When one notification in a batch breaks a database rule, then only it fails and the others commit', async () => {
-    const store = new GroupCommitStore(pgSessions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 6000 });
+    const store = new GroupCommitStore(
+      pgSessions(svc.service.pool),
+      svc.service.db,
+      { eventSource: 'urn:test' },
+      { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 6000 },
+    );
     const good = Array.from({ length: 5 }, () => uniqueId('GOOD'));
     const bad = uniqueId('BAD');
     // The parser never lets a negative amount through; the table's CHECK stands in for any defect.
@@ -68,24 +85,47 @@ describe('group commit', () => {
       store.record(delivery(bad), order(bad, 'PENDING', '-1')),
       ...good.slice(2).map((id) => store.record(delivery(id), order(id, 'PENDING'))),
     ]);
-    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
-    const stored = await query<{ order_id: string }>(svc.database.url, 'SELECT order_id FROM orders WHERE order_id = ANY($1)', [[...good, bad]]);
+    expect(settled.map((s) => s.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+    ]);
+    const stored = await query<{ order_id: string }>(
+      svc.database.url,
+      'SELECT order_id FROM orders WHERE order_id = ANY($1)',
+      [[...good, bad]],
+    );
     expect(stored.map((r) => r.order_id).sort()).toEqual([...good].sort());
   });
 
   it('When the queue is full, then new notifications are refused at once rather than waiting', async () => {
-    const store = new GroupCommitStore(pgSessions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 1, lanes: 1, maxQueued: 2, maxWaitMs: 5000, answerWithinMs: 6000 });
+    const store = new GroupCommitStore(
+      pgSessions(svc.service.pool),
+      svc.service.db,
+      { eventSource: 'urn:test' },
+      { maxBatchSize: 1, lanes: 1, maxQueued: 2, maxWaitMs: 5000, answerWithinMs: 6000 },
+    );
     const ids = Array.from({ length: 6 }, () => uniqueId('FULL'));
     const settled = await Promise.allSettled(ids.map((id) => store.record(delivery(id), order(id, 'PENDING'))));
     const refused = settled.filter((s) => s.status === 'rejected');
     expect(refused.length).toBeGreaterThan(0);
-    expect(refused.every((s) => s.status === 'rejected' && (s.reason as Error).name === 'RecorderOverloaded')).toBe(true);
+    expect(refused.every((s) => s.status === 'rejected' && (s.reason as Error).name === 'RecorderOverloaded')).toBe(
+      true,
+    );
   });
 });
 
 describe('group commit with refunds', () => {
   it('When many refunds of the same orders arrive together with the orders, then every refund is projected', async () => {
-    const store = new GroupCommitStore(pgSessions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 5000, answerWithinMs: 6000 });
+    const store = new GroupCommitStore(
+      pgSessions(svc.service.pool),
+      svc.service.db,
+      { eventSource: 'urn:test' },
+      { maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 5000, answerWithinMs: 6000 },
+    );
     const orders = Array.from({ length: 20 }, () => uniqueId('RFO'));
     const work: Array<Promise<unknown>> = [];
     for (const orderId of orders) {
@@ -93,16 +133,34 @@ describe('group commit with refunds', () => {
       for (const k of [1, 2]) {
         const refundId = `${orderId}-R${k}`;
         const n: RefundNotification = {
-          kind: 'refund', orderId, extOrderId: null, refundId, extRefundId: null, status: 'FINALIZED',
-          amount: '10', currencyCode: 'PLN', statusDateTime: null, refundDate: null, reason: null, reasonDescription: null,
+          kind: 'refund',
+          orderId,
+          extOrderId: null,
+          refundId,
+          extRefundId: null,
+          status: 'FINALIZED',
+          amount: '10',
+          currencyCode: 'PLN',
+          statusDateTime: null,
+          refundDate: null,
+          reason: null,
+          reasonDescription: null,
         };
         work.push(store.record(delivery(refundId), n), store.record(delivery(`${refundId}-again`), n));
       }
     }
     await Promise.all(work);
-    const rows = await query<{ n: string }>(svc.database.url, 'SELECT count(*) AS n FROM refunds WHERE order_id = ANY($1)', [orders]);
+    const rows = await query<{ n: string }>(
+      svc.database.url,
+      'SELECT count(*) AS n FROM refunds WHERE order_id = ANY($1)',
+      [orders],
+    );
     expect(rows[0]?.n).toBe('40');
-    const seq = await query<{ order_id: string; last_sequence: string }>(svc.database.url, 'SELECT order_id, last_sequence FROM event_streams WHERE order_id = ANY($1)', [orders]);
+    const seq = await query<{ order_id: string; last_sequence: string }>(
+      svc.database.url,
+      'SELECT order_id, last_sequence FROM event_streams WHERE order_id = ANY($1)',
+      [orders],
+    );
     expect(seq.every((s) => s.last_sequence === '3')).toBe(true);
   });
 });
@@ -113,14 +171,27 @@ describe('group commit deadlines', () => {
     // the order's advisory lock for longer than the answer time.
     const orderId = uniqueId('SLOW');
     const other = uniqueId('FAST');
-    const store = new GroupCommitStore(pgSessions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 300 });
+    const store = new GroupCommitStore(
+      pgSessions(svc.service.pool),
+      svc.service.db,
+      { eventSource: 'urn:test' },
+      { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 300 },
+    );
     await whileOrderLocked(svc.service.pool, orderId, async () => {
-      await expect(store.record(delivery(orderId), order(orderId, 'PENDING'))).rejects.toThrow(/no commit within 300 ms/);
+      await expect(store.record(delivery(orderId), order(orderId, 'PENDING'))).rejects.toThrow(
+        /no commit within 300 ms/,
+      );
     });
     // The lock is released: the batch's statements can finish now, but it must not commit.
     await new Promise((r) => setTimeout(r, 200));
-    await expect(store.record(delivery(other), order(other, 'PENDING'))).resolves.toMatchObject({ outcome: 'accepted' });
-    const rows = await query<{ subject_id: string }>(svc.database.url, 'SELECT subject_id FROM notifications WHERE subject_id = ANY($1)', [[orderId, other]]);
+    await expect(store.record(delivery(other), order(other, 'PENDING'))).resolves.toMatchObject({
+      outcome: 'accepted',
+    });
+    const rows = await query<{ subject_id: string }>(
+      svc.database.url,
+      'SELECT subject_id FROM notifications WHERE subject_id = ANY($1)',
+      [[orderId, other]],
+    );
     expect(rows.map((r) => r.subject_id)).toEqual([other]);
   });
 
@@ -128,7 +199,12 @@ describe('group commit deadlines', () => {
     // The write waits on a row lock (another transaction holds the order's projection row), so the
     // write and the COMMIT sent with it go unanswered, as in a network partition.
     const orderId = uniqueId('HUNG');
-    const store = new GroupCommitStore(pgSessions(svc.service.pool), svc.service.db, { eventSource: 'urn:test' }, { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 300 });
+    const store = new GroupCommitStore(
+      pgSessions(svc.service.pool),
+      svc.service.db,
+      { eventSource: 'urn:test' },
+      { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 300 },
+    );
     await store.record(delivery(`${orderId}-p`), order(orderId, 'PENDING'));
     const blocker = await svc.service.pool.connect();
     try {

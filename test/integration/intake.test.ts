@@ -20,7 +20,9 @@ const rowCount = async (table: string): Promise<number> =>
 
 /** Sends a fixture with its captured headers (minus the hop-by-hop ones). */
 function sendFixture(f: Fixture) {
-  const req = request(svc.publicUrl).post('/notifications').set('Content-Type', f.headers['Content-Type'] ?? 'application/json');
+  const req = request(svc.publicUrl)
+    .post('/notifications')
+    .set('Content-Type', f.headers['Content-Type'] ?? 'application/json');
   for (const [name, value] of Object.entries(f.headers)) {
     if (!['content-length', 'connection', 'content-type'].includes(name.toLowerCase())) req.set(name, value);
   }
@@ -30,7 +32,9 @@ function sendFixture(f: Fixture) {
 /** The values of unlabelled series in one scrape of the service's /metrics (NaN when absent). */
 async function metricValues<Name extends string>(...names: Name[]): Promise<Record<Name, number>> {
   const text = (await request(svc.adminUrl).get('/metrics')).text;
-  return Object.fromEntries(names.map((name) => [name, Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1])])) as Record<Name, number>;
+  return Object.fromEntries(
+    names.map((name) => [name, Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1])]),
+  ) as Record<Name, number>;
 }
 
 describe('POST /notifications: verification', () => {
@@ -58,13 +62,16 @@ describe('POST /notifications: verification', () => {
     ['real-03', 'wrong key'],
     ['real-10', 'pretty-printed copy'],
     ['real-18', 'wrong signature'],
-  ])('When the captured notification %s (%s) is delivered, then it is refused with 401 and nothing is stored', async (id) => {
-    const before = await rowCount('deliveries');
-    const res = await sendFixture(fixture(id));
-    expect(res.status).toBe(401);
-    expect(res.body).toEqual({ error: { code: 'invalid_signature', message: expect.any(String) } });
-    expect(await rowCount('deliveries')).toBe(before);
-  });
+  ])(
+    'When the captured notification %s (%s) is delivered, then it is refused with 401 and nothing is stored',
+    async (id) => {
+      const before = await rowCount('deliveries');
+      const res = await sendFixture(fixture(id));
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ error: { code: 'invalid_signature', message: expect.any(String) } });
+      expect(await rowCount('deliveries')).toBe(before);
+    },
+  );
 
   it('When the signature header has no signature field (real-19), then 401 missing_signature', async () => {
     const res = await sendFixture(fixture('real-19'));
@@ -99,7 +106,12 @@ describe('POST /notifications: verification', () => {
     const body = Buffer.from(orderBody({ orderId: uniqueId('FLIP'), status: 'PENDING' }));
     const header = sign(body, SECOND_KEY);
     body[10] = (body[10] as number) ^ 0x01;
-    const res = await request(svc.publicUrl).post('/notifications').set('Content-Type', 'application/json').set('OpenSvc-Signature', header).serialize(exactBytes).send(body);
+    const res = await request(svc.publicUrl)
+      .post('/notifications')
+      .set('Content-Type', 'application/json')
+      .set('OpenSvc-Signature', header)
+      .serialize(exactBytes)
+      .send(body);
     expect(res.status).toBe(401);
   });
 
@@ -111,7 +123,11 @@ describe('POST /notifications: verification', () => {
   });
 
   it('When a verified body is not UTF-8, then it is quarantined (200) with its exact bytes kept', async () => {
-    const body = Buffer.concat([Buffer.from('{"order":{"orderId":"'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('","status":"PENDING"}}')]);
+    const body = Buffer.concat([
+      Buffer.from('{"order":{"orderId":"'),
+      Buffer.from([0xc3, 0x28, 0xff]),
+      Buffer.from('","status":"PENDING"}}'),
+    ]);
     const res = await svc.post(body);
     expect(res.status).toBe(200);
     expect(res.body.outcome).toBe('quarantined');
@@ -172,8 +188,12 @@ describe('POST /notifications: request checks before the signature', () => {
     const made = await request(svc.publicUrl).get('/nowhere').set('X-Request-Id', 'not sane!');
     expect(made.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     const text = (await request(svc.adminUrl).get('/metrics')).text;
-    expect(text).toMatch(/http_request_duration_seconds_count\{server="public",method="GET",route="\/notifications",status_code="405"\} [1-9]/);
-    expect(text).toMatch(/http_request_duration_seconds_count\{server="public",method="GET",route="unmatched",status_code="404"\} [1-9]/);
+    expect(text).toMatch(
+      /http_request_duration_seconds_count\{server="public",method="GET",route="\/notifications",status_code="405"\} [1-9]/,
+    );
+    expect(text).toMatch(
+      /http_request_duration_seconds_count\{server="public",method="GET",route="unmatched",status_code="404"\} [1-9]/,
+    );
   });
 
   it('When the admin routes are asked on the public port, then 404', async () => {
@@ -208,7 +228,9 @@ describe('POST /notifications: request checks before the signature', () => {
     // The answers come after the lock is released: wrapped, so that the lock's holder does not wait for them.
     const { answers } = await whileOrderLocked(svc.service.pool, held, async () => {
       const first = svc.post(orderBody({ orderId: held, status: 'PENDING' })).then((r) => r.status);
-      const waiting = [0, 1, 2].map(() => svc.post(orderBody({ orderId: uniqueId('WAIT'), status: 'PENDING' })).then((r) => r.status));
+      const waiting = [0, 1, 2].map(() =>
+        svc.post(orderBody({ orderId: uniqueId('WAIT'), status: 'PENDING' })).then((r) => r.status),
+      );
       let seen = 0;
       for (let i = 0; i < 100 && seen < 3; i++) {
         seen = await queued();
@@ -243,7 +265,11 @@ describe('source address', () => {
   };
 
   it('When the socket peer is not allowed, then 403 and nothing is stored', async () => {
-    expect(await deliver({ ALLOWED_SOURCE_IPS: 'production' }, {})).toEqual({ status: 403, code: 'source_not_allowed', stored: 0 });
+    expect(await deliver({ ALLOWED_SOURCE_IPS: 'production' }, {})).toEqual({
+      status: 403,
+      code: 'source_not_allowed',
+      stored: 0,
+    });
   });
 
   it('When no proxy is trusted, then a forged X-Forwarded-For, Forwarded or X-Real-IP changes nothing', async () => {
@@ -252,12 +278,19 @@ describe('source address', () => {
   });
 
   it('When one proxy hop is trusted, then the client address it forwards is the one checked', async () => {
-    expect(await deliver({ ALLOWED_SOURCE_IPS: 'production', TRUST_PROXY: '1' }, { 'X-Forwarded-For': '185.68.12.27' })).toEqual({
+    expect(
+      await deliver({ ALLOWED_SOURCE_IPS: 'production', TRUST_PROXY: '1' }, { 'X-Forwarded-For': '185.68.12.27' }),
+    ).toEqual({
       status: 200,
       code: undefined,
       stored: 1,
     });
-    expect(await deliver({ ALLOWED_SOURCE_IPS: 'production', TRUST_PROXY: '1' }, { 'X-Forwarded-For': '185.68.12.27, 9.9.9.9' })).toMatchObject({
+    expect(
+      await deliver(
+        { ALLOWED_SOURCE_IPS: 'production', TRUST_PROXY: '1' },
+        { 'X-Forwarded-For': '185.68.12.27, 9.9.9.9' },
+      ),
+    ).toMatchObject({
       status: 403,
     });
   });
@@ -278,7 +311,9 @@ describe('Basic auth', () => {
 
   it('When the right credentials come with a valid signature, then 200', async () => {
     const body = orderBody({ orderId: uniqueId('BA'), status: 'PENDING' });
-    const res = await basic.post(body, { Authorization: `Basic ${Buffer.from('shop:s3cret:pass').toString('base64')}` });
+    const res = await basic.post(body, {
+      Authorization: `Basic ${Buffer.from('shop:s3cret:pass').toString('base64')}`,
+    });
     expect(res.status).toBe(200);
   });
 
@@ -290,7 +325,9 @@ describe('Basic auth', () => {
       expect(res.status).toBe(401);
       expect(res.body.error.code).toBe('invalid_basic_auth');
       expect(res.headers['www-authenticate']).toContain('Basic');
-      const rows = await query(basic.database.url, "SELECT 1 FROM notifications WHERE subject_id = $1", [JSON.parse(body).order.orderId]);
+      const rows = await query(basic.database.url, 'SELECT 1 FROM notifications WHERE subject_id = $1', [
+        JSON.parse(body).order.orderId,
+      ]);
       expect(rows).toHaveLength(0);
     },
   );

@@ -40,7 +40,13 @@ describe('events of a lifecycle', () => {
     const deliveries = [
       orderBody({ orderId, status: 'PENDING', paymentId: 'P1' }),
       orderBody({ orderId, status: 'PENDING', paymentId: 'P1' }), // duplicate
-      orderBody({ orderId, status: 'COMPLETED', paymentId: 'P1', payMethodType: 'CARD_TOKEN', localReceiptDateTime: '2026-11-01T10:05:00.123+01:00' }),
+      orderBody({
+        orderId,
+        status: 'COMPLETED',
+        paymentId: 'P1',
+        payMethodType: 'CARD_TOKEN',
+        localReceiptDateTime: '2026-11-01T10:05:00.123+01:00',
+      }),
       orderBody({ orderId, status: 'WAITING_FOR_CONFIRMATION', paymentId: 'P1' }), // stale
       refundBody({ orderId, refundId, status: 'FINALIZED', amount: '5000', extRefundId: 'shop-refund-1' }),
       refundBody({ orderId, refundId, status: 'FINALIZED', amount: '5000', extRefundId: 'shop-refund-1' }), // duplicate
@@ -52,7 +58,9 @@ describe('events of a lifecycle', () => {
     expect(consumer.messages.filter((m) => JSON.parse(m.content.toString()).subject === orderId)).toHaveLength(3);
 
     expect(messages.map((m) => m.fields.routingKey)).toEqual(['order.pending', 'order.completed', 'refund.finalized']);
-    const [pending, completed, refunded] = messages.map((m) => JSON.parse(m.content.toString('utf8')) as Record<string, unknown>);
+    const [pending, completed, refunded] = messages.map(
+      (m) => JSON.parse(m.content.toString('utf8')) as Record<string, unknown>,
+    );
 
     for (const m of messages) {
       const event = JSON.parse(m.content.toString()) as { id: string; type: string };
@@ -89,7 +97,13 @@ describe('events of a lifecycle', () => {
     });
     expect(completed).toMatchObject({
       type: 'order.completed',
-      data: { status: 'COMPLETED', previousStatus: 'PENDING', payMethodType: 'CARD_TOKEN', localReceiptDateTime: '2026-11-01T10:05:00.123+01:00', sequence: 2 },
+      data: {
+        status: 'COMPLETED',
+        previousStatus: 'PENDING',
+        payMethodType: 'CARD_TOKEN',
+        localReceiptDateTime: '2026-11-01T10:05:00.123+01:00',
+        sequence: 2,
+      },
     });
     expect(refunded).toEqual({
       specversion: '1.0',
@@ -122,10 +136,12 @@ describe('events of a lifecycle', () => {
   it('When a conflict arrives, then order.status_conflict is published for alerting', async () => {
     const orderId = uniqueId('CEVT');
     for (const status of ['COMPLETED', 'CANCELED']) await svc.post(orderBody({ orderId, status })).expect(200);
-    await waitUntil(async () => consumer.bodies<{ subject: string }>().filter((b) => b.subject === orderId).length === 2);
-    const events = consumer.bodies<{ subject: string; type: string; data: { status: string; previousStatus: string; sequence: number } }>().filter(
-      (b) => b.subject === orderId,
+    await waitUntil(
+      async () => consumer.bodies<{ subject: string }>().filter((b) => b.subject === orderId).length === 2,
     );
+    const events = consumer
+      .bodies<{ subject: string; type: string; data: { status: string; previousStatus: string; sequence: number } }>()
+      .filter((b) => b.subject === orderId);
     expect(events.map((e) => [e.type, e.data.status, e.data.previousStatus, e.data.sequence])).toEqual([
       ['order.completed', 'COMPLETED', null, 1],
       ['order.status_conflict', 'CANCELED', 'COMPLETED', 2],
@@ -174,7 +190,11 @@ describe('unroutable events', () => {
     try {
       const orderId = uniqueId('UNR');
       await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
-      await waitUntil(async () => /outbox_publish_failures_total\{reason="returned"\} [1-9]/.test((await request(svc.adminUrl).get('/metrics')).text));
+      await waitUntil(async () =>
+        /outbox_publish_failures_total\{reason="returned"\} [1-9]/.test(
+          (await request(svc.adminUrl).get('/metrics')).text,
+        ),
+      );
       const [row] = await query<{ published_at: Date | null; attempts: number; last_error: string }>(
         svc.database.url,
         'SELECT published_at, attempts, last_error FROM outbox_events WHERE order_id = $1',
@@ -185,7 +205,7 @@ describe('unroutable events', () => {
       expect(row?.last_error).toMatch(/^returned/);
 
       consumer = await new EventConsumer(exchange).start();
-      await query(svc.database.url, "UPDATE outbox_events SET next_attempt_at = now() WHERE order_id = $1", [orderId]); // skip the backoff wait
+      await query(svc.database.url, 'UPDATE outbox_events SET next_attempt_at = now() WHERE order_id = $1', [orderId]); // skip the backoff wait
       svc.service.relay?.wake();
       await consumer.waitFor(1);
       expect(consumer.bodies<{ subject: string }>()[0]?.subject).toBe(orderId);
@@ -201,7 +221,9 @@ describe('broker outage', () => {
     const exchange = uniqueExchange();
     const consumer = await new EventConsumer(exchange).start();
     const proxy = await new FaultProxy(5672).start();
-    const svc = await startTestService({ env: { AMQP_EXCHANGE: exchange, AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}` } });
+    const svc = await startTestService({
+      env: { AMQP_EXCHANGE: exchange, AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}` },
+    });
     try {
       const orders = Array.from({ length: 20 }, () => uniqueId('BRK'));
       for (const orderId of orders.slice(0, 10)) await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
@@ -216,7 +238,10 @@ describe('broker outage', () => {
       await waitUntil(async () => (await pendingEvents(svc.database.url)) === 0, 30_000);
       const events = consumer.bodies<{ id: string; subject: string; type: string; data: { sequence: number } }>();
       const ids = new Set(events.map((e) => e.id));
-      const [{ n: committed } = { n: '0' }] = await query<{ n: string }>(svc.database.url, 'SELECT count(*) AS n FROM outbox_events');
+      const [{ n: committed } = { n: '0' }] = await query<{ n: string }>(
+        svc.database.url,
+        'SELECT count(*) AS n FROM outbox_events',
+      );
       expect(ids.size).toBe(Number(committed)); // nothing lost (repeats, if any, carry the same id)
       expect(ids.size).toBe(30);
       for (const orderId of orders) {
@@ -265,13 +290,16 @@ describe('several relays', () => {
       const orders = Array.from({ length: 15 }, () => uniqueId('TWO'));
       await Promise.all(
         orders.map(async (orderId) => {
-          for (const status of ['PENDING', 'WAITING_FOR_CONFIRMATION', 'COMPLETED']) await svc.post(orderBody({ orderId, status })).expect(200);
+          for (const status of ['PENDING', 'WAITING_FOR_CONFIRMATION', 'COMPLETED'])
+            await svc.post(orderBody({ orderId, status })).expect(200);
         }),
       );
       await consumer.waitFor(45, 30_000);
       expect([svc.service.relay?.isActive, second.isActive].filter(Boolean)).toHaveLength(1);
       for (const orderId of orders) {
-        const mine = consumer.bodies<{ subject: string; type: string; data: { sequence: number } }>().filter((e) => e.subject === orderId);
+        const mine = consumer
+          .bodies<{ subject: string; type: string; data: { sequence: number } }>()
+          .filter((e) => e.subject === orderId);
         expect(mine.map((e) => [e.type, e.data.sequence])).toEqual([
           ['order.pending', 1],
           ['order.waiting_for_confirmation', 2],
@@ -301,7 +329,8 @@ describe('batches in a row', () => {
     const consumer = await new EventConsumer(exchange).start();
     const svc = await startTestService({ env: { AMQP_EXCHANGE: exchange, RELAY_ENABLED: 'false' } });
     const orderId = uniqueId('NEXT');
-    for (const status of ['PENDING', 'WAITING_FOR_CONFIRMATION', 'COMPLETED']) await svc.post(orderBody({ orderId, status })).expect(200);
+    for (const status of ['PENDING', 'WAITING_FOR_CONFIRMATION', 'COMPLETED'])
+      await svc.post(orderBody({ orderId, status })).expect(200);
     // A batch takes one event per order, and nothing is committed after the relay starts: no
     // wake-up hint comes, so the relay must go on by itself, not wait for its (10-minute) poll.
     const relay = new OutboxRelay({
@@ -316,7 +345,9 @@ describe('batches in a row', () => {
     relay.start();
     try {
       await consumer.waitFor(3, 10_000);
-      expect(consumer.bodies<{ type: string; data: { sequence: number } }>().map((e) => [e.type, e.data.sequence])).toEqual([
+      expect(
+        consumer.bodies<{ type: string; data: { sequence: number } }>().map((e) => [e.type, e.data.sequence]),
+      ).toEqual([
         ['order.pending', 1],
         ['order.waiting_for_confirmation', 2],
         ['order.completed', 3],

@@ -28,7 +28,13 @@ describe('order projection', () => {
   it('When PENDING then COMPLETED arrive, then the order is COMPLETED with the payment details', async () => {
     const orderId = uniqueId('LIFE');
     await deliver({ orderId, status: 'PENDING', paymentId: '7001' });
-    await deliver({ orderId, status: 'COMPLETED', paymentId: '7001', payMethodType: 'PBL', localReceiptDateTime: '2026-11-01T10:05:00.123+01:00' });
+    await deliver({
+      orderId,
+      status: 'COMPLETED',
+      paymentId: '7001',
+      payMethodType: 'PBL',
+      localReceiptDateTime: '2026-11-01T10:05:00.123+01:00',
+    });
     const res = await getOrder(orderId);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
@@ -51,7 +57,11 @@ describe('order projection', () => {
 
   it('When the sequence arrives reversed, then COMPLETED holds and the late ones are stale', async () => {
     const orderId = uniqueId('REV');
-    expect(await sequence(orderId, ['COMPLETED', 'WAITING_FOR_CONFIRMATION', 'PENDING'])).toEqual(['accepted', 'stale', 'stale']);
+    expect(await sequence(orderId, ['COMPLETED', 'WAITING_FOR_CONFIRMATION', 'PENDING'])).toEqual([
+      'accepted',
+      'stale',
+      'stale',
+    ]);
     const res = await getOrder(orderId);
     expect(res.body.status).toBe('COMPLETED');
     expect(res.body.history.map((h: { status: string; applied: boolean }) => [h.status, h.applied])).toEqual([
@@ -63,7 +73,11 @@ describe('order projection', () => {
 
   it('When auto-receive is off, then PENDING, WAITING_FOR_CONFIRMATION, COMPLETED all apply in turn', async () => {
     const orderId = uniqueId('WFC');
-    expect(await sequence(orderId, ['PENDING', 'WAITING_FOR_CONFIRMATION', 'COMPLETED'])).toEqual(['accepted', 'accepted', 'accepted']);
+    expect(await sequence(orderId, ['PENDING', 'WAITING_FOR_CONFIRMATION', 'COMPLETED'])).toEqual([
+      'accepted',
+      'accepted',
+      'accepted',
+    ]);
     expect((await getOrder(orderId)).body.status).toBe('COMPLETED');
   });
 
@@ -84,7 +98,9 @@ describe('order projection', () => {
     const orderId = uniqueId('CONF');
     expect(await sequence(orderId, ['PENDING', 'COMPLETED', 'CANCELED'])).toEqual(['accepted', 'accepted', 'conflict']);
     expect((await getOrder(orderId)).body.status).toBe('COMPLETED');
-    const errorLine = svc.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.orderId === orderId && l.level === 50);
+    const errorLine = svc.logs
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.orderId === orderId && l.level === 50);
     expect(errorLine).toMatchObject({ outcome: 'conflict', status: 'CANCELED', keptStatus: 'COMPLETED' });
     const metrics = await request(svc.adminUrl).get('/metrics');
     expect(metrics.text).toMatch(/payment_notifications_total\{kind="order",outcome="conflict"\} [1-9]/);
@@ -102,7 +118,12 @@ describe('order projection', () => {
     const canceled = JSON.parse(orderBody({ orderId, status: 'CANCELED' })) as { order: Record<string, unknown> };
     delete canceled.order.extOrderId;
     await svc.post(JSON.stringify(canceled)).expect(200);
-    expect((await getOrder(orderId)).body).toMatchObject({ status: 'CANCELED', paymentId: 'P9', payMethodType: 'PBL', extOrderId: `ext-${orderId}` });
+    expect((await getOrder(orderId)).body).toMatchObject({
+      status: 'CANCELED',
+      paymentId: 'P9',
+      payMethodType: 'PBL',
+      extOrderId: `ext-${orderId}`,
+    });
   });
 
   it('When a notification this process committed is repeated exactly, then it is a duplicate without waiting for its order', async () => {
@@ -135,7 +156,9 @@ describe('order projection', () => {
       [orderId],
     );
     expect(rows.map((r) => r.body.toString('utf8'))).toEqual([pretty]);
-    expect((await request(svc.adminUrl).get('/metrics')).text).toMatch(/payment_notification_variants_total\{kind="order"\} [1-9]/);
+    expect((await request(svc.adminUrl).get('/metrics')).text).toMatch(
+      /payment_notification_variants_total\{kind="order"\} [1-9]/,
+    );
   });
 
   it('When an amount is huge but exact, then it is stored and shown exactly, never as a float', async () => {
@@ -182,9 +205,18 @@ describe('refund projection', () => {
   it('When a refund arrives before anything is known of its order, then it is recorded and shown with the order later', async () => {
     const orderId = uniqueId('RORD');
     const refundId = uniqueId('REF');
-    expect((await svc.post(refundBody({ orderId, refundId, status: 'FINALIZED', amount: '5000' }))).body.outcome).toBe('accepted');
+    expect((await svc.post(refundBody({ orderId, refundId, status: 'FINALIZED', amount: '5000' }))).body.outcome).toBe(
+      'accepted',
+    );
     const refund = await request(svc.adminUrl).get(`/refunds/${refundId}`);
-    expect(refund.body).toMatchObject({ refundId, orderId, status: 'FINALIZED', amount: '5000', currencyCode: 'PLN', reason: 'refund' });
+    expect(refund.body).toMatchObject({
+      refundId,
+      orderId,
+      status: 'FINALIZED',
+      amount: '5000',
+      currencyCode: 'PLN',
+      reason: 'refund',
+    });
     await deliver({ orderId, status: 'COMPLETED' });
     const order = await getOrder(orderId);
     expect(order.body.refunds).toEqual([expect.objectContaining({ refundId, status: 'FINALIZED' })]);
@@ -202,7 +234,11 @@ describe('refund projection', () => {
   });
 
   it('When a panel refund without amount, currency and statusDateTime arrives, then it is accepted', async () => {
-    const body = JSON.stringify({ orderId: uniqueId('PANEL'), extOrderId: '50024', refund: { refundId: uniqueId('R'), status: 'FINALIZED', reason: 'refund', refundDate: '1604422726567' } });
+    const body = JSON.stringify({
+      orderId: uniqueId('PANEL'),
+      extOrderId: '50024',
+      refund: { refundId: uniqueId('R'), status: 'FINALIZED', reason: 'refund', refundDate: '1604422726567' },
+    });
     expect((await svc.post(body)).body.outcome).toBe('accepted');
   });
 

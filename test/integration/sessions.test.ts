@@ -13,7 +13,10 @@ let svc: TestService;
 let unpipelined: pg.Pool;
 beforeAll(async () => {
   svc = await startTestService({ env: { RELAY_ENABLED: 'false' } });
-  unpipelined = createPool({ url: svc.database.url, poolMax: 3, timeoutMs: 3000, pipelined: false }, createLogger('silent'));
+  unpipelined = createPool(
+    { url: svc.database.url, poolMax: 3, timeoutMs: 3000, pipelined: false },
+    createLogger('silent'),
+  );
   await query(svc.database.url, 'CREATE TABLE pipeline_probe (id integer PRIMARY KEY)');
 });
 afterAll(async () => {
@@ -34,7 +37,11 @@ describe.each([
   it('When statements are issued together, then they run in order and the last one commits with everything before it', async () => {
     const sessions = pgSessions(poolOf());
     const seen = await sessions.transaction(async (session) => {
-      const [, , rows] = await Promise.all([session.run(insert(1)), session.run(insert(2)), session.run<{ n: number }>(count())]);
+      const [, , rows] = await Promise.all([
+        session.run(insert(1)),
+        session.run(insert(2)),
+        session.run<{ n: number }>(count()),
+      ]);
       await session.runAndCommit(insert(3));
       return rows[0]?.n;
     });
@@ -73,7 +80,9 @@ describe.each([
         sessions.transaction((session) => session.runAndCommit(insert(100 + (i % 2)))).catch(() => undefined),
       ),
     );
-    await Promise.all(Array.from({ length: max }, (_, i) => sessions.transaction((session) => session.runAndCommit(insert(i + 1)))));
+    await Promise.all(
+      Array.from({ length: max }, (_, i) => sessions.transaction((session) => session.runAndCommit(insert(i + 1)))),
+    );
     expect((await stored()).filter((id) => id < 100)).toEqual(Array.from({ length: max }, (_, i) => i + 1));
   });
 
@@ -118,7 +127,9 @@ it('When statements are issued together on a pool without pipelining, then each 
     expect(overlap.most()).toBe(1);
     expect(await stored()).toEqual([1, 2, 3]);
     // The watch sees overlap where there is some: the pipelined pool sends them together.
-    await pgSessions(svc.service.pool).transaction((session) => Promise.all([session.run(insert(6)), session.runAndCommit(insert(7))]));
+    await pgSessions(svc.service.pool).transaction((session) =>
+      Promise.all([session.run(insert(6)), session.runAndCommit(insert(7))]),
+    );
     expect(overlap.most()).toBeGreaterThan(1);
   } finally {
     overlap.stop();

@@ -25,7 +25,11 @@ export class EventConsumer {
   readonly messages: ConsumeMessage[] = [];
   private connection: ChannelModel | null = null;
 
-  constructor(private readonly exchange: string, private readonly bindingKey = '#', private readonly url = AMQP_URL) {}
+  constructor(
+    private readonly exchange: string,
+    private readonly bindingKey = '#',
+    private readonly url = AMQP_URL,
+  ) {}
 
   async start(): Promise<this> {
     this.connection = await amqp.connect(this.url);

@@ -31,14 +31,20 @@ function stampMtime(): number {
  */
 export function buildIfStale(): void {
   const started = Date.now();
-  const present = existsSync(path.join(ROOT, 'dist', 'main.js')) && existsSync(path.join(ROOT, 'dist', 'cli', 'index.js'));
+  const present =
+    existsSync(path.join(ROOT, 'dist', 'main.js')) && existsSync(path.join(ROOT, 'dist', 'cli', 'index.js'));
   if (present && stampMtime() >= newestSourceMtime(path.join(ROOT, 'src'))) return;
-  const result = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-  });
+  const result = spawnSync(
+    process.execPath,
+    [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+    },
+  );
   // tsc emits despite type errors (exit 2); `npm test` type-checks separately, so only a failed emit fails here.
-  if (result.status !== 0 && result.status !== 2) throw new Error(`build failed (${result.status}):\n${result.stdout}${result.stderr}`);
+  if (result.status !== 0 && result.status !== 2)
+    throw new Error(`build failed (${result.status}):\n${result.stdout}${result.stderr}`);
   mkdirSync(path.dirname(STAMP), { recursive: true });
   writeFileSync(STAMP, `${new Date(started).toISOString()}\n`);
 }

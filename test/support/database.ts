@@ -29,7 +29,11 @@ export function testDatabase(prefix = 'nr_test'): TestDatabase {
 }
 
 /** Runs one query against a test database (for assertions on what was stored). */
-export async function query<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
+export async function query<T extends pg.QueryResultRow>(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

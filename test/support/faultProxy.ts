@@ -26,7 +26,10 @@ export class FaultProxy {
   /** Added to every chunk, each way (order kept: equal delays fire in the order they were set). */
   latencyMs = 0;
 
-  constructor(private readonly targetPort: number, private readonly targetHost = '127.0.0.1') {
+  constructor(
+    private readonly targetPort: number,
+    private readonly targetHost = '127.0.0.1',
+  ) {
     this.server = net.createServer((client) => this.accept(client));
   }
 

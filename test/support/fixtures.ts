@@ -15,7 +15,9 @@ export interface Fixture {
 }
 
 export const fixtures: Fixture[] = (
-  JSON.parse(readFileSync(path.join(__dirname, '..', 'fixtures', 'real-notifications.json'), 'utf8')) as { fixtures: Fixture[] }
+  JSON.parse(readFileSync(path.join(__dirname, '..', 'fixtures', 'real-notifications.json'), 'utf8')) as {
+    fixtures: Fixture[];
+  }
 ).fixtures;
 
 export function fixture(id: string): Fixture {

@@ -3,7 +3,10 @@ import { createHash } from 'node:crypto';
 /** Signs like the payment service: hex(hash(body bytes + second key)). */
 export function sign(body: Buffer | string, key: string, algorithm = 'MD5'): string {
   const nodeName = algorithm.toLowerCase().replace('-', '');
-  const signature = createHash(nodeName === 'sha' ? 'sha256' : nodeName).update(body).update(key).digest('hex');
+  const signature = createHash(nodeName === 'sha' ? 'sha256' : nodeName)
+    .update(body)
+    .update(key)
+    .digest('hex');
   return `sender=checkout;signature=${signature};algorithm=${algorithm};content=DOCUMENT`;
 }
 
@@ -13,7 +16,8 @@ export const OTHER_POS_ID = '145227';
 export const OTHER_KEY = 'sign_key527';
 
 let counter = 0;
-export const uniqueId = (prefix: string): string => `${prefix}${Date.now().toString(36)}${(counter++).toString(36)}`.toUpperCase();
+export const uniqueId = (prefix: string): string =>
+  `${prefix}${Date.now().toString(36)}${(counter++).toString(36)}`.toUpperCase();
 
 export interface OrderFields {
   orderId: string;

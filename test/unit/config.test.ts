@@ -46,7 +46,17 @@ describe('loadConfig', () => {
       OUTBOX_RETENTION: 'forever',
     });
     expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(
-      ['ALLOWED_SOURCE_IPS', 'BODY_LIMIT', 'LOG_LEVEL', 'MIGRATE_ON_START', 'NOTIFY_BASIC_AUTH', 'OUTBOX_RETENTION', 'PORT', 'SECOND_KEYS', 'TRUST_PROXY'].sort(),
+      [
+        'ALLOWED_SOURCE_IPS',
+        'BODY_LIMIT',
+        'LOG_LEVEL',
+        'MIGRATE_ON_START',
+        'NOTIFY_BASIC_AUTH',
+        'OUTBOX_RETENTION',
+        'PORT',
+        'SECOND_KEYS',
+        'TRUST_PROXY',
+      ].sort(),
     );
     expect(problems.join('\n')).not.toMatch(/topsecret|nopassword/);
   });
@@ -54,13 +64,17 @@ describe('loadConfig', () => {
   it('When DATABASE_WRITE_LANES is set, then it is read as a count from 1 to 16', () => {
     expect(loadConfig({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: '2' }).databaseWriteLanes).toBe(2);
     for (const bad of ['0', '17', 'two', '1.5']) {
-      expect(problemsOf({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: bad }).map((p) => p.split(':')[0])).toEqual(['DATABASE_WRITE_LANES']);
+      expect(problemsOf({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: bad }).map((p) => p.split(':')[0])).toEqual([
+        'DATABASE_WRITE_LANES',
+      ]);
     }
   });
 
   it('When DATABASE_PIPELINE is false, then the configuration turns pipelining off, and a value that is not a boolean is refused', () => {
     expect(loadConfig({ SECOND_KEYS: '1:k', DATABASE_PIPELINE: 'false' }).databasePipeline).toBe(false);
-    expect(problemsOf({ SECOND_KEYS: '1:k', DATABASE_PIPELINE: 'sometimes' }).map((p) => p.split(':')[0])).toEqual(['DATABASE_PIPELINE']);
+    expect(problemsOf({ SECOND_KEYS: '1:k', DATABASE_PIPELINE: 'sometimes' }).map((p) => p.split(':')[0])).toEqual([
+      'DATABASE_PIPELINE',
+    ]);
   });
 
   it('When SECOND_KEYS is missing, then the service refuses to start', () => {
@@ -69,12 +83,18 @@ describe('loadConfig', () => {
 
   it('When TRUST_PROXY is a hop count or CIDRs, then Express gets that value', () => {
     expect(loadConfig({ SECOND_KEYS: '1:k', TRUST_PROXY: '1' }).trustProxy).toBe(1);
-    expect(loadConfig({ SECOND_KEYS: '1:k', TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).trustProxy).toEqual(['10.0.0.0/8', '127.0.0.1']);
+    expect(loadConfig({ SECOND_KEYS: '1:k', TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).trustProxy).toEqual([
+      '10.0.0.0/8',
+      '127.0.0.1',
+    ]);
     expect(loadConfig({ SECOND_KEYS: '1:k', TRUST_PROXY: 'none' }).trustProxy).toBe(false);
   });
 
   it('When NOTIFY_BASIC_AUTH has a password with ":", then it splits on the first ":" only', () => {
-    expect(loadConfig({ SECOND_KEYS: '1:k', NOTIFY_BASIC_AUTH: 'shop:pa:ss' }).notifyBasicAuth).toEqual({ user: 'shop', password: 'pa:ss' });
+    expect(loadConfig({ SECOND_KEYS: '1:k', NOTIFY_BASIC_AUTH: 'shop:pa:ss' }).notifyBasicAuth).toEqual({
+      user: 'shop',
+      password: 'pa:ss',
+    });
   });
 
   it.each([

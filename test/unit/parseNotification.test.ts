@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { parseNotification } from '../../src/parsing/parseNotification';
 import { fixture, fixtures } from '../support/fixtures';
 
-const parse = (value: unknown) => parseNotification(Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)));
+const parse = (value: unknown) =>
+  parseNotification(Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)));
 const order = (fields: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
   parse({ order: { orderId: 'O1', status: 'PENDING', ...fields }, ...extra });
 
@@ -48,7 +49,11 @@ describe('parseNotification', () => {
   it('When every captured body is read, then orders and refunds with a status are understood', () => {
     for (const f of fixtures.filter((x) => x.status !== null)) {
       const result = parseNotification(Buffer.from(f.body));
-      expect({ id: f.id, ok: result.ok, kind: result.ok && result.notification.kind }).toEqual({ id: f.id, ok: true, kind: f.kind });
+      expect({ id: f.id, ok: result.ok, kind: result.ok && result.notification.kind }).toEqual({
+        id: f.id,
+        ok: true,
+        kind: f.kind,
+      });
     }
   });
 
@@ -81,7 +86,8 @@ describe('parseNotification', () => {
   );
 
   it('When unknown fields are present, including __proto__ and constructor, then they are ignored', () => {
-    const body = '{"__proto__":{"polluted":1},"constructor":{"x":1},"order":{"orderId":"O1","status":"PENDING","newField":[1,2]},"more":null}';
+    const body =
+      '{"__proto__":{"polluted":1},"constructor":{"x":1},"order":{"orderId":"O1","status":"PENDING","newField":[1,2]},"more":null}';
     expect(parseNotification(Buffer.from(body))).toMatchObject({ ok: true, notification: { orderId: 'O1' } });
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
@@ -97,7 +103,7 @@ describe('parseNotification', () => {
     [Buffer.from('{"order":{"orderId":"O\\u0000","status":"PENDING"}}'), 'invalid_field'],
     [Buffer.from('{"order":{"orderId":"O\\u001f1","status":"PENDING"}}'), 'invalid_field'],
     [Buffer.from('{"order":{"orderId":"O","status":"PENDING","currencyCode":"zł"}}'), 'invalid_field'],
-    [Buffer.from('[' .repeat(100_000) + ']'.repeat(100_000)), 'too_deep'],
+    [Buffer.from('['.repeat(100_000) + ']'.repeat(100_000)), 'too_deep'],
   ])('When the body is %#, then it is quarantined as %s', (body, reason) => {
     expect(parseNotification(body)).toMatchObject({ ok: false, reason });
   });
@@ -124,16 +130,33 @@ describe('parseNotification', () => {
 
 describe('parseNotification: values Postgres or Date cannot hold', () => {
   it.each([
-    ['{"order":{"orderId":"O","status":"COMPLETED"},"localReceiptDateTime":9007199254740991}', 'beyond the representable date range'],
-    ['{"order":{"orderId":"O","status":"COMPLETED"},"localReceiptDateTime":8640000000000001}', 'beyond the representable date range'],
+    [
+      '{"order":{"orderId":"O","status":"COMPLETED"},"localReceiptDateTime":9007199254740991}',
+      'beyond the representable date range',
+    ],
+    [
+      '{"order":{"orderId":"O","status":"COMPLETED"},"localReceiptDateTime":8640000000000001}',
+      'beyond the representable date range',
+    ],
     ['{"order":{"orderId":"O\\ud800","status":"PENDING"}}', 'unpaired surrogate'],
-    ['{"orderId":"O","refund":{"refundId":"R","status":"FINALIZED","reasonDescription":"x\\udc00y"}}', 'unpaired surrogate'],
+    [
+      '{"orderId":"O","refund":{"refundId":"R","status":"FINALIZED","reasonDescription":"x\\udc00y"}}',
+      'unpaired surrogate',
+    ],
   ])('When the body is %s, then it is quarantined (%s), never an error', (body, detail) => {
-    expect(parseNotification(Buffer.from(body))).toMatchObject({ ok: false, reason: 'invalid_field', detail: expect.stringContaining(detail) });
+    expect(parseNotification(Buffer.from(body))).toMatchObject({
+      ok: false,
+      reason: 'invalid_field',
+      detail: expect.stringContaining(detail),
+    });
   });
 
   it('When a surrogate pair is well formed, then the text is kept', () => {
-    const result = parseNotification(Buffer.from('{"orderId":"O","refund":{"refundId":"R","status":"FINALIZED","reasonDescription":"\\ud83d\\ude00"}}'));
+    const result = parseNotification(
+      Buffer.from(
+        '{"orderId":"O","refund":{"refundId":"R","status":"FINALIZED","reasonDescription":"\\ud83d\\ude00"}}',
+      ),
+    );
     expect(result.ok && result.notification.kind === 'refund' && result.notification.reasonDescription).toBe('😀');
   });
 });

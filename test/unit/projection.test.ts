@@ -17,7 +17,10 @@ const order = (status: OrderNotification['status'], fields: Partial<OrderNotific
   ...fields,
 });
 
-const refund = (status: RefundNotification['status'], fields: Partial<RefundNotification> = {}): RefundNotification => ({
+const refund = (
+  status: RefundNotification['status'],
+  fields: Partial<RefundNotification> = {},
+): RefundNotification => ({
   kind: 'refund',
   orderId: 'O1',
   extOrderId: 'E1',
@@ -43,13 +46,19 @@ const apply = (state: ProjectionState, notifications: Notification[]) =>
 
 describe('applyNotifications', () => {
   it('When a lifecycle arrives in one batch, then each step applies in turn with consecutive sequences', () => {
-    const result = apply(empty(), [order('PENDING'), order('COMPLETED', { payMethodType: 'PBL' }), refund('FINALIZED')]);
+    const result = apply(empty(), [
+      order('PENDING'),
+      order('COMPLETED', { payMethodType: 'PBL' }),
+      refund('FINALIZED'),
+    ]);
     expect(result.applied.map((a) => [a.outcome, a.previousStatus, a.event?.type, a.event?.data.sequence])).toEqual([
       ['applied', null, 'order.pending', 1],
       ['applied', 'PENDING', 'order.completed', 2],
       ['applied', null, 'refund.finalized', 3],
     ]);
-    expect(result.orders).toEqual([expect.objectContaining({ orderId: 'O1', status: 'COMPLETED', payMethodType: 'PBL' })]);
+    expect(result.orders).toEqual([
+      expect.objectContaining({ orderId: 'O1', status: 'COMPLETED', payMethodType: 'PBL' }),
+    ]);
     expect(result.refunds).toEqual([expect.objectContaining({ refundId: 'R1', status: 'FINALIZED' })]);
     expect(result.sequences).toEqual(new Map([['O1', 3]]));
   });
@@ -78,14 +87,25 @@ describe('applyNotifications', () => {
     expect(result.applied[0]).toMatchObject({
       outcome: 'conflict',
       previousStatus: 'COMPLETED',
-      event: { type: 'order.status_conflict', data: { status: 'CANCELED', previousStatus: 'COMPLETED', paymentId: 'P1', sequence: 1 } },
+      event: {
+        type: 'order.status_conflict',
+        data: { status: 'CANCELED', previousStatus: 'COMPLETED', paymentId: 'P1', sequence: 1 },
+      },
     });
     expect(result.orders).toEqual([]);
   });
 
   it('When a later notification lacks fields, then the projection and its event keep the earlier values', () => {
-    const result = apply(empty(), [order('PENDING', { paymentId: 'P1', payMethodType: 'CARD_TOKEN' }), order('CANCELED', { extOrderId: null })]);
-    expect(result.orders[0]).toMatchObject({ status: 'CANCELED', paymentId: 'P1', payMethodType: 'CARD_TOKEN', extOrderId: 'E1' });
+    const result = apply(empty(), [
+      order('PENDING', { paymentId: 'P1', payMethodType: 'CARD_TOKEN' }),
+      order('CANCELED', { extOrderId: null }),
+    ]);
+    expect(result.orders[0]).toMatchObject({
+      status: 'CANCELED',
+      paymentId: 'P1',
+      payMethodType: 'CARD_TOKEN',
+      extOrderId: 'E1',
+    });
     expect(result.applied[1]?.event?.data).toMatchObject({ paymentId: 'P1', extOrderId: 'E1' });
   });
 
@@ -97,7 +117,10 @@ describe('applyNotifications', () => {
   });
 
   it('When a refund knows its extRefundId, then the event carries it; otherwise the field is absent', () => {
-    const [withId, withoutId] = apply(empty(), [refund('FINALIZED', { extRefundId: 'X1' }), refund('PENDING', { refundId: 'R2' })]).applied;
+    const [withId, withoutId] = apply(empty(), [
+      refund('FINALIZED', { extRefundId: 'X1' }),
+      refund('PENDING', { refundId: 'R2' }),
+    ]).applied;
     expect(withId?.event?.data).toMatchObject({ extRefundId: 'X1' });
     expect(withoutId?.event?.data).not.toHaveProperty('extRefundId');
   });

@@ -9,7 +9,9 @@ const keys = parseSecondKeys('1:k1,2:k2,2:k2-next').keys;
 
 describe('parseSignatureHeader', () => {
   it('When fields come in any order with whitespace and a trailing ;, then they are read', () => {
-    const header = parseSignatureHeader(' algorithm = SHA-256 ; content=DOCUMENT;signature=' + 'AB'.repeat(32) + ' ; sender=checkout;');
+    const header = parseSignatureHeader(
+      ' algorithm = SHA-256 ; content=DOCUMENT;signature=' + 'AB'.repeat(32) + ' ; sender=checkout;',
+    );
     expect(header).toMatchObject({ ok: true, header: { algorithm: 'sha256', sender: 'checkout' } });
   });
 
@@ -29,7 +31,10 @@ describe('parseSignatureHeader', () => {
   });
 
   it('When a value contains "=", then only the first "=" splits the field', () => {
-    expect(parseSignatureHeader(`sender=a=b;signature=${'0'.repeat(32)};algorithm=MD5`)).toMatchObject({ ok: true, header: { sender: 'a=b' } });
+    expect(parseSignatureHeader(`sender=a=b;signature=${'0'.repeat(32)};algorithm=MD5`)).toMatchObject({
+      ok: true,
+      header: { sender: 'a=b' },
+    });
   });
 
   it.each([
@@ -60,12 +65,18 @@ describe('verifySignature', () => {
     return verifySignature(parsed.header, b, keys);
   };
 
-  it.each(['MD5', 'SHA-1', 'SHA-256', 'SHA-384', 'SHA-512', 'SHA'])('When signed with %s, then the POS whose key signed matches', (algorithm) => {
-    expect(verify(sign(body, 'k1', algorithm))).toEqual([{ posId: '1', keyFingerprint: keys[0]?.fingerprint }]);
-  });
+  it.each(['MD5', 'SHA-1', 'SHA-256', 'SHA-384', 'SHA-512', 'SHA'])(
+    'When signed with %s, then the POS whose key signed matches',
+    (algorithm) => {
+      expect(verify(sign(body, 'k1', algorithm))).toEqual([{ posId: '1', keyFingerprint: keys[0]?.fingerprint }]);
+    },
+  );
 
   it('When the signature hex is upper case, then it still matches', () => {
-    const header = sign(body, 'k1').replace(/signature=([0-9a-f]+)/, (_, hex: string) => `signature=${hex.toUpperCase()}`);
+    const header = sign(body, 'k1').replace(
+      /signature=([0-9a-f]+)/,
+      (_, hex: string) => `signature=${hex.toUpperCase()}`,
+    );
     expect(verify(header)).toHaveLength(1);
   });
 
@@ -101,7 +112,10 @@ describe('verifySignature', () => {
 describe('parseSecondKeys', () => {
   it('When entries are malformed, then each is named by position and no key text is echoed', () => {
     const { problems } = parseSecondKeys('1:secret-one,broken-secret,:x');
-    expect(problems).toEqual(['entry 2 is not of the form posId:secondKey', 'entry 3 is not of the form posId:secondKey']);
+    expect(problems).toEqual([
+      'entry 2 is not of the form posId:secondKey',
+      'entry 3 is not of the form posId:secondKey',
+    ]);
     expect(problems.join()).not.toMatch(/secret/);
   });
 

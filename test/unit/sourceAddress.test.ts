@@ -55,9 +55,13 @@ describe('source address allowlist', () => {
   });
   it('When the same addresses come again, after thousands of others, then each answer is the same as the first time', () => {
     const list = allow('production,10.0.0.0/8');
-    const first = ['185.68.12.10', '::ffff:185.68.12.27', '10.1.2.3', '9.9.9.9', 'not-an-ip'].map((a) => list.allows(a));
+    const first = ['185.68.12.10', '::ffff:185.68.12.27', '10.1.2.3', '9.9.9.9', 'not-an-ip'].map((a) =>
+      list.allows(a),
+    );
     expect(first).toEqual([true, true, true, false, false]);
     for (let i = 0; i < 3000; i++) list.allows(`172.16.${i >> 8}.${i & 255}`);
-    expect(['185.68.12.10', '::ffff:185.68.12.27', '10.1.2.3', '9.9.9.9', 'not-an-ip'].map((a) => list.allows(a))).toEqual(first);
+    expect(
+      ['185.68.12.10', '::ffff:185.68.12.27', '10.1.2.3', '9.9.9.9', 'not-an-ip'].map((a) => list.allows(a)),
+    ).toEqual(first);
   });
 });

@@ -2,7 +2,11 @@ import { fragment, statement } from '../../src/recording/sqlSession';
 
 describe('statement', () => {
   it('When values are interpolated, then each becomes a numbered parameter in order', () => {
-    expect(statement('s')`SELECT ${'a'}::text, ${2}::int`).toEqual({ name: 's', text: 'SELECT $1::text, $2::int', values: ['a', 2] });
+    expect(statement('s')`SELECT ${'a'}::text, ${2}::int`).toEqual({
+      name: 's',
+      text: 'SELECT $1::text, $2::int',
+      values: ['a', 2],
+    });
   });
 
   it('When a fragment is interpolated, then its text is spliced in and its values numbered where they stand', () => {

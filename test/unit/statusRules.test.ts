@@ -67,7 +67,9 @@ describe('refund status rules', () => {
   it('When checked against the ranks the database uses, then "applied" is exactly "rank goes up"', () => {
     for (const current of REFUND_STATUSES) {
       for (const incoming of REFUND_STATUSES) {
-        expect(decideRefundTransition(current, incoming) === 'applied').toBe(REFUND_STATUS_RANK[current] < REFUND_STATUS_RANK[incoming]);
+        expect(decideRefundTransition(current, incoming) === 'applied').toBe(
+          REFUND_STATUS_RANK[current] < REFUND_STATUS_RANK[incoming],
+        );
       }
     }
   });

@@ -67,7 +67,12 @@ const CLI_DATABASE_TIMEOUT_MS = 120_000;
 /** Opens a small pool for one command and always closes it. */
 export async function withDatabase<T>(config: Config, work: (db: Db) => Promise<T>): Promise<T> {
   const pool = createPool(
-    { url: config.databaseUrl, poolMax: 2, timeoutMs: CLI_DATABASE_TIMEOUT_MS, applicationName: 'payment-notification-receiver:cli' },
+    {
+      url: config.databaseUrl,
+      poolMax: 2,
+      timeoutMs: CLI_DATABASE_TIMEOUT_MS,
+      applicationName: 'payment-notification-receiver:cli',
+    },
     createLogger('silent'),
   );
   const db = createDb(pool);
@@ -75,7 +80,10 @@ export async function withDatabase<T>(config: Config, work: (db: Db) => Promise<
     return await work(db);
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    if (code === '42P01') throw new CliError(`the database has no such table (${(error as Error).message}); run the migrations first (npm run migrate)`);
+    if (code === '42P01')
+      throw new CliError(
+        `the database has no such table (${(error as Error).message}); run the migrations first (npm run migrate)`,
+      );
     if (code === '3D000') throw new CliError(`the database does not exist: ${(error as Error).message}`);
     if (code === 'ECONNREFUSED') throw new CliError(`cannot connect to the database: ${(error as Error).message}`);
     throw error;
@@ -113,7 +121,12 @@ export function startProgress(io: CliIo, json: boolean, label: string, total: nu
     };
   }
   const multi = new MultiBar(
-    { stream: io.stderr as NodeJS.WriteStream, format: `${label} [{bar}] {value}/{total} {percentage}% | {duration_formatted}`, hideCursor: true, clearOnComplete: true },
+    {
+      stream: io.stderr as NodeJS.WriteStream,
+      format: `${label} [{bar}] {value}/{total} {percentage}% | {duration_formatted}`,
+      hideCursor: true,
+      clearOnComplete: true,
+    },
     Presets.shades_classic,
   );
   const bar: SingleBar = multi.create(total, 0);
@@ -135,7 +148,10 @@ export function integerOption(min: number, max = Number.MAX_SAFE_INTEGER): (valu
   return (value) => {
     if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError(`must be a whole number from ${min}`);
     const n = Number(value);
-    if (n < min || n > max) throw new InvalidArgumentError(max === Number.MAX_SAFE_INTEGER ? `must be at least ${min}` : `must be from ${min} to ${max}`);
+    if (n < min || n > max)
+      throw new InvalidArgumentError(
+        max === Number.MAX_SAFE_INTEGER ? `must be at least ${min}` : `must be from ${min} to ${max}`,
+      );
     return n;
   };
 }
@@ -144,7 +160,9 @@ export function numberOption(min: number, max: number, { exclusiveMin = false } 
   return (value) => {
     const n = Number(value);
     if (value.trim() === '' || !Number.isFinite(n) || n > max || (exclusiveMin ? n <= min : n < min)) {
-      throw new InvalidArgumentError(`must be a number ${exclusiveMin ? 'above' : 'from'} ${min}${Number.isFinite(max) ? ` to ${max}` : ''}`);
+      throw new InvalidArgumentError(
+        `must be a number ${exclusiveMin ? 'above' : 'from'} ${min}${Number.isFinite(max) ? ` to ${max}` : ''}`,
+      );
     }
     return n;
   };
@@ -176,7 +194,9 @@ export function choiceOption<T extends string>(choices: readonly T[]): (value: s
   };
 }
 
-export const collect = <T>(parse: (value: string) => T) => (value: string, previous: T[] | undefined): T[] => [...(previous ?? []), parse(value)];
+export const collect =
+  <T>(parse: (value: string) => T) =>
+  (value: string, previous: T[] | undefined): T[] => [...(previous ?? []), parse(value)];
 
 /** Adds --json to a command. */
 export function withJson(command: Command): Command {
@@ -194,13 +214,22 @@ export const shortHex = (hex: string): string => hex.slice(0, 16);
 export function table(rows: string[][]): string[] {
   if (rows.length === 0) return [];
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  ').trimEnd());
+  return rows.map((r) =>
+    r
+      .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
-export const iso = (value: Date | string | null): string | null => (value === null ? null : new Date(value).toISOString());
+export const iso = (value: Date | string | null): string | null =>
+  value === null ? null : new Date(value).toISOString();
 
 /** Runs an action and records its exit code; errors propagate to the entry point. */
-export function action<A extends unknown[]>(state: CliState, run: (...args: A) => Promise<ExitCode>): (...args: A) => Promise<void> {
+export function action<A extends unknown[]>(
+  state: CliState,
+  run: (...args: A) => Promise<ExitCode>,
+): (...args: A) => Promise<void> {
   return async (...args: A) => {
     state.exitCode = await run(...args);
   };

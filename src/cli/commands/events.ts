@@ -100,13 +100,22 @@ export interface ReplayedEvent {
 type PublishResultReason = Extract<PublishResult, { ok: false }>['reason'];
 
 export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<ExitCode> {
-  const selection: ReplaySelection = { ids: options.id ?? [], orders: options.order ?? [], since: options.since ?? null, until: options.until ?? null };
+  const selection: ReplaySelection = {
+    ids: options.id ?? [],
+    orders: options.order ?? [],
+    since: options.since ?? null,
+    until: options.until ?? null,
+  };
   if (selection.ids.length === 0 && selection.orders.length === 0 && !selection.since && !selection.until) {
     throw new UsageError('choose the events: --id, --order, and/or a time range (--since, --until)');
   }
   const badId = selection.ids.find((id) => !UUID.test(id));
   if (badId !== undefined) throw new UsageError(`--id ${badId}: an event id is a UUID`);
-  const config = readConfig(io, { DATABASE_URL: options.databaseUrl, AMQP_URL: options.amqpUrl, AMQP_EXCHANGE: options.exchange });
+  const config = readConfig(io, {
+    DATABASE_URL: options.databaseUrl,
+    AMQP_URL: options.amqpUrl,
+    AMQP_EXCHANGE: options.exchange,
+  });
   const json = options.json === true;
   const dryRun = options.dryRun === true;
 
@@ -125,7 +134,13 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
   }));
 
   if (!dryRun && events.length > 0) {
-    const broker = new BrokerChannel(config.amqpUrl, config.amqpExchange, CONFIRM_TIMEOUT_MS, createRelayMetrics(), createLogger('silent'));
+    const broker = new BrokerChannel(
+      config.amqpUrl,
+      config.amqpExchange,
+      CONFIRM_TIMEOUT_MS,
+      createRelayMetrics(),
+      createLogger('silent'),
+    );
     try {
       await broker.open();
     } catch (error) {
@@ -154,22 +169,33 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
   const counts: Record<string, number> = {};
   for (const r of results) counts[r.result] = (counts[r.result] ?? 0) + 1;
   const failed = results.filter((r) => r.result !== 'confirmed' && r.result !== 'would publish');
-  emit(io, json, { dryRun, exchange: config.amqpExchange, selected: results.length, counts, missing, events: results }, () => [
-    ...table(
-      results.map((r) => [
-        r.createdAt ?? '',
-        r.type,
-        `${r.orderId} #${r.sequence}`,
-        r.id,
-        r.result + (r.error ? ` (${r.error})` : ''),
-      ]),
-    ),
-    '',
-    `${dryRun ? 'Dry run: would publish' : 'Published'} ${results.length} event(s) to exchange ${config.amqpExchange}` +
-      (dryRun ? '.' : `: ${counts.confirmed ?? 0} confirmed, ${failed.length} not (${failed.filter((f) => f.result === 'returned').length} returned: no queue bound for their routing key).`),
-    ...(missing.length > 0 ? [`Not found (never stored, or deleted after OUTBOX_RETENTION): ${missing.join(', ')}`] : []),
-    ...(results.some((r) => !r.publishedByRelay) ? ['Note: some of these were not yet published by the relay; it will still publish them (same id).'] : []),
-  ]);
+  emit(
+    io,
+    json,
+    { dryRun, exchange: config.amqpExchange, selected: results.length, counts, missing, events: results },
+    () => [
+      ...table(
+        results.map((r) => [
+          r.createdAt ?? '',
+          r.type,
+          `${r.orderId} #${r.sequence}`,
+          r.id,
+          r.result + (r.error ? ` (${r.error})` : ''),
+        ]),
+      ),
+      '',
+      `${dryRun ? 'Dry run: would publish' : 'Published'} ${results.length} event(s) to exchange ${config.amqpExchange}` +
+        (dryRun
+          ? '.'
+          : `: ${counts.confirmed ?? 0} confirmed, ${failed.length} not (${failed.filter((f) => f.result === 'returned').length} returned: no queue bound for their routing key).`),
+      ...(missing.length > 0
+        ? [`Not found (never stored, or deleted after OUTBOX_RETENTION): ${missing.join(', ')}`]
+        : []),
+      ...(results.some((r) => !r.publishedByRelay)
+        ? ['Note: some of these were not yet published by the relay; it will still publish them (same id).']
+        : []),
+    ],
+  );
   if (results.length === 0 && missing.length === 0) io.stderr.write('no stored event matches the selection\n');
   return results.length === 0 || missing.length > 0 || failed.length > 0 ? EXIT_FAILURE : EXIT_OK;
 }
@@ -188,7 +214,14 @@ function describeEvent(message: ConsumeMessage): string {
     const event = JSON.parse(message.content.toString('utf8')) as {
       time?: string;
       subject?: string;
-      data?: { status?: string; previousStatus?: string | null; sequence?: number; refundId?: string; amount?: string | null; totalAmount?: string | null };
+      data?: {
+        status?: string;
+        previousStatus?: string | null;
+        sequence?: number;
+        refundId?: string;
+        amount?: string | null;
+        totalAmount?: string | null;
+      };
     };
     const d = event.data ?? {};
     return [
@@ -214,7 +247,9 @@ export async function watchEvents(io: CliIo, options: WatchOptions): Promise<Exi
   const json = options.json === true;
   let connection;
   try {
-    connection = await amqp.connect(config.amqpUrl, { clientProperties: { connection_name: 'payment-notification-receiver:cli-watch' } });
+    connection = await amqp.connect(config.amqpUrl, {
+      clientProperties: { connection_name: 'payment-notification-receiver:cli-watch' },
+    });
   } catch (error) {
     throw new CliError(`cannot connect to the broker: ${(error as Error).message}`);
   }
@@ -246,7 +281,8 @@ export async function watchEvents(io: CliIo, options: WatchOptions): Promise<Exi
         options.timeout === undefined
           ? undefined
           : setTimeout(() => {
-              if (options.count !== undefined) io.stderr.write(`timed out after ${received} of ${options.count} event(s)\n`);
+              if (options.count !== undefined)
+                io.stderr.write(`timed out after ${received} of ${options.count} event(s)\n`);
               stop(options.count === undefined ? EXIT_OK : EXIT_FAILURE);
             }, options.timeout);
       connection.on('close', () => {
@@ -267,7 +303,9 @@ export async function watchEvents(io: CliIo, options: WatchOptions): Promise<Exi
               } catch {
                 event = null;
               }
-              io.stdout.write(`${JSON.stringify({ routingKey: message.fields.routingKey, messageId: message.properties.messageId ?? null, event })}\n`);
+              io.stdout.write(
+                `${JSON.stringify({ routingKey: message.fields.routingKey, messageId: message.properties.messageId ?? null, event })}\n`,
+              );
             } else {
               io.stdout.write(`${describeEvent(message)}\n`);
             }
@@ -276,7 +314,9 @@ export async function watchEvents(io: CliIo, options: WatchOptions): Promise<Exi
           { noAck: true },
         )
         .then(() => {
-          io.stderr.write(`watching exchange ${config.amqpExchange} with binding key ${options.bindingKey} (Ctrl-C to stop)\n`);
+          io.stderr.write(
+            `watching exchange ${config.amqpExchange} with binding key ${options.bindingKey} (Ctrl-C to stop)\n`,
+          );
         });
     });
     return outcome;
@@ -286,7 +326,10 @@ export async function watchEvents(io: CliIo, options: WatchOptions): Promise<Exi
 }
 
 export function registerEvents(program: Command, io: CliIo, state: CliState): void {
-  const events = program.command('events').summary('replay stored events, or watch the exchange').description('Domain events: replay stored ones to the exchange, or watch the exchange.');
+  const events = program
+    .command('events')
+    .summary('replay stored events, or watch the exchange')
+    .description('Domain events: replay stored ones to the exchange, or watch the exchange.');
 
   const replay = events
     .command('replay')
@@ -300,8 +343,16 @@ export function registerEvents(program: Command, io: CliIo, state: CliState): vo
         'Exit codes: 0 every selected event confirmed (or listed, with --dry-run); 1 nothing matched, an --id was not ' +
         'found, or an event was returned (no queue bound), nacked or not confirmed; 2 usage error.',
     )
-    .option('--id <eventId>', 'an event id (repeatable)', collect((v: string) => v))
-    .option('--order <orderId>', 'every event of an order (repeatable)', collect((v: string) => v))
+    .option(
+      '--id <eventId>',
+      'an event id (repeatable)',
+      collect((v: string) => v),
+    )
+    .option(
+      '--order <orderId>',
+      'every event of an order (repeatable)',
+      collect((v: string) => v),
+    )
     .option('--since <time>', 'events created at or after (ISO 8601, or a duration ago: 30m, 2h, 7d)', timeOption)
     .option('--until <time>', 'events created before (ISO 8601, or a duration ago)', timeOption)
     .option('--dry-run', 'list what would be published; publish nothing')

@@ -90,10 +90,23 @@ async function notificationsWhere(
 ): Promise<NotificationView[]> {
   let query = db
     .selectFrom('notifications')
-    .select(['id', 'kind', 'subject_id', 'status', 'outcome', 'received_at', 'pos_id', 'key_fingerprint', 'body_sha256'])
+    .select([
+      'id',
+      'kind',
+      'subject_id',
+      'status',
+      'outcome',
+      'received_at',
+      'pos_id',
+      'key_fingerprint',
+      'body_sha256',
+    ])
     .select(sql<number | null>`octet_length(body)`.as('body_bytes'))
     .orderBy('id');
-  query = 'orderId' in where ? query.where('order_id', '=', where.orderId) : query.where('kind', '=', 'refund').where('subject_id', '=', where.refundId);
+  query =
+    'orderId' in where
+      ? query.where('order_id', '=', where.orderId)
+      : query.where('kind', '=', 'refund').where('subject_id', '=', where.refundId);
   const rows = await query.execute();
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
@@ -106,7 +119,9 @@ async function notificationsWhere(
       .orderBy('first_received_at')
       .execute(),
     db.selectFrom('deliveries').selectAll().where('notification_id', 'in', ids).orderBy('id').execute(),
-    showBodies ? db.selectFrom('notifications').select(['id', 'body']).where('id', 'in', ids).execute() : Promise.resolve([]),
+    showBodies
+      ? db.selectFrom('notifications').select(['id', 'body']).where('id', 'in', ids).execute()
+      : Promise.resolve([]),
   ]);
   return rows.map((r) => ({
     id: r.id,
@@ -121,7 +136,11 @@ async function notificationsWhere(
     bodyBytes: r.body_bytes === null ? null : Number(r.body_bytes),
     variants: variants
       .filter((v) => v.notification_id === r.id)
-      .map((v) => ({ bodySha256: v.body_sha256.toString('hex'), bodyBytes: v.body_bytes === null ? null : Number(v.body_bytes), firstReceivedAt: iso(v.first_received_at) })),
+      .map((v) => ({
+        bodySha256: v.body_sha256.toString('hex'),
+        bodyBytes: v.body_bytes === null ? null : Number(v.body_bytes),
+        firstReceivedAt: iso(v.first_received_at),
+      })),
     deliveries: deliveries
       .filter((d) => d.notification_id === r.id)
       .map((d) => ({
@@ -161,7 +180,8 @@ async function eventsOf(db: Db, orderId: string, refundId?: string): Promise<Eve
       published: r.published_at !== null,
       publishedAt: iso(r.published_at),
       attempts: r.attempts,
-      nextAttemptAt: r.next_attempt_at && Number.isFinite(new Date(r.next_attempt_at).getTime()) ? iso(r.next_attempt_at) : null,
+      nextAttemptAt:
+        r.next_attempt_at && Number.isFinite(new Date(r.next_attempt_at).getTime()) ? iso(r.next_attempt_at) : null,
       lastError: r.last_error,
     };
   });
@@ -184,7 +204,10 @@ function notificationLines(notifications: NotificationView[]): string[] {
       `  #${n.id} ${n.kind} ${n.kind === 'refund' ? `${n.subjectId} ` : ''}${n.status}  ${n.outcome}  received ${n.receivedAt}  POS ${n.posId} key ${n.keyFingerprint}` +
         `  body ${shortHex(n.bodySha256)} ${n.bodyBytes === null ? '(purged)' : `${n.bodyBytes} B`}`,
     );
-    for (const v of n.variants) lines.push(`      variant ${shortHex(v.bodySha256)} ${v.bodyBytes === null ? '(purged)' : `${v.bodyBytes} B`} first ${v.firstReceivedAt}`);
+    for (const v of n.variants)
+      lines.push(
+        `      variant ${shortHex(v.bodySha256)} ${v.bodyBytes === null ? '(purged)' : `${v.bodyBytes} B`} first ${v.firstReceivedAt}`,
+      );
     lines.push(
       ...table(
         n.deliveries.map((d) => [
@@ -223,7 +246,10 @@ function eventLines(events: EventView[]): string[] {
 
 function projectionLines(title: string, projection: Record<string, unknown> | null): string[] {
   if (!projection) return [`${title}: no projection (nothing applied yet)`];
-  return [`${title}:`, ...Object.entries(projection).map(([k, v]) => `  ${k.padEnd(22)} ${v === null ? '-' : String(v)}`)];
+  return [
+    `${title}:`,
+    ...Object.entries(projection).map(([k, v]) => `  ${k.padEnd(22)} ${v === null ? '-' : String(v)}`),
+  ];
 }
 
 interface InspectOptions {
@@ -245,10 +271,22 @@ export async function inspectOrder(io: CliIo, orderId: string, options: InspectO
       io.stderr.write(`no order ${orderId}: no projection and no notification\n`);
       return EXIT_FAILURE;
     }
-    const result = { kind: 'order', orderId, projection: projectionOf(order), refunds: refunds.map((r) => projectionOf(r)), notifications, events };
+    const result = {
+      kind: 'order',
+      orderId,
+      projection: projectionOf(order),
+      refunds: refunds.map((r) => projectionOf(r)),
+      notifications,
+      events,
+    };
     emit(io, options.json === true, result, () => [
       ...projectionLines(`Order ${orderId}`, result.projection),
-      ...(refunds.length > 0 ? ['Refunds:', ...refunds.map((r) => `  ${r.refund_id}  ${r.status}  ${r.amount ?? '-'} ${r.currency_code ?? ''}`)] : []),
+      ...(refunds.length > 0
+        ? [
+            'Refunds:',
+            ...refunds.map((r) => `  ${r.refund_id}  ${r.status}  ${r.amount ?? '-'} ${r.currency_code ?? ''}`),
+          ]
+        : []),
       `Notifications (${notifications.length}, in arrival order; bodies not shown):`,
       ...notificationLines(notifications),
       `Events (${events.length}):`,
@@ -300,9 +338,13 @@ export function registerInspect(program: Command, io: CliIo, state: CliState): v
   ] as const) {
     const command = inspect
       .command(name)
-      .description(`Shows ${description}: projection, notifications, deliveries and events.\n\nExit codes: 0 found; 1 not found; 2 usage error.`)
+      .description(
+        `Shows ${description}: projection, notifications, deliveries and events.\n\nExit codes: 0 found; 1 not found; 2 usage error.`,
+      )
       .argument(`<${name}Id>`, `the ${name === 'order' ? 'orderId' : 'refundId'} of the payment service`)
       .option('--show-bodies', 'also print the stored bodies, buyer data and customer IP masked');
-    withJson(withDatabaseUrl(command)).action(action(state, (id: string, options: InspectOptions) => run(io, id, options)));
+    withJson(withDatabaseUrl(command)).action(
+      action(state, (id: string, options: InspectOptions) => run(io, id, options)),
+    );
   }
 }

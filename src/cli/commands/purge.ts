@@ -24,14 +24,18 @@ import {
 const TARGETS = [
   {
     table: 'notifications',
-    count: (cutoff: Date) => sql<{ n: string }>`SELECT count(*) AS n FROM notifications WHERE received_at < ${cutoff} AND body IS NOT NULL`,
+    count: (cutoff: Date) =>
+      sql<{ n: string }>`SELECT count(*) AS n FROM notifications WHERE received_at < ${cutoff} AND body IS NOT NULL`,
     purge: (cutoff: Date, batch: number) => sql`
       UPDATE notifications SET body = NULL WHERE id IN (
         SELECT id FROM notifications WHERE received_at < ${cutoff} AND body IS NOT NULL ORDER BY id LIMIT ${batch})`,
   },
   {
     table: 'notification_variants',
-    count: (cutoff: Date) => sql<{ n: string }>`SELECT count(*) AS n FROM notification_variants WHERE first_received_at < ${cutoff} AND body IS NOT NULL`,
+    count: (cutoff: Date) =>
+      sql<{
+        n: string;
+      }>`SELECT count(*) AS n FROM notification_variants WHERE first_received_at < ${cutoff} AND body IS NOT NULL`,
     purge: (cutoff: Date, batch: number) => sql`
       UPDATE notification_variants SET body = NULL WHERE (notification_id, body_sha256) IN (
         SELECT notification_id, body_sha256 FROM notification_variants
@@ -39,7 +43,10 @@ const TARGETS = [
   },
   {
     table: 'quarantined_notifications',
-    count: (cutoff: Date) => sql<{ n: string }>`SELECT count(*) AS n FROM quarantined_notifications WHERE received_at < ${cutoff} AND body IS NOT NULL`,
+    count: (cutoff: Date) =>
+      sql<{
+        n: string;
+      }>`SELECT count(*) AS n FROM quarantined_notifications WHERE received_at < ${cutoff} AND body IS NOT NULL`,
     purge: (cutoff: Date, batch: number) => sql`
       UPDATE quarantined_notifications SET body = NULL WHERE id IN (
         SELECT id FROM quarantined_notifications WHERE received_at < ${cutoff} AND body IS NOT NULL ORDER BY id LIMIT ${batch})`,
@@ -59,12 +66,20 @@ export interface PurgeReport {
 }
 
 /** Sets raw bodies older than the cutoff to NULL, in batches of its own transactions. */
-export async function purgeBodies(db: Db, days: number, options: { dryRun: boolean; batchSize: number; onBatch?: (rows: number) => void; onTotal?: (rows: number) => void }): Promise<PurgeReport> {
+export async function purgeBodies(
+  db: Db,
+  days: number,
+  options: { dryRun: boolean; batchSize: number; onBatch?: (rows: number) => void; onTotal?: (rows: number) => void },
+): Promise<PurgeReport> {
   const { rows } = await sql<{ cutoff: Date }>`SELECT now() - make_interval(days => ${days}) AS cutoff`.execute(db);
   const cutoff = (rows[0] as { cutoff: Date }).cutoff;
-  const counts = await Promise.all(TARGETS.map(async (t) => Number(((await t.count(cutoff).execute(db)).rows[0] as { n: string }).n)));
+  const counts = await Promise.all(
+    TARGETS.map(async (t) => Number(((await t.count(cutoff).execute(db)).rows[0] as { n: string }).n)),
+  );
   const open = await sql<{ n: string }>`
-    SELECT count(*) AS n FROM quarantined_notifications WHERE received_at < ${cutoff} AND body IS NOT NULL AND resolved_at IS NULL`.execute(db);
+    SELECT count(*) AS n FROM quarantined_notifications WHERE received_at < ${cutoff} AND body IS NOT NULL AND resolved_at IS NULL`.execute(
+    db,
+  );
   const report: PurgeReport = {
     dryRun: options.dryRun,
     days,
@@ -101,8 +116,10 @@ export async function purge(io: CliIo, options: PurgeOptions): Promise<ExitCode>
   let days = options.days;
   if (days === undefined) {
     const fromEnv = io.env.RETENTION_DAYS;
-    if (fromEnv === undefined || fromEnv.trim() === '') throw new UsageError('give the retention period: --days N or RETENTION_DAYS (at least 1)');
-    if (!/^\d+$/.test(fromEnv.trim()) || Number(fromEnv) < 1) throw new UsageError('RETENTION_DAYS must be a whole number of days, at least 1');
+    if (fromEnv === undefined || fromEnv.trim() === '')
+      throw new UsageError('give the retention period: --days N or RETENTION_DAYS (at least 1)');
+    if (!/^\d+$/.test(fromEnv.trim()) || Number(fromEnv) < 1)
+      throw new UsageError('RETENTION_DAYS must be a whole number of days, at least 1');
     days = Number(fromEnv);
   }
   const json = options.json === true;
@@ -126,8 +143,10 @@ export async function purge(io: CliIo, options: PurgeOptions): Promise<ExitCode>
     `  notifications              ${report.purged.notifications}`,
     `  notification_variants      ${report.purged.notification_variants}`,
     `  quarantined_notifications  ${report.purged.quarantined_notifications}` +
-      (report.openQuarantinedPurged > 0 ? ` (${report.openQuarantinedPurged} still open: they can no longer be retried)` : ''),
-    'Kept: the projections, every notification\'s status, parsed fields, digest and outcome, and every delivery.',
+      (report.openQuarantinedPurged > 0
+        ? ` (${report.openQuarantinedPurged} still open: they can no longer be retried)`
+        : ''),
+    "Kept: the projections, every notification's status, parsed fields, digest and outcome, and every delivery.",
   ]);
   return EXIT_OK;
 }

@@ -51,9 +51,25 @@ export async function listQuarantine(io: CliIo, options: ListOptions): Promise<E
   const entries = await withDatabase(config, async (db) => {
     let query = db
       .selectFrom('quarantined_notifications as q')
-      .select(['q.id', 'q.received_at', 'q.reason', 'q.detail', 'q.pos_id', 'q.key_fingerprint', 'q.body_sha256', 'q.resolved_at', 'q.resolution'])
+      .select([
+        'q.id',
+        'q.received_at',
+        'q.reason',
+        'q.detail',
+        'q.pos_id',
+        'q.key_fingerprint',
+        'q.body_sha256',
+        'q.resolved_at',
+        'q.resolution',
+      ])
       .select(sql<number | null>`octet_length(q.body)`.as('body_bytes'))
-      .select((eb) => eb.selectFrom('deliveries as d').select((d) => d.fn.countAll<string>().as('c')).whereRef('d.quarantine_id', '=', 'q.id').as('deliveries'))
+      .select((eb) =>
+        eb
+          .selectFrom('deliveries as d')
+          .select((d) => d.fn.countAll<string>().as('c'))
+          .whereRef('d.quarantine_id', '=', 'q.id')
+          .as('deliveries'),
+      )
       .orderBy('q.id')
       .limit(options.limit);
     if (options.open) query = query.where('q.resolved_at', 'is', null);
@@ -101,7 +117,11 @@ export async function listQuarantine(io: CliIo, options: ListOptions): Promise<E
 export type RetryResult =
   | { id: string; result: 'recorded'; outcome: string; notificationId: string | null; eventsWritten: number }
   | { id: string; result: 'still_unreadable'; reason: string; detail: string }
-  | { id: string; result: 'not_found' | 'already_resolved' | 'body_purged' | 'pos_mismatch' | 'failed'; detail: string };
+  | {
+      id: string;
+      result: 'not_found' | 'already_resolved' | 'body_purged' | 'pos_mismatch' | 'failed';
+      detail: string;
+    };
 
 /**
  * Reads one quarantined body again; if it now parses, records it as a live delivery would be and
@@ -109,16 +129,26 @@ export type RetryResult =
  */
 export async function retryOne(db: Db, id: string, eventSource: string): Promise<RetryResult> {
   return db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom('quarantined_notifications').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+    const row = await trx
+      .selectFrom('quarantined_notifications')
+      .selectAll()
+      .where('id', '=', id)
+      .forUpdate()
+      .executeTakeFirst();
     if (!row) return { id, result: 'not_found', detail: 'no quarantined notification with this id' };
     if (row.resolved_at !== null) return { id, result: 'already_resolved', detail: row.resolution ?? '' };
-    if (row.body === null) return { id, result: 'body_purged', detail: 'the body was purged (retention); it cannot be read again' };
+    if (row.body === null)
+      return { id, result: 'body_purged', detail: 'the body was purged (retention); it cannot be read again' };
     const parsed = parseNotification(row.body);
     if (!parsed.ok) return { id, result: 'still_unreadable', reason: parsed.reason, detail: parsed.detail };
     const n = parsed.notification;
     // The receiver checks this after parsing; a body it could not parse never got the check.
     if (n.kind === 'order' && n.merchantPosId !== null && n.merchantPosId !== row.pos_id) {
-      return { id, result: 'pos_mismatch', detail: `order.merchantPosId ${n.merchantPosId} is not POS ${row.pos_id}, whose key verified it` };
+      return {
+        id,
+        result: 'pos_mismatch',
+        detail: `order.merchantPosId ${n.merchantPosId} is not POS ${row.pos_id}, whose key verified it`,
+      };
     }
     const original = await trx
       .selectFrom('deliveries')
@@ -137,8 +167,18 @@ export async function retryOne(db: Db, id: string, eventSource: string): Promise
     };
     const recorded = await recordNotificationIn(trx, { eventSource }, delivery, n);
     const resolution = `reprocessed: ${recorded.outcome}${recorded.notificationId ? ` as notification ${recorded.notificationId}` : ''}`;
-    await trx.updateTable('quarantined_notifications').set({ resolved_at: sql`now()`, resolution }).where('id', '=', id).execute();
-    return { id, result: 'recorded', outcome: recorded.outcome, notificationId: recorded.notificationId, eventsWritten: recorded.eventsWritten };
+    await trx
+      .updateTable('quarantined_notifications')
+      .set({ resolved_at: sql`now()`, resolution })
+      .where('id', '=', id)
+      .execute();
+    return {
+      id,
+      result: 'recorded',
+      outcome: recorded.outcome,
+      notificationId: recorded.notificationId,
+      eventsWritten: recorded.eventsWritten,
+    };
   });
 }
 
@@ -149,14 +189,22 @@ interface RetryOptions {
 }
 
 export async function retryQuarantine(io: CliIo, ids: string[], options: RetryOptions): Promise<ExitCode> {
-  if (ids.length > 0 === (options.all === true)) throw new UsageError('name the quarantined notifications by id, or pass --all for every open one');
+  if (ids.length > 0 === (options.all === true))
+    throw new UsageError('name the quarantined notifications by id, or pass --all for every open one');
   const badId = ids.find((id) => !/^\d{1,18}$/.test(id));
   if (badId !== undefined) throw new UsageError(`${badId}: a quarantine id is a number (see quarantine list)`);
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
   const json = options.json === true;
   const results = await withDatabase(config, async (db) => {
     const selected = options.all
-      ? (await db.selectFrom('quarantined_notifications').select('id').where('resolved_at', 'is', null).orderBy('id').execute()).map((r) => r.id)
+      ? (
+          await db
+            .selectFrom('quarantined_notifications')
+            .select('id')
+            .where('resolved_at', 'is', null)
+            .orderBy('id')
+            .execute()
+        ).map((r) => r.id)
       : ids;
     const progress = startProgress(io, json, 'quarantined', selected.length);
     const done: RetryResult[] = [];
@@ -180,7 +228,8 @@ export async function retryQuarantine(io: CliIo, ids: string[], options: RetryOp
   emit(io, json, { retried: results.length, recorded, left: left.length, results }, () => [
     ...(results.length === 0 ? ['No open quarantined notifications.'] : []),
     ...results.map((r) => {
-      if (r.result === 'recorded') return `#${r.id}: recorded (${r.outcome}${r.notificationId ? `, notification #${r.notificationId}` : ''}, ${r.eventsWritten} event(s)); resolved`;
+      if (r.result === 'recorded')
+        return `#${r.id}: recorded (${r.outcome}${r.notificationId ? `, notification #${r.notificationId}` : ''}, ${r.eventsWritten} event(s)); resolved`;
       if (r.result === 'still_unreadable') return `#${r.id}: still unreadable (${r.reason}: ${r.detail}); left open`;
       return `#${r.id}: ${r.result.replace('_', ' ')} (${r.detail})${r.result === 'already_resolved' ? '' : '; left as it is'}`;
     }),
@@ -193,7 +242,9 @@ export function registerQuarantine(program: Command, io: CliIo, state: CliState)
   const quarantine = program
     .command('quarantine')
     .summary('list or reprocess quarantined notifications')
-    .description('Authentic notifications that could not be read were quarantined (kept with the reason, answered 200).');
+    .description(
+      'Authentic notifications that could not be read were quarantined (kept with the reason, answered 200).',
+    );
 
   const list = quarantine
     .command('list')
@@ -217,5 +268,7 @@ export function registerQuarantine(program: Command, io: CliIo, state: CliState)
     )
     .argument('[ids...]', 'quarantine ids (see quarantine list)')
     .option('--all', 'every open quarantined notification');
-  withJson(withDatabaseUrl(retry)).action(action(state, (ids: string[], options: RetryOptions) => retryQuarantine(io, ids, options)));
+  withJson(withDatabaseUrl(retry)).action(
+    action(state, (ids: string[], options: RetryOptions) => retryQuarantine(io, ids, options)),
+  );
 }

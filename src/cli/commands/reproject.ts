@@ -9,12 +9,7 @@ import {
 } from '../../parsing/notification';
 import type { Db } from '../../recording/database';
 import type { Database } from '../../recording/schema';
-import {
-  applyOrder,
-  applyRefund,
-  type OrderProjection,
-  type RefundProjection,
-} from '../../recording/projection';
+import { applyOrder, applyRefund, type OrderProjection, type RefundProjection } from '../../recording/projection';
 import { orderToRow, refundToRow, type OrderRow, type RefundRow } from '../../recording/projectionRows';
 import {
   action,
@@ -60,8 +55,25 @@ const REFUND_COLUMNS = [
   'reason_description',
 ] as const satisfies ReadonlyArray<keyof RefundRow>;
 
-const ORDER_FIELDS = ['extOrderId', 'merchantPosId', 'totalAmount', 'currencyCode', 'paymentId', 'payMethodType', 'localReceiptDateTime'] as const;
-const REFUND_FIELDS = ['extOrderId', 'extRefundId', 'amount', 'currencyCode', 'statusDateTime', 'refundDate', 'reason', 'reasonDescription'] as const;
+const ORDER_FIELDS = [
+  'extOrderId',
+  'merchantPosId',
+  'totalAmount',
+  'currencyCode',
+  'paymentId',
+  'payMethodType',
+  'localReceiptDateTime',
+] as const;
+const REFUND_FIELDS = [
+  'extOrderId',
+  'extRefundId',
+  'amount',
+  'currencyCode',
+  'statusDateTime',
+  'refundDate',
+  'reason',
+  'reasonDescription',
+] as const;
 
 /** The stored `parsed` column read back as a notification, checked field by field; null if it is not one. */
 export function notificationFromParsed(parsed: unknown): Notification | null {
@@ -171,7 +183,8 @@ export async function rebuildProjections(db: Kysely<Database>, progress: Progres
   }
 }
 
-const comparable = (value: unknown): string | number | null => (value === null || value === undefined ? null : typeof value === 'number' ? value : String(value));
+const comparable = (value: unknown): string | number | null =>
+  value === null || value === undefined ? null : typeof value === 'number' ? value : String(value);
 
 function compareRows<Row extends object>(
   table: 'orders' | 'refunds',
@@ -183,7 +196,12 @@ function compareRows<Row extends object>(
   for (const [id, row] of rebuilt) {
     const current = stored.get(id);
     if (!current) {
-      differences.push({ table, id, change: 'missing', fields: columns.map((c) => ({ column: c, stored: null, rebuilt: comparable(row[c]) })) });
+      differences.push({
+        table,
+        id,
+        change: 'missing',
+        fields: columns.map((c) => ({ column: c, stored: null, rebuilt: comparable(row[c]) })),
+      });
       continue;
     }
     const fields = columns
@@ -192,15 +210,29 @@ function compareRows<Row extends object>(
     if (fields.length > 0) differences.push({ table, id, change: 'different', fields });
   }
   for (const [id, row] of stored) {
-    if (!rebuilt.has(id)) differences.push({ table, id, change: 'extra', fields: columns.map((c) => ({ column: c, stored: comparable(row[c]), rebuilt: null })) });
+    if (!rebuilt.has(id))
+      differences.push({
+        table,
+        id,
+        change: 'extra',
+        fields: columns.map((c) => ({ column: c, stored: comparable(row[c]), rebuilt: null })),
+      });
   }
   return differences.sort((a, b) => a.table.localeCompare(b.table) || a.id.localeCompare(b.id));
 }
 
-async function storedProjections(db: Kysely<Database>): Promise<{ orders: Map<string, OrderRow>; refunds: Map<string, RefundRow> }> {
+async function storedProjections(
+  db: Kysely<Database>,
+): Promise<{ orders: Map<string, OrderRow>; refunds: Map<string, RefundRow> }> {
   const [orders, refunds] = await Promise.all([
-    db.selectFrom('orders').select(['order_id', ...ORDER_COLUMNS]).execute(),
-    db.selectFrom('refunds').select(['refund_id', ...REFUND_COLUMNS]).execute(),
+    db
+      .selectFrom('orders')
+      .select(['order_id', ...ORDER_COLUMNS])
+      .execute(),
+    db
+      .selectFrom('refunds')
+      .select(['refund_id', ...REFUND_COLUMNS])
+      .execute(),
   ]);
   return {
     orders: new Map(orders.map((o) => [o.order_id, { ...o, status_rank: Number(o.status_rank) }])),
@@ -215,7 +247,10 @@ export interface ReprojectResult {
   differences: ProjectionDifference[];
 }
 
-async function compute(db: Kysely<Database>, progress: Progress): Promise<{ report: ReprojectResult; rebuilt: Reprojection }> {
+async function compute(
+  db: Kysely<Database>,
+  progress: Progress,
+): Promise<{ report: ReprojectResult; rebuilt: Reprojection }> {
   const rebuilt = await rebuildProjections(db, progress);
   if (rebuilt.unreadable.length > 0) {
     throw new CliError(
@@ -264,8 +299,10 @@ async function repair(db: Kysely<Database>, differences: ProjectionDifference[],
 
 function differenceLine(d: ProjectionDifference): string {
   const what = d.table === 'orders' ? 'order' : 'refund';
-  if (d.change === 'missing') return `  ${what} ${d.id}: missing from the projection; rebuilt as ${d.fields.find((f) => f.column === 'status')?.rebuilt ?? '?'}`;
-  if (d.change === 'extra') return `  ${what} ${d.id}: in the projection (${d.fields.find((f) => f.column === 'status')?.stored ?? '?'}) but no notification supports it`;
+  if (d.change === 'missing')
+    return `  ${what} ${d.id}: missing from the projection; rebuilt as ${d.fields.find((f) => f.column === 'status')?.rebuilt ?? '?'}`;
+  if (d.change === 'extra')
+    return `  ${what} ${d.id}: in the projection (${d.fields.find((f) => f.column === 'status')?.stored ?? '?'}) but no notification supports it`;
   return `  ${what} ${d.id}: ${d.fields.map((f) => `${f.column} ${f.stored ?? 'null'} -> ${f.rebuilt ?? 'null'}`).join('; ')}`;
 }
 
@@ -282,7 +319,10 @@ export async function reproject(io: CliIo, options: ReprojectOptions): Promise<E
   const json = options.json === true;
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
   const report = await withDatabase(config, async (db: Db): Promise<ReprojectResult> => {
-    const total = await db.selectFrom('notifications').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    const total = await db
+      .selectFrom('notifications')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
     const progress = startProgress(io, json, 'notifications', Number(total.n));
     try {
       if (!apply) return (await compute(db, progress)).report;
@@ -305,7 +345,13 @@ export async function reproject(io: CliIo, options: ReprojectOptions): Promise<E
     ...(differences.length === 0
       ? ['No differences: the projections equal what the notifications imply.']
       : [`${differences.length} difference(s) (stored -> rebuilt):`, ...differences.map(differenceLine)]),
-    ...(differences.length > 0 ? [apply ? `Repaired ${differences.length} row(s) in one transaction.` : 'Dry run: nothing changed. Run with --apply to repair.'] : []),
+    ...(differences.length > 0
+      ? [
+          apply
+            ? `Repaired ${differences.length} row(s) in one transaction.`
+            : 'Dry run: nothing changed. Run with --apply to repair.',
+        ]
+      : []),
   ]);
   return differences.length > 0 && !apply ? EXIT_FAILURE : EXIT_OK;
 }

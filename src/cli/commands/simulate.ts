@@ -45,7 +45,10 @@ interface RefundSpec {
 /** `full`, `partial` or an amount in minor units, optionally followed by `:canceled` (default `:finalized`). */
 function refundSpec(value: string): RefundSpec {
   const match = /^(full|partial|\d{1,18})(?::(finalized|canceled))?$/i.exec(value.trim());
-  if (!match) throw new UsageError(`--refund ${value}: must be full, partial or an amount, optionally with :finalized or :canceled`);
+  if (!match)
+    throw new UsageError(
+      `--refund ${value}: must be full, partial or an amount, optionally with :finalized or :canceled`,
+    );
   const amount = (match[1] as string).toLowerCase();
   return { amount, status: match[2]?.toLowerCase() === 'canceled' ? 'CANCELED' : 'FINALIZED' };
 }
@@ -114,8 +117,16 @@ function summaryLines(report: SimulationReport, adminBase: string | null, seed: 
     '',
     `${s.orders} order(s), ${s.notifications} notification(s), ${s.deliveries} deliver${s.deliveries === 1 ? 'y' : 'ies'}: ` +
       `${s.delivered} answered 200, ${s.gaveUp} given up; ${s.attempts} attempt(s) in all.`,
-    `Receiver outcomes: ${Object.entries(s.outcomes).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}.`,
-    `HTTP statuses: ${Object.entries(s.httpStatuses).map(([k, v]) => `${k === 'none' ? 'no answer' : k} x${v}`).join(', ') || 'none'}.`,
+    `Receiver outcomes: ${
+      Object.entries(s.outcomes)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || 'none'
+    }.`,
+    `HTTP statuses: ${
+      Object.entries(s.httpStatuses)
+        .map(([k, v]) => `${k === 'none' ? 'no answer' : k} x${v}`)
+        .join(', ') || 'none'
+    }.`,
     `Seed ${seed} (repeat this run with --seed ${seed}).`,
   ];
   for (const order of report.orders.slice(0, 20)) {
@@ -133,7 +144,9 @@ function summaryLines(report: SimulationReport, adminBase: string | null, seed: 
 function adminBaseFor(url: string, adminPort: number): string | null {
   try {
     const target = new URL(url);
-    return ['127.0.0.1', 'localhost', '[::1]'].includes(target.hostname) ? `http://${target.hostname}:${adminPort}` : null;
+    return ['127.0.0.1', 'localhost', '[::1]'].includes(target.hostname)
+      ? `http://${target.hostname}:${adminPort}`
+      : null;
   } catch {
     return null;
   }
@@ -172,7 +185,8 @@ export async function simulate(io: CliIo, options: SimulateOptions): Promise<Exi
     basicAuth = { user: options.basicAuth.slice(0, colon), password: options.basicAuth.slice(colon + 1) };
   }
   const algorithm = algorithmOption(options.algorithm);
-  if (!/^\d{1,18}$/.test(options.amount) || BigInt(options.amount) < 1n) throw new UsageError('--amount must be a positive whole number of minor units');
+  if (!/^\d{1,18}$/.test(options.amount) || BigInt(options.amount) < 1n)
+    throw new UsageError('--amount must be a positive whole number of minor units');
   if (!/^[A-Z]{3}$/.test(options.currency)) throw new UsageError('--currency must be an ISO 4217 code such as PLN');
   if (options.random && (options.refund?.length || options.cancel || options.autoReceive === false)) {
     throw new UsageError('--random chooses the lifecycle itself: drop --refund, --cancel and --no-auto-receive');
@@ -180,12 +194,18 @@ export async function simulate(io: CliIo, options: SimulateOptions): Promise<Exi
 
   const refunds: RefundPlan[] = (options.refund ?? []).map(refundSpec).map((spec) => {
     if (spec.amount === 'full') return { status: spec.status };
-    const amount = spec.amount === 'partial' ? String(BigInt(options.amount) * 3n / 10n || 1n) : spec.amount;
+    const amount = spec.amount === 'partial' ? String((BigInt(options.amount) * 3n) / 10n || 1n) : spec.amount;
     return { amount, status: spec.status };
   });
   const seed = options.seed ?? freshSeed();
   const random = seededRandom(seed);
-  const base: Omit<PlanBase, 'startMs'> = { posId, notifyUrl: url, gapMs: options.gap, runStartedAt: new Date(), currencyCode: options.currency };
+  const base: Omit<PlanBase, 'startMs'> = {
+    posId,
+    notifyUrl: url,
+    gapMs: options.gap,
+    runStartedAt: new Date(),
+    currencyCode: options.currency,
+  };
   const plan: Omit<LifecyclePlan, keyof PlanBase> | 'random' = options.random
     ? 'random'
     : {
@@ -239,7 +259,9 @@ export async function simulate(io: CliIo, options: SimulateOptions): Promise<Exi
   }
 
   const adminBase = adminBaseFor(url, config.adminPort);
-  emit(io, json, { seed, target: url, posId, algorithm, timeScale: options.timeScale, ...report }, () => summaryLines(report, adminBase, seed));
+  emit(io, json, { seed, target: url, posId, algorithm, timeScale: options.timeScale, ...report }, () =>
+    summaryLines(report, adminBase, seed),
+  );
   return report.summary.gaveUp === 0 ? EXIT_OK : EXIT_FAILURE;
 }
 
@@ -261,10 +283,18 @@ export function registerSimulate(program: Command, io: CliIo, state: CliState): 
     .option('--key <secondKey>', 'second key to sign with (default: from SECOND_KEYS; prefer that: a flag shows in ps)')
     .option('--orders <n>', 'number of orders', integerOption(1, 100_000), 1)
     .option('--random', 'a random realistic lifecycle per order (pay method, auto-receive, outcome, refunds)')
-    .addOption(new Option('--pay-method <method>', 'pbl (hosted bank transfer), card (CARD_TOKEN) or blik (code, PBL blik)').argParser(choiceOption(['pbl', 'card', 'blik'] as const)).default('pbl'))
+    .addOption(
+      new Option('--pay-method <method>', 'pbl (hosted bank transfer), card (CARD_TOKEN) or blik (code, PBL blik)')
+        .argParser(choiceOption(['pbl', 'card', 'blik'] as const))
+        .default('pbl'),
+    )
     .option('--no-auto-receive', 'auto-receive off: WAITING_FOR_CONFIRMATION before the final status')
     .option('--cancel', 'the payment ends CANCELED instead of COMPLETED')
-    .option('--refund <spec>', 'refund the completed order: full, partial or an amount, with :canceled for a rejected refund (repeatable)', collect((v: string) => v))
+    .option(
+      '--refund <spec>',
+      'refund the completed order: full, partial or an amount, with :canceled for a rejected refund (repeatable)',
+      collect((v: string) => v),
+    )
     .option('--amount <minor>', 'order total in minor units', '15000')
     .option('--currency <code>', 'ISO 4217 currency', 'PLN')
     .option('--algorithm <name>', 'signature algorithm: MD5, SHA-1, SHA-256, SHA-384, SHA-512', 'MD5')
@@ -275,14 +305,45 @@ export function registerSimulate(program: Command, io: CliIo, state: CliState): 
     )
     .option('--no-processing-time', 'never send Svc-Processing-Time (sent by default for statuses after PENDING)')
     .option('--basic-auth <user:password>', 'Authorization: Basic to send (default NOTIFY_BASIC_AUTH)')
-    .option('--time-scale <factor>', 'simulated time runs this many times faster (3600: an hour per second)', numberOption(0, 1e9, { exclusiveMin: true }), 1)
-    .addOption(new Option('--gap <duration>', 'simulated time between status changes of one order').argParser(durationOption).default(2000, '2s'))
-    .addOption(new Option('--spread <duration>', 'start the orders evenly over this simulated time').argParser(durationOption).default(0, '0s'))
+    .option(
+      '--time-scale <factor>',
+      'simulated time runs this many times faster (3600: an hour per second)',
+      numberOption(0, 1e9, { exclusiveMin: true }),
+      1,
+    )
+    .addOption(
+      new Option('--gap <duration>', 'simulated time between status changes of one order')
+        .argParser(durationOption)
+        .default(2000, '2s'),
+    )
+    .addOption(
+      new Option('--spread <duration>', 'start the orders evenly over this simulated time')
+        .argParser(durationOption)
+        .default(0, '0s'),
+    )
     .option('--duplicates <probability>', 'chance that a notification is sent twice (0..1)', numberOption(0, 1), 0)
-    .option('--reorder <probability>', 'chance that two statuses of an order go out in the wrong order (0..1)', numberOption(0, 1), 0)
-    .addOption(new Option('--max-delay <duration>', 'delay each first attempt by a random simulated time up to this').argParser(durationOption).default(0, '0s'))
-    .option('--max-attempts <n>', 'give up after this many attempts (the spec: 20)', integerOption(1, RETRY_SCHEDULE_MS.length), RETRY_SCHEDULE_MS.length)
-    .addOption(new Option('--timeout <duration>', 'real time an attempt may take before it counts as unanswered').argParser(durationOption).default(10_000, '10s'))
+    .option(
+      '--reorder <probability>',
+      'chance that two statuses of an order go out in the wrong order (0..1)',
+      numberOption(0, 1),
+      0,
+    )
+    .addOption(
+      new Option('--max-delay <duration>', 'delay each first attempt by a random simulated time up to this')
+        .argParser(durationOption)
+        .default(0, '0s'),
+    )
+    .option(
+      '--max-attempts <n>',
+      'give up after this many attempts (the spec: 20)',
+      integerOption(1, RETRY_SCHEDULE_MS.length),
+      RETRY_SCHEDULE_MS.length,
+    )
+    .addOption(
+      new Option('--timeout <duration>', 'real time an attempt may take before it counts as unanswered')
+        .argParser(durationOption)
+        .default(10_000, '10s'),
+    )
     .option('--concurrency <n>', 'requests in flight at once', integerOption(1, 1000), 8)
     .option('--seed <n>', 'random seed, to repeat a run exactly', integerOption(0, 2 ** 31 - 1));
   withJson(command).action(action(state, (options: SimulateOptions) => simulate(io, options)));

@@ -5,16 +5,34 @@ import { parseNotification } from '../../parsing/parseNotification';
 import { parseSecondKeys, type SecondKey } from '../../verification/secondKeys';
 import { parseSignatureHeader, type SignatureHeaderProblem } from '../../verification/signatureHeader';
 import { verifySignature, type SignatureMatch } from '../../verification/verifySignature';
-import { action, collect, emit, EXIT_FAILURE, EXIT_OK, UsageError, withJson, type CliIo, type CliState, type ExitCode } from './common';
+import {
+  action,
+  collect,
+  emit,
+  EXIT_FAILURE,
+  EXIT_OK,
+  UsageError,
+  withJson,
+  type CliIo,
+  type CliState,
+  type ExitCode,
+} from './common';
 
 const HEADER_PROBLEMS: Record<SignatureHeaderProblem, string> = {
   missing_signature_header: 'no signature header value was given',
   missing_signature: 'the header has no single signature= field (missing, empty, or given twice with different values)',
   invalid_signature_encoding: 'the signature is not hex of the length its algorithm produces',
-  unsupported_algorithm: 'the algorithm is not one of MD5, SHA-1, SHA-256 (or SHA), SHA-384, SHA-512 (or it is given twice, differently)',
+  unsupported_algorithm:
+    'the algorithm is not one of MD5, SHA-1, SHA-256 (or SHA), SHA-384, SHA-512 (or it is given twice, differently)',
 };
 
-const HEX_LENGTH_ALGORITHM: Record<number, string> = { 32: 'MD5', 40: 'SHA-1', 64: 'SHA-256', 96: 'SHA-384', 128: 'SHA-512' };
+const HEX_LENGTH_ALGORITHM: Record<number, string> = {
+  32: 'MD5',
+  40: 'SHA-1',
+  64: 'SHA-256',
+  96: 'SHA-384',
+  128: 'SHA-512',
+};
 
 export interface KeyTrial {
   posId: string;
@@ -36,7 +54,12 @@ export interface SignatureDiagnosis {
   /** verified, or why not: a header problem, invalid_signature, pos_mismatch. */
   result: 'verified' | SignatureHeaderProblem | 'invalid_signature' | 'pos_mismatch';
   explanation: string;
-  header: { problem: SignatureHeaderProblem | null; algorithm: string | null; sender: string | null; signatureHexDigits: number | null };
+  header: {
+    problem: SignatureHeaderProblem | null;
+    algorithm: string | null;
+    sender: string | null;
+    signatureHexDigits: number | null;
+  };
   /** The bytes that were hashed (followed by the key, which is never shown). */
   body: {
     bytes: number;
@@ -90,8 +113,10 @@ function alternativeForms(body: Buffer, json: unknown): Array<{ form: string; by
   }
   const trimmed = Buffer.from(base.toString('latin1').replace(/[\r\n]+$/, ''), 'latin1');
   add('without the trailing newline', trimmed);
-  if (base.includes('\r\n')) add('with LF line endings', Buffer.from(base.toString('latin1').replace(/\r\n/g, '\n'), 'latin1'));
-  if (json !== undefined) add('in compact JSON (no whitespace between tokens)', Buffer.from(JSON.stringify(json), 'utf8'));
+  if (base.includes('\r\n'))
+    add('with LF line endings', Buffer.from(base.toString('latin1').replace(/\r\n/g, '\n'), 'latin1'));
+  if (json !== undefined)
+    add('in compact JSON (no whitespace between tokens)', Buffer.from(JSON.stringify(json), 'utf8'));
   return forms;
 }
 
@@ -100,7 +125,11 @@ function alternativeForms(body: Buffer, json: unknown): Array<{ form: string; by
  * hex(hash(body bytes + second key)) with the header's algorithm against every key, then the POS
  * of a verifying key against order.merchantPosId. Never reveals a key or an expected signature.
  */
-export function diagnoseSignature(body: Buffer, headerValue: string | undefined, keys: readonly SecondKey[]): SignatureDiagnosis {
+export function diagnoseSignature(
+  body: Buffer,
+  headerValue: string | undefined,
+  keys: readonly SecondKey[],
+): SignatureDiagnosis {
   const json = rawJson(body);
   const parsed = parseNotification(body);
   const text = body.toString('latin1');
@@ -141,9 +170,16 @@ export function diagnoseSignature(body: Buffer, headerValue: string | undefined,
     const algorithmField = /(?:^|;)\s*algorithm\s*=\s*([^;]*)/i.exec(headerValue ?? '')?.[1]?.trim();
     if (header.problem === 'invalid_signature_encoding' && signatureField) {
       const likely = HEX_LENGTH_ALGORITHM[signatureField.length];
-      if (!/^[0-9a-fA-F]+$/.test(signatureField)) hints.push('the signature contains characters that are not hex digits');
-      else if (likely) hints.push(`the signature has ${signatureField.length} hex digits, which is ${likely}, but the header says algorithm=${algorithmField ?? 'MD5 (the default)'}`);
-      else hints.push(`the signature has ${signatureField.length} hex digits, which is no supported algorithm's length (truncated or padded?)`);
+      if (!/^[0-9a-fA-F]+$/.test(signatureField))
+        hints.push('the signature contains characters that are not hex digits');
+      else if (likely)
+        hints.push(
+          `the signature has ${signatureField.length} hex digits, which is ${likely}, but the header says algorithm=${algorithmField ?? 'MD5 (the default)'}`,
+        );
+      else
+        hints.push(
+          `the signature has ${signatureField.length} hex digits, which is no supported algorithm's length (truncated or padded?)`,
+        );
     }
     return diagnosis;
   }
@@ -152,7 +188,11 @@ export function diagnoseSignature(body: Buffer, headerValue: string | undefined,
   diagnosis.header.sender = header.header.sender ?? null;
 
   const matches = verifySignature(header.header, body, keys);
-  diagnosis.keys = keys.map((k) => ({ posId: k.posId, fingerprint: k.fingerprint, verifies: matches.some((m) => m.keyFingerprint === k.fingerprint && m.posId === k.posId) }));
+  diagnosis.keys = keys.map((k) => ({
+    posId: k.posId,
+    fingerprint: k.fingerprint,
+    verifies: matches.some((m) => m.keyFingerprint === k.fingerprint && m.posId === k.posId),
+  }));
   if (merchantPosId !== null) {
     diagnosis.pos = {
       merchantPosId,
@@ -172,14 +212,22 @@ export function diagnoseSignature(body: Buffer, headerValue: string | undefined,
     diagnosis.result = 'verified';
     diagnosis.matchedKey = (matches.find((m) => m.posId === merchantPosId) ?? matches[0]) as SignatureMatch;
     diagnosis.explanation = `verified with the key of POS ${diagnosis.matchedKey.posId} (fingerprint ${diagnosis.matchedKey.keyFingerprint})`;
-    if (!parsed.ok) hints.push(`the signature is good but the body cannot be read (${parsed.reason}: ${parsed.detail}); the receiver quarantines it`);
+    if (!parsed.ok)
+      hints.push(
+        `the signature is good but the body cannot be read (${parsed.reason}: ${parsed.detail}); the receiver quarantines it`,
+      );
     return diagnosis;
   }
 
   diagnosis.explanation = `the signature matches none of the ${keys.length} key(s) tried with ${diagnosis.header.algorithm}`;
   for (const form of alternativeForms(body, json)) {
     const formMatches = verifySignature(header.header, form.bytes, keys);
-    diagnosis.alternatives.push({ form: form.form, bytes: form.bytes.length, sha256: sha256(form.bytes), verifiesWith: formMatches[0] ?? null });
+    diagnosis.alternatives.push({
+      form: form.form,
+      bytes: form.bytes.length,
+      sha256: sha256(form.bytes),
+      verifiesWith: formMatches[0] ?? null,
+    });
   }
   const verifying = diagnosis.alternatives.find((a) => a.verifiesWith !== null);
   if (verifying?.verifiesWith) {
@@ -188,13 +236,21 @@ export function diagnoseSignature(body: Buffer, headerValue: string | undefined,
         'the saved file is not the exact bytes that were signed; the sender signs its compact JSON, so save the raw request body byte for byte',
     );
   } else {
-    if (diagnosis.body.prettyPrinted) hints.push('the body is pretty-printed: the sender posts compact JSON, so this was probably re-serialized after receipt');
-    if (diagnosis.body.trailingNewline) hints.push('the body ends with a newline, which the sender does not send (an editor or echo may have added it)');
-    if (diagnosis.body.byteOrderMark) hints.push('the body starts with a UTF-8 byte order mark, which the sender does not send');
-    if (diagnosis.alternatives.length > 0) hints.push(`no re-serialization tried (${diagnosis.alternatives.map((a) => a.form).join('; ')}) verifies either`);
+    if (diagnosis.body.prettyPrinted)
+      hints.push(
+        'the body is pretty-printed: the sender posts compact JSON, so this was probably re-serialized after receipt',
+      );
+    if (diagnosis.body.trailingNewline)
+      hints.push('the body ends with a newline, which the sender does not send (an editor or echo may have added it)');
+    if (diagnosis.body.byteOrderMark)
+      hints.push('the body starts with a UTF-8 byte order mark, which the sender does not send');
+    if (diagnosis.alternatives.length > 0)
+      hints.push(`no re-serialization tried (${diagnosis.alternatives.map((a) => a.form).join('; ')}) verifies either`);
   }
   if (diagnosis.pos && diagnosis.pos.keysConfiguredForPos === 0) {
-    hints.push(`no key is configured for POS ${merchantPosId} (the body's order.merchantPosId): only that POS's second key can verify it`);
+    hints.push(
+      `no key is configured for POS ${merchantPosId} (the body's order.merchantPosId): only that POS's second key can verify it`,
+    );
   }
   if (keys.length === 0) hints.push('no keys were tried');
   return diagnosis;
@@ -212,23 +268,33 @@ function humanLines(source: string, d: SignatureDiagnosis): string[] {
       `${d.body.byteOrderMark ? ', byte order mark' : ''}`,
   );
   if (d.header.problem) lines.push(`Header: ${d.header.problem}`);
-  else lines.push(`Header: algorithm ${d.header.algorithm}${d.header.sender ? `, sender ${d.header.sender}` : ''}, signature of ${d.header.signatureHexDigits ?? '?'} hex digits`);
+  else
+    lines.push(
+      `Header: algorithm ${d.header.algorithm}${d.header.sender ? `, sender ${d.header.sender}` : ''}, signature of ${d.header.signatureHexDigits ?? '?'} hex digits`,
+    );
   if (d.keys.length > 0) {
     lines.push(`Keys tried (${d.header.algorithm}):`);
-    for (const k of d.keys) lines.push(`  POS ${k.posId}  key ${k.fingerprint}  ${k.verifies ? 'verifies' : 'no match'}`);
+    for (const k of d.keys)
+      lines.push(`  POS ${k.posId}  key ${k.fingerprint}  ${k.verifies ? 'verifies' : 'no match'}`);
   } else if (!d.header.problem) {
     lines.push('Keys tried: none');
   }
   if (d.pos) {
     lines.push(
       `POS check: order.merchantPosId ${d.pos.merchantPosId}; ${d.pos.keysConfiguredForPos} key(s) configured for it` +
-        (d.pos.verifyingKeyMatchesPos === null ? '' : d.pos.verifyingKeyMatchesPos ? '; the verifying key belongs to it' : '; the verifying key belongs to another POS'),
+        (d.pos.verifyingKeyMatchesPos === null
+          ? ''
+          : d.pos.verifyingKeyMatchesPos
+            ? '; the verifying key belongs to it'
+            : '; the verifying key belongs to another POS'),
     );
   }
   if (d.alternatives.length > 0) {
     lines.push('Re-serializations tried:');
     for (const a of d.alternatives) {
-      lines.push(`  ${a.form}: ${a.bytes} bytes, SHA-256 ${a.sha256}: ${a.verifiesWith ? `VERIFIES (POS ${a.verifiesWith.posId}, key ${a.verifiesWith.keyFingerprint})` : 'no match'}`);
+      lines.push(
+        `  ${a.form}: ${a.bytes} bytes, SHA-256 ${a.sha256}: ${a.verifiesWith ? `VERIFIES (POS ${a.verifiesWith.posId}, key ${a.verifiesWith.keyFingerprint})` : 'no match'}`,
+      );
     }
   }
   for (const hint of d.hints) lines.push(`Hint: ${hint}`);
@@ -237,9 +303,13 @@ function humanLines(source: string, d: SignatureDiagnosis): string[] {
 
 /** Accepts a bare header value or a saved header line (`OpenSvc-Signature: sender=...`). */
 export function headerValueOf(text: string): string {
-  const lines = text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '');
+  const lines = text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
   // The receiver reads OpenSvc-Signature first, X-OpenSvc-Signature only without it.
-  const named = lines.find((l) => /^opensvc-signature\s*:/i.test(l)) ?? lines.find((l) => /^x-opensvc-signature\s*:/i.test(l));
+  const named =
+    lines.find((l) => /^opensvc-signature\s*:/i.test(l)) ?? lines.find((l) => /^x-opensvc-signature\s*:/i.test(l));
   if (named) return named.slice(named.indexOf(':') + 1).trim();
   return (lines[0] ?? '').trim();
 }
@@ -260,7 +330,9 @@ async function readBody(file: string): Promise<Buffer> {
     }
     return await readFile(file);
   } catch (error) {
-    throw new UsageError(`cannot read the body file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new UsageError(
+      `cannot read the body file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
   }
 }
 
@@ -273,7 +345,9 @@ export async function verify(io: CliIo, bodyFile: string, options: VerifyOptions
     try {
       headerText = await readFile(options.signatureFile, 'utf8');
     } catch (error) {
-      throw new UsageError(`cannot read ${options.signatureFile}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+      throw new UsageError(
+        `cannot read ${options.signatureFile}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+      );
     }
   }
   const keys: SecondKey[] = [];
@@ -281,7 +355,8 @@ export async function verify(io: CliIo, bodyFile: string, options: VerifyOptions
     // One flag per key, so a key may contain a comma.
     options.key.forEach((entry, index) => {
       const parsed = parseSecondKeys(entry);
-      if (parsed.problems.length > 0 || parsed.keys.length !== 1) throw new UsageError(`--key number ${index + 1} is not of the form posId:secondKey`);
+      if (parsed.problems.length > 0 || parsed.keys.length !== 1)
+        throw new UsageError(`--key number ${index + 1} is not of the form posId:secondKey`);
       keys.push(...parsed.keys);
     });
   } else {
@@ -305,7 +380,7 @@ export function registerVerify(program: Command, io: CliIo, state: CliState): vo
     .description(
       'Checks a saved notification body against its signature header offline, exactly as the receiver does ' +
         '(hex(hash(body bytes + second key)) with every configured key, then the POS of the verifying key against ' +
-        "order.merchantPosId), and says why it fails: the header problem, which keys were tried (POS and fingerprint, " +
+        'order.merchantPosId), and says why it fails: the header problem, which keys were tried (POS and fingerprint, ' +
         'never the key), the algorithm, the length and SHA-256 of the hashed bytes, and whether a re-serialized copy ' +
         '(pretty-printed, trailing newline, BOM, CRLF) would have verified in its original form. ' +
         'Keys: SECOND_KEYS, or --key posId:secondKey (repeatable) instead.\n\n' +
@@ -314,6 +389,10 @@ export function registerVerify(program: Command, io: CliIo, state: CliState): vo
     .argument('<bodyFile>', 'the body exactly as received (- for stdin)')
     .option('--signature <value>', 'the OpenSvc-Signature header value (sender=...;signature=...;algorithm=...)')
     .option('--signature-file <file>', 'a file holding the header value or the saved request headers')
-    .option('--key <posId:secondKey>', 'a key to try instead of SECOND_KEYS (repeatable)', collect((v: string) => v));
+    .option(
+      '--key <posId:secondKey>',
+      'a key to try instead of SECOND_KEYS (repeatable)',
+      collect((v: string) => v),
+    );
   withJson(command).action(action(state, (bodyFile: string, options: VerifyOptions) => verify(io, bodyFile, options)));
 }
