@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import bytes from 'bytes';
-import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
-import { parseSecondKeys, type SecondKey } from './verification/secondKeys';
-import { parseSourceAllowlist, type SourceAllowlist } from './intake/sourceAddress';
+import { isPublicSandboxKey, parseSecondKeys, PUBLIC_SANDBOX_KEY, type SecondKey } from './verification/secondKeys';
+import { parsePaymentApiCredentials, type PaymentApiCredential } from './paymentApi/credentials';
+import { parseSourceAllowlist, parseTrustProxy, type SourceAllowlist, type TrustProxy } from './intake/sourceAddress';
 
 /** The whole configuration, read once from the environment at start (documented in .env.example). */
 export interface Config {
@@ -22,9 +22,15 @@ export interface Config {
   secondKeys: SecondKey[];
   sourceAllowlist: SourceAllowlist;
   /** Express `trust proxy` value: false (none), a hop count, or proxy addresses/CIDRs. */
-  trustProxy: false | number | string[];
+  trustProxy: TrustProxy;
   notifyBasicAuth: { user: string; password: string } | null;
   bodyLimitBytes: number;
+  /** Bytes held at once for bodies whose signature is not checked yet; past it, 503. */
+  unverifiedBodiesLimitBytes: number;
+  /** Bearer token for the admin port's data routes; null: open (the port must not be reachable). */
+  adminToken: string | null;
+  /** Admin data requests served at once; past it, 503. */
+  adminConcurrency: number;
   logLevel: string;
   shutdownTimeoutMs: number;
   relayEnabled: boolean;
@@ -32,6 +38,25 @@ export interface Config {
   amqpExchange: string;
   eventSource: string;
   outboxRetentionMs: number;
+  /** Checking orders against the payment service's API; null (off) without PAYMENT_API_URL. */
+  reconciliation: ReconciliationConfig | null;
+}
+
+export interface ReconciliationConfig {
+  /** PAYMENT_API_URL: the payment API's base address, without a path. */
+  paymentApiUrl: string;
+  /** One OAuth client per POS (PAYMENT_API_CREDENTIALS). Secret. */
+  credentials: PaymentApiCredential[];
+  /** Longest a payment API attempt may take, answer included. */
+  timeoutMs: number;
+  maxInFlight: number;
+  maxPerSecond: number;
+  /** An order not final is checked this long after its last observation, then on a widening schedule. */
+  afterMs: number;
+  /** Past this since the order's first observation, checks stop (counted and alerted). */
+  giveUpMs: number;
+  /** How often the sweep looks for due work. */
+  intervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -70,6 +95,23 @@ const duration = z.string().transform((value, ctx) => {
   return ms;
 });
 
+/** A size such as 64kb or 32mb, within bounds. */
+const size = (fallback: string, min: number, max: number) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((value, ctx) => {
+      const parsed = bytes.parse(value);
+      if (parsed === null || !Number.isFinite(parsed) || parsed < min || parsed > max) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be a size from ${bytes(min)} to ${bytes(max)}, such as ${fallback}`,
+        });
+        return 0;
+      }
+      return parsed;
+    });
+
 const schema = z.object({
   PORT: port.default(8080),
   ADMIN_PORT: port.default(9090),
@@ -103,24 +145,11 @@ const schema = z.object({
     }),
   TRUST_PROXY: z
     .string()
-    .trim()
     .default('')
-    .transform((value, ctx): false | number | string[] => {
-      if (value === '' || ['none', 'false', '0'].includes(value.toLowerCase())) return false;
-      if (/^\d+$/.test(value)) return Number(value);
-      const entries = value
-        .split(',')
-        .map((e) => e.trim())
-        .filter((e) => e !== '');
-      try {
-        proxyAddr.compile(entries);
-      } catch {
-        ctx.addIssue({
-          code: 'custom',
-          message: 'must be none, a hop count, or comma-separated proxy addresses/CIDRs',
-        });
-      }
-      return entries;
+    .transform((value, ctx) => {
+      const { trust, problems } = parseTrustProxy(value);
+      for (const message of problems) ctx.addIssue({ code: 'custom', message });
+      return trust;
     }),
   NOTIFY_BASIC_AUTH: z
     .string()
@@ -134,17 +163,13 @@ const schema = z.object({
       }
       return { user: value.slice(0, colon), password: value.slice(colon + 1) };
     }),
-  BODY_LIMIT: z
+  BODY_LIMIT: size('64kb', 1024, 64 * 1024 * 1024),
+  UNVERIFIED_BODIES_LIMIT: size('32mb', 64 * 1024, 1024 * 1024 * 1024),
+  ADMIN_TOKEN: z
     .string()
-    .default('1mb')
-    .transform((value, ctx) => {
-      const limit = bytes.parse(value);
-      if (limit === null || !Number.isFinite(limit) || limit < 1024 || limit > 64 * 1024 * 1024) {
-        ctx.addIssue({ code: 'custom', message: 'must be a size between 1kb and 64mb, such as 1mb' });
-        return 0;
-      }
-      return limit;
-    }),
+    .optional()
+    .refine((v) => v === undefined || v.length >= 16, 'must be at least 16 characters'),
+  ADMIN_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SHUTDOWN_TIMEOUT: duration.default(20_000).pipe(z.number().min(0).max(300_000)),
   RELAY_ENABLED: boolean.default(true),
@@ -156,7 +181,36 @@ const schema = z.object({
   AMQP_EXCHANGE: z.string().trim().min(1).default('payment.events'),
   EVENT_SOURCE: z.string().trim().min(1).default('urn:payment-notification-receiver'),
   OUTBOX_RETENTION: duration.default(7 * 86_400_000),
+  PAYMENT_API_URL: z
+    .string()
+    .trim()
+    .optional()
+    .refine((v) => v === undefined || isBaseUrl(v), 'must be an http(s) base URL such as https://secure.example.com'),
+  PAYMENT_API_CREDENTIALS: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined) return [];
+      const { credentials, problems } = parsePaymentApiCredentials(value);
+      for (const message of problems) ctx.addIssue({ code: 'custom', message });
+      return credentials;
+    }),
+  PAYMENT_API_TIMEOUT: duration.default(10_000).pipe(z.number().min(100).max(300_000)),
+  PAYMENT_API_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(64).default(4),
+  PAYMENT_API_MAX_PER_SECOND: z.coerce.number().min(0.1).max(1000).default(10),
+  RECONCILE_AFTER: duration.default(5 * 60_000).pipe(z.number().min(1000)),
+  RECONCILE_GIVE_UP: duration.default(7 * 86_400_000).pipe(z.number().min(60_000)),
+  RECONCILE_INTERVAL: duration.default(30_000).pipe(z.number().min(100).max(86_400_000)),
 });
+
+function isBaseUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.search === '' && url.hash === '';
+  } catch {
+    return false;
+  }
+}
 
 /** Loads ./.env for local runs (Node's own loader); variables already set win. */
 export function loadDotEnv(): void {
@@ -177,6 +231,12 @@ export function loadConfig(env: NodeJS.ProcessEnv, { receiving = true }: { recei
     : result.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`);
   if (receiving && present.SECOND_KEYS === undefined)
     problems.push('SECOND_KEYS: is required (comma-separated posId:secondKey entries)');
+  if (present.PAYMENT_API_URL !== undefined && present.PAYMENT_API_CREDENTIALS === undefined)
+    problems.push(
+      'PAYMENT_API_CREDENTIALS: is required with PAYMENT_API_URL (comma-separated posId:clientId:clientSecret entries)',
+    );
+  if (result.success && result.data.RECONCILE_GIVE_UP <= result.data.RECONCILE_AFTER)
+    problems.push('RECONCILE_GIVE_UP: must be longer than RECONCILE_AFTER');
   if (!result.success || problems.length > 0) throw new ConfigError(problems);
   const c = result.data;
   return {
@@ -194,6 +254,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, { receiving = true }: { recei
     trustProxy: c.TRUST_PROXY,
     notifyBasicAuth: c.NOTIFY_BASIC_AUTH,
     bodyLimitBytes: c.BODY_LIMIT,
+    unverifiedBodiesLimitBytes: c.UNVERIFIED_BODIES_LIMIT,
+    adminToken: c.ADMIN_TOKEN ?? null,
+    adminConcurrency: c.ADMIN_CONCURRENCY,
     logLevel: c.LOG_LEVEL,
     shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT,
     relayEnabled: c.RELAY_ENABLED,
@@ -201,5 +264,40 @@ export function loadConfig(env: NodeJS.ProcessEnv, { receiving = true }: { recei
     amqpExchange: c.AMQP_EXCHANGE,
     eventSource: c.EVENT_SOURCE,
     outboxRetentionMs: c.OUTBOX_RETENTION,
+    reconciliation:
+      c.PAYMENT_API_URL === undefined
+        ? null
+        : {
+            paymentApiUrl: c.PAYMENT_API_URL,
+            credentials: c.PAYMENT_API_CREDENTIALS,
+            timeoutMs: c.PAYMENT_API_TIMEOUT,
+            maxInFlight: c.PAYMENT_API_MAX_IN_FLIGHT,
+            maxPerSecond: c.PAYMENT_API_MAX_PER_SECOND,
+            afterMs: c.RECONCILE_AFTER,
+            giveUpMs: c.RECONCILE_GIVE_UP,
+            intervalMs: c.RECONCILE_INTERVAL,
+          },
   };
+}
+
+/**
+ * What a valid configuration may still get wrong, said at start (warn): settings that let anyone in.
+ * Never a value.
+ */
+export function configurationWarnings(config: Config): string[] {
+  const warnings: string[] = [];
+  if (config.sourceAllowlist.any) warnings.push('ALLOWED_SOURCE_IPS=any: the source address check is disabled');
+  if ((config.sourceAllowlist.production || config.sourceAllowlist.any) && config.secondKeys.some(isPublicSandboxKey)) {
+    warnings.push(
+      `SECOND_KEYS holds the public sandbox key of POS ${PUBLIC_SANDBOX_KEY.posId} (published in the payment ` +
+        "service's documentation) while production senders are allowed: anyone can sign with it; remove it",
+    );
+  }
+  if (config.trustProxy.kind === 'hops') {
+    warnings.push(
+      `TRUST_PROXY=${config.trustProxy.hops} believes X-Forwarded-For from whichever peer connects: any client ` +
+        "that reaches the port directly can choose its source address; list the proxies' addresses instead",
+    );
+  }
+  return warnings;
 }

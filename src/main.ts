@@ -1,24 +1,8 @@
-import v8 from 'node:v8';
 import { ConfigError, loadConfig, loadDotEnv } from './config';
 import { createLogger } from './observability/logger';
 import { startService } from './service';
 
-/**
- * V8 allocates an allocation site's objects straight into the old generation once it has seen most
- * of them survive a scavenge (allocation-site pretenuring). In a burst the recorder's and pg's
- * per-batch objects do survive one, and once pretenured they keep filling the old generation at an
- * ordinary rate although they die within milliseconds: at 1,000 notifications/s that was a
- * mark-compact every 1.5-3 s, each holding the answers queued behind it for 15-35 ms. Without it the
- * same traffic made 2-5 mark-compacts in a process's life instead of 17-25 (docs/PERFORMANCE.md,
- * change 28). Set here because NODE_OPTIONS does not accept the flag; it is read as the heap works,
- * so setting it before the service starts takes effect.
- */
-function tuneGarbageCollection(): void {
-  v8.setFlagsFromString('--no-allocation-site-pretenuring');
-}
-
 async function main(): Promise<void> {
-  tuneGarbageCollection();
   loadDotEnv();
   let config;
   try {

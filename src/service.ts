@@ -1,15 +1,17 @@
 import http from 'node:http';
 import type pg from 'pg';
 import { createAdminApp } from './admin/adminApp';
-import type { Config } from './config';
+import { configurationWarnings, type Config } from './config';
 import { close, listen } from './http/server';
-import { createPublicListener, PublicResponse } from './intake/publicApp';
+import { createPublicListener } from './intake/publicListener';
+import { UnverifiedBodies } from './intake/unverifiedBodies';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
 import { readOutboxBacklog } from './outbox/backlog';
 import { OutboxRelay } from './outbox/relay';
-import { createDb, createPool, ensureDatabaseExists, pgSessions, type Db } from './recording/database';
-import { migrate } from './recording/migrations';
+import { createDb, createPool, ensureDatabaseExists, type Db } from './database/pool';
+import { PooledTransactions } from './database/transaction';
+import { migrate } from './database/migrations';
 import { GroupCommitStore } from './recording/groupCommit';
 
 export interface Service {
@@ -23,9 +25,15 @@ export interface Service {
   stop(): Promise<void>;
 }
 
+/** Connections of the admin port's own pool (its data routes are capped by ADMIN_CONCURRENCY). */
+const ADMIN_POOL_MAX = 2;
+
 /** Slow senders are cut off rather than holding a connection (and a pool slot) indefinitely. */
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 15_000;
+
+/** Of SHUTDOWN_TIMEOUT, what the relay keeps for finishing its batch (at most half of it). */
+const RELAY_STOP_SHARE_MS = 2_000;
 
 /** Whether work settles within ms (it goes on regardless; the caller just stops waiting). */
 function finishesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
@@ -51,7 +59,7 @@ export async function prepareDatabase(config: Pick<Config, 'databaseUrl'>, logge
 /** The composition root: builds every part from the config and owns start and stop. */
 export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Service> {
   if (config.migrateOnStart) await prepareDatabase(config, logger);
-  if (config.sourceAllowlist.any) logger.warn('ALLOWED_SOURCE_IPS=any: the source address check is disabled');
+  for (const warning of configurationWarnings(config)) logger.warn(warning);
 
   const pool = createPool(
     {
@@ -64,10 +72,26 @@ export async function startService(config: Config, logger: Logger = createLogger
     logger,
   );
   const db = createDb(pool);
+  // The admin port's data routes have a pool of their own: reading projections never takes a
+  // connection the recorder needs.
+  const adminDb = createDb(
+    createPool(
+      {
+        url: config.databaseUrl,
+        poolMax: ADMIN_POOL_MAX,
+        timeoutMs: config.databaseTimeoutMs,
+        applicationName: 'payment-notification-receiver:admin',
+        keyLookupsOnly: true,
+      },
+      logger,
+    ),
+  );
+  const unverified = new UnverifiedBodies(config.unverifiedBodiesLimitBytes);
   // The recorder's queue is read at scrape time, once the store below exists.
   const metrics = createMetrics({
     outboxBacklog: () => readOutboxBacklog(db),
     recorderQueued: () => store.load.queued,
+    unverifiedBodyBytes: () => unverified.heldBytes,
   });
 
   const relay = config.relayEnabled
@@ -85,8 +109,7 @@ export async function startService(config: Config, logger: Logger = createLogger
 
   let accepting = true;
   const store = new GroupCommitStore(
-    pgSessions(pool),
-    db,
+    new PooledTransactions(pool),
     { eventSource: config.eventSource },
     {
       maxBatchSize: 64,
@@ -102,16 +125,23 @@ export async function startService(config: Config, logger: Logger = createLogger
         metrics.recorderBusy.inc(busySeconds);
       },
     },
+    logger.child({ component: 'recorder' }),
   );
   const publicListener = createPublicListener({
     config,
-    trustProxy: config.trustProxy,
     store,
+    unverified,
     metrics,
     logger,
     onEventsWritten: () => relay?.wake(),
   });
-  const adminApp = createAdminApp({ db, metrics, logger, isAccepting: () => accepting });
+  const adminApp = createAdminApp({
+    probeDb: db,
+    data: { db: adminDb, token: config.adminToken, concurrency: config.adminConcurrency },
+    metrics,
+    logger,
+    isAccepting: () => accepting,
+  });
 
   const publicServer = http.createServer(
     {
@@ -119,7 +149,6 @@ export async function startService(config: Config, logger: Logger = createLogger
       requestTimeout: REQUEST_TIMEOUT_MS,
       // Node checks those timeouts on this interval (default 30 s, which would double them).
       connectionsCheckingInterval: 1000,
-      ServerResponse: PublicResponse,
     },
     publicListener,
   );
@@ -136,15 +165,20 @@ export async function startService(config: Config, logger: Logger = createLogger
       // SHUTDOWN_TIMEOUT plus a second or two. What a cut-short step leaves is safe: an
       // unconfirmed event is published again at the next start (same id), and a transaction
       // that did not commit was not answered 200.
+      // The relay keeps a share of the time to finish its batch even when a request that never
+      // completes holds the drain to the end (a loaded node can make a batch take a second or more).
       const deadline = Date.now() + config.shutdownTimeoutMs;
       const left = (): number => Math.max(0, deadline - Date.now());
+      const relayShare = relay ? Math.min(RELAY_STOP_SHARE_MS, config.shutdownTimeoutMs / 2) : 0;
       accepting = false;
       logger.info('stopping: readiness off, draining requests');
-      await close(publicServer, left());
+      await close(publicServer, Math.max(0, left() - relayShare));
       if (relay && !(await finishesWithin(relay.stop(), Math.max(left(), 1000))))
         logger.warn('relay did not stop in time');
       await close(adminServer, 500);
-      if (!(await finishesWithin(db.destroy(), 1000))) logger.warn('database connections did not close in time');
+      if (!(await finishesWithin(Promise.all([db.destroy(), adminDb.destroy()]), 1000))) {
+        logger.warn('database connections did not close in time');
+      }
       logger.info('stopped');
     })();
     return stopping;

@@ -1,4 +1,5 @@
-import type { Db } from '../recording/database';
+import type { Db } from '../database/pool';
+import type { Disagreement } from '../database/schema';
 import type { OrderProjection, RefundProjection } from '../recording/projection';
 import { orderFromRow, refundFromRow } from '../recording/projectionRows';
 
@@ -9,7 +10,10 @@ export interface StatusHistoryEntry {
   /** Whether this notification moved the projection. */
   applied: boolean;
   outcome: 'applied' | 'stale' | 'conflict';
+  /** Every delivery of it, those counted without a row of their own (delivery_repeats) included. */
   deliveries: number;
+  /** Facts it stated otherwise than the projection keeps (the projection kept its own values). */
+  disagreements: Disagreement[];
 }
 
 /** A refund as the admin API shows it: the projection, its last change and its status history. */
@@ -41,11 +45,17 @@ async function historyOf(
       'n.status',
       'n.received_at',
       'n.outcome',
+      'n.disagreements',
       eb
         .selectFrom('deliveries as d')
         .select((d) => d.fn.countAll<string>().as('c'))
         .whereRef('d.notification_id', '=', 'n.id')
         .as('deliveries'),
+      eb
+        .selectFrom('delivery_repeats as r')
+        .select('r.deliveries')
+        .whereRef('r.notification_id', '=', 'n.id')
+        .as('repeats'),
     ])
     .where('n.kind', '=', kind)
     .where('n.subject_id', 'in', subjectIds)
@@ -58,7 +68,8 @@ async function historyOf(
       receivedAt: new Date(row.received_at).toISOString(),
       applied: row.outcome === 'applied',
       outcome: row.outcome,
-      deliveries: Number(row.deliveries ?? 0),
+      deliveries: Number(row.deliveries ?? 0) + Number(row.repeats ?? 0),
+      disagreements: row.disagreements ?? [],
     });
     result.set(row.subject_id, list);
   }

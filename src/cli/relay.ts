@@ -6,7 +6,7 @@ import { createLogger } from '../observability/logger';
 import { createRelayMetrics } from '../observability/metrics';
 import { readOutboxBacklog } from '../outbox/backlog';
 import { OutboxRelay } from '../outbox/relay';
-import { createDb, createPool } from '../recording/database';
+import { createDb, createPool } from '../database/pool';
 
 /**
  * `npm run relay`: the outbox relay alone, for deployments that run it separately. It serves the
@@ -39,7 +39,9 @@ async function main(): Promise<void> {
     logger,
   });
   let accepting = true;
-  const admin = http.createServer(createAdminApp({ db, metrics, logger, isAccepting: () => accepting }));
+  const admin = http.createServer(
+    createAdminApp({ probeDb: db, data: null, metrics, logger, isAccepting: () => accepting }),
+  );
   const adminPort = await listen(admin, config.adminPort, config.host);
   relay.start();
   logger.info({ adminPort }, 'relay started');

@@ -1,45 +1,56 @@
 import { createHash } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
-import type { NextFunction } from 'express';
-import type { Config } from '../config';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isDatabaseUnavailable } from '../database/errors';
+import type { DeliveryOutcome } from '../database/schema';
 import { RequestError } from '../errors';
 import type { Logger } from '../observability/logger';
 import type { MetricKind, Metrics, NotificationOutcome } from '../observability/metrics';
-import { parseNotification } from '../parsing/parseNotification';
-import { isDatabaseUnavailable } from '../recording/database';
+import { parseNotification, type ParseResult } from '../parsing/parseNotification';
 import { RecorderOverloaded } from '../recording/groupCommit';
-import type { NotificationStore } from '../recording/notificationStore';
-import type { Delivery, RecordResult } from '../recording/recordNotification';
-import type { DeliveryOutcome } from '../recording/schema';
-import { parseSignatureHeader, type SignatureHeaderProblem } from '../verification/signatureHeader';
-import { verifySignature } from '../verification/verifySignature';
-import type { PublicHandler, PublicResponse } from './publicApp';
+import type { Delivery, NotificationStore, Recorded } from '../recording/notificationStore';
+import { signersFor } from '../verification/posBinding';
+import type { SecondKey } from '../verification/secondKeys';
+import {
+  parseSignatureHeader,
+  type SignatureHeader,
+  type SignatureHeaderProblem,
+} from '../verification/signatureHeader';
+import { verifySignature, type SignatureMatch } from '../verification/verifySignature';
 import { readRawBody } from './readRawBody';
 import { basicAuthMatches, declaredLengthExceeds, isJsonContentType, readProcessingTime } from './requestChecks';
+import { sourceResolver, type SourceAllowlist, type TrustProxy } from './sourceAddress';
+import type { UnverifiedBodies } from './unverifiedBodies';
+
+/** What the intake reads of the configuration. */
+export interface IntakeSettings {
+  secondKeys: readonly SecondKey[];
+  sourceAllowlist: SourceAllowlist;
+  trustProxy: TrustProxy;
+  notifyBasicAuth: { user: string; password: string } | null;
+  bodyLimitBytes: number;
+}
 
 export interface IntakeOptions {
-  config: Pick<Config, 'secondKeys' | 'sourceAllowlist' | 'notifyBasicAuth' | 'bodyLimitBytes'>;
+  config: IntakeSettings;
   store: NotificationStore;
+  /** The budget of bytes held for bodies not verified yet (UNVERIFIED_BODIES_LIMIT). */
+  unverified: UnverifiedBodies;
   metrics: Metrics;
   logger: Logger;
   /** Called after a commit that wrote outbox events (wakes the in-process relay). */
   onEventsWritten?: () => void;
 }
 
-interface HandlerOptions extends IntakeOptions {
-  /** The sender's address (the socket peer, or what TRUST_PROXY selects from X-Forwarded-For). */
-  clientAddress: (req: IncomingMessage) => string | undefined;
-}
-
-const RETRY_AFTER_SECONDS = '5';
+/** Seconds a sender is asked to wait before trying again after a 503. */
+const RETRY_AFTER = { 'Retry-After': '5' };
 
 /** The 200 answers, built once: the hot path writes a ready buffer instead of serializing per request. */
-const OK_ANSWERS: Readonly<Record<DeliveryOutcome, string>> = Object.fromEntries(
+const OK_ANSWERS = new Map<DeliveryOutcome, Buffer>(
   (['accepted', 'duplicate', 'stale', 'conflict', 'quarantined'] as const).map((outcome) => [
     outcome,
-    JSON.stringify({ outcome }),
+    Buffer.from(JSON.stringify({ outcome })),
   ]),
-) as Record<DeliveryOutcome, string>;
+);
 
 const SIGNATURE_MESSAGES: Record<SignatureHeaderProblem, string> = {
   missing_signature_header: 'OpenSvc-Signature header is missing',
@@ -48,166 +59,212 @@ const SIGNATURE_MESSAGES: Record<SignatureHeaderProblem, string> = {
   unsupported_algorithm: 'signature algorithm is not one of MD5, SHA-1, SHA-256, SHA-384, SHA-512',
 };
 
+const refused = {
+  source: () =>
+    new RequestError(403, 'source_not_allowed', 'source address is not an allowed sender', 'rejected_source'),
+  unreadableSource: () =>
+    new RequestError(
+      400,
+      'invalid_source_address',
+      'the sender address (socket or X-Forwarded-For) is not an IP address written the standard way',
+      'rejected_source',
+    ),
+  mediaType: () =>
+    new RequestError(415, 'unsupported_media_type', 'Content-Type must be application/json', 'unsupported_media_type'),
+  encoding: () =>
+    new RequestError(
+      415,
+      'unsupported_content_encoding',
+      'Content-Encoding is not supported',
+      'unsupported_media_type',
+    ),
+  tooLarge: (limit: number) => new RequestError(413, 'body_too_large', `body exceeds ${limit} bytes`, 'too_large'),
+  basicAuth: () =>
+    new RequestError(401, 'invalid_basic_auth', 'Basic authorization is missing or wrong', 'rejected_auth', {
+      'WWW-Authenticate': 'Basic realm="notifications"',
+    }),
+  signatureHeader: (problem: SignatureHeaderProblem) =>
+    new RequestError(401, problem, SIGNATURE_MESSAGES[problem], 'rejected_signature'),
+  signature: () =>
+    new RequestError(
+      401,
+      'invalid_signature',
+      'signature does not match the body for any configured key',
+      'rejected_signature',
+    ),
+  algorithm: () =>
+    new RequestError(
+      401,
+      'algorithm_not_allowed',
+      'the key that verifies this signature requires a stronger algorithm',
+      'rejected_signature',
+    ),
+  pos: (message: string) => new RequestError(401, 'pos_mismatch', message, 'rejected_pos'),
+  busy: () =>
+    new RequestError(503, 'busy', 'too many notifications are being received at once; retry later', null, RETRY_AFTER),
+  overloaded: () =>
+    new RequestError(503, 'overloaded', 'too many notifications at once; retry later', null, RETRY_AFTER),
+  databaseUnavailable: () =>
+    new RequestError(
+      503,
+      'database_unavailable',
+      'the notification could not be recorded now; retry later',
+      null,
+      RETRY_AFTER,
+    ),
+};
+
 function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value.join(',') : value;
 }
 
 /**
- * POST /notifications. Checks run cheapest and least trusting first (source address, content type
- * and size, Basic auth, signature, then parse and persist); nothing refused before the signature
- * check touches the database, and 200 is sent only after the commit.
+ * POST /notifications, step by step, cheapest and least trusting first: who sent it, what it is, Basic
+ * auth, the signature header, the body (bounded in memory until verified), the signature, then parse and
+ * record. Nothing refused before the signature is checked touches the database, and 200 is sent only
+ * after the commit. Refusals are RequestErrors, answered by the listener (publicListener.ts).
  */
-export function receiveNotification(options: HandlerOptions): PublicHandler {
-  const { config, store, metrics, logger } = options;
+export function notificationReceiver(
+  options: IntakeOptions,
+): (req: IncomingMessage, res: ServerResponse, requestId: string) => Promise<void> {
+  const { config, store, unverified, metrics, logger } = options;
+  const sourceOf = sourceResolver(config.trustProxy, config.sourceAllowlist);
   const count = (kind: MetricKind, outcome: NotificationOutcome) => metrics.notifications.inc({ kind, outcome });
 
-  return async (req: IncomingMessage, res: PublicResponse, next: NextFunction): Promise<void> => {
+  /** The sender's address, when the allowlist lets it in. */
+  function checkSource(req: IncomingMessage): string {
+    const source = sourceOf(req.socket.remoteAddress, header(req, 'x-forwarded-for'));
+    if (!source.ok) throw refused.unreadableSource();
+    if (!source.allowed) throw refused.source();
+    return source.address;
+  }
+
+  function checkRequest(req: IncomingMessage): SignatureHeader {
+    if (!isJsonContentType(header(req, 'content-type'))) throw refused.mediaType();
+    const encoding = header(req, 'content-encoding');
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') throw refused.encoding();
+    // Answered before a byte of the body is read; Node discards whatever the sender still sends.
+    if (declaredLengthExceeds(header(req, 'content-length'), config.bodyLimitBytes)) {
+      throw refused.tooLarge(config.bodyLimitBytes);
+    }
+    if (config.notifyBasicAuth && !basicAuthMatches(header(req, 'authorization'), config.notifyBasicAuth)) {
+      throw refused.basicAuth();
+    }
+    // Spec, "Authentication" item 7: OpenSvc-Signature, else X-OpenSvc-Signature.
+    const signature = parseSignatureHeader(header(req, 'opensvc-signature') ?? header(req, 'x-opensvc-signature'));
+    if (!signature.ok) throw refused.signatureHeader(signature.problem);
+    return signature.header;
+  }
+
+  /** The body and the keys that verify it; the body's bytes count against the unverified budget until then. */
+  async function readAndVerify(req: IncomingMessage, signature: SignatureHeader) {
+    const declared = Number(header(req, 'content-length') ?? Number.NaN);
+    const release = unverified.reserve(Number.isFinite(declared) ? declared : config.bodyLimitBytes);
+    if (!release) {
+      // Unread: throw the rest away (nothing is buffered) so the sender reads the 503 before the connection closes.
+      req.resume();
+      throw refused.busy();
+    }
     try {
-      const sourceAddress = options.clientAddress(req);
-      if (!config.sourceAllowlist.allows(sourceAddress)) {
-        throw new RequestError(403, 'source_not_allowed', 'source address is not an allowed sender', 'rejected_source');
-      }
-      if (!isJsonContentType(header(req, 'content-type'))) {
-        throw new RequestError(
-          415,
-          'unsupported_media_type',
-          'Content-Type must be application/json',
-          'unsupported_media_type',
-        );
-      }
-      const encoding = header(req, 'content-encoding');
-      if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
-        throw new RequestError(
-          415,
-          'unsupported_content_encoding',
-          'Content-Encoding is not supported',
-          'unsupported_media_type',
-        );
-      }
-      if (declaredLengthExceeds(header(req, 'content-length'), config.bodyLimitBytes)) {
-        // Answered before a byte of the body is read; Node discards whatever the sender still sends.
-        throw new RequestError(413, 'body_too_large', `body exceeds ${config.bodyLimitBytes} bytes`, 'too_large');
-      }
-      if (config.notifyBasicAuth && !basicAuthMatches(header(req, 'authorization'), config.notifyBasicAuth)) {
-        throw new RequestError(401, 'invalid_basic_auth', 'Basic authorization is missing or wrong', 'rejected_auth', {
-          'WWW-Authenticate': 'Basic realm="notifications"',
-        });
-      }
-      // Spec, "Authentication" item 7: OpenSvc-Signature, else X-OpenSvc-Signature.
-      const signatureHeader = parseSignatureHeader(
-        header(req, 'opensvc-signature') ?? header(req, 'x-opensvc-signature'),
-      );
-      if (!signatureHeader.ok) {
-        throw new RequestError(
-          401,
-          signatureHeader.problem,
-          SIGNATURE_MESSAGES[signatureHeader.problem],
-          'rejected_signature',
-        );
-      }
-
       const body = await readRawBody(req, config.bodyLimitBytes);
-      const matches = verifySignature(signatureHeader.header, body, config.secondKeys);
-      if (matches.length === 0) {
-        throw new RequestError(
-          401,
-          'invalid_signature',
-          'signature does not match the body for any configured key',
-          'rejected_signature',
-        );
-      }
+      const { matches, algorithmRefused } = verifySignature(signature, body, config.secondKeys);
+      if (algorithmRefused) throw refused.algorithm();
+      if (matches.length === 0) throw refused.signature();
+      return { body, matches };
+    } finally {
+      release();
+    }
+  }
 
+  async function record(delivery: Delivery, parsed: ParseResult, requestId: string): Promise<Recorded> {
+    let result;
+    try {
+      // The answer waits for the real outcome, and it comes in bounded time: a notification still queued or
+      // mid-batch when its answer time passes is refused by the recorder (never written), and a COMMIT on
+      // its way is waited for half a second past it at most (then 503, its outcome unknown: the sender's
+      // retry finds it recorded or records it).
+      result = await (parsed.ok
+        ? store.record(delivery, parsed.notification)
+        : store.quarantine(delivery, parsed.reason, parsed.detail));
+    } catch (error) {
+      if (error instanceof RecorderOverloaded) {
+        logger.warn({ requestId, reason: error.message }, 'recorder overloaded; answered 503');
+        throw refused.overloaded();
+      }
+      if (isDatabaseUnavailable(error)) {
+        logger.warn({ requestId, err: { message: (error as Error).message } }, 'database unavailable; answered 503');
+        throw refused.databaseUnavailable();
+      }
+      throw error;
+    }
+    if (result.outcome === 'refused') throw refused.pos('signature key belongs to another POS than this order');
+    return result;
+  }
+
+  /** Metrics and logs of a recorded delivery; nothing of the body but its identifiers. */
+  function observe(result: Recorded, parsed: ParseResult, requestId: string): void {
+    const kind: MetricKind = parsed.ok ? parsed.notification.kind : 'unknown';
+    count(kind, result.outcome);
+    if (result.newVariant) metrics.variants.inc({ kind });
+    for (const field of result.disagreements) metrics.disagreements.inc({ kind, field });
+    if (result.eventsWritten > 0) options.onEventsWritten?.();
+    const fields = () => ({
+      requestId,
+      outcome: result.outcome,
+      posId: result.posId,
+      ...(parsed.ok
+        ? {
+            kind,
+            orderId: parsed.notification.orderId,
+            ...(parsed.notification.kind === 'refund' ? { refundId: parsed.notification.refundId } : {}),
+            status: parsed.notification.status,
+          }
+        : { quarantineReason: parsed.reason, detail: parsed.detail }),
+    });
+    if (result.disagreements.length > 0) {
+      logger.warn(
+        { ...fields(), disagreements: result.disagreements },
+        'notification disagrees with facts already recorded: the first values are kept',
+      );
+    }
+    if (result.outcome === 'conflict') {
+      logger.error(
+        { ...fields(), keptStatus: result.currentStatus },
+        'conflicting final statuses: the first one is kept',
+      );
+    } else if (result.outcome === 'quarantined') {
+      logger.warn(fields(), 'authentic notification quarantined: it could not be read');
+    } else if (logger.isLevelEnabled('debug')) {
+      // Every delivery is in the audit trail (deliveries table) and the metrics; a log line per notification
+      // costs a write per request, so it is debug-level.
+      logger.debug(fields(), 'notification recorded');
+    }
+  }
+
+  return async (req, res, requestId) => {
+    let sourceAddress: string | undefined;
+    try {
+      sourceAddress = checkSource(req);
+      const signature = checkRequest(req);
+      const { body, matches } = await readAndVerify(req, signature);
       const parsed = parseNotification(body);
-      let match = matches[0] as (typeof matches)[number];
-      if (parsed.ok && parsed.notification.kind === 'order' && parsed.notification.merchantPosId !== null) {
-        const posId = parsed.notification.merchantPosId;
-        const forPos = matches.find((m) => m.posId === posId);
-        if (!forPos) {
-          throw new RequestError(
-            401,
-            'pos_mismatch',
-            'signature key belongs to another POS than order.merchantPosId',
-            'rejected_signature',
-          );
-        }
-        match = forPos;
-      }
-
+      // A key vouches for its own POS only: a body naming its POS is vouched for by that POS's keys.
+      const signers: SignatureMatch[] = signersFor(
+        matches,
+        parsed.ok && parsed.notification.kind === 'order' ? parsed.notification.merchantPosId : null,
+      );
+      if (signers.length === 0) throw refused.pos('signature key belongs to another POS than order.merchantPosId');
       const delivery: Delivery = {
         body,
         bodySha256: createHash('sha256').update(body).digest(),
-        posId: match.posId,
-        keyFingerprint: match.keyFingerprint,
-        sourceAddress: sourceAddress ?? null,
+        signers,
+        sourceAddress,
         processingTimeMs: readProcessingTime(header(req, 'svc-processing-time')),
       };
-
-      let result: RecordResult;
-      try {
-        // The answer waits for the real outcome, and it comes in bounded time: a notification still
-        // queued or mid-batch when its answer time passes is refused by the recorder (never
-        // written), and a COMMIT on its way is waited for half a second past it at most (then 503,
-        // its outcome unknown: the sender's retry finds it recorded or records it).
-        result = await (parsed.ok
-          ? store.record(delivery, parsed.notification)
-          : store.quarantine(delivery, parsed.reason, parsed.detail));
-      } catch (error) {
-        if (error instanceof RecorderOverloaded) {
-          logger.warn({ requestId: res.requestId, reason: error.message }, 'recorder overloaded; answered 503');
-          throw new RequestError(503, 'overloaded', 'too many notifications at once; retry later', null, {
-            'Retry-After': RETRY_AFTER_SECONDS,
-          });
-        }
-        if (isDatabaseUnavailable(error)) {
-          logger.warn(
-            { requestId: res.requestId, err: { message: (error as Error).message } },
-            'database unavailable; answered 503',
-          );
-          throw new RequestError(
-            503,
-            'database_unavailable',
-            'the notification could not be recorded now; retry later',
-            null,
-            {
-              'Retry-After': RETRY_AFTER_SECONDS,
-            },
-          );
-        }
-        throw error;
-      }
-
-      const kind: MetricKind = parsed.ok ? parsed.notification.kind : 'unknown';
-      count(kind, result.outcome);
-      if (result.newVariant) metrics.variants.inc({ kind });
-      if (result.eventsWritten > 0) options.onEventsWritten?.();
-
-      const logFields = () => ({
-        requestId: res.requestId,
-        outcome: result.outcome,
-        posId: match.posId,
-        ...(parsed.ok
-          ? {
-              kind,
-              orderId: parsed.notification.orderId,
-              ...(parsed.notification.kind === 'refund' ? { refundId: parsed.notification.refundId } : {}),
-              status: parsed.notification.status,
-            }
-          : { quarantineReason: parsed.reason, detail: parsed.detail }),
-      });
-      if (result.outcome === 'conflict') {
-        logger.error(
-          { ...logFields(), keptStatus: result.currentStatus },
-          'conflicting final statuses: the first one is kept',
-        );
-      } else if (result.outcome === 'quarantined') {
-        logger.warn(logFields(), 'authentic notification quarantined: it could not be read');
-      } else if (logger.isLevelEnabled('debug')) {
-        // Every delivery is in the audit trail (deliveries table) and the metrics; a log line per
-        // notification costs a write per request, so it is debug-level.
-        logger.debug(logFields(), 'notification recorded');
-      }
-      const answer = OK_ANSWERS[result.outcome];
+      const result = await record(delivery, parsed, requestId);
+      observe(result, parsed, requestId);
+      const answer = OK_ANSWERS.get(result.outcome) as Buffer;
       res
         .writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': answer.length })
         .end(answer);
@@ -215,12 +272,9 @@ export function receiveNotification(options: HandlerOptions): PublicHandler {
       if (error instanceof RequestError && error.outcome !== null) {
         // Refused requests are unauthenticated: what they claim to be is not worth a label.
         count('unknown', error.outcome);
-        logger.warn(
-          { requestId: res.requestId, code: error.code, sourceAddress: options.clientAddress(req) },
-          'notification refused',
-        );
+        logger.warn({ requestId, code: error.code, sourceAddress }, 'notification refused');
       }
-      next(error);
+      throw error;
     }
   };
 }

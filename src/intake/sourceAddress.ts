@@ -1,6 +1,12 @@
-import type { IncomingMessage } from 'node:http';
 import ipaddr from 'ipaddr.js';
-import proxyaddr from 'proxy-addr';
+
+/**
+ * Who sent a request, read one way: every address (the socket peer's, each X-Forwarded-For entry, each
+ * allowlist and TRUST_PROXY entry) goes through canonicalAddress, and the one canonical text it gives is
+ * what the proxies are trusted by, what the allowlist matches and what the audit row stores. Forms that
+ * parsers read differently (127.1, 2130706433, 0x7f.0.0.1, 0177.0.0.1: inet_aton reads the last as
+ * 127.0.0.1, Postgres as 177.0.0.1) are refused rather than guessed.
+ */
 
 /** Published source addresses of the payment service (spec, "Events", delivery rule 7). */
 export const SOURCE_ADDRESS_PRESETS: Readonly<Record<'production' | 'sandbox', readonly string[]>> = {
@@ -8,101 +14,162 @@ export const SOURCE_ADDRESS_PRESETS: Readonly<Record<'production' | 'sandbox', r
   sandbox: ['185.68.14.10', '185.68.14.11', '185.68.14.12', '185.68.14.26', '185.68.14.27', '185.68.14.28'],
 };
 
-type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
+/** An address and the prefix length that makes it a network. */
+export type AddressRange = [Address, number];
 
-const MAX_REMEMBERED_ADDRESSES = 1024;
+/**
+ * The address a text names, or undefined when it is not one written the one unambiguous way: dotted
+ * decimal IPv4 (four parts, no leading zeros) or IPv6, optionally with surrounding spaces, a port
+ * (`1.2.3.4:80`, `[::1]:80`), brackets or a zone index (dropped: it names an interface, not a host).
+ * IPv4-mapped IPv6 is its IPv4 address.
+ */
+function addressOf(text: string): Address | undefined {
+  let t = text.trim();
+  // [IPv6] or [IPv6]:port, IPv4:port.
+  const withPort = /^\[([^\]]*:[^\]]*)\](?::(\d{1,5}))?$/.exec(t) ?? /^([\d.]+):(\d{1,5})$/.exec(t);
+  if (withPort) {
+    if (withPort[2] !== undefined && Number(withPort[2]) > 65535) return undefined;
+    t = withPort[1] as string;
+  }
+  if (t.includes(':')) t = t.replace(/%[\w.-]+$/, '');
+  if (ipaddr.IPv4.isValidFourPartDecimal(t)) return ipaddr.IPv4.parse(t);
+  if (!t.includes(':') || !ipaddr.IPv6.isValid(t)) return undefined;
+  // An IPv4 tail inside IPv6 must be dotted decimal too.
+  if (t.includes('.') && !ipaddr.IPv4.isValidFourPartDecimal(t.slice(t.lastIndexOf(':') + 1))) return undefined;
+  const v6 = ipaddr.IPv6.parse(t);
+  return v6.isIPv4MappedAddress() ? v6.toIPv4Address() : v6;
+}
+
+/** The one text of an address (what the audit row stores), or null when it is not read as one. */
+export function canonicalAddress(text: string): string | null {
+  return addressOf(text)?.toString() ?? null;
+}
+
+function rangeOf(entry: string): AddressRange | undefined {
+  const slash = entry.indexOf('/');
+  const address = addressOf(slash === -1 ? entry : entry.slice(0, slash));
+  if (!address) return undefined;
+  const full = address.kind() === 'ipv4' ? 32 : 128;
+  if (slash === -1) return [address, full];
+  const bits = entry.slice(slash + 1).trim();
+  if (!/^\d{1,3}$/.test(bits)) return undefined;
+  // An IPv4-mapped IPv6 range (::ffff:10.0.0.0/104) is the IPv4 range it maps.
+  const mapped = address.kind() === 'ipv4' && entry.includes(':') ? 96 : 0;
+  const prefix = Number(bits) - mapped;
+  return prefix >= 0 && prefix <= full ? [address, prefix] : undefined;
+}
+
+const inRanges = (address: Address, ranges: readonly AddressRange[]): boolean =>
+  ranges.some(([net, bits]) => net.kind() === address.kind() && address.match(net, bits));
+
+const entriesOf = (value: string): string[] =>
+  value
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
 
 /** Which source addresses may deliver notifications. `any` disables the check. */
 export interface SourceAllowlist {
   readonly any: boolean;
-  allows(address: string | undefined): boolean;
+  /** Whether the preset `production` is in the list (the start-up checks warn about the sandbox key with it). */
+  readonly production: boolean;
+  readonly ranges: readonly AddressRange[];
 }
 
-/** IPv4-mapped IPv6 (::ffff:1.2.3.4) becomes its IPv4 form so one rule covers both spellings. */
-export function normalizeAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
-  if (!ipaddr.isValid(address)) return undefined;
-  return ipaddr.process(address);
-}
-
-function parseRange(entry: string): Range | undefined {
-  try {
-    if (entry.includes('/')) {
-      const [address, bits] = ipaddr.parseCIDR(entry);
-      if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
-        return [(address as ipaddr.IPv6).toIPv4Address(), bits - 96];
-      }
-      return [address, bits];
-    }
-    const address = normalizeAddress(entry);
-    if (!address) return undefined;
-    return [address, address.kind() === 'ipv4' ? 32 : 128];
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Parses ALLOWED_SOURCE_IPS: comma-separated addresses, CIDRs and the presets `production`,
- * `sandbox` and `any`.
- */
+/** Parses ALLOWED_SOURCE_IPS: comma-separated addresses, CIDRs and the presets `production`, `sandbox` and `any`. */
 export function parseSourceAllowlist(value: string): { allowlist: SourceAllowlist; problems: string[] } {
   const problems: string[] = [];
-  const ranges: Range[] = [];
+  const ranges: AddressRange[] = [];
   let any = false;
-  const entries = value
-    .split(',')
-    .map((e) => e.trim())
-    .filter((e) => e !== '');
+  let production = false;
+  const entries = entriesOf(value);
   if (entries.length === 0) problems.push('at least one address, CIDR or preset is required');
   for (const entry of entries) {
     const preset = entry.toLowerCase();
     if (preset === 'any') {
       any = true;
     } else if (preset === 'production' || preset === 'sandbox') {
-      for (const address of SOURCE_ADDRESS_PRESETS[preset]) ranges.push(parseRange(address) as Range);
+      production ||= preset === 'production';
+      for (const address of SOURCE_ADDRESS_PRESETS[preset]) ranges.push(rangeOf(address) as AddressRange);
     } else {
-      const range = parseRange(entry);
+      const range = rangeOf(entry);
       if (range) ranges.push(range);
       else problems.push(`"${entry}" is not an IP address, CIDR or preset (production, sandbox, any)`);
     }
   }
-  const decide = (address: string): boolean => {
-    const parsed = normalizeAddress(address);
-    return (
-      parsed !== undefined && ranges.some(([net, bits]) => net.kind() === parsed.kind() && parsed.match(net, bits))
-    );
-  };
-  // The sender uses a handful of addresses: each is parsed and matched once, then remembered
-  // (bounded, so a flood from many addresses cannot grow it without limit).
-  const decided = new Map<string, boolean>();
-  const allowlist: SourceAllowlist = {
-    any,
-    allows(address) {
-      if (any) return true;
-      if (address === undefined) return false;
-      let allowed = decided.get(address);
-      if (allowed === undefined) {
-        allowed = decide(address);
-        if (decided.size >= MAX_REMEMBERED_ADDRESSES) decided.clear();
-        decided.set(address, allowed);
-      }
-      return allowed;
-    },
-  };
-  return { allowlist, problems };
+  return { allowlist: { any, production, ranges }, problems };
 }
 
 /**
- * Which address sent the request: the socket peer, or with TRUST_PROXY the X-Forwarded-For entry
- * that setting selects (proxy-addr, the same rules Express applies for `trust proxy`).
+ * TRUST_PROXY: which proxies' X-Forwarded-For is believed. None: the socket peer is the sender. A hop
+ * count: that many proxies, whoever they are (any peer that connects directly can then choose its
+ * address: only where nothing but the proxy can reach the port). Addresses/CIDRs: those proxies only.
  */
-export function clientAddressResolver(
-  trustProxy: false | number | string[],
-): (req: IncomingMessage) => string | undefined {
-  if (trustProxy === false) return (req) => req.socket.remoteAddress;
-  const trust =
-    typeof trustProxy === 'number'
-      ? (_address: string, hop: number) => hop < trustProxy
-      : proxyaddr.compile(trustProxy);
-  return (req) => proxyaddr(req, trust);
+export type TrustProxy =
+  { kind: 'none' } | { kind: 'hops'; hops: number } | { kind: 'proxies'; ranges: AddressRange[] };
+
+export function parseTrustProxy(value: string): { trust: TrustProxy; problems: string[] } {
+  const text = value.trim();
+  if (text === '' || ['none', 'false', '0'].includes(text.toLowerCase()))
+    return { trust: { kind: 'none' }, problems: [] };
+  if (/^\d+$/.test(text)) return { trust: { kind: 'hops', hops: Number(text) }, problems: [] };
+  const ranges = entriesOf(text).map(rangeOf);
+  if (ranges.some((r) => r === undefined)) {
+    return {
+      trust: { kind: 'none' },
+      problems: ['must be none, a hop count, or comma-separated proxy addresses/CIDRs'],
+    };
+  }
+  return { trust: { kind: 'proxies', ranges: ranges as AddressRange[] }, problems: [] };
+}
+
+/** Where a request came from: the sender's canonical address, or why it cannot be told. */
+export type SourceAddress = { ok: true; address: string; allowed: boolean } | { ok: false };
+
+/**
+ * The sender of a request and whether the allowlist lets it in: the socket peer, or with trusted proxies
+ * the X-Forwarded-For entry right of which every hop is a trusted proxy (Express's `trust proxy` rule).
+ * An address on that walk that is not read as one refuses the request (ok: false), never a guess.
+ */
+export function resolveSource(
+  socketAddress: string | undefined,
+  forwardedFor: string | undefined,
+  trust: TrustProxy,
+  allowlist: SourceAllowlist,
+): SourceAddress {
+  const hops = [socketAddress ?? '', ...(trust.kind === 'none' ? [] : entriesOf(forwardedFor ?? '').reverse())];
+  let sender: Address | undefined;
+  for (let i = 0; i < hops.length; i++) {
+    sender = addressOf(hops[i] as string);
+    if (!sender) return { ok: false };
+    const trusted = trust.kind === 'hops' ? i < trust.hops : trust.kind === 'proxies' && inRanges(sender, trust.ranges);
+    if (!trusted) break;
+  }
+  if (!sender) return { ok: false };
+  return { ok: true, address: sender.toString(), allowed: allowlist.any || inRanges(sender, allowlist.ranges) };
+}
+
+const MAX_REMEMBERED = 1024;
+
+/**
+ * resolveSource, remembered: the sender uses a handful of addresses, and parsing and matching each
+ * request's address was about 3 % of the receiver's thread. Bounded, so a flood from many addresses
+ * cannot grow it without limit.
+ */
+export function sourceResolver(
+  trust: TrustProxy,
+  allowlist: SourceAllowlist,
+): (socketAddress: string | undefined, forwardedFor: string | undefined) => SourceAddress {
+  const seen = new Map<string, SourceAddress>();
+  return (socketAddress, forwardedFor) => {
+    const key = trust.kind === 'none' ? (socketAddress ?? '') : `${socketAddress ?? ''}\n${forwardedFor ?? ''}`;
+    let result = seen.get(key);
+    if (result === undefined) {
+      result = resolveSource(socketAddress, forwardedFor, trust, allowlist);
+      if (seen.size >= MAX_REMEMBERED) seen.clear();
+      seen.set(key, result);
+    }
+    return result;
+  };
 }

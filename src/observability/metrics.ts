@@ -10,6 +10,7 @@ export const NOTIFICATION_OUTCOMES = [
   'conflict',
   'quarantined',
   'rejected_signature',
+  'rejected_pos',
   'rejected_source',
   'rejected_auth',
   'malformed',
@@ -20,6 +21,22 @@ export type NotificationOutcome = (typeof NOTIFICATION_OUTCOMES)[number];
 
 export const PUBLISH_FAILURE_REASONS = ['nack', 'returned', 'timeout', 'connection'] as const;
 export type PublishFailureReason = (typeof PUBLISH_FAILURE_REASONS)[number];
+
+/** The payment API's endpoints the client calls (spec, "Endpoints" 1, 3 and 7). */
+export const PAYMENT_API_ENDPOINTS = ['token', 'order', 'refunds'] as const;
+export type PaymentApiEndpoint = (typeof PAYMENT_API_ENDPOINTS)[number];
+
+/** How a token fetch ended; a POS with wrong credentials shows as `unauthorized`. */
+export const TOKEN_FETCH_RESULTS = ['ok', 'unauthorized', 'unavailable', 'invalid_answer'] as const;
+export type TokenFetchResult = (typeof TOKEN_FETCH_RESULTS)[number];
+
+/** The payment-API client's: calls by endpoint and answer, their durations, and token fetches per POS. */
+export interface PaymentApiMetrics {
+  /** status: the HTTP status code, or `network` / `timeout` when no answer came. */
+  requests: Counter<'endpoint' | 'status'>;
+  requestDuration: Histogram<'endpoint'>;
+  tokenFetches: Counter<'pos_id' | 'result'>;
+}
 
 /** What every process's admin port serves: its registry (with Node's process metrics) and request durations. */
 export interface ProcessMetrics {
@@ -40,8 +57,10 @@ export interface RelayMetrics extends ProcessMetrics {
 export interface Metrics extends RelayMetrics {
   notifications: Counter<'kind' | 'outcome'>;
   variants: Counter<'kind'>;
+  disagreements: Counter<'kind' | 'field'>;
   recorderBatchSize: Histogram;
   recorderBusy: Counter;
+  paymentApi: PaymentApiMetrics;
 }
 
 export interface OutboxBacklog {
@@ -55,6 +74,8 @@ export interface MetricSources {
   outboxBacklog?: () => Promise<OutboxBacklog>;
   /** Notifications waiting for a recording transaction, read at scrape time. */
   recorderQueued?: () => number;
+  /** Bytes held for bodies whose signature is not checked yet, read at scrape time. */
+  unverifiedBodyBytes?: () => number;
 }
 
 /**
@@ -183,6 +204,24 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
   });
   for (const kind of ['order', 'refund']) variants.inc({ kind }, 0);
 
+  const disagreements = new Counter({
+    name: 'payment_notification_disagreements_total',
+    help: "Notifications that stated a fact (POS, amount, currency, extOrderId, a refund's order) otherwise than first recorded; the first value is kept.",
+    labelNames: ['kind', 'field'] as const,
+    registers: [registry],
+  });
+  for (const [kind, field] of [
+    ['order', 'merchantPosId'],
+    ['order', 'totalAmount'],
+    ['order', 'currencyCode'],
+    ['order', 'extOrderId'],
+    ['refund', 'orderId'],
+    ['refund', 'amount'],
+    ['refund', 'currencyCode'],
+  ] as const) {
+    disagreements.inc({ kind, field }, 0);
+  }
+
   // The recorder's saturation: a lane busy all the time is where a burst queues (docs/PERFORMANCE.md).
   const recorderBatchSize = new Histogram({
     name: 'recorder_batch_notifications',
@@ -204,5 +243,49 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     },
   });
 
-  return { ...relay, notifications, variants, recorderBatchSize, recorderBusy };
+  new Gauge({
+    name: 'intake_unverified_body_bytes',
+    help: 'Bytes held for notification bodies whose signature is not checked yet (bounded by UNVERIFIED_BODIES_LIMIT).',
+    registers: [registry],
+    collect() {
+      if (sources.unverifiedBodyBytes) this.set(sources.unverifiedBodyBytes());
+    },
+  });
+
+  return {
+    ...relay,
+    notifications,
+    variants,
+    disagreements,
+    recorderBatchSize,
+    recorderBusy,
+    paymentApi: createPaymentApiMetrics(registry),
+  };
+}
+
+/**
+ * The payment-API client's metrics, in a given registry (the service's, or a CLI command's own).
+ * Token fetch series per POS are created by the client, which knows the configured POS.
+ */
+export function createPaymentApiMetrics(registry: Registry): PaymentApiMetrics {
+  const requests = new Counter({
+    name: 'payment_api_requests_total',
+    help: 'Requests to the payment API by endpoint and answer: the HTTP status, or network / timeout.',
+    labelNames: ['endpoint', 'status'] as const,
+    registers: [registry],
+  });
+  const requestDuration = new Histogram({
+    name: 'payment_api_request_duration_seconds',
+    help: 'Payment API request duration, from the request sent to the answer read (each attempt).',
+    labelNames: ['endpoint'] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const tokenFetches = new Counter({
+    name: 'payment_api_token_fetches_total',
+    help: 'OAuth token fetches by POS and result; unauthorized means wrong credentials for that POS.',
+    labelNames: ['pos_id', 'result'] as const,
+    registers: [registry],
+  });
+  return { requests, requestDuration, tokenFetches };
 }

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { OutboxBacklog } from '../observability/metrics';
-import type { Db } from '../recording/database';
+import type { Db } from '../database/pool';
 
 /** Pending events and the creation time of the oldest, from the small partial index of pending rows. */
 export async function readOutboxBacklog(db: Db): Promise<OutboxBacklog> {

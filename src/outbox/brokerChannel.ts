@@ -90,7 +90,12 @@ export class BrokerChannel {
             if (this.returned.delete(event.id))
               resolve({ id: event.id, ok: false, reason: 'returned', error: 'unroutable: no queue bound' });
             else if (error)
-              resolve({ id: event.id, ok: false, reason: this.channel ? 'nack' : 'connection', error: String(error) });
+              resolve({
+                id: event.id,
+                ok: false,
+                reason: this.channel ? 'nack' : 'connection',
+                error: error instanceof Error ? error.message : JSON.stringify(error),
+              });
             else resolve({ id: event.id, ok: true });
           };
           try {

@@ -62,6 +62,9 @@ export interface CloudEvent<T> {
   data: T;
 }
 
+/** Every event the recorder writes. */
+export type DomainEvent = CloudEvent<OrderEventData> | CloudEvent<RefundEventData>;
+
 export function statusEventType(kind: 'order' | 'refund', status: string, conflict: boolean): EventType {
   return (conflict ? `${kind}.status_conflict` : `${kind}.${status.toLowerCase()}`) as EventType;
 }

@@ -1,8 +1,8 @@
+import { sql } from 'kysely';
 import pg from 'pg';
+import { inTransaction, prepared, type Statement } from '../database/transaction';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
-import { commitTransaction } from '../recording/database';
-import { queriesInOrder, type QuerySender } from '../recording/sqlSession';
 import { BrokerChannel, type PublishResult } from './brokerChannel';
 import { OUTBOX_CHANNEL } from './notifyChannel';
 
@@ -24,23 +24,8 @@ export interface RelayOptions {
 }
 
 /** Only one relay publishes at a time, across every replica: per-order order needs one writer. */
-const RELAY_LOCK = 7_316_002;
+export const RELAY_LOCK = 7_316_002;
 const RETENTION_SWEEP_MS = 60_000;
-
-/**
- * The next batch: pending events due now, oldest first, at most the first pending event of each
- * order, skipping rows another transaction holds.
- */
-const CLAIM = `
-  SELECT o.id, o.type, o.message, o.created_at
-    FROM outbox_events o
-   WHERE o.published_at IS NULL
-     AND o.next_attempt_at <= now()
-     AND NOT EXISTS (SELECT 1 FROM outbox_events p
-                      WHERE p.order_id = o.order_id AND p.published_at IS NULL AND p.sequence < o.sequence)
-   ORDER BY o.created_at
-   LIMIT $1
-   FOR UPDATE OF o SKIP LOCKED`;
 
 interface ClaimedEvent {
   id: string;
@@ -48,6 +33,50 @@ interface ClaimedEvent {
   message: string;
   created_at: Date;
 }
+
+/**
+ * The next batch: pending events due now, oldest first, at most the first pending event of each order,
+ * skipping rows another transaction holds. The limit is written into the text, not bound: a prepared
+ * statement is planned generically after five runs, and with an unknown limit Postgres plans for a tenth
+ * of the backlog (a hash anti-join and a sort of every pending event: 7 ms instead of 0.7 ms with 10,000
+ * pending, growing with the backlog) where the limit makes it walk the pending index and stop.
+ */
+const claim = (limit: number): Statement<ClaimedEvent> =>
+  prepared(
+    `relay_claim_${limit}`,
+    sql<ClaimedEvent>`
+      SELECT o.id, o.type, o.message, o.created_at
+        FROM outbox_events o
+       WHERE o.published_at IS NULL
+         AND o.next_attempt_at <= now()
+         AND NOT EXISTS (SELECT 1 FROM outbox_events p
+                          WHERE p.order_id = o.order_id AND p.published_at IS NULL AND p.sequence < o.sequence)
+       ORDER BY o.created_at
+       LIMIT ${sql.lit(limit)}
+       FOR UPDATE OF o SKIP LOCKED`,
+  );
+
+/**
+ * What the broker said, written back: confirmed events published; the others attempted again later,
+ * with a per-event backoff of 1 s doubling to 5 min (the order's later events wait behind them).
+ */
+const mark = (published: readonly string[], failed: ReadonlyArray<{ id: string; error: string }>): Statement =>
+  prepared(
+    'relay_mark',
+    sql`
+      WITH published AS (
+        UPDATE outbox_events SET published_at = clock_timestamp(), last_error = NULL
+         WHERE id = ANY(${published}::uuid[])
+      ), failed AS (
+        UPDATE outbox_events AS o
+           SET attempts = o.attempts + 1,
+               next_attempt_at = now() + least(interval '1 second' * power(2, o.attempts), interval '5 minutes'),
+               last_error = f.error
+          FROM unnest(${failed.map((f) => f.id)}::uuid[], ${failed.map((f) => f.error)}::text[]) AS f(id, error)
+         WHERE o.id = f.id
+      )
+      SELECT 1`,
+  );
 
 /**
  * Publishes outbox rows to RabbitMQ and marks them published only after the broker confirmed them.
@@ -180,7 +209,12 @@ export class OutboxRelay {
       // index scan marks the entries of events published since as dead and skips them from then
       // on; the planner cannot see those entries and would pick a bitmap scan that re-reads all
       // of them on every batch until the next VACUUM (sql/003_outbox_pending_by_age.sql).
-      options: '-c synchronous_commit=off -c enable_bitmapscan=off',
+      // This session holds the relay lock: if its pod's node dies without closing the connection, the
+      // server must notice the dead peer for another replica to take over, and by the kernel's defaults
+      // that takes over two hours. Server-side keepalives on this session make it about a minute.
+      options:
+        '-c synchronous_commit=off -c enable_bitmapscan=off ' +
+        '-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3',
     });
     client.on('error', (error) => {
       this.options.logger.warn({ err: { message: error.message } }, 'relay database connection lost');
@@ -217,54 +251,26 @@ export class OutboxRelay {
     return this.active;
   }
 
-  /** Claims, publishes and marks one batch inside one transaction on the lock-holding connection. */
+  /**
+   * Claims, publishes and marks one batch inside one transaction on the lock-holding connection. On a
+   * pipelined connection BEGIN leaves with the claim, and the marks with COMMIT.
+   */
   private async publishBatch(): Promise<number> {
-    const client = this.client as pg.Client;
     this.wakePending = false;
-    // On a pipelined connection BEGIN leaves with the claim, and the marks with COMMIT.
-    const send = queriesInOrder(client);
-    const begun = send('BEGIN');
-    try {
-      const [, { rows }] = await Promise.all([begun, send<ClaimedEvent>({ text: CLAIM, values: [this.batchSize] })]);
-      const marks = rows.length > 0 ? await this.publishAndMark(send, rows) : [];
-      await Promise.all([...marks, commitTransaction(send)]);
+    return inTransaction(this.client as pg.Client, async (trx) => {
+      const rows = await trx.run(claim(this.batchSize));
+      if (rows.length > 0) await trx.runAndCommit(await this.publish(rows));
       return rows.length;
-    } catch (error) {
-      await send('ROLLBACK').catch(() => undefined);
-      throw error;
-    }
+    });
   }
 
-  /** Publishes the claimed events and sends their marks, returning the marks' answers (awaited with COMMIT). */
-  private async publishAndMark(send: QuerySender, rows: ClaimedEvent[]): Promise<Array<Promise<unknown>>> {
+  /** Publishes the claimed events and counts the outcome; answers the statement that records it. */
+  private async publish(rows: ClaimedEvent[]): Promise<Statement> {
     const results = await this.broker.publish(rows);
     const confirmedAt = Date.now();
     const byId = new Map(rows.map((r) => [r.id, r]));
     const published = results.filter((r): r is Extract<PublishResult, { ok: true }> => r.ok);
     const failed = results.filter((r): r is Extract<PublishResult, { ok: false }> => !r.ok);
-    const marks: Array<Promise<unknown>> = [];
-    if (published.length > 0) {
-      marks.push(
-        send({
-          text: 'UPDATE outbox_events SET published_at = clock_timestamp(), last_error = NULL WHERE id = ANY($1::uuid[])',
-          values: [published.map((r) => r.id)],
-        }),
-      );
-    }
-    if (failed.length > 0) {
-      // Per-event backoff: 1 s doubling to 5 min; the order's later events wait behind it.
-      marks.push(
-        send({
-          text: `UPDATE outbox_events AS o
-                    SET attempts = o.attempts + 1,
-                        next_attempt_at = now() + least(interval '1 second' * power(2, o.attempts), interval '5 minutes'),
-                        last_error = f.error
-                   FROM unnest($1::uuid[], $2::text[]) AS f(id, error)
-                  WHERE o.id = f.id`,
-          values: [failed.map((r) => r.id), failed.map((r) => `${r.reason}: ${r.error}`)],
-        }),
-      );
-    }
     for (const result of published) {
       const row = byId.get(result.id) as ClaimedEvent;
       this.options.metrics.eventsPublished.inc({ type: row.type });
@@ -277,7 +283,10 @@ export class OutboxRelay {
         'events not confirmed; will retry',
       );
     }
-    return marks;
+    return mark(
+      published.map((r) => r.id),
+      failed.map((r) => ({ id: r.id, error: `${r.reason}: ${r.error}` })),
+    );
   }
 
   private async sweepPublished(): Promise<void> {

@@ -17,24 +17,24 @@ export const MAX_JSON_DEPTH = 32;
 const MAX_ID_LENGTH = 256;
 const MAX_TEXT_LENGTH = 4096;
 
-class FieldError extends Error {}
+export class FieldError extends Error {}
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-type JsonObject = { [key: string]: unknown };
+export type JsonObject = { [key: string]: unknown };
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
-function isObject(value: unknown): value is JsonObject {
+export function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Own properties only: a body key named `__proto__` or `constructor` is just data. */
-function field(object: JsonObject, name: string): unknown {
+export function field(object: JsonObject, name: string): unknown {
   return Object.prototype.hasOwnProperty.call(object, name) ? object[name] : undefined;
 }
 
-function depthExceeds(root: unknown, limit: number): boolean {
+export function depthExceeds(root: unknown, limit: number): boolean {
   const stack: Array<{ value: unknown; depth: number }> = [{ value: root, depth: 0 }];
   while (stack.length > 0) {
     const { value, depth } = stack.pop() as { value: unknown; depth: number };
@@ -46,7 +46,7 @@ function depthExceeds(root: unknown, limit: number): boolean {
   return false;
 }
 
-function text(object: JsonObject, path: string, name: string, maxLength: number): string | null {
+export function text(object: JsonObject, path: string, name: string, maxLength: number): string | null {
   const value = field(object, name);
   if (value === undefined || value === null) return null;
   if (typeof value !== 'string') throw new FieldError(`${path}${name} must be a string`);
@@ -59,9 +59,10 @@ function text(object: JsonObject, path: string, name: string, maxLength: number)
 }
 
 /** Identifiers and codes never hold control characters (the recorder relies on it to join them). */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
-function id(object: JsonObject, path: string, name: string): string | null {
+export function id(object: JsonObject, path: string, name: string): string | null {
   const value = field(object, name);
   // Identifiers occasionally arrive as JSON numbers; their decimal text is the identifier.
   if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
@@ -71,7 +72,7 @@ function id(object: JsonObject, path: string, name: string): string | null {
   return identifier;
 }
 
-function requiredId(object: JsonObject, path: string, name: string): string {
+export function requiredId(object: JsonObject, path: string, name: string): string {
   const value = id(object, path, name);
   if (value === null || value.trim() === '') throw new FieldError(`${path}${name} is required`);
   return value;
@@ -120,20 +121,21 @@ export function readTimestamp(value: unknown, fieldName: string): string | null 
   throw new FieldError(`${fieldName} must be an ISO 8601 timestamp or epoch milliseconds`);
 }
 
-function currency(object: JsonObject, path: string): string | null {
+export function currency(object: JsonObject, path: string): string | null {
   const value = text(object, path, 'currencyCode', 3);
   if (value !== null && !/^[A-Z]{3}$/.test(value)) throw new FieldError(`${path}currencyCode must be an ISO 4217 code`);
   return value;
 }
 
-function oneOf<T extends string>(allowed: readonly T[], value: string, fieldName: string): T {
+export function oneOf<T extends string>(allowed: readonly T[], value: string, fieldName: string): T {
   if (!(allowed as readonly string[]).includes(value)) {
-    throw new FieldError(`${fieldName} "${value.slice(0, 40)}" is not one of ${allowed.join(', ')}`);
+    // The detail is logged and shown: it names the field, never a byte of what the body holds.
+    throw new FieldError(`${fieldName} is not one of ${allowed.join(', ')}`);
   }
   return value as T;
 }
 
-function paymentIdOf(properties: unknown): string | null {
+export function paymentIdOf(properties: unknown): string | null {
   if (properties === undefined || properties === null) return null;
   if (!Array.isArray(properties)) throw new FieldError('properties must be an array');
   for (const property of properties) {

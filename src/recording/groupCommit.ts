@@ -1,18 +1,27 @@
+import { isDatabaseUnavailable } from '../database/errors';
+import type { PooledTransactions } from '../database/transaction';
+import type { Logger } from '../observability/logger';
 import type { Notification } from '../parsing/notification';
-import type { QuarantineReason } from '../parsing/parseNotification';
-import { isDatabaseUnavailable, type Db, type SessionRunner } from './database';
-import type { NotificationStore } from './notificationStore';
+import { writeDeliveries, writeBatch } from './batchStatements';
+import { decideBatch, meaningOf, type BatchItem, type BatchState } from './decideBatch';
 import { KnownNotifications } from './knownNotifications';
-import { meaningOf, prepareBatch, recordBatchIn, type BatchItem, type WrittenRow } from './recordBatch';
-import { recordQuarantine, type Delivery, type RecordingContext, type RecordResult } from './recordNotification';
+import type {
+  Delivery,
+  NotificationStore,
+  QuarantineCause,
+  Recorded,
+  RecordingContext,
+  RecordResult,
+} from './notificationStore';
+import { LockSetChanged, readBatchState, recordQuarantine, settleVariants } from './recordBatch';
 
 export interface GroupCommitOptions {
   /** Most notifications in one transaction. */
   maxBatchSize: number;
   /**
-   * Independent lanes, each running one transaction at a time (each holds one pool connection).
-   * An order always goes to the same lane, so concurrent transactions never wait on each other's
-   * order locks, and one lane's commit overlaps the next lane's statements.
+   * Independent lanes, each running one transaction at a time (each holds one pool connection). An order
+   * always goes to the same lane, so concurrent transactions never wait on each other's order locks, and
+   * one lane's commit overlaps the next lane's statements.
    */
   lanes: number;
   /** Notifications waiting for a transaction; beyond it new ones are refused at once (load shedding). */
@@ -20,10 +29,10 @@ export interface GroupCommitOptions {
   /** Longest a notification waits for its transaction to start before it is refused. */
   maxWaitMs: number;
   /**
-   * When the caller gets its answer. A notification whose transaction has not reached COMMIT by
-   * then is refused and its batch rolled back and run again without it, so such a refusal never
-   * comes with a write; one whose COMMIT is on its way waits for the outcome, COMMIT_GRACE_MS more
-   * at most (past that the answer is 503 and the COMMIT's outcome unknown).
+   * When the caller gets its answer. A notification whose transaction has not reached COMMIT by then is
+   * refused and its batch rolled back and run again without it, so such a refusal never comes with a
+   * write; one whose COMMIT is on its way waits for the outcome, COMMIT_GRACE_MS more at most (past that
+   * the answer is 503 and the COMMIT's outcome unknown).
    */
   answerWithinMs: number;
   /** Committed notifications remembered for the duplicate fast path (default 50,000; 0 turns it off). */
@@ -50,38 +59,66 @@ export function laneOf(orderId: string, lanes: number): number {
   return (hash >>> 0) % lanes;
 }
 
-type PendingState = 'queued' | 'running' | 'committing' | 'abandoned';
+/**
+ * Where a notification is: waiting in its lane's queue, in a batch whose statements run, in a batch whose
+ * COMMIT was sent, or answered (recorded, or refused: a refused member of a running batch stops the batch
+ * from committing).
+ */
+type PendingState = 'queued' | 'running' | 'committing' | 'answered';
 
 interface Pending {
-  item: BatchItem;
+  delivery: Delivery;
+  notification: Notification;
   lane: number;
   /** performance.now() when it was queued: the deadlines count from here. */
   since: number;
   state: PendingState;
-  answered: boolean;
   resolve(result: RecordResult): void;
-  reject(error: unknown): void;
+  reject(error: Error): void;
 }
 
 /** How often the deadlines are checked; a refusal comes at most this much after its deadline. */
 const DEADLINE_SWEEP_MS = 50;
 
 /**
- * How much longer than its answer time a notification may wait for a COMMIT already sent. Past
- * that the statement fails, its connection is given up and the answer is 503; whether that COMMIT
- * took effect is then unknown (the sender's retry finds it recorded, or records it).
+ * How much longer than its answer time a notification may wait for a COMMIT already sent. Past that the
+ * statement fails, its connection is given up and the answer is 503; whether that COMMIT took effect is
+ * then unknown (the sender's retry finds it recorded, or records it).
  */
 const COMMIT_GRACE_MS = 500;
 
+/** A batch of known duplicates needs no state. */
+const NOTHING_READ: BatchState = {
+  records: new Map(),
+  orders: new Map(),
+  refunds: new Map(),
+  owners: new Map(),
+  sequences: new Map(),
+  newIds: [],
+};
+
+const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
+
+/** What a failed statement was, for the quarantine's detail: never a value (a message can quote one). */
+function failureOf(error: Error): string {
+  const { code, constraint } = error as { code?: unknown; constraint?: unknown };
+  const what = typeof code === 'string' ? `SQLSTATE ${code}` : error.name;
+  return `recording failed (${what}${typeof constraint === 'string' ? `, ${constraint}` : ''})`;
+}
+
 /**
- * Group commit: notifications that arrive while transactions are busy wait in a queue, and the next
- * free transaction records all of them at once (recordBatchIn), so a burst costs one commit per
- * batch instead of one per notification. Each caller's promise settles only after the transaction
- * holding its notification committed, so "200 only after commit" holds for each of them.
- * A batch failing for any reason other than an unavailable database is retried one notification
- * per transaction, so one bad notification never fails the others.
- * Exact repeats of notifications committed before (KnownNotifications) only append their delivery;
- * a batch of nothing else is one statement, its own transaction.
+ * Group commit: notifications that arrive while transactions are busy wait in a queue, and the next free
+ * transaction records all of them at once (recordBatch.ts), so a burst costs one commit per batch instead
+ * of one per notification. Each caller's promise settles only after the transaction holding its
+ * notification committed, so "200 only after commit" holds for each of them.
+ *
+ * A batch failing for any reason but an unavailable database is run again one notification per
+ * transaction, so one bad notification never fails the others; one that fails alone is quarantined
+ * (kept, with the reason) rather than answered 500: an authentic notification never gets an error that
+ * the sender's retry cannot cure.
+ *
+ * Exact repeats of notifications committed before (KnownNotifications) only append their delivery; a
+ * batch of nothing else is one statement, its own transaction.
  */
 export class GroupCommitStore implements NotificationStore {
   private readonly queues: Pending[][];
@@ -92,10 +129,10 @@ export class GroupCommitStore implements NotificationStore {
   private sweeper: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly sessions: SessionRunner,
-    private readonly db: Db,
+    private readonly transactions: PooledTransactions,
     private readonly context: RecordingContext,
     private readonly options: GroupCommitOptions,
+    private readonly logger?: Logger,
   ) {
     this.queues = Array.from({ length: options.lanes }, () => []);
     this.inFlight = this.queues.map(() => null);
@@ -113,13 +150,13 @@ export class GroupCommitStore implements NotificationStore {
     }
     return new Promise<RecordResult>((resolve, reject) => {
       const pending: Pending = {
-        item: { delivery, notification },
+        delivery,
+        notification,
         lane: laneOf(notification.orderId, this.queues.length),
         since: performance.now(),
         state: 'queued',
-        answered: false,
-        resolve: (result) => this.settle(pending, () => resolve(result)),
-        reject: (error) => this.settle(pending, () => reject(error)),
+        resolve: (result) => this.answer(pending, () => resolve(result)),
+        reject: (error) => this.answer(pending, () => reject(error)),
       };
       (this.queues[pending.lane] as Pending[]).push(pending);
       this.queued += 1;
@@ -128,21 +165,21 @@ export class GroupCommitStore implements NotificationStore {
     });
   }
 
-  /** Quarantines are rare: one transaction each. */
-  quarantine(delivery: Delivery, reason: QuarantineReason, detail: string): Promise<RecordResult> {
-    return recordQuarantine(this.db, delivery, reason, detail);
+  /** Quarantines are rare: one statement each, its own transaction. */
+  quarantine(delivery: Delivery, reason: QuarantineCause, detail: string): Promise<Recorded> {
+    return this.transactions.autocommit((run) => recordQuarantine({ run }, delivery, reason, detail));
   }
 
-  private settle(pending: Pending, answer: () => void): void {
-    if (pending.answered) return;
-    pending.answered = true;
-    answer();
+  private answer(pending: Pending, settle: () => void): void {
+    if (pending.state === 'answered') return;
+    pending.state = 'answered';
+    settle();
   }
 
   /**
-   * The deadlines: a notification still queued after maxWaitMs (or answerWithinMs) is refused,
-   * nothing of it written; one whose batch has not reached COMMIT by answerWithinMs is refused and
-   * its batch rolls back and runs again without it. One whose COMMIT is on its way waits for it.
+   * The deadlines: a notification still queued after maxWaitMs (or answerWithinMs) is refused, nothing of
+   * it written; one whose batch has not reached COMMIT by answerWithinMs is refused and its batch rolls back
+   * and runs again without it. One whose COMMIT is on its way waits for it.
    */
   private sweep(): void {
     const now = performance.now();
@@ -155,7 +192,7 @@ export class GroupCommitStore implements NotificationStore {
         pending.reject(new RecorderOverloaded(`waited over ${queueLimit} ms for a transaction`));
       }
     }
-    for (const batch of this.inFlight) this.abandonLate(batch ?? [], now);
+    for (const batch of this.inFlight) this.refuseLate(batch ?? [], now);
     if (this.queued === 0 && this.inFlight.every((b) => b === null) && this.sweeper) {
       clearInterval(this.sweeper);
       this.sweeper = null;
@@ -163,14 +200,13 @@ export class GroupCommitStore implements NotificationStore {
   }
 
   /**
-   * Refuses the members of a running batch whose answer time has passed; the batch must then roll
-   * back. Called by the sweep, and again right before the batch's write leaves with its COMMIT, so
-   * the sweep's granularity can never let a late member through to a commit.
+   * Refuses the members of a running batch whose answer time has passed; the batch must then roll back.
+   * Called by the sweep, and again right before the batch's write leaves with its COMMIT, so the sweep's
+   * granularity can never let a late member through to a commit.
    */
-  private abandonLate(batch: readonly Pending[], now: number): void {
+  private refuseLate(batch: readonly Pending[], now: number): void {
     for (const pending of batch) {
       if (pending.state === 'running' && this.timeLeft(pending, now) <= 0) {
-        pending.state = 'abandoned';
         pending.reject(new RecorderOverloaded(`no commit within ${this.options.answerWithinMs} ms`));
       }
     }
@@ -192,28 +228,35 @@ export class GroupCommitStore implements NotificationStore {
 
   /** One transaction for the batch; nothing commits once a member was refused in the meantime. */
   private async commit(batch: Pending[]): Promise<RecordResult[]> {
-    const items = batch.map((p) => p.item);
-    const knownIds = items.map((i) => this.known.idOf(meaningOf(i.notification), i.delivery.bodySha256));
+    const items: BatchItem[] = batch.map(({ delivery, notification }) => {
+      const known = this.known.repeatOf(meaningOf(notification), delivery.bodySha256, delivery.signers);
+      return known ? { delivery, notification, known } : { delivery, notification };
+    });
     // A member already past its answer time takes the transactional path, which refuses it before COMMIT.
-    if (knownIds.every((id) => id !== undefined) && !batch.some((p) => this.timeLeft(p) <= 0)) {
+    if (items.every((item) => item.known) && !batch.some((p) => this.timeLeft(p) <= 0)) {
       // One statement, its own transaction: once sent it may commit, so it counts as committing.
       for (const p of batch) p.state = 'committing';
-      const timeoutMs = this.commitTimeout(batch);
-      return (await this.sessions.single((session) => recordBatchIn(session, this.context, items, knownIds), timeoutMs))
-        .results;
+      const decision = decideBatch(items, NOTHING_READ, this.context.eventSource);
+      await this.transactions.autocommit(
+        (run) => run(writeDeliveries(decision.writes.deliveries)),
+        this.commitTimeout(batch),
+      );
+      this.known.remember(decision.known);
+      return decision.results;
     }
     for (const p of batch) p.state = 'running';
-    const recorded = await this.sessions.transaction(async (session) => {
-      const prepared = await prepareBatch(session, this.context, items, knownIds);
-      this.abandonLate(batch, performance.now());
-      if (batch.some((p) => p.state === 'abandoned')) throw new BatchAbandoned();
+    const { decision, written } = await this.transactions.transaction(async (trx) => {
+      const state = await readBatchState(trx, items);
+      const decided = decideBatch(items, state, this.context.eventSource);
+      this.refuseLate(batch, performance.now());
+      if (batch.some((p) => p.state === 'answered')) throw new BatchAbandoned();
       for (const p of batch) p.state = 'committing';
       // The write and COMMIT leave together: once sent, the batch may commit.
-      const [written] = await session.runAndCommit<WrittenRow>(prepared.write, this.commitTimeout(batch));
-      return prepared.finish(written);
+      const [row] = await trx.runAndCommit(writeBatch(decided.writes), this.commitTimeout(batch));
+      return { decision: decided, written: row };
     });
-    this.known.remember(recorded.records);
-    return recorded.results;
+    this.known.remember(decision.known);
+    return settleVariants(decision, written);
   }
 
   /** How long until a notification's answer time (negative once it has passed). */
@@ -232,28 +275,49 @@ export class GroupCommitStore implements NotificationStore {
       const results = await this.commit(batch);
       batch.forEach((p, i) => p.resolve(results[i] as RecordResult));
     } catch (error) {
-      const live = batch.filter((p) => p.state !== 'abandoned');
-      if (error instanceof BatchAbandoned) {
+      const live = batch.filter((p) => p.state !== 'answered');
+      if (error instanceof BatchAbandoned || error instanceof LockSetChanged) {
         // The others go back to the front of their lane, in order, and run again at once.
-        for (const p of live) p.state = 'queued';
-        this.queues[batch[0]?.lane ?? 0]?.unshift(...live);
-        this.queued += live.length;
+        this.requeue(...live);
         return;
       }
-      if (live.length <= 1 || isDatabaseUnavailable(error)) {
-        for (const p of live) p.reject(error);
+      if (isDatabaseUnavailable(error)) {
+        for (const p of live) p.reject(asError(error));
         return;
       }
       // Isolate the bad notification: one transaction each (skipping any refused meanwhile).
       for (const p of live) {
-        if (p.answered) continue;
+        if (p.state === 'answered') continue;
         try {
           const [result] = await this.commit([p]);
           p.resolve(result as RecordResult);
         } catch (single) {
-          p.reject(single instanceof BatchAbandoned ? new RecorderOverloaded('no commit in time') : single);
+          if (single instanceof LockSetChanged) this.requeue(p);
+          else if (single instanceof BatchAbandoned) p.reject(new RecorderOverloaded('no commit in time'));
+          else if (isDatabaseUnavailable(single)) p.reject(asError(single));
+          else await this.quarantineUnrecordable(p, asError(single));
         }
       }
+    }
+  }
+
+  private requeue(...pending: Pending[]): void {
+    for (const p of pending) p.state = 'queued';
+    this.queues[pending[0]?.lane ?? 0]?.unshift(...pending);
+    this.queued += pending.length;
+  }
+
+  /** An authentic notification the recorder cannot apply is kept, with what failed, and answered 200. */
+  private async quarantineUnrecordable(pending: Pending, error: Error): Promise<void> {
+    const detail = failureOf(error);
+    this.logger?.error(
+      { err: { name: error.name, code: (error as { code?: unknown }).code }, orderId: pending.notification.orderId },
+      'notification could not be recorded; quarantined',
+    );
+    try {
+      pending.resolve(await this.quarantine(pending.delivery, 'unrecordable', detail));
+    } catch (quarantineError) {
+      pending.reject(asError(quarantineError));
     }
   }
 }

@@ -1,9 +1,57 @@
+import type { DeliveryOutcome } from '../database/schema';
 import type { Notification } from '../parsing/notification';
 import type { QuarantineReason } from '../parsing/parseNotification';
-import type { Delivery, RecordResult } from './recordNotification';
+import type { SignatureMatch } from '../verification/verifySignature';
+
+/** One delivery attempt that passed verification. */
+export interface Delivery {
+  body: Buffer;
+  bodySha256: Buffer;
+  /**
+   * The keys that verified it, narrowed to the POS the body names (signersFor): the recorder picks the one
+   * of the POS the order belongs to (signerFor), or refuses the delivery when there is none.
+   */
+  signers: readonly SignatureMatch[];
+  sourceAddress: string | null;
+  /** Svc-Processing-Time header: milliseconds the sender spent before its first attempt. */
+  processingTimeMs: number | null;
+}
+
+/** A delivery recorded: what it was, and what it did. */
+export interface Recorded {
+  outcome: DeliveryOutcome;
+  /** A repeat with the same meaning but body bytes not seen before. */
+  newVariant: boolean;
+  notificationId: string | null;
+  quarantineId: string | null;
+  /** Events written to the outbox in this transaction. */
+  eventsWritten: number;
+  /** For stale and conflict outcomes: the status the projection keeps. */
+  currentStatus: string | null;
+  /** The POS whose key vouched for it. */
+  posId: string;
+  /** Facts it stated otherwise than the projection keeps (field names); the projection kept its own. */
+  disagreements: readonly string[];
+}
+
+/** A delivery refused: nothing of it was written. */
+export interface Refused {
+  outcome: 'refused';
+  /** No key that verified it belongs to the POS the order is bound to. */
+  reason: 'pos_mismatch';
+}
+
+export type RecordResult = Recorded | Refused;
+
+/** Why an authentic notification was quarantined: it could not be read, or (a defect) not recorded. */
+export type QuarantineCause = QuarantineReason | 'unrecordable';
+
+export interface RecordingContext {
+  eventSource: string;
+}
 
 /** Where verified notifications go. Each call resolves only after its transaction committed. */
 export interface NotificationStore {
   record(delivery: Delivery, notification: Notification): Promise<RecordResult>;
-  quarantine(delivery: Delivery, reason: QuarantineReason, detail: string): Promise<RecordResult>;
+  quarantine(delivery: Delivery, reason: QuarantineCause, detail: string): Promise<Recorded>;
 }

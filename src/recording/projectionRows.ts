@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { OrderProjection, RefundProjection } from './projection';
 import { orderRank, refundRank } from './projection';
-import type { OrdersTable, RefundsTable } from './schema';
+import type { OrdersTable, RefundsTable } from '../database/schema';
 
 /**
  * The projections as table rows and back: one place for the column names, used by the recorder,

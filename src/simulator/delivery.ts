@@ -76,21 +76,20 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 /** Node's http(s), one connection per request (`Connection: close`, like the real sender). */
 export const httpSender: Sender = (url, body, headers, timeoutMs) =>
   new Promise<SendResult>((resolve) => {
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      resolve({ status: null, error: 'invalid URL' });
+      return;
+    }
     let settled = false;
-    let timer: NodeJS.Timeout | undefined;
     const settle = (result: SendResult): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       resolve(result);
     };
-    let target: URL;
-    try {
-      target = new URL(url);
-    } catch {
-      settle({ status: null, error: 'invalid URL' });
-      return;
-    }
     const client = target.protocol === 'https:' ? https : http;
     const req = client.request(
       target,
@@ -111,7 +110,7 @@ export const httpSender: Sender = (url, body, headers, timeoutMs) =>
       },
     );
     // The whole exchange, not just socket idleness, must end within the timeout.
-    timer = setTimeout(() => {
+    const timer = setTimeout(() => {
       req.destroy();
       settle({ status: null, error: `no answer within ${timeoutMs} ms` });
     }, timeoutMs);

@@ -66,3 +66,13 @@ export {
   type SimulationSummary,
   type TrafficOptions,
 } from './simulation';
+export {
+  PaymentServiceDouble,
+  type DoubleClient,
+  type DoubleEndpoint,
+  type DoubleFault,
+  type DoubleOrderInput,
+  type DoubleRefundInput,
+  type DoubleRequest,
+  type PaymentServiceDoubleOptions,
+} from './paymentServiceDouble';

@@ -1,5 +1,12 @@
 import { createHash } from 'node:crypto';
-import { buildLifecycle, randomPlan, type Lifecycle, type LifecyclePlan, type PlanBase } from './lifecycle';
+import {
+  buildLifecycle,
+  randomPlan,
+  type Lifecycle,
+  type LifecyclePlan,
+  type PlanBase,
+  type SimulatedNotification,
+} from './lifecycle';
 import { chance, randomInt, type Random } from './random';
 import { notificationHeaders, type SignatureHeaders, type SimulatorAlgorithm } from './signing';
 import { concurrencyLimit, deliverWithRetries, type AttemptReport, type Clock, type Sender } from './delivery';
@@ -12,6 +19,8 @@ export interface Faults {
   reorder: number;
   /** Each notification's first attempt is late by a random delay up to this (simulated ms). */
   maxDelayMs: number;
+  /** Probability that a notification is lost for good: never sent (the payment API still knows the status). */
+  drop?: number;
 }
 
 export const NO_FAULTS: Faults = { duplicates: 0, reorder: 0, maxDelayMs: 0 };
@@ -58,6 +67,11 @@ export interface SimulationOptions {
   concurrency?: number;
   /** Called as each delivery ends (delivered or given up). */
   onDelivery?: (delivery: NotificationDelivery) => void;
+  /**
+   * Called at each status change (simulated time), whether or not its notification is ever sent:
+   * how the payment-service double learns the truth as it happens.
+   */
+  onStatusChange?: (notification: SimulatedNotification) => void;
 }
 
 /** One delivery of one notification (an injected duplicate is a second delivery) and how it went. */
@@ -85,6 +99,8 @@ export interface NotificationDelivery {
 export interface SimulationSummary {
   orders: number;
   notifications: number;
+  /** Notifications lost for good (faults.drop): never sent. */
+  dropped: number;
   deliveries: number;
   delivered: number;
   gaveUp: number;
@@ -104,6 +120,8 @@ export interface SimulationReport {
     refunds: Array<{ refundId: string; amount: string; status: string }>;
   }>;
   deliveries: NotificationDelivery[];
+  /** The notifications never sent (faults.drop), by status change. */
+  dropped: Array<{ kind: 'order' | 'refund'; orderId: string; refundId: string | null; status: string }>;
   summary: SimulationSummary;
 }
 
@@ -115,9 +133,14 @@ interface Job {
   reordered: boolean;
 }
 
-/** Plans every delivery: delays, reordering and duplicates decided up front from `random`. */
-function planJobs(lifecycles: readonly Lifecycle[], faults: Faults, random: Random): Job[] {
+/** Plans every delivery: drops, delays, reordering and duplicates decided up front from `random`. */
+function planJobs(
+  lifecycles: readonly Lifecycle[],
+  faults: Faults,
+  random: Random,
+): { jobs: Job[]; dropped: SimulatedNotification[] } {
   const jobs: Job[] = [];
+  const dropped: SimulatedNotification[] = [];
   for (const lifecycle of lifecycles) {
     const starts = lifecycle.notifications.map(
       (n) => n.changedAtMs + (faults.maxDelayMs > 0 ? randomInt(random, 0, faults.maxDelayMs) : 0),
@@ -128,7 +151,12 @@ function planJobs(lifecycles: readonly Lifecycle[], faults: Faults, random: Rand
       [starts[i], starts[i + 1]] = [starts[i + 1] as number, starts[i] as number];
       reordered.add(i).add(i + 1);
     }
-    lifecycle.notifications.forEach((_, index) => {
+    lifecycle.notifications.forEach((notification, index) => {
+      // Drawn only when asked for, so runs without --drop repeat their seeds exactly as before.
+      if (chance(random, faults.drop ?? 0)) {
+        dropped.push(notification);
+        return;
+      }
       const startMs = starts[index] as number;
       jobs.push({ lifecycle, index, copy: 1, startMs, reordered: reordered.has(index) });
       if (chance(random, faults.duplicates)) {
@@ -137,7 +165,7 @@ function planJobs(lifecycles: readonly Lifecycle[], faults: Faults, random: Rand
       }
     });
   }
-  return jobs.sort((a, b) => a.startMs - b.startMs);
+  return { jobs: jobs.sort((a, b) => a.startMs - b.startMs), dropped };
 }
 
 const increment = (counts: Record<string, number>, key: string): void => {
@@ -150,9 +178,28 @@ const increment = (counts: Record<string, number>, key: string): void => {
  * what was sent and how the receiver answered.
  */
 export async function runSimulation(options: SimulationOptions): Promise<SimulationReport> {
-  const jobs = planJobs(options.lifecycles, options.faults, options.random);
+  const { jobs, dropped } = planJobs(options.lifecycles, options.faults, options.random);
   const acquire = concurrencyLimit(options.concurrency ?? 8);
-  const deliveries = await Promise.all(
+  // Each status change is announced once, in its order's sequence, at its time, or just before its
+  // notification goes out when a timer of the same moment fires later: the API knows a status
+  // before any notification about it can arrive.
+  const announced = new Map<Lifecycle, number>();
+  const announceThrough = (lifecycle: Lifecycle, index: number): void => {
+    if (!options.onStatusChange) return;
+    for (let i = (announced.get(lifecycle) ?? -1) + 1; i <= index; i++) {
+      options.onStatusChange(lifecycle.notifications[i] as SimulatedNotification);
+      announced.set(lifecycle, i);
+    }
+  };
+  const statusChanges = options.onStatusChange
+    ? options.lifecycles.flatMap((lifecycle) =>
+        lifecycle.notifications.map(async (n, index) => {
+          await options.clock.sleepUntil(n.changedAtMs);
+          announceThrough(lifecycle, index);
+        }),
+      )
+    : [];
+  const deliveryRuns = Promise.all(
     jobs.map(async (job): Promise<NotificationDelivery> => {
       const n = job.lifecycle.notifications[job.index] as Lifecycle['notifications'][number];
       const headers = notificationHeaders(n.body, {
@@ -162,6 +209,11 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
         basicAuth: options.basicAuth ?? null,
         processingTimeMs: options.processingTime ? n.processingTimeMs : null,
       });
+      if (options.onStatusChange) {
+        await options.clock.sleepUntil(job.startMs);
+        // A reordered notification may go out before its status changed: the API does not know it yet.
+        if (options.clock.now() >= n.changedAtMs) announceThrough(job.lifecycle, job.index);
+      }
       const result = await deliverWithRetries(
         { url: options.url, body: n.body, headers, changedAtMs: job.startMs },
         {
@@ -193,10 +245,12 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       return delivery;
     }),
   );
+  const [deliveries] = await Promise.all([deliveryRuns, Promise.all(statusChanges)]);
 
   const summary: SimulationSummary = {
     orders: options.lifecycles.length,
     notifications: options.lifecycles.reduce((sum, l) => sum + l.notifications.length, 0),
+    dropped: dropped.length,
     deliveries: deliveries.length,
     delivered: deliveries.filter((d) => d.delivered).length,
     gaveUp: deliveries.filter((d) => !d.delivered).length,
@@ -217,6 +271,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       refunds: l.expected.refunds,
     })),
     deliveries,
+    dropped: dropped.map((n) => ({ kind: n.kind, orderId: n.orderId, refundId: n.refundId, status: n.status })),
     summary,
   };
 }

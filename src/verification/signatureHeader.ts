@@ -30,6 +30,20 @@ const ALGORITHMS: Record<string, { name: SignatureAlgorithm; hexLength: number }
   SHA512: { name: 'sha512', hexLength: 128 },
 };
 
+/** Weakest to strongest. */
+export const ALGORITHM_STRENGTH: Readonly<Record<SignatureAlgorithm, number>> = {
+  md5: 0,
+  sha1: 1,
+  sha256: 2,
+  sha384: 3,
+  sha512: 4,
+};
+
+/** Node's digest name of an algorithm as the header or SECOND_KEYS spells it (any case, dashes or not); null if none. */
+export function readAlgorithm(spelling: string): SignatureAlgorithm | null {
+  return ALGORITHMS[spelling.trim().toUpperCase().replace(/-/g, '')]?.name ?? null;
+}
+
 const HEX = /^[0-9a-fA-F]+$/;
 
 /** Splits `a=b; c=d;` into name -> every value given for it (names case-insensitive). */

@@ -60,9 +60,7 @@ const CHART_VALUES = chartValues();
  * the server, so that the service runs as deployed; BENCH_SERVICE_NODE_FLAGS replaces them (an empty
  * value runs it with none), to measure other V8 settings.
  */
-const SERVICE_NODE_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? chartNodeFlags(CHART_VALUES))
-  .split(' ')
-  .filter(Boolean);
+const SERVICE_NODE_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? chartNodeFlags(CHART_VALUES)).split(' ').filter(Boolean);
 /** The service's memory limit, in MiB: the chart's resources.limits.memory unless BENCH_SERVICE_MEMORY_LIMIT_MB says otherwise (0: none). */
 const SERVICE_MEMORY_LIMIT_MB = Number(process.env.BENCH_SERVICE_MEMORY_LIMIT_MB ?? chartMemoryLimitMb(CHART_VALUES));
 /** Notifications made in advance per second of a closed-loop run: more than either receiver takes here. */
@@ -86,10 +84,7 @@ function chartValues(): ChartValues {
 
 /** The V8 flags the chart gives the server through NODE_OPTIONS (heapLimitMb, heapSemiSpaceMb). */
 function chartNodeFlags({ heapLimitMb, heapSemiSpaceMb }: ChartValues): string {
-  return [
-    heapLimitMb ? `--max-old-space-size=${heapLimitMb}` : '',
-    heapSemiSpaceMb ? `--max-semi-space-size=${heapSemiSpaceMb}` : '',
-  ].join(' ');
+  return [heapLimitMb ? `--max-old-space-size=${heapLimitMb}` : '', heapSemiSpaceMb ? `--max-semi-space-size=${heapSemiSpaceMb}` : ''].join(' ');
 }
 
 /** The chart's memory limit for the server container (resources.limits.memory), in MiB. */
@@ -294,12 +289,10 @@ async function waitFor(url: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
-      http
-        .get(url, (res) => {
-          res.resume();
-          resolve(res.statusCode === 200);
-        })
-        .on('error', () => resolve(false));
+      http.get(url, (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      }).on('error', () => resolve(false));
     });
     if (ok) return;
     if (Date.now() > deadline) throw new Error(`${url} not ready`);
@@ -337,20 +330,12 @@ interface Service {
 }
 
 /** Starts the built service; inside the memory cgroup when there is one (it enters it before node starts). */
-async function startService(
-  databaseUrl: string,
-  exchange: string,
-  cgroup: MemoryCgroup,
-  profile = false,
-): Promise<Service> {
+async function startService(databaseUrl: string, exchange: string, cgroup: MemoryCgroup, profile = false): Promise<Service> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const started = Date.now();
   const nodeFlags = [...SERVICE_NODE_FLAGS, ...(profile ? ['--cpu-prof', '--cpu-prof-name=bench.cpuprofile'] : [])];
   const command = [process.execPath, ...nodeFlags, 'dist/main.js'];
-  const [file, args] =
-    'procs' in cgroup
-      ? ['/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', cgroup.procs, ...command]]
-      : [command[0] as string, command.slice(1)];
+  const [file, args] = 'procs' in cgroup ? ['/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', cgroup.procs, ...command]] : [command[0] as string, command.slice(1)];
   const child = spawn(file, args, {
     cwd: ROOT,
     env: {
@@ -409,10 +394,7 @@ function watchService(pid: number, adminPort: number) {
       (text) => {
         const mb = (name: string): number => Math.round(metricTotal(text, name) / 2 ** 20);
         heap = { heapTotalMb: mb('nodejs_heap_size_total_bytes'), externalMb: mb('nodejs_external_memory_bytes') };
-        newSpaceMaxMb = Math.max(
-          newSpaceMaxMb,
-          metricTotal(text, 'nodejs_heap_space_size_total_bytes', 'space="new"') / 2 ** 20,
-        );
+        newSpaceMaxMb = Math.max(newSpaceMaxMb, metricTotal(text, 'nodejs_heap_space_size_total_bytes', 'space="new"') / 2 ** 20);
         const lagMs = 1000 * metricTotal(text, 'nodejs_eventloop_lag_max_seconds');
         worstLagMs.set(readFor, Math.max(worstLagMs.get(readFor) ?? 0, lagMs));
       },
@@ -438,12 +420,7 @@ function watchService(pid: number, adminPort: number) {
       clearInterval(sampler);
       clearInterval(reader);
       const phaseOfPeak = [...highest].reduce((top, entry) => (entry[1] > top[1] ? entry : top), ['', 0])[0];
-      return {
-        phase: phaseOfPeak,
-        ...atPeak,
-        rssMb: Math.round(atPeak.rssMb),
-        newSpaceMaxMb: Math.round(newSpaceMaxMb),
-      };
+      return { phase: phaseOfPeak, ...atPeak, rssMb: Math.round(atPeak.rssMb), newSpaceMaxMb: Math.round(newSpaceMaxMb) };
     },
   };
 }
@@ -463,8 +440,7 @@ const CPU_KEYS = ['receiver', 'postgres', 'rabbitmq', 'consumer', 'loadGenerator
 type CpuKey = (typeof CPU_KEYS)[number];
 type CpuGroup = Exclude<CpuKey, 'machine'>;
 type CpuByGroup = Record<CpuKey, number>;
-const cpuFigures = (value: (key: CpuKey) => number): CpuByGroup =>
-  Object.fromEntries(CPU_KEYS.map((key) => [key, value(key)])) as CpuByGroup;
+const cpuFigures = (value: (key: CpuKey) => number): CpuByGroup => Object.fromEntries(CPU_KEYS.map((key) => [key, value(key)])) as CpuByGroup;
 
 /** Linux's clock tick for /proc CPU times (USER_HZ), in microseconds. */
 const TICK_US = 10_000;
@@ -481,14 +457,7 @@ interface CpuReading {
  * (autocannon runs in it).
  */
 function cpuReading(receiverPid: number, consumerPid: number): CpuReading {
-  const groups: Record<CpuGroup, number> = {
-    receiver: 0,
-    postgres: 0,
-    rabbitmq: 0,
-    consumer: 0,
-    loadGenerator: 0,
-    other: 0,
-  };
+  const groups: Record<CpuGroup, number> = { receiver: 0, postgres: 0, rabbitmq: 0, consumer: 0, loadGenerator: 0, other: 0 };
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     let stat: string;
@@ -506,17 +475,12 @@ function cpuReading(receiverPid: number, consumerPid: number): CpuReading {
     const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
     const pid = Number(entry);
     const group: CpuGroup =
-      pid === receiverPid
-        ? 'receiver'
-        : pid === consumerPid
-          ? 'consumer'
-          : pid === process.pid
-            ? 'loadGenerator'
-            : comm === 'postgres'
-              ? 'postgres'
-              : comm === 'beam.smp'
-                ? 'rabbitmq'
-                : 'other';
+      pid === receiverPid ? 'receiver'
+      : pid === consumerPid ? 'consumer'
+      : pid === process.pid ? 'loadGenerator'
+      : comm === 'postgres' ? 'postgres'
+      : comm === 'beam.smp' ? 'rabbitmq'
+      : 'other';
     groups[group] += ticks;
   }
   return { machine: cpuTicks(), groups };
@@ -525,8 +489,7 @@ function cpuReading(receiverPid: number, consumerPid: number): CpuReading {
 /** Microseconds of CPU per request between two readings, by group, and of the machine's busy time in all. */
 function cpuPerRequest(from: CpuReading, to: CpuReading, requests: number): CpuByGroup {
   const busy = ({ machine }: CpuReading): number => machine.total - machine.idle;
-  const ticks = (key: CpuKey): number =>
-    key === 'machine' ? busy(to) - busy(from) : to.groups[key] - from.groups[key];
+  const ticks = (key: CpuKey): number => (key === 'machine' ? busy(to) - busy(from) : to.groups[key] - from.groups[key]);
   return cpuFigures((key) => Math.round((ticks(key) * TICK_US) / Math.max(1, requests)));
 }
 
@@ -615,15 +578,10 @@ const median = (values: number[]): number => {
   return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 };
 
-const quantile = (sorted: number[], q: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 
 /** Closed loop: CONNECTIONS connections, each sending its next notification as soon as the last was answered. */
-async function closedLoop(
-  port: number,
-  nextNotification: () => Notification,
-  seconds: number,
-): Promise<{ rps: number; requests: number; non2xx: number }> {
+async function closedLoop(port: number, nextNotification: () => Notification, seconds: number): Promise<{ rps: number; requests: number; non2xx: number }> {
   const result = await autocannon({
     url: `http://127.0.0.1:${port}/notifications`,
     connections: CONNECTIONS,
@@ -673,11 +631,7 @@ async function openLoop(port: number, notifications: Notification[], rate: numbe
             path: '/notifications',
             method: 'POST',
             agent,
-            headers: {
-              'Content-Type': 'application/json;charset=UTF-8',
-              'OpenSvc-Signature': n.signature,
-              'Content-Length': Buffer.byteLength(n.body),
-            },
+            headers: { 'Content-Type': 'application/json;charset=UTF-8', 'OpenSvc-Signature': n.signature, 'Content-Length': Buffer.byteLength(n.body) },
           },
           (res) => {
             res.resume();
@@ -715,26 +669,14 @@ async function openLoop(port: number, notifications: Notification[], rate: numbe
  * with what could make its tail: the service's longest event-loop delay and its garbage collections
  * during the loop, beside the load generator's own longest delay.
  */
-async function latencyPhase(
-  service: Service,
-  watcher: ReturnType<typeof watchService>,
-  phase: string,
-  databaseUrl: string,
-  seed: string,
-) {
+async function latencyPhase(service: Service, watcher: ReturnType<typeof watchService>, phase: string, databaseUrl: string, seed: string) {
   const notifications = take(workload(seed), RATE * SECONDS);
   await watcher.enter(phase);
-  const [gcBefore, countersBefore] = [
-    gcSoFar(await metricsText(service.adminPort)),
-    await serviceCounters(service.adminPort),
-  ];
+  const [gcBefore, countersBefore] = [gcSoFar(await metricsText(service.adminPort)), await serviceCounters(service.adminPort)];
   const since = new Date();
   const open = await openLoop(service.port, notifications, RATE, SECONDS);
   const until = new Date();
-  const [gcAfter, countersAfter] = [
-    gcSoFar(await metricsText(service.adminPort)),
-    await serviceCounters(service.adminPort),
-  ];
+  const [gcAfter, countersAfter] = [gcSoFar(await metricsText(service.adminPort)), await serviceCounters(service.adminPort)];
   await watcher.enter(`${phase}, publishing`);
   const stalls = {
     serviceLagMaxMs: watcher.worstLagMs(phase),
@@ -744,12 +686,7 @@ async function latencyPhase(
     gcOver100Ms: gcAfter.over100Ms - gcBefore.over100Ms,
     gcMajor: gcAfter.major - gcBefore.major,
   };
-  return {
-    open,
-    stalls,
-    recorder: recorderFigures(countersBefore, countersAfter),
-    lag: await commitToConfirmLag(databaseUrl, since, until),
-  };
+  return { open, stalls, recorder: recorderFigures(countersBefore, countersAfter), lag: await commitToConfirmLag(databaseUrl, since, until) };
 }
 
 /**
@@ -767,9 +704,7 @@ async function commitToConfirmLag(databaseUrl: string, since: Date, until: Date)
   await client.connect();
   // Publishing may still be catching up: wait until everything committed so far is confirmed.
   for (let i = 0; i < 300; i++) {
-    const { rows } = await client.query<{ n: string }>(
-      'SELECT count(*) AS n FROM outbox_events WHERE published_at IS NULL',
-    );
+    const { rows } = await client.query<{ n: string }>('SELECT count(*) AS n FROM outbox_events WHERE published_at IS NULL');
     if (rows[0]?.n === '0') break;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -799,23 +734,14 @@ async function main(): Promise<void> {
   await new Promise((resolve) => consumer.once('message', resolve));
 
   const referencePort = await freePort();
-  const reference = spawn(
-    process.execPath,
-    [__filename, '--reference', String(referencePort), `${PG}/${referenceDb}`],
-    {
-      stdio: ['ignore', 'inherit', 'inherit'],
-    },
-  );
-  const barePort = await freePort();
-  const bare = spawn(process.execPath, [__filename, '--bare', String(barePort)], {
+  const reference = spawn(process.execPath, [__filename, '--reference', String(referencePort), `${PG}/${referenceDb}`], {
     stdio: ['ignore', 'inherit', 'inherit'],
   });
+  const barePort = await freePort();
+  const bare = spawn(process.execPath, [__filename, '--bare', String(barePort)], { stdio: ['ignore', 'inherit', 'inherit'] });
   const serviceUrl = `${PG}/${serviceDb}`;
   // The service runs with the pod's memory limit, as deployed (Node sizes its heap from it).
-  const cgroup: MemoryCgroup =
-    SERVICE_MEMORY_LIMIT_MB > 0
-      ? memoryCgroup(`${CGROUP_PREFIX}${suffix}`, SERVICE_MEMORY_LIMIT_MB)
-      : { unavailable: 'BENCH_SERVICE_MEMORY_LIMIT_MB=0' };
+  const cgroup: MemoryCgroup = SERVICE_MEMORY_LIMIT_MB > 0 ? memoryCgroup(`${CGROUP_PREFIX}${suffix}`, SERVICE_MEMORY_LIMIT_MB) : { unavailable: 'BENCH_SERVICE_MEMORY_LIMIT_MB=0' };
 
   try {
     // First start creates the database and applies migrations; the time to ready is measured on restarts.
@@ -854,11 +780,7 @@ async function main(): Promise<void> {
     const eventLoopBusy: number[] = [];
     const batchSizes: number[] = [];
     // CPU per notification of every process involved, to tell how far each receiver is from what two cores allow.
-    const [servicePid, referencePid, consumerPid] = [
-      service.child.pid as number,
-      reference.pid as number,
-      consumer.pid as number,
-    ];
+    const [servicePid, referencePid, consumerPid] = [service.child.pid as number, reference.pid as number, consumer.pid as number];
     const serviceCpu: CpuByGroup[] = [];
     const referenceCpu: CpuByGroup[] = [];
     let non2xx = 0;
@@ -868,15 +790,9 @@ async function main(): Promise<void> {
       // Made (signed) before the counters are read, so that the measured window holds only the run.
       const stream = () => madeAhead(workload(`${suffix}${round}`), AHEAD_PER_SECOND * SECONDS);
       const [serviceStream, referenceStream] = [stream(), stream()];
-      const [countersBefore, serviceBefore] = [
-        await serviceCounters(service.adminPort),
-        cpuReading(servicePid, consumerPid),
-      ];
+      const [countersBefore, serviceBefore] = [await serviceCounters(service.adminPort), cpuReading(servicePid, consumerPid)];
       const s = await closedLoop(service.port, serviceStream, SECONDS);
-      const [countersAfter, serviceAfter] = [
-        await serviceCounters(service.adminPort),
-        cpuReading(servicePid, consumerPid),
-      ];
+      const [countersAfter, serviceAfter] = [await serviceCounters(service.adminPort), cpuReading(servicePid, consumerPid)];
       const referenceBefore = cpuReading(referencePid, consumerPid);
       const r = await closedLoop(referencePort, referenceStream, SECONDS);
       const referenceAfter = cpuReading(referencePid, consumerPid);
@@ -923,13 +839,7 @@ async function main(): Promise<void> {
     }
 
     await new Promise((r) => setTimeout(r, 2000));
-    const afterBursts = await latencyPhase(
-      service,
-      watcher,
-      'open loop, after the bursts',
-      serviceUrl,
-      `${suffix}after`,
-    );
+    const afterBursts = await latencyPhase(service, watcher, 'open loop, after the bursts', serviceUrl, `${suffix}after`);
     const referenceAfterBursts = await referenceLatencyPhase(referencePort, `${suffix}refafter`);
     const rss = memoryMb(service.child.pid as number, 'VmHWM');
     const peak = watcher.peak();
@@ -969,10 +879,7 @@ async function main(): Promise<void> {
       },
       openLoop: openLoopFigures(steady, referenceSteady),
       commitToConfirm: lagFigures(steady.lag),
-      afterBursts: {
-        openLoop: openLoopFigures(afterBursts, referenceAfterBursts),
-        commitToConfirm: lagFigures(afterBursts.lag),
-      },
+      afterBursts: { openLoop: openLoopFigures(afterBursts, referenceAfterBursts), commitToConfirm: lagFigures(afterBursts.lag) },
       eventsConsumed: consumed,
       peakRssMb: Math.round(rss),
       peakRssPhase: peak.phase,
@@ -982,11 +889,7 @@ async function main(): Promise<void> {
     };
 
     const rows: Array<[string, string, string]> = [
-      [
-        'closed-loop throughput, 32 conns (median)',
-        `${figures.throughput.serviceMedian}/s`,
-        `reference ${figures.throughput.referenceMedian}/s, ratio ${figures.throughput.ratio}`,
-      ],
+      ['closed-loop throughput, 32 conns (median)', `${figures.throughput.serviceMedian}/s`, `reference ${figures.throughput.referenceMedian}/s, ratio ${figures.throughput.ratio}`],
       [
         'what bounds the closed loop (median)',
         `${figures.throughput.recorderBusyPercent} % recorder busy`,
@@ -994,11 +897,7 @@ async function main(): Promise<void> {
           `${figures.throughput.notificationsPerTransaction} per transaction; machine idle ${figures.throughput.machineIdlePercent.service} % (reference ${figures.throughput.machineIdlePercent.reference} %)`,
       ],
       ...cpuRows('closed loop', figures.throughput.cpuPerNotificationUs),
-      [
-        'duplicates-only throughput (median)',
-        `${figures.duplicatesOnly.serviceMedian}/s`,
-        `reference ${figures.duplicatesOnly.referenceMedian}/s, ratio ${figures.duplicatesOnly.ratio}`,
-      ],
+      ['duplicates-only throughput (median)', `${figures.duplicatesOnly.serviceMedian}/s`, `reference ${figures.duplicatesOnly.referenceMedian}/s, ratio ${figures.duplicatesOnly.ratio}`],
       ...cpuRows('duplicates only', figures.duplicatesOnly.cpuPerNotificationUs),
       bareRow(figures.duplicatesOnly.referenceMedian, figures.duplicatesOnly.bareReceiver),
       ...latencyRows('steady', figures.openLoop, figures.commitToConfirm),
@@ -1008,16 +907,13 @@ async function main(): Promise<void> {
         `${figures.peakRssMb} MB`,
         `highest sample ${peak.rssMb} MB during: ${peak.phase} (V8 heap ${peak.heapTotalMb} MB, external ${peak.externalMb} MB); ` +
           `V8 new space at most ${peak.newSpaceMaxMb} MB; service flags: ${SERVICE_NODE_FLAGS.join(' ') || 'none'}; ` +
-          ('limitMb' in cgroup
-            ? `memory limit ${cgroup.limitMb} MiB (in a cgroup)`
-            : `no memory limit (${cgroup.unavailable})`),
+          ('limitMb' in cgroup ? `memory limit ${cgroup.limitMb} MiB (in a cgroup)` : `no memory limit (${cgroup.unavailable})`),
       ],
       ['start to ready (migrations applied)', `${figures.readyMs.median} ms`, `runs ${readyTimes.join(', ')} ms`],
     ];
     const width = Math.max(...rows.map((r) => r[0].length));
     process.stdout.write(`\n${'figure'.padEnd(width)}  value                     note\n`);
-    for (const [name, value, note] of rows)
-      process.stdout.write(`${name.padEnd(width)}  ${value.padEnd(24)}  ${note}\n`);
+    for (const [name, value, note] of rows) process.stdout.write(`${name.padEnd(width)}  ${value.padEnd(24)}  ${note}\n`);
     if (process.env.BENCH_PROFILE === '1') {
       process.stdout.write('\nwhere the service spent its CPU samples (whole run, self time by layer):\n');
       for (const { layer, percent } of summarizeProfile(path.join(ROOT, 'bench.cpuprofile'))) {
@@ -1096,10 +992,7 @@ function cpuRows(phase: string, cpu: { service: CpuByGroup; reference: CpuByGrou
 }
 
 /** The receiver that does nothing, and what twice the reference's duplicates rate would be of its rate. */
-function bareRow(
-  referenceMedian: number,
-  bare: { median: number; cpuPerNotificationUs: CpuByGroup },
-): [string, string, string] {
+function bareRow(referenceMedian: number, bare: { median: number; cpuPerNotificationUs: CpuByGroup }): [string, string, string] {
   const c = bare.cpuPerNotificationUs;
   return [
     '  a receiver that does nothing (body read, 200), same load',
@@ -1119,11 +1012,7 @@ function latencyRows(
   lag: ReturnType<typeof lagFigures>,
 ): Array<[string, string, string]> {
   return [
-    [
-      `open loop ${RATE}/s, ${phase}: p50 / p99 / max`,
-      `${open.p50Ms} / ${open.p99Ms} / ${open.maxMs} ms`,
-      `${open.failures} non-200 of ${open.sent}`,
-    ],
+    [`open loop ${RATE}/s, ${phase}: p50 / p99 / max`, `${open.p50Ms} / ${open.p99Ms} / ${open.maxMs} ms`, `${open.failures} non-200 of ${open.sent}`],
     [
       `  recorder, ${phase}`,
       `${open.recorder.transactionMs} ms a transaction`,

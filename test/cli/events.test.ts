@@ -52,8 +52,8 @@ beforeAll(async () => {
   });
 }, 180_000);
 afterAll(async () => {
-  await consumer.stop();
   await svc.stop();
+  await consumer.stop(); // last: it throws when an event did not match the contract
 });
 
 /** Messages the consumer got after the first `from`. */

@@ -23,12 +23,10 @@ describe('command line: help and usage errors', () => {
   it.each(commands.map((c) => [c.join(' ') || '(program)', c]))(
     'When %s is asked for --help, then it prints its usage and exits 0',
     async (_, command) => {
-      const run = await runCli([...(command as string[]), '--help'], env);
+      const run = await runCli([...command, '--help'], env);
       expect(run.code).toBe(0);
-      expect(run.stdout).toContain(
-        `Usage: notification-receiver${command.length ? ` ${(command as string[]).join(' ')}` : ''}`,
-      );
-      if (command.length !== 1 || !['inspect', 'events', 'quarantine'].includes((command as string[])[0] as string)) {
+      expect(run.stdout).toContain(`Usage: notification-receiver${command.length ? ` ${command.join(' ')}` : ''}`);
+      if (command.length !== 1 || !['inspect', 'events', 'quarantine'].includes(command[0] as string)) {
         expect(run.stdout).toMatch(/Exit codes/);
       }
     },

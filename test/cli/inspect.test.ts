@@ -91,8 +91,8 @@ beforeAll(async () => {
   );
 }, 180_000);
 afterAll(async () => {
-  await consumer.stop();
   await svc.stop();
+  await consumer.stop(); // last: it throws when an event did not match the contract
 });
 
 describe('inspect', () => {
@@ -196,5 +196,32 @@ describe('inspect', () => {
     expect(order.stderr).toContain('no order NO-SUCH-ORDER');
     const refund = await runCli(['inspect', 'refund', 'NO-SUCH-REFUND', '--json'], env);
     expect(refund.code).toBe(1);
+  });
+});
+
+describe('inspect: disagreements and replays', () => {
+  it('When a notification disagreed with recorded facts and another was replayed past the audit limit, then inspect shows both', async () => {
+    const disputed = uniqueId('INSPD');
+    await svc.post(orderBody({ orderId: disputed, status: 'PENDING' })).expect(200);
+    await svc.post(orderBody({ orderId: disputed, status: 'COMPLETED', totalAmount: '1' })).expect(200);
+    const replayed = orderBody({ orderId: disputed, status: 'PENDING' });
+    for (let i = 0; i < 104; i++) await svc.post(replayed).expect(200);
+
+    const json = parseJson<{
+      notifications: Array<{
+        status: string;
+        disagreements: unknown[];
+        deliveries: unknown[];
+        repeatedDeliveries: { count: number } | null;
+      }>;
+    }>(await runCli(['inspect', 'order', disputed, '--json'], env));
+    const [pendingOne, completedOne] = json.notifications;
+    expect(completedOne?.disagreements).toEqual([{ field: 'totalAmount', kept: '15000', received: '1' }]);
+    expect(pendingOne?.deliveries).toHaveLength(100);
+    expect(pendingOne?.repeatedDeliveries?.count).toBe(5);
+
+    const human = await runCli(['inspect', 'order', disputed], env);
+    expect(human.stdout).toContain('disagrees: totalAmount 1 (kept 15000)');
+    expect(human.stdout).toMatch(/and 5 more deliveries \(counted, not listed\) from \d{4}-/);
   });
 });

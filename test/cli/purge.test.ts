@@ -1,5 +1,6 @@
 import type { PurgeReport } from '../../src/cli/commands/purge';
 import { query } from '../support/database';
+import { contractFetch } from '../support/contracts';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, uniqueId } from '../support/signing';
 import { cliEnv, parseJson, runCli } from './cliSupport';
@@ -131,7 +132,7 @@ describe('purge', () => {
       oldOrders[1],
     ]);
     expect(row?.status).toBe('COMPLETED');
-    const res = await fetch(`${svc.adminUrl}/orders/${oldOrders[1]}`);
+    const res = await contractFetch(`${svc.adminUrl}/orders/${oldOrders[1]}`, 'admin');
     const body = (await res.json()) as { history: Array<{ status: string; deliveries: number }> };
     expect(body.history.map((h) => [h.status, h.deliveries])).toEqual([
       ['PENDING', 2],

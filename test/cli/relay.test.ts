@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { EventConsumer } from '../support/broker';
+import { contractFetch } from '../support/contracts';
 import { freePort } from '../support/net';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, uniqueId } from '../support/signing';
@@ -40,8 +41,10 @@ describe('npm run relay (the relay alone)', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
       const admin = `http://127.0.0.1:${adminPort}`;
-      await until(async () => ((await fetch(`${admin}/readyz`)).status === 200 ? true : undefined));
-      expect((await fetch(`${admin}/livez`)).status).toBe(200);
+      await until(async () => ((await contractFetch(`${admin}/readyz`, 'admin')).status === 200 ? true : undefined));
+      expect((await contractFetch(`${admin}/livez`, 'admin')).status).toBe(200);
+      // No data routes in the relay alone: 404 not_found, as docs/openapi.yaml says.
+      expect((await contractFetch(`${admin}/orders/1`, 'admin')).status).toBe(404);
 
       const orderId = uniqueId('RELAYCLI');
       await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
@@ -52,7 +55,7 @@ describe('npm run relay (the relay alone)', () => {
       });
 
       const metrics = await until(async () => {
-        const text = await (await fetch(`${admin}/metrics`)).text();
+        const text = await (await contractFetch(`${admin}/metrics`, 'admin')).text();
         return /outbox_events_published_total\{type="order\.pending"\} [1-9]/.test(text) ? text : undefined;
       });
       expect(metrics).toMatch(/^outbox_relay_active 1$/m);

@@ -56,8 +56,9 @@ beforeAll(async () => {
     expect(report.summary.gaveUp).toBe(0);
     expect(report.summary.outcomes.stale).toBeGreaterThan(0);
   }
-  // Sequences whose fields change between notifications, so the merge rule itself is exercised:
-  // a later applied notification wins; a field it lacks keeps its value; a stale one changes nothing.
+  // Sequences whose fields change between notifications, so the merge rule itself is exercised: a later
+  // applied notification wins, but for the facts that never change (the amount stays the first one's); a
+  // field it lacks keeps its value; a stale one changes nothing.
   const later = uniqueId('MERGE');
   const lacking = uniqueId('MERGE');
   const stale = uniqueId('MERGE');
@@ -78,7 +79,7 @@ beforeAll(async () => {
   );
   expect(merged).toEqual(
     [
-      { order_id: later, total_amount: '200', payment_id: 'P2', pay_method_type: 'PBL' },
+      { order_id: later, total_amount: '100', payment_id: 'P2', pay_method_type: 'PBL' },
       { order_id: lacking, total_amount: '15000', payment_id: 'P3', pay_method_type: 'CARD_TOKEN' },
       { order_id: stale, total_amount: '300', payment_id: 'P4', pay_method_type: null },
     ].sort((a, b) => a.order_id.localeCompare(b.order_id)),

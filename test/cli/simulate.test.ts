@@ -1,9 +1,13 @@
-import request from 'supertest';
+import { spawn } from 'node:child_process';
+import os from 'node:os';
+import { createLogger } from '../../src/observability/logger';
+import { createPaymentApi } from '../../src/paymentApi/paymentApi';
 import type { NotificationDelivery, SimulationReport } from '../../src/simulator';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { POS_ID, SECOND_KEY } from '../support/signing';
-import { cliEnv, parseJson, runCli } from './cliSupport';
+import { freePort } from '../support/net';
+import { CLI, cliEnv, parseJson, runCli } from './cliSupport';
 
 type Report = SimulationReport & { seed: number; posId: string; algorithm: string };
 
@@ -58,7 +62,7 @@ describe('simulate', () => {
       expect(d.attempts[0]).toMatchObject({ attempt: 1, status: 200, answer: 'accepted' });
     }
 
-    const res = await request(svc.adminUrl).get(`/orders/${order.orderId}`);
+    const res = await svc.admin.get(`/orders/${order.orderId}`);
     expect(res.body).toMatchObject({
       status: 'COMPLETED',
       payMethodType: 'CARD_TOKEN',
@@ -115,7 +119,7 @@ describe('simulate', () => {
     )?.[1];
     expect(orderId).toBeDefined();
     expect(run.stdout).toContain(`/orders/${orderId}`);
-    const res = await request(svc.adminUrl).get(`/orders/${orderId}`);
+    const res = await svc.admin.get(`/orders/${orderId}`);
     expect(res.body).toMatchObject({ status: 'COMPLETED', payMethodType: 'PBL' });
     expect(res.body.refunds[0]).toMatchObject({ status: 'FINALIZED', amount: '15000' });
   });
@@ -148,7 +152,7 @@ describe('simulate', () => {
     // Reordered: CANCELED went out before PENDING, so PENDING arrives stale.
     expect(report.summary.outcomes.stale).toBeGreaterThan(0);
     for (const order of report.orders) {
-      const res = await request(svc.adminUrl).get(`/orders/${order.orderId}`);
+      const res = await svc.admin.get(`/orders/${order.orderId}`);
       expect(res.body.status).toBe('CANCELED');
     }
   });
@@ -201,5 +205,90 @@ describe('simulate', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('SECOND_KEYS');
     expect(run.stderr).not.toContain(SECOND_KEY);
+  });
+
+  it('When --drop loses notifications for good with the double beside (--api-port), then the lost ones never reach the receiver while the double answers their statuses', async () => {
+    const apiPort = await freePort();
+    const credentials = `${POS_ID}:client-${POS_ID}:client-secret-value`;
+    const child = spawn(
+      process.execPath,
+      [
+        CLI,
+        'simulate',
+        '--url',
+        url(),
+        '--orders',
+        '8',
+        '--drop',
+        '0.4',
+        '--api-port',
+        String(apiPort),
+        '--api-hold',
+        '60s',
+        '--time-scale',
+        '1000',
+        '--seed',
+        '5',
+        '--json',
+      ],
+      {
+        cwd: os.tmpdir(),
+        env: cliEnv({
+          DATABASE_URL: svc.database.url,
+          NOTIFY_BASIC_AUTH: 'shop:s3cret',
+          PAYMENT_API_URL: `http://127.0.0.1:${apiPort}`,
+          PAYMENT_API_CREDENTIALS: credentials,
+        }),
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    try {
+      // The report is printed when the last notification is done; the double keeps answering after it.
+      const report = await new Promise<Report>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no report\nstdout: ${stdout}\nstderr: ${stderr}`)), 60_000);
+        child.stdout.on('data', () => {
+          try {
+            resolve(JSON.parse(stdout) as Report);
+            clearTimeout(timer);
+          } catch {
+            // not complete yet
+          }
+        });
+      });
+      expect(report.summary.dropped).toBeGreaterThan(0);
+      expect(report.summary.dropped + report.summary.deliveries).toBe(report.summary.notifications);
+      expect(report.summary.gaveUp).toBe(0);
+
+      const api = createPaymentApi({
+        baseUrl: `http://127.0.0.1:${apiPort}`,
+        credentials: [{ posId: POS_ID, clientId: `client-${POS_ID}`, clientSecret: 'client-secret-value' }],
+        timeoutMs: 5000,
+        maxInFlight: 2,
+        maxPerSecond: 100,
+        logger: createLogger('silent'),
+      });
+      for (const lost of report.dropped.filter((d) => d.kind === 'order')) {
+        const expected = report.orders.find((o) => o.orderId === lost.orderId)?.expectedStatus;
+        const answer = await api.retrieveOrder(POS_ID, lost.orderId);
+        expect(answer.value.status).toBe(expected);
+        // Delivered statuses aside, the receiver never heard of the lost one.
+        const res = await svc.admin.get(`/orders/${lost.orderId}`);
+        const heard = res.status === 200 ? (res.body.history as Array<{ status: string }>).map((h) => h.status) : [];
+        expect(heard).not.toContain(lost.status);
+      }
+    } finally {
+      child.kill('SIGINT');
+    }
+    expect(await exited).toBe(0);
+  });
+
+  it('When --api-port is asked for without PAYMENT_API_CREDENTIALS, then it is a usage error', async () => {
+    const run = await runCli(['simulate', '--url', url(), '--api-port', '0', '--api-hold', '0s'], env);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('PAYMENT_API_CREDENTIALS');
   });
 });

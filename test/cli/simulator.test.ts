@@ -1,6 +1,5 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import request from 'supertest';
 import { parseNotification } from '../../src/parsing/parseNotification';
 import {
   buildLifecycle,
@@ -8,6 +7,7 @@ import {
   deliverWithRetries,
   formatLocalReceiptDateTime,
   notificationHeaders,
+  PaymentServiceDouble,
   PlanError,
   RETRY_SCHEDULE_MS,
   runSimulation,
@@ -15,7 +15,12 @@ import {
   seededRandom,
   signNotification,
   type LifecyclePlan,
+  type Faults,
+  type Lifecycle,
   type PayMethodKind,
+  type Sender,
+  type SimulationOptions,
+  type SimulationReport,
 } from '../../src/simulator';
 import { parseSecondKeys } from '../../src/verification/secondKeys';
 import { parseSignatureHeader } from '../../src/verification/signatureHeader';
@@ -200,8 +205,8 @@ describe('simulator: signing', () => {
     (algorithm) => {
       const header = parseSignatureHeader(signNotification(body, SECOND_KEY, algorithm));
       if (!header.ok) throw new Error(header.problem);
-      expect(verifySignature(header.header, body, keys).map((m) => m.posId)).toEqual([POS_ID]);
-      expect(verifySignature(header.header, Buffer.concat([body, Buffer.from('\n')]), keys)).toEqual([]);
+      expect(verifySignature(header.header, body, keys).matches.map((m) => m.posId)).toEqual([POS_ID]);
+      expect(verifySignature(header.header, Buffer.concat([body, Buffer.from('\n')]), keys).matches).toEqual([]);
     },
   );
 
@@ -331,6 +336,84 @@ describe('simulator: retry schedule', () => {
   });
 });
 
+describe('simulator: lost notifications and the payment-service double', () => {
+  const accepted: Sender = () => Promise.resolve({ status: 200, body: '{"outcome":"accepted"}' });
+
+  /** Random traffic of a seed, sent to `send` with the given faults (no receiver needed). */
+  async function simulate(
+    seed: number,
+    faults: Faults,
+    extra: Pick<SimulationOptions, 'send' | 'onStatusChange'> = {},
+  ): Promise<{ lifecycles: Lifecycle[]; report: SimulationReport }> {
+    const random = seededRandom(seed);
+    const lifecycles = buildTraffic({
+      orders: 20,
+      plan: 'random',
+      base: {
+        posId: POS_ID,
+        notifyUrl: 'http://shop.invalid/notify',
+        gapMs: 2000,
+        runStartedAt: new Date(0),
+        currencyCode: 'PLN',
+      },
+      spreadMs: 2000,
+      random,
+    });
+    const report = await runSimulation({
+      url: 'http://shop.invalid/notify',
+      lifecycles,
+      secondKey: SECOND_KEY,
+      algorithm: 'MD5',
+      signatureHeaders: 'both',
+      processingTime: true,
+      faults,
+      random,
+      clock: scaledClock(1000),
+      send: accepted,
+      ...extra,
+    });
+    return { lifecycles, report };
+  }
+
+  it('When --drop loses a share of notifications, then they are never sent, the rest are, and the double knows every status as it happened', async () => {
+    const double = new PaymentServiceDouble({ clients: [] });
+    const sent: string[] = [];
+    const learnedBeforeSent: boolean[] = [];
+    const send: Sender = (url, body, headers, timeoutMs) => {
+      const parsed = parseNotification(body);
+      if (!parsed.ok) throw new Error('unreadable notification');
+      const n = parsed.notification;
+      sent.push(n.kind === 'order' ? `${n.orderId}:${n.status}` : `${n.refundId}:${n.status}`);
+      // The status change happens before its notification goes out, so the double already knows it.
+      if (n.kind === 'order') learnedBeforeSent.push(double.orderStatus(n.orderId) !== null);
+      return accepted(url, body, headers, timeoutMs);
+    };
+    const { lifecycles, report } = await simulate(
+      20261125,
+      { duplicates: 0, reorder: 0, maxDelayMs: 0, drop: 0.3 },
+      { send, onStatusChange: (n) => double.learn(n.body) },
+    );
+
+    const all = lifecycles.flatMap((l) => l.notifications);
+    expect(report.summary.dropped).toBeGreaterThan(0);
+    expect(report.summary.dropped + report.summary.deliveries).toBe(all.length);
+    expect(report.summary.gaveUp).toBe(0);
+    expect(sent).toHaveLength(report.summary.deliveries);
+    for (const d of report.dropped) {
+      expect(sent).not.toContain(`${d.kind === 'order' ? d.orderId : d.refundId}:${d.status}`);
+    }
+    expect(learnedBeforeSent.every(Boolean)).toBe(true);
+    for (const lifecycle of lifecycles) expect(double.orderStatus(lifecycle.orderId)).toBe(lifecycle.expected.order);
+  });
+
+  it('When --drop is not asked for, then a seed builds and sends exactly the same run as before', async () => {
+    const faults = { duplicates: 0.3, reorder: 0.3, maxDelayMs: 500 };
+    const deliveries = async (f: Faults) =>
+      (await simulate(99, f)).report.deliveries.map((d) => [d.orderId, d.status, d.copy, d.bodySha256]);
+    expect(await deliveries({ ...faults, drop: 0 })).toEqual(await deliveries(faults));
+  });
+});
+
 describe('simulator: against the real service', () => {
   let svc: TestService;
   let consumer: EventConsumer;
@@ -339,8 +422,8 @@ describe('simulator: against the real service', () => {
     consumer = await new EventConsumer(svc.exchange).start();
   });
   afterAll(async () => {
-    await consumer.stop();
     await svc.stop();
+    await consumer.stop(); // last: it throws when an event did not match the contract
   });
 
   it('When random lifecycles are delivered with duplicates, reordering and delays, then every order and refund ends as planned and each status change is published once', async () => {
@@ -375,7 +458,7 @@ describe('simulator: against the real service', () => {
     expect(report.summary.outcomes.duplicate).toBeGreaterThan(0);
 
     for (const lifecycle of lifecycles) {
-      const res = await request(svc.adminUrl).get(`/orders/${lifecycle.orderId}`);
+      const res = await svc.admin.get(`/orders/${lifecycle.orderId}`);
       expect(res.status).toBe(200);
       expect(res.body.status).toBe(lifecycle.expected.order);
       expect(res.body.totalAmount).toBe(lifecycle.plan.totalAmount);

@@ -57,13 +57,10 @@ const purgePodSpecOf = (objects: K8sObject[]): IPodSpec => {
   return spec;
 };
 /** The server pods' NetworkPolicy (the purge pods have their own, named *-purge). */
-const serverPolicyOf = (objects: K8sObject[]): INetworkPolicy =>
-  as<INetworkPolicy>(only(objects, 'NetworkPolicy', '-notification-receiver'));
+const serverPolicyOf = (objects: K8sObject[]): INetworkPolicy => as<INetworkPolicy>(only(objects, 'NetworkPolicy', '-notification-receiver'));
 /** Whether a matchLabels selector selects pods with these labels. */
-const selects = (
-  matchLabels: Record<string, string> | undefined,
-  labels: Record<string, string> | undefined,
-): boolean => matchLabels !== undefined && Object.entries(matchLabels).every(([k, v]) => labels?.[k] === v);
+const selects = (matchLabels: Record<string, string> | undefined, labels: Record<string, string> | undefined): boolean =>
+  matchLabels !== undefined && Object.entries(matchLabels).every(([k, v]) => labels?.[k] === v);
 
 let defaults: K8sObject[];
 let features: K8sObject[];
@@ -87,16 +84,7 @@ describe('helm lint --strict', () => {
 describe('rendered objects', () => {
   test('defaults render the core objects, and no monitoring.coreos.com kinds without the CRDs', () => {
     expect(defaults.map((o) => o.kind).sort()).toEqual(
-      [
-        'ConfigMap',
-        'ConfigMap',
-        'Deployment',
-        'Job',
-        'NetworkPolicy',
-        'NetworkPolicy',
-        'PodDisruptionBudget',
-        'Service',
-      ].sort(),
+      ['ConfigMap', 'ConfigMap', 'Deployment', 'Job', 'NetworkPolicy', 'NetworkPolicy', 'PodDisruptionBudget', 'Service'].sort(),
     );
   });
 
@@ -131,12 +119,9 @@ describe('rendered objects', () => {
   test.each([
     ['default values', () => defaults],
     ['every feature on', () => features],
-  ])(
-    'with %s, no object has a field its Kubernetes type does not define (e.g. a mis-indented line)',
-    (_name, objects) => {
-      expect(strictFieldErrors(objects())).toEqual([]);
-    },
-  );
+  ])('with %s, no object has a field its Kubernetes type does not define (e.g. a mis-indented line)', (_name, objects) => {
+    expect(strictFieldErrors(objects())).toEqual([]);
+  });
 
   test('the unknown-field check finds a field at the wrong level', () => {
     const deployment = structuredClone(only(features, 'Deployment'));
@@ -158,16 +143,11 @@ describe('rendered objects', () => {
 
   test('ServiceMonitor and PrometheusRule follow the CRDs ("auto") or the value', () => {
     const kinds = (objects: K8sObject[]): string[] => objects.map((o) => o.kind);
-    expect(kinds(render({ apiVersions: MONITORING_API_VERSIONS }))).toEqual(
-      expect.arrayContaining(['ServiceMonitor', 'PrometheusRule']),
-    );
+    expect(kinds(render({ apiVersions: MONITORING_API_VERSIONS }))).toEqual(expect.arrayContaining(['ServiceMonitor', 'PrometheusRule']));
     expect(kinds(render({ set: ['serviceMonitor.enabled=true', 'prometheusRule.enabled=true'] }))).toEqual(
       expect.arrayContaining(['ServiceMonitor', 'PrometheusRule']),
     );
-    const off = render({
-      apiVersions: MONITORING_API_VERSIONS,
-      set: ['serviceMonitor.enabled=false', 'prometheusRule.enabled=false'],
-    });
+    const off = render({ apiVersions: MONITORING_API_VERSIONS, set: ['serviceMonitor.enabled=false', 'prometheusRule.enabled=false'] });
     expect(kinds(off)).not.toContain('ServiceMonitor');
     expect(kinds(off)).not.toContain('PrometheusRule');
   });
@@ -178,42 +158,30 @@ describe('Deployment', () => {
     expect(deploymentOf(defaults).spec?.replicas).toBe(2);
     expect(deploymentOf(features).spec).not.toHaveProperty('replicas');
     const hpa = as<IHorizontalPodAutoscaler>(only(features, 'HorizontalPodAutoscaler'));
-    expect(hpa.spec?.scaleTargetRef).toEqual({
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      name: deploymentOf(features).metadata?.name,
-    });
+    expect(hpa.spec?.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: deploymentOf(features).metadata?.name });
     expect(hpa.spec?.minReplicas).toBeGreaterThanOrEqual(2);
   });
 
   test.each([
     ['default values', () => defaults],
     ['every feature on', () => features],
-  ])(
-    'with %s, ports are the app defaults and the probes hit /livez and /readyz on the admin port',
-    (_name, objects) => {
-      const container = containerOf(podSpecOf(objects()));
-      const ports = Object.fromEntries((container.ports ?? []).map((p) => [p.name, p.containerPort]));
-      expect(ports).toEqual({ http: 8080, admin: 9090 });
-      expect(configOf(objects())).toMatchObject({ PORT: '8080', ADMIN_PORT: '9090' });
-      expect(container.startupProbe?.httpGet).toEqual({ path: '/livez', port: 'admin' });
-      expect(container.livenessProbe?.httpGet).toEqual({ path: '/livez', port: 'admin' });
-      expect(container.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'admin' });
-      expect(container.resources?.requests).toBeDefined();
-      expect(container.resources?.limits?.memory).toBeDefined();
-    },
-  );
+  ])('with %s, ports are the app defaults and the probes hit /livez and /readyz on the admin port', (_name, objects) => {
+    const container = containerOf(podSpecOf(objects()));
+    const ports = Object.fromEntries((container.ports ?? []).map((p) => [p.name, p.containerPort]));
+    expect(ports).toEqual({ http: 8080, admin: 9090 });
+    expect(configOf(objects())).toMatchObject({ PORT: '8080', ADMIN_PORT: '9090' });
+    expect(container.startupProbe?.httpGet).toEqual({ path: '/livez', port: 'admin' });
+    expect(container.livenessProbe?.httpGet).toEqual({ path: '/livez', port: 'admin' });
+    expect(container.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'admin' });
+    expect(container.resources?.requests).toBeDefined();
+    expect(container.resources?.limits?.memory).toBeDefined();
+  });
 
   test("the server's V8 heap flags come through NODE_OPTIONS: 16 MiB semi-spaces by default, an old-space ceiling on request, none when both are 0", () => {
-    const nodeOptions = (objects: ReturnType<typeof render>) =>
-      (containerOf(podSpecOf(objects)).env ?? []).filter((e) => e.name === 'NODE_OPTIONS');
+    const nodeOptions = (objects: ReturnType<typeof render>) => (containerOf(podSpecOf(objects)).env ?? []).filter((e) => e.name === 'NODE_OPTIONS');
     expect(nodeOptions(defaults)).toEqual([{ name: 'NODE_OPTIONS', value: '--max-semi-space-size=16' }]);
-    expect(nodeOptions(render({ set: ['heapLimitMb=128'] }))).toEqual([
-      { name: 'NODE_OPTIONS', value: '--max-old-space-size=128 --max-semi-space-size=16' },
-    ]);
-    expect(nodeOptions(render({ set: ['heapLimitMb=128', 'heapSemiSpaceMb=0'] }))).toEqual([
-      { name: 'NODE_OPTIONS', value: '--max-old-space-size=128' },
-    ]);
+    expect(nodeOptions(render({ set: ['heapLimitMb=128'] }))).toEqual([{ name: 'NODE_OPTIONS', value: '--max-old-space-size=128 --max-semi-space-size=16' }]);
+    expect(nodeOptions(render({ set: ['heapLimitMb=128', 'heapSemiSpaceMb=0'] }))).toEqual([{ name: 'NODE_OPTIONS', value: '--max-old-space-size=128' }]);
     expect(nodeOptions(render({ set: ['heapSemiSpaceMb=0'] }))).toEqual([]);
   });
 
@@ -228,11 +196,7 @@ describe('Deployment', () => {
     const container = containerOf(spec);
     expect(spec?.automountServiceAccountToken).toBe(false);
     expect(spec?.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
-    for (const id of [
-      spec?.securityContext?.runAsUser,
-      spec?.securityContext?.runAsGroup,
-      spec?.securityContext?.fsGroup,
-    ]) {
+    for (const id of [spec?.securityContext?.runAsUser, spec?.securityContext?.runAsGroup, spec?.securityContext?.fsGroup]) {
       expect(Number.isInteger(id)).toBe(true);
       expect(id).toBeGreaterThan(0);
     }
@@ -273,16 +237,12 @@ describe('Deployment', () => {
     const secretChecksum = (objects: K8sObject[]): string | undefined =>
       deploymentOf(objects).spec?.template.metadata?.annotations?.['checksum/secret'];
     expect(secretChecksum(features)).toMatch(/^[a-f0-9]{64}$/);
-    expect(secretChecksum(render({ ...allFeatures, set: ['secrets.secondKeys=1:other-key'] }))).not.toBe(
-      secretChecksum(features),
-    );
+    expect(secretChecksum(render({ ...allFeatures, set: ['secrets.secondKeys=1:other-key'] }))).not.toBe(secretChecksum(features));
   });
 
   test('the ConfigMap carries no secret keys; the container reads them only from a Secret', () => {
     for (const objects of [defaults, features]) {
-      expect(Object.keys(configOf(objects))).not.toEqual(
-        expect.arrayContaining([expect.stringMatching(/URL|KEYS|AUTH/)]),
-      );
+      expect(Object.keys(configOf(objects))).not.toEqual(expect.arrayContaining([expect.stringMatching(/URL|KEYS|AUTH/)]));
       const container = containerOf(podSpecOf(objects));
       for (const key of SECRET_KEYS) {
         const env = container.env?.find((e) => e.name === key);
@@ -358,13 +318,10 @@ describe('migrations hook', () => {
     const job = only(features, 'Job');
     const hookSecret = only(features, 'Secret', '-migrations');
     expect(annotations(hookSecret)['helm.sh/hook']).toBe('pre-install,pre-upgrade');
-    expect(Number(annotations(hookSecret)['helm.sh/hook-weight'])).toBeLessThan(
-      Number(annotations(job)['helm.sh/hook-weight']),
-    );
+    expect(Number(annotations(hookSecret)['helm.sh/hook-weight'])).toBeLessThan(Number(annotations(job)['helm.sh/hook-weight']));
     expect(annotations(hookSecret)['helm.sh/hook-delete-policy']).toContain('before-hook-creation');
     expect(Object.keys(as<ISecret>(hookSecret).data ?? {})).toEqual(['DATABASE_URL']);
-    const ref = containerOf(as<IJob>(job).spec?.template.spec).env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom
-      ?.secretKeyRef;
+    const ref = containerOf(as<IJob>(job).spec?.template.spec).env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef;
     expect(ref?.name).toBe(hookSecret.metadata.name);
   });
 
@@ -379,27 +336,18 @@ describe('migrations hook', () => {
       const policyObject = only(objects, 'NetworkPolicy', '-migrations');
       const policy = as<INetworkPolicy>(policyObject);
       expect(annotations(policyObject)['helm.sh/hook']).toBe('pre-install,pre-upgrade');
-      expect(Number(annotations(policyObject)['helm.sh/hook-weight'])).toBeLessThan(
-        Number(annotations(job)['helm.sh/hook-weight']),
-      );
+      expect(Number(annotations(policyObject)['helm.sh/hook-weight'])).toBeLessThan(Number(annotations(job)['helm.sh/hook-weight']));
       const podLabels = as<IJob>(job).spec?.template.metadata?.labels;
       expect(selects(policy.spec?.podSelector?.matchLabels, podLabels)).toBe(true);
-      expect(
-        selects(policy.spec?.podSelector?.matchLabels, deploymentOf(objects).spec?.template.metadata?.labels),
-      ).toBe(false);
+      expect(selects(policy.spec?.podSelector?.matchLabels, deploymentOf(objects).spec?.template.metadata?.labels)).toBe(false);
       expect(selects(serverPolicyOf(objects).spec?.podSelector?.matchLabels, podLabels)).toBe(false);
       expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
       expect(policy.spec?.ingress ?? []).toEqual([]);
       const egress = policy.spec?.egress ?? [];
-      expect(egress.map((r) => (r.ports ?? []).map((p) => `${p.port}/${p.protocol}`))).toEqual([
-        ['53/UDP', '53/TCP'],
-        ['5432/TCP'],
-      ]);
+      expect(egress.map((r) => (r.ports ?? []).map((p) => `${p.port}/${p.protocol}`))).toEqual([['53/UDP', '53/TCP'], ['5432/TCP']]);
     }
     expect(render({ set: ['networkPolicy.enabled=false'] }).map((o) => o.kind)).not.toContain('NetworkPolicy');
-    expect(
-      render({ set: ['migrations.enabled=false'] }).filter((o) => o.metadata.name.endsWith('-migrations')),
-    ).toEqual([]);
+    expect(render({ set: ['migrations.enabled=false'] }).filter((o) => o.metadata.name.endsWith('-migrations'))).toEqual([]);
   });
 
   test('without the Job the pods migrate on start', () => {
@@ -422,8 +370,7 @@ describe('purge CronJob', () => {
     activeDeadlineSeconds: number;
     resources: unknown;
   }
-  const purgeValues = (): PurgeValues =>
-    (parse(readFileSync(ALL_FEATURES_VALUES, 'utf8')) as { purge: PurgeValues }).purge;
+  const purgeValues = (): PurgeValues => (parse(readFileSync(ALL_FEATURES_VALUES, 'utf8')) as { purge: PurgeValues }).purge;
   const purgeContainerOf = (objects: K8sObject[]): IContainer => containerOf(purgePodSpecOf(objects));
   const envOf = (container: IContainer, name: string) => container.env?.find((e) => e.name === name);
   const databaseUrlRef = (container: IContainer) => envOf(container, 'DATABASE_URL')?.valueFrom?.secretKeyRef;
@@ -465,26 +412,19 @@ describe('purge CronJob', () => {
     expect(purgeContainerOf(features).resources).toEqual(values.resources);
     // Not the chart's default, so the test sees the value and not a hard-coded 90.
     expect(values.retentionDays).not.toBe(90);
-    expect(envOf(purgeContainerOf(features), 'RETENTION_DAYS')).toEqual({
-      name: 'RETENTION_DAYS',
-      value: String(values.retentionDays),
-    });
+    expect(envOf(purgeContainerOf(features), 'RETENTION_DAYS')).toEqual({ name: 'RETENTION_DAYS', value: String(values.retentionDays) });
   });
 
   test('the CronJob validates against the Kubernetes schema, and the validator does check CronJobs', () => {
     const cronJob = only(features, 'CronJob');
-    expect(validateManifests([cronJob])).toEqual([
-      { kind: 'batch/v1/CronJob', name: cronJob.metadata.name, errors: [] },
-    ]);
+    expect(validateManifests([cronJob])).toEqual([{ kind: 'batch/v1/CronJob', name: cronJob.metadata.name, errors: [] }]);
     const broken = structuredClone(cronJob) as unknown as ICronJob;
     (broken.spec as unknown as Record<string, unknown>).concurrencyPolicy = 'Sometimes';
     const [report] = validateManifests([broken as unknown as K8sObject]);
     expect(report?.errors.join('\n')).toMatch(/concurrencyPolicy/);
     const misplaced = structuredClone(cronJob) as unknown as ICronJob;
     Object.assign(misplaced.spec?.jobTemplate.spec ?? {}, { restartPolicy: 'Never' }); // belongs in the pod spec
-    expect(strictFieldErrors([misplaced as unknown as K8sObject])).toEqual([
-      expect.stringMatching(/^CronJob\/.*restartPolicy/s),
-    ]);
+    expect(strictFieldErrors([misplaced as unknown as K8sObject])).toEqual([expect.stringMatching(/^CronJob\/.*restartPolicy/s)]);
   });
 
   test('runs `node dist/cli/index.js purge` from the server image, once per run, without retrying a usage error', () => {
@@ -536,15 +476,10 @@ describe('purge CronJob', () => {
 
   test('its pods carry component "purge": not selected by the server NetworkPolicy, Service or PDB', () => {
     const podLabels = cronJobOf(features).spec?.jobTemplate.spec?.template.metadata?.labels;
-    expect(podLabels).toMatchObject({
-      'app.kubernetes.io/component': 'purge',
-      'app.kubernetes.io/instance': 'receiver',
-    });
+    expect(podLabels).toMatchObject({ 'app.kubernetes.io/component': 'purge', 'app.kubernetes.io/instance': 'receiver' });
     expect(selects(serverPolicyOf(features).spec?.podSelector?.matchLabels, podLabels)).toBe(false);
     expect(selects(as<IService>(only(features, 'Service')).spec?.selector, podLabels)).toBe(false);
-    expect(
-      selects(as<IPodDisruptionBudget>(only(features, 'PodDisruptionBudget')).spec?.selector?.matchLabels, podLabels),
-    ).toBe(false);
+    expect(selects(as<IPodDisruptionBudget>(only(features, 'PodDisruptionBudget')).spec?.selector?.matchLabels, podLabels)).toBe(false);
   });
 
   test('its own NetworkPolicy admits nothing in and lets it out only to DNS and Postgres', () => {
@@ -555,37 +490,23 @@ describe('purge CronJob', () => {
       const policy = as<INetworkPolicy>(only(objects, 'NetworkPolicy', '-purge'));
       const podLabels = cronJobOf(objects).spec?.jobTemplate.spec?.template.metadata?.labels;
       expect(selects(policy.spec?.podSelector?.matchLabels, podLabels)).toBe(true);
-      expect(
-        selects(policy.spec?.podSelector?.matchLabels, deploymentOf(objects).spec?.template.metadata?.labels),
-      ).toBe(false);
+      expect(selects(policy.spec?.podSelector?.matchLabels, deploymentOf(objects).spec?.template.metadata?.labels)).toBe(false);
       expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
       expect(policy.spec?.ingress ?? []).toEqual([]); // Ingress listed with no rule: nothing may connect
       const egress = policy.spec?.egress ?? [];
-      expect(egress.map((r) => (r.ports ?? []).map((p) => `${p.port}/${p.protocol}`))).toEqual([
-        ['53/UDP', '53/TCP'],
-        ['5432/TCP'],
-      ]);
+      expect(egress.map((r) => (r.ports ?? []).map((p) => `${p.port}/${p.protocol}`))).toEqual([['53/UDP', '53/TCP'], ['5432/TCP']]);
       for (const rule of egress) expect(JSON.stringify(rule)).not.toMatch(/5672|5671|4317/); // no broker, no server extras
     }
     const egress = as<INetworkPolicy>(only(features, 'NetworkPolicy', '-purge')).spec?.egress ?? [];
-    expect(egress.map((r) => r.to)).toEqual([
-      values.networkPolicy.egress.dns.to,
-      values.networkPolicy.egress.postgres.to,
-    ]);
+    expect(egress.map((r) => r.to)).toEqual([values.networkPolicy.egress.dns.to, values.networkPolicy.egress.postgres.to]);
     // The server pods' policy is unchanged by it.
-    expect(serverPolicyOf(features).spec?.egress).toEqual(
-      serverPolicyOf(render({ ...allFeatures, set: ['purge.enabled=false'] })).spec?.egress,
-    );
+    expect(serverPolicyOf(features).spec?.egress).toEqual(serverPolicyOf(render({ ...allFeatures, set: ['purge.enabled=false'] })).spec?.egress);
   });
 
   test('with the PrometheusRule, a failed or overdue purge alerts (kube-state-metrics series of this CronJob)', () => {
-    interface Rule {
-      alert?: string;
-      expr?: string;
-    }
+    interface Rule { alert?: string; expr?: string }
     const purgeRules = (objects: K8sObject[]): Rule[] => {
-      const rule = objects.find((o) => o.kind === 'PrometheusRule') as unknown as
-        { spec: { groups: Array<{ name: string; rules: Rule[] }> } } | undefined;
+      const rule = objects.find((o) => o.kind === 'PrometheusRule') as unknown as { spec: { groups: Array<{ name: string; rules: Rule[] }> } } | undefined;
       return rule?.spec.groups.filter((g) => g.name.endsWith('.purge')).flatMap((g) => g.rules) ?? [];
     };
     const cronJob = only(features, 'CronJob').metadata.name;
@@ -602,8 +523,7 @@ describe('purge CronJob', () => {
       const rule = render({ ...allFeatures, set }).find((o) => o.kind === 'PrometheusRule') as unknown as {
         spec: { groups: Array<{ rules: Array<{ alert?: string; expr?: string }> }> };
       };
-      return rule.spec.groups.flatMap((g) => g.rules).find((r) => r.alert === 'PaymentNotificationRecorderSaturated')
-        ?.expr;
+      return rule.spec.groups.flatMap((g) => g.rules).find((r) => r.alert === 'PaymentNotificationRecorderSaturated')?.expr;
     };
     expect(saturation([])).toMatch(/^max by \(pod\) \(rate\(recorder_busy_seconds_total\{.*\}\[5m\]\)\) \/ 1 > 0\.9$/);
     expect(saturation(['config.databaseWriteLanes=3'])).toMatch(/ \/ 3 > 0\.9$/);
@@ -631,9 +551,7 @@ describe('purge CronJob', () => {
       expect(result.status).not.toBe(0);
       expect(result.stderr).toMatch(/schema/i);
     }
-    const zoned = render({
-      set: ['purge.enabled=true', 'purge.timeZone=America/Argentina/Buenos_Aires', 'purge.schedule=@daily'],
-    });
+    const zoned = render({ set: ['purge.enabled=true', 'purge.timeZone=America/Argentina/Buenos_Aires', 'purge.schedule=@daily'] });
     expect(cronJobOf(zoned).spec).toMatchObject({ timeZone: 'America/Argentina/Buenos_Aires', schedule: '@daily' });
   });
 });
@@ -694,18 +612,14 @@ describe('availability and network', () => {
   test('the PodDisruptionBudget covers the server pods', () => {
     const pdb = as<IPodDisruptionBudget>(only(defaults, 'PodDisruptionBudget'));
     expect(pdb.spec?.maxUnavailable).toBe(1);
-    expect(deploymentOf(defaults).spec?.template.metadata?.labels).toMatchObject(
-      pdb.spec?.selector?.matchLabels ?? { missing: 'selector' },
-    );
+    expect(deploymentOf(defaults).spec?.template.metadata?.labels).toMatchObject(pdb.spec?.selector?.matchLabels ?? { missing: 'selector' });
   });
 
   test('the NetworkPolicy admits the ingress controller to the public port and Prometheus to the admin port only', () => {
     for (const objects of [defaults, features]) {
       const policy = serverPolicyOf(objects);
       expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
-      expect(deploymentOf(objects).spec?.template.metadata?.labels).toMatchObject(
-        policy.spec?.podSelector?.matchLabels ?? { missing: 'selector' },
-      );
+      expect(deploymentOf(objects).spec?.template.metadata?.labels).toMatchObject(policy.spec?.podSelector?.matchLabels ?? { missing: "selector" });
       const rules = policy.spec?.ingress ?? [];
       expect(rules.map((r) => r.ports?.map((p) => p.port))).toEqual([['http'], ['admin']]);
       for (const rule of rules) expect(rule.from?.length ?? 0).toBeGreaterThan(0); // an empty "from" admits everyone
@@ -734,9 +648,7 @@ describe('availability and network', () => {
   test('the ServiceMonitor scrapes the admin port of this Service', () => {
     const monitor = as<IServiceMonitor>(only(features, 'ServiceMonitor'));
     expect(monitor.spec.endpoints?.map((e) => [e.port, e.path])).toEqual([['admin', '/metrics']]);
-    expect(only(features, 'Service').metadata.labels).toMatchObject(
-      monitor.spec.selector.matchLabels ?? { missing: 'selector' },
-    );
+    expect(only(features, 'Service').metadata.labels).toMatchObject(monitor.spec.selector.matchLabels ?? { missing: 'selector' });
   });
 
   test('the Grafana dashboard is a ConfigMap labelled for the sidecar, holding valid JSON', () => {
@@ -778,8 +690,7 @@ describe('values.schema.json', () => {
     const walk = (node: unknown, where: string): void => {
       if (typeof node !== 'object' || node === null) return;
       const record = node as Record<string, unknown>;
-      if (record.type === 'object' && record.properties !== undefined && record.additionalProperties !== false)
-        open.push(where);
+      if (record.type === 'object' && record.properties !== undefined && record.additionalProperties !== false) open.push(where);
       for (const [key, child] of Object.entries(record)) walk(child, `${where}/${key}`);
     };
     walk(schema, '#');

@@ -72,11 +72,7 @@ function commandIn(command: string[]): string[] {
 }
 
 /** Runs a command to its end (killed after 45 s, so it never outlives the test). */
-async function runToEnd(
-  command: string[],
-  cwd: string,
-  env: Record<string, string>,
-): Promise<{ code: number | string; output: string }> {
+async function runToEnd(command: string[], cwd: string, env: Record<string, string>): Promise<{ code: number | string; output: string }> {
   const run = start(commandIn(command), cwd, env);
   const killer = setTimeout(() => run.child.kill('SIGKILL'), 45_000);
   const code = await run.exited;
@@ -101,10 +97,7 @@ function dashboardExpressions(): string[] {
     templating?: { list?: { query?: string | { query?: string } }[] };
   };
   const fromPanels = (panels: Panel[] | undefined): string[] =>
-    (panels ?? []).flatMap((p) => [
-      ...(p.targets ?? []).flatMap((t) => (t.expr ? [t.expr] : [])),
-      ...fromPanels(p.panels),
-    ]);
+    (panels ?? []).flatMap((p) => [...(p.targets ?? []).flatMap((t) => (t.expr ? [t.expr] : [])), ...fromPanels(p.panels)]);
   const fromVariables = (dashboard.templating?.list ?? []).flatMap((v) => {
     const query = typeof v.query === 'string' ? v.query : v.query?.query;
     return query && query.includes('(') ? [query] : [];
@@ -155,17 +148,12 @@ describe('the chart against the running app', () => {
     expect(purged.output).toContain(`older than ${chartEnv.RETENTION_DAYS} day(s)`); // RETENTION_DAYS was read
 
     // The podFailurePolicy fails the Job at once on exit code 2 and retries anything else.
-    const exitCodes = cronJob.spec?.jobTemplate.spec?.podFailurePolicy?.rules?.flatMap(
-      (r) => r.onExitCodes?.values ?? [],
-    );
+    const exitCodes = cronJob.spec?.jobTemplate.spec?.podFailurePolicy?.rules?.flatMap((r) => r.onExitCodes?.values ?? []);
     const withoutRetention = Object.fromEntries(Object.entries(env).filter(([name]) => name !== 'RETENTION_DAYS'));
     const usage = await runToEnd(command, workdir, withoutRetention);
     expect(usage.code).toBe(2);
     expect(exitCodes).toEqual([usage.code]);
-    const unreachable = await runToEnd(command, workdir, {
-      ...env,
-      DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/x`,
-    });
+    const unreachable = await runToEnd(command, workdir, { ...env, DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/x` });
     expect(unreachable.code).toBe(1);
   }, 90_000);
 
@@ -197,11 +185,7 @@ describe('the chart against the running app', () => {
 
   test('the public port serves POST /notifications and nothing of the admin port', async () => {
     const base = `http://127.0.0.1:${publicPort}`;
-    const post = await fetch(`${base}/notifications`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: '{}',
-    });
+    const post = await fetch(`${base}/notifications`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect([404, 405]).not.toContain(post.status);
     expect((await fetch(`${base}/notifications`)).status).toBe(405);
     for (const adminPath of ['/metrics', '/livez', '/readyz', '/orders/1', '/refunds/1']) {
@@ -228,9 +212,7 @@ describe('the chart against the running app', () => {
       for (const { metric, label, value } of exactMatchersIn(expr)) {
         if (TARGET_LABELS.has(label) || EXTERNAL_METRICS.has(metric)) continue;
         const family = metric.replace(/_(bucket|sum|count)$/, '');
-        const samples = exposition.samples.filter(
-          (s) => s.name === metric || s.name.startsWith(`${family}_`) || s.name === family,
-        );
+        const samples = exposition.samples.filter((s) => s.name === metric || s.name.startsWith(`${family}_`) || s.name === family);
         const withLabel = samples.filter((s) => label in s.labels);
         if (withLabel.length === 0) {
           problems.push(`${metric}: no exported series has label ${label}`);

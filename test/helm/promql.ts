@@ -4,21 +4,7 @@
  * errs towards reporting too many names, so a mistake shows as a failure, never a pass.
  */
 
-const KEYWORDS = new Set([
-  'by',
-  'without',
-  'on',
-  'ignoring',
-  'group_left',
-  'group_right',
-  'and',
-  'or',
-  'unless',
-  'bool',
-  'offset',
-  'inf',
-  'nan',
-]);
+const KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'bool', 'offset', 'inf', 'nan']);
 
 /** Metric names an expression reads (functions, keywords, labels, durations and strings removed). */
 export function metricNamesIn(expr: string): string[] {

@@ -1,4 +1,3 @@
-import request from 'supertest';
 import { query, testDatabase } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, uniqueId } from '../support/signing';
@@ -37,7 +36,7 @@ describe('database outage', () => {
     expect(refused.headers['retry-after']).toMatch(/^\d+$/);
     expect(refused.body.error.code).toBe('database_unavailable');
     expect(elapsed).toBeLessThan(5000); // the sender's patience, not a performance goal
-    expect((await request(svc.adminUrl).get('/readyz')).status).toBe(503);
+    expect((await svc.admin.get('/readyz')).status).toBe(503);
     expect(await query(database.url, 'SELECT 1 FROM notifications WHERE subject_id = $1', [orderId])).toHaveLength(0);
 
     proxy.pass();
@@ -45,6 +44,6 @@ describe('database outage', () => {
     expect(accepted.status).toBe(200);
     expect(accepted.body.outcome).toBe('accepted');
     expect(await query(database.url, 'SELECT 1 FROM notifications WHERE subject_id = $1', [orderId])).toHaveLength(1);
-    expect((await request(svc.adminUrl).get('/readyz')).status).toBe(200);
+    expect((await svc.admin.get('/readyz')).status).toBe(200);
   });
 });

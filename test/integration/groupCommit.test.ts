@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { pgSessions } from '../../src/recording/database';
-import { GroupCommitStore } from '../../src/recording/groupCommit';
-import type { Delivery } from '../../src/recording/recordNotification';
+import { PooledTransactions } from '../../src/database/transaction';
+import { GroupCommitStore, type GroupCommitOptions } from '../../src/recording/groupCommit';
+import type { Delivery } from '../../src/recording/notificationStore';
 import type { OrderNotification, RefundNotification } from '../../src/parsing/notification';
 import { query, whileOrderLocked } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
@@ -18,8 +18,7 @@ const delivery = (text: string): Delivery => {
   return {
     body,
     bodySha256: createHash('sha256').update(body).digest(),
-    posId: '300746',
-    keyFingerprint: 'test',
+    signers: [{ posId: '300746', keyFingerprint: 'test' }],
     sourceAddress: '127.0.0.1',
     processingTimeMs: null,
   };
@@ -38,14 +37,12 @@ const order = (orderId: string, status: OrderNotification['status'], totalAmount
   localReceiptDateTime: null,
 });
 
+const storeWith = (options: GroupCommitOptions): GroupCommitStore =>
+  new GroupCommitStore(new PooledTransactions(svc.service.pool), { eventSource: 'urn:test' }, options);
+
 describe('group commit', () => {
   it('When notifications queue behind one busy transaction, then they are recorded together and each gets its own outcome', async () => {
-    const store = new GroupCommitStore(
-      pgSessions(svc.service.pool),
-      svc.service.db,
-      { eventSource: 'urn:test' },
-      { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 6000 },
-    );
+    const store = storeWith({ maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 6000 });
     const orderId = uniqueId('GC');
     const others = Array.from({ length: 10 }, () => uniqueId('GCO'));
     const results = await Promise.all([
@@ -55,7 +52,7 @@ describe('group commit', () => {
       store.record(delivery(`${orderId}-p2`), order(orderId, 'PENDING')),
       ...others.map((id) => store.record(delivery(id), order(id, 'PENDING'))),
     ]);
-    expect(results.slice(0, 4).map((r) => [r.outcome, r.newVariant])).toEqual([
+    expect(results.slice(0, 4).map((r) => [r.outcome, r.outcome !== 'refused' && r.newVariant])).toEqual([
       ['accepted', false],
       ['accepted', false],
       ['duplicate', true],
@@ -70,29 +67,35 @@ describe('group commit', () => {
     expect(row).toEqual({ status: 'COMPLETED', last_sequence: '2' });
   });
 
-  it('When one notification in a batch breaks a database rule, then only it fails and the others commit', async () => {
-    const store = new GroupCommitStore(
-      pgSessions(svc.service.pool),
-      svc.service.db,
-      { eventSource: 'urn:test' },
-      { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 6000 },
-    );
+  it('When one notification in a batch breaks a database rule, then only it is quarantined and the others commit', async () => {
+    const store = storeWith({ maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 6000 });
     const good = Array.from({ length: 5 }, () => uniqueId('GOOD'));
     const bad = uniqueId('BAD');
     // The parser never lets a negative amount through; the table's CHECK stands in for any defect.
-    const settled = await Promise.allSettled([
+    const results = await Promise.all([
       ...good.slice(0, 2).map((id) => store.record(delivery(id), order(id, 'PENDING'))),
       store.record(delivery(bad), order(bad, 'PENDING', '-1')),
       ...good.slice(2).map((id) => store.record(delivery(id), order(id, 'PENDING'))),
     ]);
-    expect(settled.map((s) => s.status)).toEqual([
-      'fulfilled',
-      'fulfilled',
-      'rejected',
-      'fulfilled',
-      'fulfilled',
-      'fulfilled',
+    // An authentic notification is never answered with an error its retry cannot cure: it is kept instead.
+    expect(results.map((r) => r.outcome)).toEqual([
+      'accepted',
+      'accepted',
+      'quarantined',
+      'accepted',
+      'accepted',
+      'accepted',
     ]);
+    const [kept] = await query<{ reason: string; detail: string; body: Buffer }>(
+      svc.database.url,
+      'SELECT reason, detail, body FROM quarantined_notifications WHERE body_sha256 = sha256($1)',
+      [Buffer.from(bad)],
+    );
+    expect(kept).toEqual({
+      reason: 'unrecordable',
+      detail: 'recording failed (SQLSTATE 23514, orders_total_amount_check)',
+      body: Buffer.from(bad),
+    });
     const stored = await query<{ order_id: string }>(
       svc.database.url,
       'SELECT order_id FROM orders WHERE order_id = ANY($1)',
@@ -102,12 +105,7 @@ describe('group commit', () => {
   });
 
   it('When the queue is full, then new notifications are refused at once rather than waiting', async () => {
-    const store = new GroupCommitStore(
-      pgSessions(svc.service.pool),
-      svc.service.db,
-      { eventSource: 'urn:test' },
-      { maxBatchSize: 1, lanes: 1, maxQueued: 2, maxWaitMs: 5000, answerWithinMs: 6000 },
-    );
+    const store = storeWith({ maxBatchSize: 1, lanes: 1, maxQueued: 2, maxWaitMs: 5000, answerWithinMs: 6000 });
     const ids = Array.from({ length: 6 }, () => uniqueId('FULL'));
     const settled = await Promise.allSettled(ids.map((id) => store.record(delivery(id), order(id, 'PENDING'))));
     const refused = settled.filter((s) => s.status === 'rejected');
@@ -120,12 +118,7 @@ describe('group commit', () => {
 
 describe('group commit with refunds', () => {
   it('When many refunds of the same orders arrive together with the orders, then every refund is projected', async () => {
-    const store = new GroupCommitStore(
-      pgSessions(svc.service.pool),
-      svc.service.db,
-      { eventSource: 'urn:test' },
-      { maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 5000, answerWithinMs: 6000 },
-    );
+    const store = storeWith({ maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 5000, answerWithinMs: 6000 });
     const orders = Array.from({ length: 20 }, () => uniqueId('RFO'));
     const work: Array<Promise<unknown>> = [];
     for (const orderId of orders) {
@@ -171,12 +164,7 @@ describe('group commit deadlines', () => {
     // the order's advisory lock for longer than the answer time.
     const orderId = uniqueId('SLOW');
     const other = uniqueId('FAST');
-    const store = new GroupCommitStore(
-      pgSessions(svc.service.pool),
-      svc.service.db,
-      { eventSource: 'urn:test' },
-      { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 300 },
-    );
+    const store = storeWith({ maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 300 });
     await whileOrderLocked(svc.service.pool, orderId, async () => {
       await expect(store.record(delivery(orderId), order(orderId, 'PENDING'))).rejects.toThrow(
         /no commit within 300 ms/,
@@ -199,12 +187,7 @@ describe('group commit deadlines', () => {
     // The write waits on a row lock (another transaction holds the order's projection row), so the
     // write and the COMMIT sent with it go unanswered, as in a network partition.
     const orderId = uniqueId('HUNG');
-    const store = new GroupCommitStore(
-      pgSessions(svc.service.pool),
-      svc.service.db,
-      { eventSource: 'urn:test' },
-      { maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 300 },
-    );
+    const store = storeWith({ maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 300 });
     await store.record(delivery(`${orderId}-p`), order(orderId, 'PENDING'));
     const blocker = await svc.service.pool.connect();
     try {

@@ -1,4 +1,3 @@
-import request from 'supertest';
 import { fixture, fixtures, signatureHeaderOf, type Fixture } from '../support/fixtures';
 import { query, whileOrderLocked } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
@@ -20,9 +19,7 @@ const rowCount = async (table: string): Promise<number> =>
 
 /** Sends a fixture with its captured headers (minus the hop-by-hop ones). */
 function sendFixture(f: Fixture) {
-  const req = request(svc.publicUrl)
-    .post('/notifications')
-    .set('Content-Type', f.headers['Content-Type'] ?? 'application/json');
+  const req = svc.public.post('/notifications').set('Content-Type', f.headers['Content-Type'] ?? 'application/json');
   for (const [name, value] of Object.entries(f.headers)) {
     if (!['content-length', 'connection', 'content-type'].includes(name.toLowerCase())) req.set(name, value);
   }
@@ -31,7 +28,7 @@ function sendFixture(f: Fixture) {
 
 /** The values of unlabelled series in one scrape of the service's /metrics (NaN when absent). */
 async function metricValues<Name extends string>(...names: Name[]): Promise<Record<Name, number>> {
-  const text = (await request(svc.adminUrl).get('/metrics')).text;
+  const text = (await svc.admin.get('/metrics')).text;
   return Object.fromEntries(
     names.map((name) => [name, Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1])]),
   ) as Record<Name, number>;
@@ -41,10 +38,10 @@ describe('POST /notifications: verification', () => {
   it.each(fixtures.filter((f) => f.signatureVerifies === true).map((f) => [f.id, f]))(
     'When the captured notification %s is delivered, then it is accepted (200) and its body kept byte for byte',
     async (_id, f) => {
-      const res = await sendFixture(f as Fixture);
+      const res = await sendFixture(f);
       expect(res.status).toBe(200);
       expect(['accepted', 'duplicate', 'stale', 'conflict', 'quarantined']).toContain(res.body.outcome);
-      const sent = Buffer.from((f as Fixture).body, 'utf8');
+      const sent = Buffer.from(f.body, 'utf8');
       const stored = await query<{ body: Buffer }>(
         svc.database.url,
         `SELECT body FROM notifications WHERE body_sha256 = sha256($1)
@@ -81,7 +78,7 @@ describe('POST /notifications: verification', () => {
 
   it('When no signature header is sent, then 401 and the answer echoes nothing secret', async () => {
     const body = orderBody({ orderId: uniqueId('NOSIG'), status: 'PENDING' });
-    const res = await request(svc.publicUrl).post('/notifications').set('Content-Type', 'application/json').send(body);
+    const res = await svc.public.post('/notifications').set('Content-Type', 'application/json').send(body);
     expect(res.status).toBe(401);
     expect(res.body.error.code).toBe('missing_signature_header');
     expect(JSON.stringify(res.body)).not.toContain(SECOND_KEY);
@@ -92,7 +89,7 @@ describe('POST /notifications: verification', () => {
     async (algorithm) => {
       for (const headerName of ['OpenSvc-Signature', 'X-OpenSvc-Signature', 'x-opensvc-signature']) {
         const body = orderBody({ orderId: uniqueId('ALG'), status: 'PENDING' });
-        const res = await request(svc.publicUrl)
+        const res = await svc.public
           .post('/notifications')
           .set('Content-Type', 'application/json;charset=UTF-8')
           .set(headerName, sign(body, SECOND_KEY, algorithm))
@@ -106,7 +103,7 @@ describe('POST /notifications: verification', () => {
     const body = Buffer.from(orderBody({ orderId: uniqueId('FLIP'), status: 'PENDING' }));
     const header = sign(body, SECOND_KEY);
     body[10] = (body[10] as number) ^ 0x01;
-    const res = await request(svc.publicUrl)
+    const res = await svc.public
       .post('/notifications')
       .set('Content-Type', 'application/json')
       .set('OpenSvc-Signature', header)
@@ -143,7 +140,7 @@ describe('POST /notifications: verification', () => {
     const res = await sendFixture(fixture('real-17')); // {"order": {"orderId": "orderId"}}: no status
     expect(res.status).toBe(200);
     expect(res.body.outcome).toBe('quarantined');
-    const metrics = await request(svc.adminUrl).get('/metrics');
+    const metrics = await svc.admin.get('/metrics');
     expect(metrics.text).toMatch(/payment_notifications_total\{kind="unknown",outcome="quarantined"\} [1-9]/);
   });
 });
@@ -166,7 +163,7 @@ describe('POST /notifications: request checks before the signature', () => {
   });
 
   it('When GET /notifications is tried, then 405 with Allow: POST', async () => {
-    const res = await request(svc.publicUrl).get('/notifications');
+    const res = await svc.public.get('/notifications');
     expect(res.status).toBe(405);
     expect(res.headers.allow).toBe('POST');
   });
@@ -174,7 +171,7 @@ describe('POST /notifications: request checks before the signature', () => {
   it('When the path has a trailing slash, other letter case or a query string, then it is the same endpoint', async () => {
     for (const path of ['/notifications/', '/Notifications', '/notifications?source=retry']) {
       const body = orderBody({ orderId: uniqueId('PATH'), status: 'PENDING' });
-      const res = await request(svc.publicUrl)
+      const res = await svc.public
         .post(path)
         .set({ 'Content-Type': 'application/json', 'OpenSvc-Signature': sign(body, SECOND_KEY) })
         .send(body);
@@ -183,11 +180,11 @@ describe('POST /notifications: request checks before the signature', () => {
   });
 
   it('When a request is answered, then it carries a request id (the sane one sent, else a new one) and its duration is counted by route', async () => {
-    const sent = await request(svc.publicUrl).get('/notifications').set('X-Request-Id', 'ingress-abc.1');
+    const sent = await svc.public.get('/notifications').set('X-Request-Id', 'ingress-abc.1');
     expect(sent.headers['x-request-id']).toBe('ingress-abc.1');
-    const made = await request(svc.publicUrl).get('/nowhere').set('X-Request-Id', 'not sane!');
+    const made = await svc.public.get('/nowhere').set('X-Request-Id', 'not sane!');
     expect(made.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
-    const text = (await request(svc.adminUrl).get('/metrics')).text;
+    const text = (await svc.admin.get('/metrics')).text;
     expect(text).toMatch(
       /http_request_duration_seconds_count\{server="public",method="GET",route="\/notifications",status_code="405"\} [1-9]/,
     );
@@ -197,8 +194,8 @@ describe('POST /notifications: request checks before the signature', () => {
   });
 
   it('When the admin routes are asked on the public port, then 404', async () => {
-    expect((await request(svc.publicUrl).get('/metrics')).status).toBe(404);
-    expect((await request(svc.publicUrl).get('/orders/X')).status).toBe(404);
+    expect((await svc.public.get('/metrics')).status).toBe(404);
+    expect((await svc.public.get('/orders/X')).status).toBe(404);
   });
 
   it('When notifications are recorded, then the recorder counts its transactions, their sizes and its busy time, and the event loop its active time', async () => {
@@ -244,7 +241,7 @@ describe('POST /notifications: request checks before the signature', () => {
   });
 
   it('When refusals happen, then each is counted under its outcome', async () => {
-    const text = (await request(svc.adminUrl).get('/metrics')).text;
+    const text = (await svc.admin.get('/metrics')).text;
     for (const outcome of ['rejected_signature', 'unsupported_media_type', 'too_large']) {
       expect(text).toMatch(new RegExp(`payment_notifications_total\\{kind="unknown",outcome="${outcome}"\\} [1-9]`));
     }

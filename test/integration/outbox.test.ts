@@ -1,4 +1,3 @@
-import request from 'supertest';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 import { OutboxRelay } from '../../src/outbox/relay';
@@ -150,7 +149,7 @@ describe('events of a lifecycle', () => {
 
   it('When events were published, then the metrics show them and the backlog is empty', async () => {
     await waitUntil(async () => (await pendingEvents(svc.database.url)) === 0);
-    const text = (await request(svc.adminUrl).get('/metrics')).text;
+    const text = (await svc.admin.get('/metrics')).text;
     expect(text).toMatch(/outbox_events_published_total\{type="order.completed"\} [1-9]/);
     expect(text).toMatch(/outbox_pending_events 0/);
     expect(text).toMatch(/outbox_oldest_pending_event_created_timestamp_seconds 0/);
@@ -191,9 +190,7 @@ describe('unroutable events', () => {
       const orderId = uniqueId('UNR');
       await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
       await waitUntil(async () =>
-        /outbox_publish_failures_total\{reason="returned"\} [1-9]/.test(
-          (await request(svc.adminUrl).get('/metrics')).text,
-        ),
+        /outbox_publish_failures_total\{reason="returned"\} [1-9]/.test((await svc.admin.get('/metrics')).text),
       );
       const [row] = await query<{ published_at: Date | null; attempts: number; last_error: string }>(
         svc.database.url,
@@ -230,7 +227,7 @@ describe('broker outage', () => {
       proxy.reset();
       for (const orderId of orders) await svc.post(orderBody({ orderId, status: 'COMPLETED' })).expect(200);
       for (const orderId of orders.slice(10)) await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200); // stale: no event
-      expect((await request(svc.adminUrl).get('/readyz')).status).toBe(200);
+      expect((await svc.admin.get('/readyz')).status).toBe(200);
       expect(await pendingEvents(svc.database.url)).toBeGreaterThan(0);
 
       proxy.pass();
@@ -261,9 +258,9 @@ describe('broker outage', () => {
     const svc = await startTestService({ env: { AMQP_URL: 'amqp://guest:guest@127.0.0.1:1' } });
     try {
       await svc.post(orderBody({ orderId: uniqueId('NOBRK'), status: 'PENDING' })).expect(200);
-      expect((await request(svc.adminUrl).get('/readyz')).status).toBe(200);
+      expect((await svc.admin.get('/readyz')).status).toBe(200);
       expect(await pendingEvents(svc.database.url)).toBe(1);
-      const text = (await request(svc.adminUrl).get('/metrics')).text;
+      const text = (await svc.admin.get('/metrics')).text;
       expect(text).toMatch(/amqp_connection_up 0/);
       expect(text).toMatch(/outbox_pending_events 1/);
     } finally {

@@ -1,4 +1,3 @@
-import request from 'supertest';
 import { query, whileOrderLocked } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, refundBody, uniqueId, type OrderFields } from '../support/signing';
@@ -9,7 +8,7 @@ beforeAll(async () => {
 });
 afterAll(() => svc.stop());
 
-const getOrder = async (orderId: string) => request(svc.adminUrl).get(`/orders/${encodeURIComponent(orderId)}`);
+const getOrder = async (orderId: string) => svc.admin.get(`/orders/${encodeURIComponent(orderId)}`);
 
 async function deliver(fields: OrderFields): Promise<string> {
   const res = await svc.post(orderBody(fields));
@@ -50,8 +49,22 @@ describe('order projection', () => {
       refunds: [],
     });
     expect(res.body.history).toEqual([
-      { status: 'PENDING', receivedAt: expect.any(String), applied: true, outcome: 'applied', deliveries: 1 },
-      { status: 'COMPLETED', receivedAt: expect.any(String), applied: true, outcome: 'applied', deliveries: 1 },
+      {
+        status: 'PENDING',
+        receivedAt: expect.any(String),
+        applied: true,
+        outcome: 'applied',
+        deliveries: 1,
+        disagreements: [],
+      },
+      {
+        status: 'COMPLETED',
+        receivedAt: expect.any(String),
+        applied: true,
+        outcome: 'applied',
+        deliveries: 1,
+        disagreements: [],
+      },
     ]);
   });
 
@@ -102,7 +115,7 @@ describe('order projection', () => {
       .map((l) => JSON.parse(l) as Record<string, unknown>)
       .find((l) => l.orderId === orderId && l.level === 50);
     expect(errorLine).toMatchObject({ outcome: 'conflict', status: 'CANCELED', keptStatus: 'COMPLETED' });
-    const metrics = await request(svc.adminUrl).get('/metrics');
+    const metrics = await svc.admin.get('/metrics');
     expect(metrics.text).toMatch(/payment_notifications_total\{kind="order",outcome="conflict"\} [1-9]/);
   });
 
@@ -156,9 +169,7 @@ describe('order projection', () => {
       [orderId],
     );
     expect(rows.map((r) => r.body.toString('utf8'))).toEqual([pretty]);
-    expect((await request(svc.adminUrl).get('/metrics')).text).toMatch(
-      /payment_notification_variants_total\{kind="order"\} [1-9]/,
-    );
+    expect((await svc.admin.get('/metrics')).text).toMatch(/payment_notification_variants_total\{kind="order"\} [1-9]/);
   });
 
   it('When an amount is huge but exact, then it is stored and shown exactly, never as a float', async () => {
@@ -208,7 +219,7 @@ describe('refund projection', () => {
     expect((await svc.post(refundBody({ orderId, refundId, status: 'FINALIZED', amount: '5000' }))).body.outcome).toBe(
       'accepted',
     );
-    const refund = await request(svc.adminUrl).get(`/refunds/${refundId}`);
+    const refund = await svc.admin.get(`/refunds/${refundId}`);
     expect(refund.body).toMatchObject({
       refundId,
       orderId,
@@ -230,7 +241,7 @@ describe('refund projection', () => {
       outcomes.push((await svc.post(refundBody({ orderId, refundId, status }))).body.outcome as string);
     }
     expect(outcomes).toEqual(['accepted', 'accepted', 'conflict', 'duplicate', 'duplicate']);
-    expect((await request(svc.adminUrl).get(`/refunds/${refundId}`)).body.status).toBe('FINALIZED');
+    expect((await svc.admin.get(`/refunds/${refundId}`)).body.status).toBe('FINALIZED');
   });
 
   it('When a panel refund without amount, currency and statusDateTime arrives, then it is accepted', async () => {
@@ -256,6 +267,6 @@ describe('refund projection', () => {
   });
 
   it('When a refund is unknown, then 404', async () => {
-    expect((await request(svc.adminUrl).get('/refunds/NOPE')).status).toBe(404);
+    expect((await svc.admin.get('/refunds/NOPE')).status).toBe(404);
   });
 });

@@ -21,16 +21,7 @@ import { secretsScenario, SECRETS } from './scenarios/secretsInLogs';
 import { ensureBuilt, REPO_ROOT } from './support/build';
 import { sql } from './support/store';
 
-const SCENARIOS: ScenarioDefinition[] = [
-  DATABASE_OUTAGE,
-  BROKER_OUTAGE,
-  KILLED,
-  GRACEFUL_STOP,
-  FLOOD,
-  ORDERING,
-  HOSTILE,
-  SECRETS,
-];
+const SCENARIOS: ScenarioDefinition[] = [DATABASE_OUTAGE, BROKER_OUTAGE, KILLED, GRACEFUL_STOP, FLOOD, ORDERING, HOSTILE, SECRETS];
 
 const report = new RunReport(process.env.RELIABILITY_RUN_ID ?? newRunId());
 const startedAt = new Date();
@@ -38,11 +29,7 @@ const startedAt = new Date();
 function describeSource(): string {
   try {
     const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
-    const dirty =
-      execFileSync('git', ['status', '--porcelain', '--', 'src', 'sql'], {
-        cwd: REPO_ROOT,
-        encoding: 'utf8',
-      }).trim() !== '';
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'sql'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim() !== '';
     return `node dist/main.js built from src/ at commit ${commit}${dirty ? ' plus uncommitted changes' : ''}`;
   } catch {
     return 'node dist/main.js built from src/';
@@ -53,14 +40,10 @@ beforeAll(async () => {
   pruneOldResults();
   await ensureBuilt();
   report.machine('service', describeSource());
-  const [pgVersion] = await sql<{ v: string }>(
-    `${PG_SERVER}/postgres`,
-    `SELECT current_setting('server_version') AS v`,
-  );
+  const [pgVersion] = await sql<{ v: string }>(`${PG_SERVER}/postgres`, `SELECT current_setting('server_version') AS v`);
   report.machine('postgres', `PostgreSQL ${pgVersion?.v ?? '?'}`);
   const connection = await amqp.connect(AMQP_URL);
-  const properties =
-    (connection.connection as unknown as { serverProperties?: Record<string, unknown> }).serverProperties ?? {};
+  const properties = (connection.connection as unknown as { serverProperties?: Record<string, unknown> }).serverProperties ?? {};
   report.machine('rabbitmq', `RabbitMQ ${String(properties.version ?? '?')}`);
   await connection.close();
 }, 120_000);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import amqp, { type ChannelModel, type ConsumeMessage } from 'amqplib';
+import { eventContractProblems } from './contracts';
 
 export const AMQP_URL = process.env.TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 
@@ -20,9 +21,14 @@ export async function deleteExchange(exchange: string, url = AMQP_URL): Promise<
   }
 }
 
-/** A queue of the test's own bound to the exchange, collecting every message it receives. */
+/**
+ * A queue of the test's own bound to the exchange, collecting every message it receives. Each message is
+ * checked against docs/asyncapi.yaml as it arrives; reading the messages (or stopping) throws while any
+ * did not match, so no test can pass on an event that drifted from the contract.
+ */
 export class EventConsumer {
-  readonly messages: ConsumeMessage[] = [];
+  private readonly received: ConsumeMessage[] = [];
+  private readonly contractProblems: string[] = [];
   private connection: ChannelModel | null = null;
 
   constructor(
@@ -37,8 +43,29 @@ export class EventConsumer {
     await channel.assertExchange(this.exchange, 'topic', { durable: true });
     const { queue } = await channel.assertQueue('', { exclusive: true, autoDelete: true });
     await channel.bindQueue(queue, this.exchange, this.bindingKey);
-    await channel.consume(queue, (message) => message && this.messages.push(message), { noAck: true });
+    await channel.consume(queue, (message) => message && this.receive(message), { noAck: true });
     return this;
+  }
+
+  private receive(message: ConsumeMessage): void {
+    try {
+      this.contractProblems.push(...eventContractProblems(message));
+    } catch (error) {
+      // Thrown inside the broker's callback it would be lost: keep it for the test to read.
+      this.contractProblems.push(`the contract could not be checked: ${(error as Error).message}`);
+    }
+    this.received.push(message);
+  }
+
+  private checkContract(): void {
+    if (this.contractProblems.length > 0)
+      throw new Error(`events do not match docs/asyncapi.yaml:\n  ${this.contractProblems.join('\n  ')}`);
+  }
+
+  /** Every message received so far; throws when one of them does not match the AsyncAPI document. */
+  get messages(): ConsumeMessage[] {
+    this.checkContract();
+    return this.received;
   }
 
   bodies<T = Record<string, unknown>>(): T[] {
@@ -61,5 +88,6 @@ export class EventConsumer {
     await channel.deleteExchange(this.exchange).catch(() => undefined);
     await this.connection.close().catch(() => undefined);
     this.connection = null;
+    this.checkContract();
   }
 }

@@ -23,7 +23,7 @@ export class FaultProxy {
   port = 0;
   /** Connections accepted over the proxy's life (the service's reconnects show here). */
   connections = 0;
-  /** Added to every chunk, each way (order kept: equal delays fire in the order they were set). */
+  /** Added to every chunk, each way (order kept, also when it changes). */
   latencyMs = 0;
 
   constructor(
@@ -75,11 +75,31 @@ export class FaultProxy {
     else pair.client.resume();
   }
 
-  /** Manual forwarding (not pipe) so that a drain never resumes a socket the fault paused. */
+  /**
+   * Manual forwarding (not pipe) so that a drain never resumes a socket the fault paused. Chunks
+   * held back by the latency leave in arrival order, also when latencyMs changes meanwhile (a
+   * chunk must never overtake one held before it: the byte stream would be corrupt).
+   */
   private forward(from: net.Socket, to: net.Socket): void {
+    /** null: the end of the stream. */
+    const held: Array<{ chunk: Buffer | null; at: number }> = [];
+    let timer: NodeJS.Timeout | null = null;
+    const release = (): void => {
+      timer = null;
+      for (let next = held[0]; next && next.at <= Date.now(); next = held[0]) {
+        held.shift();
+        if (next.chunk) to.write(next.chunk);
+        else to.end();
+      }
+      if (held[0]) timer = setTimeout(release, held[0].at - Date.now());
+    };
+    const hold = (chunk: Buffer | null): void => {
+      held.push({ chunk, at: Math.max(Date.now() + this.latencyMs, held[held.length - 1]?.at ?? 0) });
+      timer ??= setTimeout(release, (held[0]?.at ?? 0) - Date.now());
+    };
     from.on('data', (chunk: Buffer) => {
-      if (this.latencyMs > 0) {
-        setTimeout(() => to.write(chunk), this.latencyMs);
+      if (this.latencyMs > 0 || held.length > 0) {
+        hold(chunk);
         return;
       }
       if (!to.write(chunk)) {
@@ -89,7 +109,7 @@ export class FaultProxy {
         });
       }
     });
-    from.on('end', () => (this.latencyMs > 0 ? setTimeout(() => to.end(), this.latencyMs) : to.end()));
+    from.on('end', () => (this.latencyMs > 0 || held.length > 0 ? hold(null) : to.end()));
   }
 
   reset(): void {

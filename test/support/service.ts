@@ -1,8 +1,9 @@
-import request from 'supertest';
+import type request from 'supertest';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { startService, type Service } from '../../src/service';
 import { AMQP_URL, deleteExchange, uniqueExchange } from './broker';
+import { contractAgent, type ContractAgent } from './contracts';
 import { testDatabase, type TestDatabase } from './database';
 import { exactBytes, POS_ID, SECOND_KEY, OTHER_POS_ID, OTHER_KEY, sign } from './signing';
 
@@ -14,6 +15,10 @@ export interface TestService {
   logs: string[];
   publicUrl: string;
   adminUrl: string;
+  /** supertest on the public port; every answer is checked against docs/openapi.yaml. */
+  public: ContractAgent;
+  /** supertest on the admin port; every answer is checked against docs/openapi.yaml. */
+  admin: ContractAgent;
   /** POST /notifications with a signature made with the default POS key. */
   post(body: string | Buffer, headers?: Record<string, string>): request.Test;
   stop(): Promise<void>;
@@ -50,6 +55,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const service = await startService(config, logger);
   const publicUrl = `http://127.0.0.1:${service.publicPort}`;
   const adminUrl = `http://127.0.0.1:${service.adminPort}`;
+  const publicAgent = contractAgent(publicUrl, 'public');
   return {
     service,
     database,
@@ -57,8 +63,10 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     logs,
     publicUrl,
     adminUrl,
+    public: publicAgent,
+    admin: contractAgent(adminUrl, 'admin'),
     post(body, headers = {}) {
-      return request(publicUrl)
+      return publicAgent
         .post('/notifications')
         .set('Content-Type', 'application/json;charset=UTF-8')
         .set('OpenSvc-Signature', sign(body, SECOND_KEY))
@@ -77,8 +85,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
 
 /** With a proxied DATABASE_URL the migrations still need the database to exist on the real server. */
 async function startDatabaseFor(database: TestDatabase): Promise<void> {
-  const { ensureDatabaseExists } = await import('../../src/recording/database');
-  const { migrate } = await import('../../src/recording/migrations');
+  const { ensureDatabaseExists } = await import('../../src/database/pool');
+  const { migrate } = await import('../../src/database/migrations');
   await ensureDatabaseExists(database.url);
   await migrate(database.url, createLogger('silent'));
 }

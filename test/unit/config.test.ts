@@ -1,4 +1,5 @@
-import { ConfigError, loadConfig, parseDuration } from '../../src/config';
+import { resolveSource } from '../../src/intake/sourceAddress';
+import { ConfigError, configurationWarnings, loadConfig, parseDuration } from '../../src/config';
 
 const problemsOf = (env: Record<string, string>): string[] => {
   try {
@@ -20,17 +21,21 @@ describe('loadConfig', () => {
       migrateOnStart: true,
       databasePipeline: true,
       databaseWriteLanes: 1,
-      trustProxy: false,
+      trustProxy: { kind: 'none' },
       notifyBasicAuth: null,
-      bodyLimitBytes: 1024 * 1024,
+      bodyLimitBytes: 64 * 1024,
+      unverifiedBodiesLimitBytes: 32 * 1024 * 1024,
+      adminToken: null,
+      adminConcurrency: 4,
       logLevel: 'info',
       relayEnabled: true,
       amqpUrl: 'amqp://guest:guest@127.0.0.1:5672',
       amqpExchange: 'payment.events',
       outboxRetentionMs: 7 * 86_400_000,
     });
-    expect(config.sourceAllowlist.allows('185.68.12.10')).toBe(true);
-    expect(config.sourceAllowlist.allows('127.0.0.1')).toBe(false);
+    const from = (address: string) => resolveSource(address, undefined, config.trustProxy, config.sourceAllowlist);
+    expect(from('185.68.12.10')).toMatchObject({ ok: true, allowed: true });
+    expect(from('127.0.0.1')).toMatchObject({ ok: true, allowed: false });
   });
 
   it('When several values are wrong, then every problem is named at once, and no secret is echoed', () => {
@@ -81,13 +86,20 @@ describe('loadConfig', () => {
     expect(problemsOf({})).toEqual(['SECOND_KEYS: is required (comma-separated posId:secondKey entries)']);
   });
 
-  it('When TRUST_PROXY is a hop count or CIDRs, then Express gets that value', () => {
-    expect(loadConfig({ SECOND_KEYS: '1:k', TRUST_PROXY: '1' }).trustProxy).toBe(1);
-    expect(loadConfig({ SECOND_KEYS: '1:k', TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).trustProxy).toEqual([
-      '10.0.0.0/8',
-      '127.0.0.1',
+  it('When TRUST_PROXY is a hop count or CIDRs, then the intake trusts those', () => {
+    expect(loadConfig({ SECOND_KEYS: '1:k', TRUST_PROXY: '1' }).trustProxy).toEqual({ kind: 'hops', hops: 1 });
+    expect(loadConfig({ SECOND_KEYS: '1:k', TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).trustProxy).toMatchObject({
+      kind: 'proxies',
+      ranges: [expect.anything(), expect.anything()],
+    });
+    expect(loadConfig({ SECOND_KEYS: '1:k', TRUST_PROXY: 'none' }).trustProxy).toEqual({ kind: 'none' });
+  });
+
+  it('When ADMIN_TOKEN is short, or a size is out of range, then each is a problem', () => {
+    expect(problemsOf({ SECOND_KEYS: '1:k', ADMIN_TOKEN: 'short', UNVERIFIED_BODIES_LIMIT: '1kb' })).toEqual([
+      'UNVERIFIED_BODIES_LIMIT: must be a size from 64KB to 1GB, such as 32mb',
+      'ADMIN_TOKEN: must be at least 16 characters',
     ]);
-    expect(loadConfig({ SECOND_KEYS: '1:k', TRUST_PROXY: 'none' }).trustProxy).toBe(false);
   });
 
   it('When NOTIFY_BASIC_AUTH has a password with ":", then it splits on the first ":" only', () => {
@@ -95,6 +107,88 @@ describe('loadConfig', () => {
       user: 'shop',
       password: 'pa:ss',
     });
+  });
+
+  it('When PAYMENT_API_URL is unset, then reconciliation is off', () => {
+    expect(loadConfig({ SECOND_KEYS: '1:k' }).reconciliation).toBeNull();
+  });
+
+  it('When PAYMENT_API_URL and PAYMENT_API_CREDENTIALS are set, then reconciliation has its documented defaults', () => {
+    const config = loadConfig({
+      SECOND_KEYS: '1:k',
+      PAYMENT_API_URL: 'https://secure.example.com/',
+      PAYMENT_API_CREDENTIALS: '145227:client-a:se:cret, 300746:client-b:other',
+    });
+    expect(config.reconciliation).toEqual({
+      paymentApiUrl: 'https://secure.example.com/',
+      credentials: [
+        { posId: '145227', clientId: 'client-a', clientSecret: 'se:cret' },
+        { posId: '300746', clientId: 'client-b', clientSecret: 'other' },
+      ],
+      timeoutMs: 10_000,
+      maxInFlight: 4,
+      maxPerSecond: 10,
+      afterMs: 5 * 60_000,
+      giveUpMs: 7 * 86_400_000,
+      intervalMs: 30_000,
+    });
+  });
+
+  it('When the payment API and reconciler settings are given, then they are read', () => {
+    const config = loadConfig({
+      SECOND_KEYS: '1:k',
+      PAYMENT_API_URL: 'http://127.0.0.1:4010',
+      PAYMENT_API_CREDENTIALS: '1:c:s',
+      PAYMENT_API_TIMEOUT: '2s',
+      PAYMENT_API_MAX_IN_FLIGHT: '2',
+      PAYMENT_API_MAX_PER_SECOND: '0.5',
+      RECONCILE_AFTER: '1m',
+      RECONCILE_GIVE_UP: '3d',
+      RECONCILE_INTERVAL: '5s',
+    });
+    expect(config.reconciliation).toMatchObject({
+      timeoutMs: 2000,
+      maxInFlight: 2,
+      maxPerSecond: 0.5,
+      afterMs: 60_000,
+      giveUpMs: 3 * 86_400_000,
+      intervalMs: 5000,
+    });
+  });
+
+  it('When the payment API settings are wrong, then each is a problem, and no client secret is echoed', () => {
+    const problems = problemsOf({
+      SECOND_KEYS: '1:k',
+      PAYMENT_API_URL: 'ftp://example.com',
+      PAYMENT_API_CREDENTIALS: '145227:only-a-client, 145227:c:topsecret1, 145227:c:topsecret2, :c:topsecret3',
+      PAYMENT_API_TIMEOUT: 'long',
+      PAYMENT_API_MAX_IN_FLIGHT: '0',
+      PAYMENT_API_MAX_PER_SECOND: 'fast',
+      RECONCILE_AFTER: 'later',
+      RECONCILE_INTERVAL: '0s',
+    });
+    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual([
+      'PAYMENT_API_CREDENTIALS',
+      'PAYMENT_API_CREDENTIALS',
+      'PAYMENT_API_CREDENTIALS',
+      'PAYMENT_API_MAX_IN_FLIGHT',
+      'PAYMENT_API_MAX_PER_SECOND',
+      'PAYMENT_API_TIMEOUT',
+      'PAYMENT_API_URL',
+      'RECONCILE_AFTER',
+      'RECONCILE_INTERVAL',
+    ]);
+    expect(problems.join('\n')).not.toMatch(/topsecret|only-a-client/);
+    expect(problems.join('\n')).toContain('POS 145227 appears more than once');
+  });
+
+  it('When PAYMENT_API_URL is set without credentials, or RECONCILE_GIVE_UP is not past RECONCILE_AFTER, then the service refuses to start', () => {
+    expect(problemsOf({ SECOND_KEYS: '1:k', PAYMENT_API_URL: 'https://secure.example.com' })).toEqual([
+      expect.stringMatching(/^PAYMENT_API_CREDENTIALS: is required with PAYMENT_API_URL/),
+    ]);
+    expect(problemsOf({ SECOND_KEYS: '1:k', RECONCILE_AFTER: '2h', RECONCILE_GIVE_UP: '1h' })).toEqual([
+      'RECONCILE_GIVE_UP: must be longer than RECONCILE_AFTER',
+    ]);
   });
 
   it.each([
@@ -106,5 +200,25 @@ describe('loadConfig', () => {
     ['soon', null],
   ])('When a duration is %s, then it is %p ms', (value, ms) => {
     expect(parseDuration(value)).toBe(ms);
+  });
+});
+
+describe('configurationWarnings', () => {
+  const warningsOf = (env: Record<string, string>) => configurationWarnings(loadConfig(env));
+
+  it('When the public sandbox key is configured with the production allowlist, then a warning says so, without the key', () => {
+    const warnings = warningsOf({ SECOND_KEYS: '300746:b6ca15b0d1020e8094d9b5f8d163db54,1:k' });
+    expect(warnings).toEqual([expect.stringMatching(/public sandbox key of POS 300746 .* anyone can sign with it/)]);
+    expect(warnings.join()).not.toContain('b6ca15b0');
+    expect(
+      warningsOf({ SECOND_KEYS: '300746:b6ca15b0d1020e8094d9b5f8d163db54', ALLOWED_SOURCE_IPS: 'sandbox' }),
+    ).toEqual([]);
+  });
+
+  it('When TRUST_PROXY is a hop count, then a warning says any peer can choose its address; CIDRs do not warn', () => {
+    expect(warningsOf({ SECOND_KEYS: '1:k', TRUST_PROXY: '1' })).toEqual([
+      expect.stringMatching(/TRUST_PROXY=1 believes X-Forwarded-For from whichever peer connects/),
+    ]);
+    expect(warningsOf({ SECOND_KEYS: '1:k', TRUST_PROXY: '10.0.0.0/8' })).toEqual([]);
   });
 });

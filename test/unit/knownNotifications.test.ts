@@ -2,35 +2,62 @@ import { createHash } from 'node:crypto';
 import { KnownNotifications } from '../../src/recording/knownNotifications';
 
 const sha = (text: string): Buffer => createHash('sha256').update(text).digest();
+const POS_A = { posId: 'A', keyFingerprint: 'ka' };
+const POS_B = { posId: 'B', keyFingerprint: 'kb' };
+
+const record = (meaning: string, id: string, body: string, ownerPosId = 'A', deliveryRows = 1) => ({
+  meaning,
+  id,
+  bodySha256: sha(body),
+  ownerPosId,
+  deliveryRows,
+});
+const idOf = (known: KnownNotifications, meaning: string, body: string, signers = [POS_A]) =>
+  known.repeatOf(meaning, sha(body), signers)?.record.id;
 
 describe('KnownNotifications', () => {
   it('When a meaning was remembered, then only its first body digest finds the record id', () => {
     const known = new KnownNotifications(10);
-    known.remember([{ meaning: 'order\u001fA\u001fPENDING', id: '7', bodySha256: sha('first') }]);
-    expect(known.idOf('order\u001fA\u001fPENDING', sha('first'))).toBe('7');
-    expect(known.idOf('order\u001fA\u001fPENDING', sha('re-serialized'))).toBeUndefined();
-    expect(known.idOf('order\u001fA\u001fCOMPLETED', sha('first'))).toBeUndefined();
+    known.remember([record('order\u001fA\u001fPENDING', '7', 'first')]);
+    expect(idOf(known, 'order\u001fA\u001fPENDING', 'first')).toBe('7');
+    expect(idOf(known, 'order\u001fA\u001fPENDING', 're-serialized')).toBeUndefined();
+    expect(idOf(known, 'order\u001fA\u001fCOMPLETED', 'first')).toBeUndefined();
+  });
+
+  it("When a repeat is signed by a key of another POS than the order's, then it is not known: the full path refuses it", () => {
+    const known = new KnownNotifications(10);
+    known.remember([record('m', '1', 'a', 'A')]);
+    expect(known.repeatOf('m', sha('a'), [POS_B])).toBeUndefined();
+    expect(known.repeatOf('m', sha('a'), [POS_B, POS_A])).toEqual({ record: record('m', '1', 'a'), signer: POS_A });
   });
 
   it('When a meaning is remembered again, then the first record stays', () => {
     const known = new KnownNotifications(10);
-    known.remember([{ meaning: 'm', id: '1', bodySha256: sha('a') }]);
-    known.remember([{ meaning: 'm', id: '2', bodySha256: sha('b') }]);
-    expect(known.idOf('m', sha('a'))).toBe('1');
-    expect(known.idOf('m', sha('b'))).toBeUndefined();
+    known.remember([record('m', '1', 'a')]);
+    known.remember([record('m', '2', 'b')]);
+    expect(idOf(known, 'm', 'a')).toBe('1');
+    expect(idOf(known, 'm', 'b')).toBeUndefined();
+  });
+
+  it('When a known record is remembered with more delivery rows, then its count moves on, never back', () => {
+    const known = new KnownNotifications(10);
+    known.remember([record('m', '1', 'a', 'A', 3)]);
+    known.remember([record('m', '1', 'a', 'A', 7)]);
+    known.remember([record('m', '1', 'a', 'A', 5)]);
+    expect(known.repeatOf('m', sha('a'), [POS_A])?.record.deliveryRows).toBe(7);
   });
 
   it('When more than the capacity is remembered, then the oldest entries are forgotten first', () => {
     const known = new KnownNotifications(3);
-    known.remember(['a', 'b', 'c', 'd'].map((meaning, i) => ({ meaning, id: String(i), bodySha256: sha(meaning) })));
+    known.remember(['a', 'b', 'c', 'd'].map((meaning, i) => record(meaning, String(i), meaning)));
     expect(known.size).toBe(3);
-    expect(known.idOf('a', sha('a'))).toBeUndefined();
-    expect(known.idOf('d', sha('d'))).toBe('3');
+    expect(idOf(known, 'a', 'a')).toBeUndefined();
+    expect(idOf(known, 'd', 'd')).toBe('3');
   });
 
   it('When the capacity is 0, then nothing is remembered', () => {
     const known = new KnownNotifications(0);
-    known.remember([{ meaning: 'm', id: '1', bodySha256: sha('a') }]);
-    expect(known.idOf('m', sha('a'))).toBeUndefined();
+    known.remember([record('m', '1', 'a')]);
+    expect(idOf(known, 'm', 'a')).toBeUndefined();
   });
 });

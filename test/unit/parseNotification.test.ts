@@ -160,3 +160,26 @@ describe('parseNotification: values Postgres or Date cannot hold', () => {
     expect(result.ok && result.notification.kind === 'refund' && result.notification.reasonDescription).toBe('😀');
   });
 });
+
+describe('quarantine details', () => {
+  it('When a field holds something unexpected, then the detail names the field and never repeats what it holds', () => {
+    // Every value carries a marker no field name or message contains: any echo of it would show.
+    fc.assert(
+      fc.property(fc.string({ maxLength: 60 }), (rest) => {
+        const value = `Zq9${rest}`;
+        for (const body of [
+          { order: { orderId: 'O1', status: value } },
+          { orderId: 'O1', refund: { refundId: 'R1', status: value } },
+          { order: { orderId: 'O1', status: 'PENDING', totalAmount: value } },
+          { order: { orderId: 'O1', status: 'PENDING', currencyCode: value } },
+          { order: { orderId: 'O1', status: 'PENDING' }, localReceiptDateTime: value },
+          { orderId: 'O1', refund: { refundId: 'R1', status: 'FINALIZED', refundDate: value } },
+        ]) {
+          const result = parseNotification(Buffer.from(JSON.stringify(body)));
+          expect(result.ok).toBe(false);
+          if (!result.ok) expect(result.detail).not.toContain('Zq9');
+        }
+      }),
+    );
+  });
+});

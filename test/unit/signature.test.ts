@@ -62,7 +62,7 @@ describe('verifySignature', () => {
   const verify = (header: string, b: Buffer = body) => {
     const parsed = parseSignatureHeader(header);
     if (!parsed.ok) throw new Error(parsed.problem);
-    return verifySignature(parsed.header, b, keys);
+    return verifySignature(parsed.header, b, keys).matches;
   };
 
   it.each(['MD5', 'SHA-1', 'SHA-256', 'SHA-384', 'SHA-512', 'SHA'])(
@@ -103,7 +103,8 @@ describe('verifySignature', () => {
     for (const f of fixtures.filter((x) => x.signatureVerifies !== null && x.secondKey !== null)) {
       const parsed = parseSignatureHeader(signatureHeaderOf(f));
       const fixtureKeys = parseSecondKeys(`pos:${f.secondKey}`).keys;
-      const ok = parsed.ok && verifySignature(parsed.header, Buffer.from(f.body, 'utf8'), fixtureKeys).length === 1;
+      const ok =
+        parsed.ok && verifySignature(parsed.header, Buffer.from(f.body, 'utf8'), fixtureKeys).matches.length === 1;
       expect({ id: f.id, ok }).toEqual({ id: f.id, ok: f.signatureVerifies });
     }
   });
@@ -113,13 +114,16 @@ describe('parseSecondKeys', () => {
   it('When entries are malformed, then each is named by position and no key text is echoed', () => {
     const { problems } = parseSecondKeys('1:secret-one,broken-secret,:x');
     expect(problems).toEqual([
-      'entry 2 is not of the form posId:secondKey',
-      'entry 3 is not of the form posId:secondKey',
+      'entry 2 is not of the form posId:secondKey[:algorithm]',
+      'entry 3 is not of the form posId:secondKey[:algorithm]',
     ]);
     expect(problems.join()).not.toMatch(/secret/);
   });
 
   it('When a key contains ":", then everything after the first ":" is the key', () => {
     expect(parseSecondKeys('1:a:b').keys[0]?.key.toString()).toBe('a:b');
+    expect(parseSecondKeys('1:a:sha-256').keys[0]).toMatchObject({ minAlgorithm: 'sha256' });
+    expect(parseSecondKeys('1:a:b:SHA1').keys[0]).toMatchObject({ key: Buffer.from('a:b'), minAlgorithm: 'sha1' });
+    expect(parseSecondKeys('1:a').keys[0]).toMatchObject({ minAlgorithm: null });
   });
 });

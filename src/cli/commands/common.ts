@@ -2,7 +2,8 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { MultiBar, Presets, type SingleBar } from 'cli-progress';
 import { ConfigError, loadConfig, parseDuration, type Config } from '../../config';
 import { createLogger } from '../../observability/logger';
-import { createDb, createPool, type Db } from '../../recording/database';
+import { createDb, createPool, type Db } from '../../database/pool';
+import { PooledTransactions } from '../../database/transaction';
 
 /** Exit codes of every command (README, "Operations"). */
 export const EXIT_OK = 0;
@@ -64,8 +65,14 @@ export function readConfig(io: CliIo, overrides: Record<string, string | undefin
 /** Statement and connection timeout of the command-line tools: long enough for big batches. */
 const CLI_DATABASE_TIMEOUT_MS = 120_000;
 
-/** Opens a small pool for one command and always closes it. */
-export async function withDatabase<T>(config: Config, work: (db: Db) => Promise<T>): Promise<T> {
+/**
+ * Opens a small pool for one command and always closes it: Kysely for the queries, and the recorder's
+ * transactions (quarantine retry records through the recorder).
+ */
+export async function withDatabase<T>(
+  config: Config,
+  work: (db: Db, transactions: PooledTransactions) => Promise<T>,
+): Promise<T> {
   const pool = createPool(
     {
       url: config.databaseUrl,
@@ -77,7 +84,7 @@ export async function withDatabase<T>(config: Config, work: (db: Db) => Promise<
   );
   const db = createDb(pool);
   try {
-    return await work(db);
+    return await work(db, new PooledTransactions(pool));
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (code === '42P01')
@@ -122,7 +129,7 @@ export function startProgress(io: CliIo, json: boolean, label: string, total: nu
   }
   const multi = new MultiBar(
     {
-      stream: io.stderr as NodeJS.WriteStream,
+      stream: io.stderr,
       format: `${label} [{bar}] {value}/{total} {percentage}% | {duration_formatted}`,
       hideCursor: true,
       clearOnComplete: true,

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { createLogger } from '../../observability/logger';
 import { createRelayMetrics } from '../../observability/metrics';
 import { BrokerChannel, type PublishResult } from '../../outbox/brokerChannel';
-import type { Db } from '../../recording/database';
+import type { Db } from '../../database/pool';
 import {
   action,
   CliError,
@@ -297,14 +297,14 @@ export async function watchEvents(io: CliIo, options: WatchOptions): Promise<Exi
             if (!message) return;
             received++;
             if (json) {
-              let event: unknown = null;
+              let event: unknown;
               try {
-                event = JSON.parse(message.content.toString('utf8'));
+                event = JSON.parse(message.content.toString('utf8')) as unknown;
               } catch {
                 event = null;
               }
               io.stdout.write(
-                `${JSON.stringify({ routingKey: message.fields.routingKey, messageId: message.properties.messageId ?? null, event })}\n`,
+                `${JSON.stringify({ routingKey: message.fields.routingKey, messageId: (message.properties.messageId as string | undefined) ?? null, event })}\n`,
               );
             } else {
               io.stdout.write(`${describeEvent(message)}\n`);

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Command } from 'commander';
-import type { Db } from '../../recording/database';
+import type { Db } from '../../database/pool';
+import type { Disagreement } from '../../database/schema';
 import {
   action,
   emit,
@@ -42,7 +43,11 @@ export interface NotificationView {
   /** null once purged. */
   bodyBytes: number | null;
   variants: Array<{ bodySha256: string; bodyBytes: number | null; firstReceivedAt: string | null }>;
+  /** Facts it stated otherwise than the projection keeps (the projection kept its own values). */
+  disagreements: Disagreement[];
   deliveries: DeliveryView[];
+  /** Deliveries past the first 100, counted without a row each: how many, first and last. */
+  repeatedDeliveries: { count: number; firstAt: string | null; lastAt: string | null } | null;
   /** Only with --show-bodies: the stored body with the buyer's personal data masked. */
   body?: string | null;
 }
@@ -100,6 +105,7 @@ async function notificationsWhere(
       'pos_id',
       'key_fingerprint',
       'body_sha256',
+      'disagreements',
     ])
     .select(sql<number | null>`octet_length(body)`.as('body_bytes'))
     .orderBy('id');
@@ -110,7 +116,7 @@ async function notificationsWhere(
   const rows = await query.execute();
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
-  const [variants, deliveries, bodies] = await Promise.all([
+  const [variants, deliveries, repeats, bodies] = await Promise.all([
     db
       .selectFrom('notification_variants')
       .select(['notification_id', 'body_sha256', 'first_received_at'])
@@ -119,6 +125,7 @@ async function notificationsWhere(
       .orderBy('first_received_at')
       .execute(),
     db.selectFrom('deliveries').selectAll().where('notification_id', 'in', ids).orderBy('id').execute(),
+    db.selectFrom('delivery_repeats').selectAll().where('notification_id', 'in', ids).execute(),
     showBodies
       ? db.selectFrom('notifications').select(['id', 'body']).where('id', 'in', ids).execute()
       : Promise.resolve([]),
@@ -141,6 +148,7 @@ async function notificationsWhere(
         bodyBytes: v.body_bytes === null ? null : Number(v.body_bytes),
         firstReceivedAt: iso(v.first_received_at),
       })),
+    disagreements: r.disagreements ?? [],
     deliveries: deliveries
       .filter((d) => d.notification_id === r.id)
       .map((d) => ({
@@ -153,8 +161,15 @@ async function notificationsWhere(
         outcome: d.outcome,
         bodySha256: d.body_sha256.toString('hex'),
       })),
+    repeatedDeliveries: repeatedOf(repeats.find((x) => x.notification_id === r.id)),
     ...(showBodies ? { body: maskedBody(bodies.find((b) => b.id === r.id)?.body ?? null) } : {}),
   }));
+}
+
+function repeatedOf(
+  row: { deliveries: string; first_at: Date; last_at: Date } | undefined,
+): NotificationView['repeatedDeliveries'] {
+  return row ? { count: Number(row.deliveries), firstAt: iso(row.first_at), lastAt: iso(row.last_at) } : null;
 }
 
 async function eventsOf(db: Db, orderId: string, refundId?: string): Promise<EventView[]> {
@@ -204,6 +219,7 @@ function notificationLines(notifications: NotificationView[]): string[] {
       `  #${n.id} ${n.kind} ${n.kind === 'refund' ? `${n.subjectId} ` : ''}${n.status}  ${n.outcome}  received ${n.receivedAt}  POS ${n.posId} key ${n.keyFingerprint}` +
         `  body ${shortHex(n.bodySha256)} ${n.bodyBytes === null ? '(purged)' : `${n.bodyBytes} B`}`,
     );
+    for (const d of n.disagreements) lines.push(`      disagrees: ${d.field} ${d.received} (kept ${d.kept})`);
     for (const v of n.variants)
       lines.push(
         `      variant ${shortHex(v.bodySha256)} ${v.bodyBytes === null ? '(purged)' : `${v.bodyBytes} B`} first ${v.firstReceivedAt}`,
@@ -221,6 +237,10 @@ function notificationLines(notifications: NotificationView[]): string[] {
         ]),
       ),
     );
+    if (n.repeatedDeliveries) {
+      const { count, firstAt, lastAt } = n.repeatedDeliveries;
+      lines.push(`      and ${count} more deliveries (counted, not listed) from ${firstAt} to ${lastAt}`);
+    }
     if (n.body !== undefined) lines.push(`      body: ${n.body ?? '(purged)'}`);
   }
   return lines;
@@ -248,7 +268,9 @@ function projectionLines(title: string, projection: Record<string, unknown> | nu
   if (!projection) return [`${title}: no projection (nothing applied yet)`];
   return [
     `${title}:`,
-    ...Object.entries(projection).map(([k, v]) => `  ${k.padEnd(22)} ${v === null ? '-' : String(v)}`),
+    ...Object.entries(projection).map(
+      ([k, v]) => `  ${k.padEnd(22)} ${v === null ? '-' : typeof v === 'string' ? v : JSON.stringify(v)}`,
+    ),
   ];
 }
 

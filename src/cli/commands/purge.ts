@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Command } from 'commander';
-import type { Db } from '../../recording/database';
+import type { Db } from '../../database/pool';
 import {
   action,
   emit,

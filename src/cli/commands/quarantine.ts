@@ -1,8 +1,10 @@
 import { sql } from 'kysely';
 import type { Command } from 'commander';
 import { parseNotification } from '../../parsing/parseNotification';
-import type { Db } from '../../recording/database';
-import { recordNotificationIn, type Delivery } from '../../recording/recordNotification';
+import type { Delivery } from '../../recording/notificationStore';
+import { recordBatch } from '../../recording/recordBatch';
+import { queries, type PooledTransactions } from '../../database/transaction';
+import { signersFor } from '../../verification/posBinding';
 import {
   action,
   emit,
@@ -70,6 +72,13 @@ export async function listQuarantine(io: CliIo, options: ListOptions): Promise<E
           .whereRef('d.quarantine_id', '=', 'q.id')
           .as('deliveries'),
       )
+      .select((eb) =>
+        eb
+          .selectFrom('delivery_repeats as r')
+          .select('r.deliveries')
+          .whereRef('r.quarantine_id', '=', 'q.id')
+          .as('repeats'),
+      )
       .orderBy('q.id')
       .limit(options.limit);
     if (options.open) query = query.where('q.resolved_at', 'is', null);
@@ -84,7 +93,7 @@ export async function listQuarantine(io: CliIo, options: ListOptions): Promise<E
     keyFingerprint: q.key_fingerprint,
     bodySha256: q.body_sha256.toString('hex'),
     bodyBytes: q.body_bytes === null ? null : Number(q.body_bytes),
-    deliveries: Number(q.deliveries ?? 0),
+    deliveries: Number(q.deliveries ?? 0) + Number(q.repeats ?? 0),
     resolved: q.resolved_at !== null,
     resolvedAt: iso(q.resolved_at),
     resolution: q.resolution,
@@ -124,17 +133,19 @@ export type RetryResult =
     };
 
 /**
- * Reads one quarantined body again; if it now parses, records it as a live delivery would be and
- * marks the row resolved, both in one transaction. Otherwise leaves the row as it is.
+ * Reads one quarantined body again; if it now parses, records it as a live delivery would be (through the
+ * recorder, with the POS checks of receipt) and marks the row resolved, both in one transaction. Otherwise
+ * leaves the row as it is.
  */
-export async function retryOne(db: Db, id: string, eventSource: string): Promise<RetryResult> {
-  return db.transaction().execute(async (trx) => {
-    const row = await trx
-      .selectFrom('quarantined_notifications')
-      .selectAll()
-      .where('id', '=', id)
-      .forUpdate()
-      .executeTakeFirst();
+export async function retryOne(
+  transactions: PooledTransactions,
+  id: string,
+  eventSource: string,
+): Promise<RetryResult> {
+  return transactions.transaction(async (trx): Promise<RetryResult> => {
+    const [row] = await trx.run(
+      queries.selectFrom('quarantined_notifications').selectAll().where('id', '=', id).forUpdate().compile(),
+    );
     if (!row) return { id, result: 'not_found', detail: 'no quarantined notification with this id' };
     if (row.resolved_at !== null) return { id, result: 'already_resolved', detail: row.resolution ?? '' };
     if (row.body === null)
@@ -143,35 +154,47 @@ export async function retryOne(db: Db, id: string, eventSource: string): Promise
     if (!parsed.ok) return { id, result: 'still_unreadable', reason: parsed.reason, detail: parsed.detail };
     const n = parsed.notification;
     // The receiver checks this after parsing; a body it could not parse never got the check.
-    if (n.kind === 'order' && n.merchantPosId !== null && n.merchantPosId !== row.pos_id) {
+    const signers = signersFor(
+      [{ posId: row.pos_id, keyFingerprint: row.key_fingerprint }],
+      n.kind === 'order' ? n.merchantPosId : null,
+    );
+    if (signers.length === 0) {
       return {
         id,
         result: 'pos_mismatch',
-        detail: `order.merchantPosId ${n.merchantPosId} is not POS ${row.pos_id}, whose key verified it`,
+        detail: `order.merchantPosId is not POS ${row.pos_id}, whose key verified it`,
       };
     }
-    const original = await trx
-      .selectFrom('deliveries')
-      .select(['source_address', 'processing_time_ms'])
-      .where('quarantine_id', '=', id)
-      .orderBy('id')
-      .limit(1)
-      .executeTakeFirst();
+    const [original] = await trx.run(
+      queries
+        .selectFrom('deliveries')
+        .select(['source_address', 'processing_time_ms'])
+        .where('quarantine_id', '=', id)
+        .orderBy('id')
+        .limit(1)
+        .compile(),
+    );
     const delivery: Delivery = {
       body: row.body,
       bodySha256: row.body_sha256,
-      posId: row.pos_id,
-      keyFingerprint: row.key_fingerprint,
+      signers,
       sourceAddress: original?.source_address ?? null,
       processingTimeMs: original?.processing_time_ms ?? null,
     };
-    const recorded = await recordNotificationIn(trx, { eventSource }, delivery, n);
+    const {
+      results: [recorded],
+    } = await recordBatch(trx, { eventSource }, [{ delivery, notification: n }]);
+    if (!recorded || recorded.outcome === 'refused') {
+      return { id, result: 'pos_mismatch', detail: `the order belongs to another POS than ${row.pos_id}` };
+    }
     const resolution = `reprocessed: ${recorded.outcome}${recorded.notificationId ? ` as notification ${recorded.notificationId}` : ''}`;
-    await trx
-      .updateTable('quarantined_notifications')
-      .set({ resolved_at: sql`now()`, resolution })
-      .where('id', '=', id)
-      .execute();
+    await trx.run(
+      queries
+        .updateTable('quarantined_notifications')
+        .set({ resolved_at: sql`now()`, resolution })
+        .where('id', '=', id)
+        .compile(),
+    );
     return {
       id,
       result: 'recorded',
@@ -195,7 +218,7 @@ export async function retryQuarantine(io: CliIo, ids: string[], options: RetryOp
   if (badId !== undefined) throw new UsageError(`${badId}: a quarantine id is a number (see quarantine list)`);
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
   const json = options.json === true;
-  const results = await withDatabase(config, async (db) => {
+  const results = await withDatabase(config, async (db, transactions) => {
     const selected = options.all
       ? (
           await db
@@ -211,7 +234,7 @@ export async function retryQuarantine(io: CliIo, ids: string[], options: RetryOp
     try {
       for (const id of selected) {
         try {
-          done.push(await retryOne(db, id, config.eventSource));
+          done.push(await retryOne(transactions, id, config.eventSource));
         } catch (error) {
           // The transaction rolled back: nothing recorded, the row still open. Go on with the others.
           done.push({ id, result: 'failed', detail: `recording failed, nothing changed: ${(error as Error).message}` });

@@ -1,14 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { Command } from 'commander';
-import {
-  ORDER_STATUSES,
-  REFUND_STATUSES,
-  type Notification,
-  type OrderNotification,
-  type RefundNotification,
-} from '../../parsing/notification';
-import type { Db } from '../../recording/database';
-import type { Database } from '../../recording/schema';
+import { ORDER_STATUSES, REFUND_STATUSES, type Notification } from '../../parsing/notification';
+import type { Db } from '../../database/pool';
+import type { Database } from '../../database/schema';
 import { applyOrder, applyRefund, type OrderProjection, type RefundProjection } from '../../recording/projection';
 import { orderToRow, refundToRow, type OrderRow, type RefundRow } from '../../recording/projectionRows';
 import {
@@ -81,7 +75,7 @@ export function notificationFromParsed(parsed: unknown): Notification | null {
   const p = parsed as Record<string, unknown>;
   const isText = (name: string): boolean => typeof p[name] === 'string';
   const isTextOrNull = (name: string): boolean => p[name] === null || p[name] === undefined || isText(name);
-  const text = (name: string): string | null => (typeof p[name] === 'string' ? (p[name] as string) : null);
+  const text = (name: string): string | null => (typeof p[name] === 'string' ? p[name] : null);
   if (p.kind === 'order') {
     const status = ORDER_STATUSES.find((s) => s === p.status);
     if (!status || !isText('orderId') || !ORDER_FIELDS.every(isTextOrNull)) return null;
@@ -149,11 +143,15 @@ export async function rebuildProjections(db: Kysely<Database>, progress: Progres
   // The same pure rules the recorder applies (projection.ts), folded over the notifications.
   const orders = new Map<string, OrderProjection>();
   const refunds = new Map<string, RefundProjection>();
+  // The POS each order belongs to never changes once bound; the projection's merchantPosId is it.
+  const owners = new Map(
+    (await db.selectFrom('order_owners').select(['order_id', 'pos_id']).execute()).map((o) => [o.order_id, o.pos_id]),
+  );
   let lastId = '0';
   for (;;) {
     const rows = await db
       .selectFrom('notifications')
-      .select(['id', 'parsed'])
+      .select(['id', 'parsed', 'pos_id'])
       .where('id', '>', lastId)
       .orderBy('id')
       .limit(BATCH)
@@ -165,11 +163,10 @@ export async function rebuildProjections(db: Kysely<Database>, progress: Progres
         continue;
       }
       if (n.kind === 'order') {
-        const { projection } = applyOrder(orders.get(n.orderId), n);
-        if (projection) orders.set(n.orderId, projection);
+        const owner = owners.get(n.orderId) ?? n.merchantPosId ?? row.pos_id;
+        orders.set(n.orderId, applyOrder(orders.get(n.orderId), n, owner).projection);
       } else {
-        const { projection } = applyRefund(refunds.get(n.refundId), n);
-        if (projection) refunds.set(n.refundId, projection);
+        refunds.set(n.refundId, applyRefund(refunds.get(n.refundId), n).projection);
       }
     }
     result.notifications += rows.length;
@@ -184,7 +181,13 @@ export async function rebuildProjections(db: Kysely<Database>, progress: Progres
 }
 
 const comparable = (value: unknown): string | number | null =>
-  value === null || value === undefined ? null : typeof value === 'number' ? value : String(value);
+  value === null || value === undefined
+    ? null
+    : typeof value === 'number' || typeof value === 'string'
+      ? value
+      : value instanceof Date
+        ? value.toISOString()
+        : JSON.stringify(value);
 
 function compareRows<Row extends object>(
   table: 'orders' | 'refunds',

@@ -3,6 +3,7 @@ import {
   buildTraffic,
   freshSeed,
   parseSimulatorAlgorithm,
+  PaymentServiceDouble,
   PlanError,
   runSimulation,
   scaledClock,
@@ -18,6 +19,7 @@ import {
   type SimulationReport,
   type SimulatorAlgorithm,
 } from '../../simulator';
+import type { Config } from '../../config';
 import {
   action,
   choiceOption,
@@ -38,7 +40,8 @@ import {
 } from './common';
 
 interface RefundSpec {
-  amount: 'full' | 'partial' | string;
+  /** `full`, `partial` or minor units. */
+  amount: string;
   status: 'FINALIZED' | 'CANCELED';
 }
 
@@ -85,6 +88,9 @@ interface SimulateOptions {
   timeout: number;
   concurrency: number;
   seed?: number;
+  drop: number;
+  apiPort?: number;
+  apiHold: number;
   json?: boolean;
 }
 
@@ -129,6 +135,15 @@ function summaryLines(report: SimulationReport, adminBase: string | null, seed: 
     }.`,
     `Seed ${seed} (repeat this run with --seed ${seed}).`,
   ];
+  if (s.dropped > 0)
+    lines.splice(
+      2,
+      0,
+      `${s.dropped} notification(s) lost for good (--drop): ${report.dropped
+        .slice(0, 10)
+        .map((d) => `${d.kind === 'order' ? 'order' : `refund ${d.refundId} of`} ${d.orderId} ${d.status}`)
+        .join(', ')}${s.dropped > 10 ? ', ...' : ''}.`,
+    );
   for (const order of report.orders.slice(0, 20)) {
     const refunds = order.refunds.map((r) => `refund ${r.refundId} ${r.amount} ${r.status}`).join(', ');
     lines.push(
@@ -225,6 +240,66 @@ export async function simulate(io: CliIo, options: SimulateOptions): Promise<Exi
   }
 
   const json = options.json === true;
+  const double = options.apiPort === undefined ? null : await startDouble(io, config, options.apiPort, json);
+  try {
+    return await send(io, options, {
+      config,
+      url,
+      posId,
+      key,
+      basicAuth,
+      algorithm,
+      seed,
+      random,
+      lifecycles,
+      json,
+      double,
+    });
+  } finally {
+    await double?.stop();
+  }
+}
+
+/**
+ * The payment-service double beside the sender (--api-port): it accepts the clients of
+ * PAYMENT_API_CREDENTIALS, the same the receiver uses, so `npm start` with PAYMENT_API_URL pointing
+ * here can repair what --drop lost.
+ */
+async function startDouble(io: CliIo, config: Config, port: number, json: boolean): Promise<PaymentServiceDouble> {
+  const clients = config.reconciliation?.credentials ?? [];
+  if (clients.length === 0)
+    throw new UsageError(
+      '--api-port needs PAYMENT_API_URL and PAYMENT_API_CREDENTIALS (the clients the double accepts)',
+    );
+  const double = new PaymentServiceDouble({ clients });
+  try {
+    await double.start(port);
+  } catch (error) {
+    throw new UsageError(`--api-port ${port}: cannot listen (${(error as Error).message})`);
+  }
+  if (!json)
+    io.stderr.write(
+      `Payment-service double answering at ${double.url} for POS ${clients.map((c) => c.posId).join(', ')}.\n`,
+    );
+  return double;
+}
+
+interface Run {
+  config: Config;
+  url: string;
+  posId: string;
+  key: string;
+  basicAuth: { user: string; password: string } | null;
+  algorithm: SimulatorAlgorithm;
+  seed: number;
+  random: ReturnType<typeof seededRandom>;
+  lifecycles: Lifecycle[];
+  json: boolean;
+  double: PaymentServiceDouble | null;
+}
+
+async function send(io: CliIo, options: SimulateOptions, run: Run): Promise<ExitCode> {
+  const { config, url, posId, key, basicAuth, algorithm, seed, random, lifecycles, json, double } = run;
   const total = lifecycles.reduce((sum, l) => sum + l.notifications.length, 0);
   const progress = startProgress(io, json, 'notifications', total);
   if (!json) {
@@ -243,7 +318,12 @@ export async function simulate(io: CliIo, options: SimulateOptions): Promise<Exi
       signatureHeaders: options.signatureHeader,
       basicAuth,
       processingTime: options.processingTime,
-      faults: { duplicates: options.duplicates, reorder: options.reorder, maxDelayMs: options.maxDelay },
+      faults: {
+        duplicates: options.duplicates,
+        reorder: options.reorder,
+        maxDelayMs: options.maxDelay,
+        drop: options.drop,
+      },
       random,
       clock: scaledClock(options.timeScale),
       maxAttempts: options.maxAttempts,
@@ -253,6 +333,7 @@ export async function simulate(io: CliIo, options: SimulateOptions): Promise<Exi
         progress.log(describeDelivery(delivery));
         if (delivery.copy === 1) progress.increment();
       },
+      ...(double ? { onStatusChange: (n: { body: Buffer }) => double.learn(n.body) } : {}),
     });
   } finally {
     progress.stop();
@@ -262,7 +343,29 @@ export async function simulate(io: CliIo, options: SimulateOptions): Promise<Exi
   emit(io, json, { seed, target: url, posId, algorithm, timeScale: options.timeScale, ...report }, () =>
     summaryLines(report, adminBase, seed),
   );
+  if (double && options.apiHold > 0) {
+    // The receiver's reconciler needs the truth after the last notification: keep answering.
+    if (!json)
+      io.stderr.write(
+        `Payment-service double keeps answering for ${formatOffset(options.apiHold)} (Ctrl-C stops it).\n`,
+      );
+    await holdUntilInterrupted(options.apiHold);
+  }
   return report.summary.gaveUp === 0 ? EXIT_OK : EXIT_FAILURE;
+}
+
+function holdUntilInterrupted(ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    process.once('SIGINT', done);
+    process.once('SIGTERM', done);
+  });
 }
 
 export function registerSimulate(program: Command, io: CliIo, state: CliState): void {
@@ -276,6 +379,8 @@ export function registerSimulate(program: Command, io: CliIo, state: CliState): 
         'The POS and key default to the first entry of SECOND_KEYS (or the first key of --pos-id).\n\n' +
         'Lifecycles: auto-receive on: PENDING, COMPLETED (or CANCELED with --cancel); --no-auto-receive: PENDING, ' +
         'WAITING_FOR_CONFIRMATION, then COMPLETED or CANCELED; then one notification per --refund.\n\n' +
+        'Lost notifications: --drop 0.3 never sends 30 % of them, while the payment-service double (--api-port) ' +
+        'knows every status, so a receiver with PAYMENT_API_URL pointing at it can repair what was lost.\n\n' +
         'Exit codes: 0 every notification was answered 200; 1 some were given up; 2 usage error.',
     )
     .option('--url <url>', 'the receiver (default http://127.0.0.1:$PORT/notifications)')
@@ -345,6 +450,25 @@ export function registerSimulate(program: Command, io: CliIo, state: CliState): 
         .default(10_000, '10s'),
     )
     .option('--concurrency <n>', 'requests in flight at once', integerOption(1, 1000), 8)
-    .option('--seed <n>', 'random seed, to repeat a run exactly', integerOption(0, 2 ** 31 - 1));
+    .option('--seed <n>', 'random seed, to repeat a run exactly', integerOption(0, 2 ** 31 - 1))
+    .option(
+      '--drop <share>',
+      'share of notifications lost for good, never sent (0..1); the payment API (--api-port) still knows them',
+      numberOption(0, 1),
+      0,
+    )
+    .option(
+      '--api-port <port>',
+      'run the payment-service double (OAuth, order retrieval, refund list) on this port, learning every status as it happens; it accepts PAYMENT_API_CREDENTIALS',
+      integerOption(0, 65535),
+    )
+    .addOption(
+      new Option(
+        '--api-hold <duration>',
+        'with --api-port, keep the double answering this long after the last notification',
+      )
+        .argParser(durationOption)
+        .default(600_000, '10m'),
+    );
   withJson(command).action(action(state, (options: SimulateOptions) => simulate(io, options)));
 }

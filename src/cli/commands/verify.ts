@@ -52,7 +52,7 @@ export interface AlternativeForm {
 export interface SignatureDiagnosis {
   verified: boolean;
   /** verified, or why not: a header problem, invalid_signature, pos_mismatch. */
-  result: 'verified' | SignatureHeaderProblem | 'invalid_signature' | 'pos_mismatch';
+  result: 'verified' | SignatureHeaderProblem | 'invalid_signature' | 'algorithm_not_allowed' | 'pos_mismatch';
   explanation: string;
   header: {
     problem: SignatureHeaderProblem | null;
@@ -187,7 +187,7 @@ export function diagnoseSignature(
   diagnosis.header.algorithm = algorithm.toUpperCase().replace(/^SHA/, 'SHA-');
   diagnosis.header.sender = header.header.sender ?? null;
 
-  const matches = verifySignature(header.header, body, keys);
+  const { matches, algorithmRefused } = verifySignature(header.header, body, keys);
   diagnosis.keys = keys.map((k) => ({
     posId: k.posId,
     fingerprint: k.fingerprint,
@@ -219,9 +219,14 @@ export function diagnoseSignature(
     return diagnosis;
   }
 
+  if (algorithmRefused) {
+    diagnosis.result = 'algorithm_not_allowed';
+    diagnosis.explanation = `the signature verifies only with keys pinned to a stronger algorithm than ${diagnosis.header.algorithm} (SECOND_KEYS posId:key:ALGORITHM): the receiver refuses it (algorithm_not_allowed)`;
+    return diagnosis;
+  }
   diagnosis.explanation = `the signature matches none of the ${keys.length} key(s) tried with ${diagnosis.header.algorithm}`;
   for (const form of alternativeForms(body, json)) {
-    const formMatches = verifySignature(header.header, form.bytes, keys);
+    const formMatches = verifySignature(header.header, form.bytes, keys).matches;
     diagnosis.alternatives.push({
       form: form.form,
       bytes: form.bytes.length,

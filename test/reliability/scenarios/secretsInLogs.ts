@@ -8,7 +8,7 @@ export const SECRETS: ScenarioDefinition = {
   title: 'Secrets never reach the logs',
   done:
     'Every line (stdout and stderr) of every service process started by scenarios 1 to 7 searched for both second keys, the Basic ' +
-    "credential (plain, base64, password alone), every signature the suite sent (any hex run of a signature length), the buyer's " +
+    'credential (plain, base64, password alone), every signature the suite sent (any hex run of a signature length), the buyer\'s ' +
     'e-mail, phone, names and customer id, and the broker credential; each scenario also scans its own services at its end.',
 };
 
@@ -28,18 +28,15 @@ export function secretsScenario(report: RunReport): void {
       expect(new Set(findings.map((f) => f.line)).size).toBe(planted.length);
     });
 
-    h.check(
-      'no second key, Basic credential, signature, buyer data or broker credential in any log line of any service started',
-      async () => {
-        const sources = secrets.allSources.filter((s) => s.label !== 'planted');
-        const { lines, findings } = secrets.scan(sources);
-        h.figure('services scanned', sources.length);
-        h.figure('log lines scanned', lines);
-        h.figure('secrets searched', `${secrets.fixedCount} fixed values, ${secrets.signatureCount} signatures sent`);
-        h.figure('secrets in logs', findings.length);
-        expect(sources.length).toBeGreaterThan(0);
-        expect(findings.slice(0, 10)).toEqual([]);
-      },
-    );
+    h.check('no second key, Basic credential, signature, buyer data or broker credential in any log line of any service started', async () => {
+      const sources = secrets.allSources.filter((s) => s.label !== 'planted');
+      const { lines, findings } = secrets.scan(sources);
+      h.figure('services scanned', sources.length);
+      h.figure('log lines scanned', lines);
+      h.figure('secrets searched', `${secrets.fixedCount} fixed values, ${secrets.signatureCount} signatures sent`);
+      h.figure('secrets in logs', findings.length);
+      expect(sources.length).toBeGreaterThan(0);
+      expect(findings.slice(0, 10)).toEqual([]);
+    });
   });
 }

@@ -12,10 +12,7 @@ import { promisify } from 'node:util';
  * (symlinks), so `dist/recording/migrations.js` finds `../../sql`.
  */
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
-export const BUILD_ROOT = path.join(
-  os.tmpdir(),
-  `nr-reliability-build-${createHash('sha256').update(REPO_ROOT).digest('hex').slice(0, 10)}`,
-);
+export const BUILD_ROOT = path.join(os.tmpdir(), `nr-reliability-build-${createHash('sha256').update(REPO_ROOT).digest('hex').slice(0, 10)}`);
 export const MAIN_JS = path.join(BUILD_ROOT, 'dist', 'main.js');
 const STAMP = path.join(BUILD_ROOT, '.built-from');
 const LOCK = path.join(BUILD_ROOT, '.build-lock');
@@ -96,14 +93,10 @@ async function build(): Promise<string> {
       const startedFrom = sourcesMtime();
       const tsc = require.resolve('typescript/bin/tsc');
       try {
-        await promisify(execFile)(
-          process.execPath,
-          [tsc, '-p', path.join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', path.join(BUILD_ROOT, 'dist')],
-          {
-            cwd: REPO_ROOT,
-            maxBuffer: 16 * 1024 * 1024,
-          },
-        );
+        await promisify(execFile)(process.execPath, [tsc, '-p', path.join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', path.join(BUILD_ROOT, 'dist')], {
+          cwd: REPO_ROOT,
+          maxBuffer: 16 * 1024 * 1024,
+        });
       } catch (error) {
         const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
         throw new Error(`building the service failed:\n${stdout}${stderr}`);

@@ -52,12 +52,8 @@ export function send(options: SendOptions): Promise<HttpResult> {
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () =>
-          finish({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
-        );
-        res.on('error', (error) =>
-          finish({ status: 0, headers: {}, body: '', error: (error as NodeJS.ErrnoException).code ?? error.message }),
-        );
+        res.on('end', () => finish({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', (error) => finish({ status: 0, headers: {}, body: '', error: (error as NodeJS.ErrnoException).code ?? error.message }));
       },
     );
     const timer = setTimeout(() => {
@@ -67,9 +63,7 @@ export function send(options: SendOptions): Promise<HttpResult> {
     req.on('finish', () => {
       sentAt = Date.now();
     });
-    req.on('error', (error) =>
-      finish({ status: 0, headers: {}, body: '', error: (error as NodeJS.ErrnoException).code ?? error.message }),
-    );
+    req.on('error', (error) => finish({ status: 0, headers: {}, body: '', error: (error as NodeJS.ErrnoException).code ?? error.message }));
     req.end(options.body);
   });
 }
@@ -89,10 +83,7 @@ export interface NotificationHeaderOptions {
 }
 
 /** The headers the payment service sends with a notification (spec, "Events" delivery rule 6). */
-export function notificationHeaders(
-  body: Buffer,
-  options: NotificationHeaderOptions = {},
-): Record<string, string | number | string[]> {
+export function notificationHeaders(body: Buffer, options: NotificationHeaderOptions = {}): Record<string, string | number | string[]> {
   return {
     'Content-Type': 'application/json;charset=UTF-8',
     'Content-Length': body.length,
@@ -107,13 +98,7 @@ export function postNotification(
   body: Buffer,
   options: NotificationHeaderOptions & { agent?: http.Agent | false; timeoutMs?: number } = {},
 ): Promise<HttpResult> {
-  return send({
-    port,
-    body,
-    headers: notificationHeaders(body, options),
-    agent: options.agent,
-    timeoutMs: options.timeoutMs,
-  });
+  return send({ port, body, headers: notificationHeaders(body, options), agent: options.agent, timeoutMs: options.timeoutMs });
 }
 
 export async function getJson<T>(port: number, path: string): Promise<{ status: number; body: T }> {
@@ -122,11 +107,7 @@ export async function getJson<T>(port: number, path: string): Promise<{ status: 
 }
 
 /** Runs `worker` over `items` with at most `concurrency` at once; results in input order. */
-export async function pool<T, R>(
-  items: readonly T[],
-  concurrency: number,
-  worker: (item: T, index: number) => Promise<R>,
-): Promise<R[]> {
+export async function pool<T, R>(items: readonly T[], concurrency: number, worker: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   const lanes = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
@@ -160,12 +141,7 @@ export { freePort } from '../../support/net';
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Polls until `check` is true; throws with `what` when it is not within `timeoutMs`. */
-export async function waitUntil(
-  what: string,
-  check: () => Promise<boolean> | boolean,
-  timeoutMs = 20_000,
-  everyMs = 100,
-): Promise<number> {
+export async function waitUntil(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 20_000, everyMs = 100): Promise<number> {
   const started = Date.now();
   while (!(await check())) {
     if (Date.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
@@ -185,11 +161,7 @@ export interface HeldRequest {
  * A notification whose headers and first half of the body are sent now and the rest only when
  * complete() is called: a request the server is in the middle of reading.
  */
-export function holdRequest(
-  port: number,
-  body: Buffer,
-  headers: Record<string, string | number | string[]>,
-): HeldRequest {
+export function holdRequest(port: number, body: Buffer, headers: Record<string, string | number | string[]>): HeldRequest {
   const startedAt = Date.now();
   let resolveResult: (r: HttpResult) => void = () => undefined;
   const result = new Promise<HttpResult>((resolve) => {
@@ -201,22 +173,13 @@ export function holdRequest(
     settled = true;
     resolveResult({ ...r, ms: Date.now() - startedAt, sentAt: null, startedAt });
   };
-  const req = http.request(
-    { host: '127.0.0.1', port, method: 'POST', path: '/notifications', headers, agent: false },
-    (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        finish({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
-      );
-      res.on('error', (e) =>
-        finish({ status: 0, headers: {}, body: '', error: (e as NodeJS.ErrnoException).code ?? e.message }),
-      );
-    },
-  );
-  req.on('error', (e) =>
-    finish({ status: 0, headers: {}, body: '', error: (e as NodeJS.ErrnoException).code ?? e.message }),
-  );
+  const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/notifications', headers, agent: false }, (res) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => finish({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+    res.on('error', (e) => finish({ status: 0, headers: {}, body: '', error: (e as NodeJS.ErrnoException).code ?? e.message }));
+  });
+  req.on('error', (e) => finish({ status: 0, headers: {}, body: '', error: (e as NodeJS.ErrnoException).code ?? e.message }));
   req.flushHeaders();
   const half = Math.floor(body.length / 2);
   req.write(body.subarray(0, half));

@@ -30,12 +30,7 @@ export function rawRequest(
       clearTimeout(timer);
       socket.destroy();
       const match = /^HTTP\/1\.[01] (\d{3})/.exec(response);
-      resolve({
-        status: match ? Number(match[1]) : null,
-        response,
-        closedAfterMs: closed ? Date.now() - started : null,
-        bytesWritten: writtenAtAnswer ?? written,
-      });
+      resolve({ status: match ? Number(match[1]) : null, response, closedAfterMs: closed ? Date.now() - started : null, bytesWritten: writtenAtAnswer ?? written });
     };
     const timer = setTimeout(() => finish(false), options.timeoutMs ?? 5_000);
     socket.on('data', (chunk: Buffer) => {
@@ -72,13 +67,7 @@ export function rawRequest(
  * A client sending one byte a second: the headers (body null), or complete headers then the body.
  * Resolves when the server closes the connection, or after maxMs (then closedAfterMs is null).
  */
-export function slowClient(
-  port: number,
-  head: string,
-  body: string | null,
-  maxMs: number,
-  everyMs = 1_000,
-): Promise<RawResult> {
+export function slowClient(port: number, head: string, body: string | null, maxMs: number, everyMs = 1_000): Promise<RawResult> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
     const started = Date.now();
@@ -94,12 +83,7 @@ export function slowClient(
       clearTimeout(timer);
       socket.destroy();
       const match = /^HTTP\/1\.[01] (\d{3})/.exec(response);
-      resolve({
-        status: match ? Number(match[1]) : null,
-        response,
-        closedAfterMs: closed ? Date.now() - started : null,
-        bytesWritten: written,
-      });
+      resolve({ status: match ? Number(match[1]) : null, response, closedAfterMs: closed ? Date.now() - started : null, bytesWritten: written });
     };
     const ticker = setInterval(() => {
       if (sent < trickle.length && socket.writable) {

@@ -57,8 +57,7 @@ class SecretRegistry {
 
   /** Registers the hex signature(s) of a signature header the suite sent. */
   addSignatureHeader(header: string): void {
-    for (const match of header.matchAll(/signature\s*=\s*([0-9a-fA-F]{32,128})/g))
-      this.signatures.add((match[1] as string).toLowerCase());
+    for (const match of header.matchAll(/signature\s*=\s*([0-9a-fA-F]{32,128})/g)) this.signatures.add((match[1] as string).toLowerCase());
   }
 
   get signatureCount(): number {

@@ -112,9 +112,7 @@ export class Sender {
     while (!done) {
       if (this.options.alive && !this.options.alive()) {
         await this.halt();
-        throw new Error(
-          `the service process exited while ${this.retries.length} notifications were waiting to be sent again`,
-        );
+        throw new Error(`the service process exited while ${this.retries.length} notifications were waiting to be sent again`);
       }
       if (Date.now() > deadline) {
         await this.halt();

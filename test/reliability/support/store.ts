@@ -7,11 +7,7 @@ export function scenarioDatabase(scenario: string): TestDatabase {
 }
 
 /** Read-only views of what the service stored, for assertions (one short connection per call). */
-export async function sql<T extends pg.QueryResultRow>(
-  url: string,
-  text: string,
-  values: unknown[] = [],
-): Promise<T[]> {
+export async function sql<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
   await client.connect();
   try {
@@ -51,19 +47,13 @@ export async function counts(url: string): Promise<StoredCounts> {
 
 /** Deliveries recorded per body (sha256 hex): each 200 must have written exactly one. */
 export async function deliveriesByBody(url: string): Promise<Map<string, number>> {
-  const rows = await sql<{ sha: string; n: string }>(
-    url,
-    `SELECT encode(body_sha256, 'hex') AS sha, count(*) AS n FROM deliveries GROUP BY 1`,
-  );
+  const rows = await sql<{ sha: string; n: string }>(url, `SELECT encode(body_sha256, 'hex') AS sha, count(*) AS n FROM deliveries GROUP BY 1`);
   return new Map(rows.map((r) => [r.sha, Number(r.n)]));
 }
 
 /** `kind|subject|status` of every recorded notification. */
 export async function meanings(url: string): Promise<Set<string>> {
-  const rows = await sql<{ m: string }>(
-    url,
-    `SELECT kind || '|' || subject_id || '|' || status AS m FROM notifications`,
-  );
+  const rows = await sql<{ m: string }>(url, `SELECT kind || '|' || subject_id || '|' || status AS m FROM notifications`);
   return new Set(rows.map((r) => r.m));
 }
 
@@ -76,10 +66,7 @@ export interface OutboxRow {
 }
 
 export async function outbox(url: string): Promise<OutboxRow[]> {
-  return sql<OutboxRow>(
-    url,
-    'SELECT id::text, order_id, sequence::text, type, published_at IS NOT NULL AS published FROM outbox_events ORDER BY order_id, sequence',
-  );
+  return sql<OutboxRow>(url, 'SELECT id::text, order_id, sequence::text, type, published_at IS NOT NULL AS published FROM outbox_events ORDER BY order_id, sequence');
 }
 
 // Ranks of the README's state rules, written here independently of src/recording/statusRules.ts.
@@ -97,22 +84,13 @@ export async function consistencyViolations(url: string): Promise<string[]> {
   };
   add(
     'notifications without a delivery',
-    await sql(
-      url,
-      'SELECT n.id FROM notifications n WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)',
-    ),
+    await sql(url, 'SELECT n.id FROM notifications n WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)'),
   );
   add(
     'quarantined bodies without a delivery',
-    await sql(
-      url,
-      'SELECT q.id FROM quarantined_notifications q WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.quarantine_id = q.id)',
-    ),
+    await sql(url, 'SELECT q.id FROM quarantined_notifications q WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.quarantine_id = q.id)'),
   );
-  add(
-    'deliveries pointing nowhere',
-    await sql(url, 'SELECT id FROM deliveries WHERE notification_id IS NULL AND quarantine_id IS NULL'),
-  );
+  add('deliveries pointing nowhere', await sql(url, 'SELECT id FROM deliveries WHERE notification_id IS NULL AND quarantine_id IS NULL'));
   add(
     'applied or conflicting notifications without exactly one event',
     await sql(
@@ -171,10 +149,8 @@ export async function consistencyViolations(url: string): Promise<string[]> {
     const rows = await sql<{ id: string; status: string }>(url, `SELECT ${key} AS id, status FROM ${table}`);
     const actual = new Map(rows.map((r) => [r.id, r.status]));
     const wrong: Array<Record<string, unknown>> = [];
-    for (const [subject, status] of expected)
-      if (actual.get(subject) !== status) wrong.push({ subject, expected: status, actual: actual.get(subject) });
-    for (const [subject, status] of actual)
-      if (!expected.has(subject)) wrong.push({ subject, expected: null, actual: status });
+    for (const [subject, status] of expected) if (actual.get(subject) !== status) wrong.push({ subject, expected: status, actual: actual.get(subject) });
+    for (const [subject, status] of actual) if (!expected.has(subject)) wrong.push({ subject, expected: null, actual: status });
     add(`${table} projections not equal to their highest applied status`, wrong);
   }
   return problems;

@@ -18,7 +18,15 @@ export interface NotificationsTable {
   body: Buffer | null;
   body_sha256: Buffer;
   parsed: ColumnType<unknown, string, string>;
+  disagreements: ColumnType<Disagreement[] | null, string | null, string | null>;
   received_at: Timestamp;
+}
+
+/** A fact a notification stated differently from the one the projection keeps (sql/004). */
+export interface Disagreement {
+  field: string;
+  kept: string;
+  received: string;
 }
 
 export interface NotificationVariantsTable {
@@ -88,6 +96,22 @@ export interface RefundsTable {
   updated_at: Timestamp;
 }
 
+/** The POS each order belongs to, bound by its first authentic notification (sql/004). */
+export interface OrderOwnersTable {
+  order_id: string;
+  pos_id: string;
+  bound_at: Timestamp;
+}
+
+/** Deliveries past the first 100 of one notification or quarantined body, counted (sql/004). */
+export interface DeliveryRepeatsTable {
+  notification_id: string | null;
+  quarantine_id: string | null;
+  deliveries: ColumnType<string, number, number>;
+  first_at: Timestamp;
+  last_at: Timestamp;
+}
+
 export interface EventStreamsTable {
   order_id: string;
   last_sequence: ColumnType<string, number, number>;
@@ -111,7 +135,9 @@ export interface Database {
   notification_variants: NotificationVariantsTable;
   quarantined_notifications: QuarantinedNotificationsTable;
   deliveries: DeliveriesTable;
+  delivery_repeats: DeliveryRepeatsTable;
   orders: OrdersTable;
+  order_owners: OrderOwnersTable;
   refunds: RefundsTable;
   event_streams: EventStreamsTable;
   outbox_events: OutboxEventsTable;

@@ -47,7 +47,7 @@ export async function migrate(databaseUrl: string, logger: Logger, dir = MIGRATI
         await client.query('COMMIT');
       } catch (error) {
         await client.query('ROLLBACK');
-        throw new Error(`migration ${file} failed: ${(error as Error).message}`);
+        throw new Error(`migration ${file} failed: ${(error as Error).message}`, { cause: error });
       }
       applied.push(file);
       logger.info({ migration: file }, 'migration applied');

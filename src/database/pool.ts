@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } f
 import pg from 'pg';
 import type { Logger } from '../observability/logger';
 import type { Database } from './schema';
-import { pgSession, queriesInOrder, type QuerySender, type SqlSession, type Statement } from './sqlSession';
+import { breaksConnection } from './errors';
 
 export type Db = Kysely<Database>;
 
@@ -31,15 +31,6 @@ export interface DatabaseOptions {
    * does not use.
    */
   pipelined?: boolean;
-}
-
-/** Errors that say the connection itself is unusable, so the client must not go back to the pool. */
-function breaksConnection(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P') || code.startsWith('E')))
-    return true;
-  return /Connection terminated|Query read timeout|timeout|ECONN|EPIPE|socket/i.test(error.message);
 }
 
 /**
@@ -117,102 +108,4 @@ export async function ensureDatabaseExists(url: string): Promise<void> {
   } finally {
     await client.end();
   }
-}
-
-/**
- * Whether an error means "the database cannot take the write right now" (answer 503 and let the
- * sender retry) rather than a defect (500). Data and syntax errors are defects.
- */
-export function isDatabaseUnavailable(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
-    return !['22', '23', '42', '2B', '0A', 'XX'].includes(code.slice(0, 2));
-  }
-  if (typeof code === 'string' && code.startsWith('E')) return true; // ECONNREFUSED, ETIMEDOUT, ...
-  return /Connection terminated|timeout|connection error|Connection refused|pool after calling end/i.test(
-    error.message,
-  );
-}
-
-/**
- * Sends COMMIT and resolves only if the transaction committed: after a failed statement Postgres
- * answers COMMIT with a rollback, without an error, and that must never be taken for a commit.
- */
-export async function commitTransaction(send: QuerySender, timeoutMs?: number): Promise<void> {
-  const { command } = await send({ text: 'COMMIT', ...(timeoutMs === undefined ? {} : { query_timeout: timeoutMs }) });
-  if (command !== 'COMMIT') throw new Error(`transaction ended with ${command}, not COMMIT`);
-}
-
-/** A transaction's session that can end the transaction with its last statement. */
-export interface TransactionSession extends SqlSession {
-  /**
-   * Sends the statement and COMMIT together (one round trip on a pipelined connection) and
-   * resolves once both succeeded; the transaction is over then, and nothing else may run in it.
-   * Both fail after `timeoutMs` without an answer (the connection is then given up, and whether
-   * the COMMIT took effect is unknown).
-   */
-  runAndCommit<Row>(statement: Statement, timeoutMs?: number): Promise<Row[]>;
-}
-
-/**
- * Runs the recorder's work on raw pool clients (the hot path: prepared statements, pipelined when
- * the pool is): `transaction` in one transaction, `single` for work whose statements are each their
- * own transaction.
- */
-export interface SessionRunner {
-  transaction<T>(work: (session: TransactionSession) => Promise<T>): Promise<T>;
-  /** `timeoutMs`: the client-side limit of each statement (default: the pool's query timeout). */
-  single<T>(work: (session: SqlSession) => Promise<T>, timeoutMs?: number): Promise<T>;
-}
-
-export function pgSessions(pool: pg.Pool): SessionRunner {
-  /**
-   * Checks a client out for work, its statements sent in order through one sender, and destroys
-   * it on release if its connection broke.
-   */
-  const withClient = async <T>(
-    work: (send: QuerySender) => Promise<T>,
-    onError?: (send: QuerySender) => Promise<unknown>,
-  ): Promise<T> => {
-    const client = await pool.connect();
-    const send = queriesInOrder(client);
-    let broken: Error | undefined;
-    try {
-      return await work(send);
-    } catch (error) {
-      if (breaksConnection(error)) broken = error as Error;
-      else await onError?.(send).catch((cleanupError: Error) => (broken = cleanupError));
-      throw error;
-    } finally {
-      // A client whose connection broke is destroyed, not handed to the next transaction.
-      client.release(broken ?? false);
-    }
-  };
-  return {
-    single: (work, timeoutMs) => withClient((send) => work(pgSession(send, timeoutMs))),
-    transaction: (work) =>
-      withClient(
-        async (send) => {
-          const session = pgSession(send);
-          let committed = false;
-          const commit = (timeoutMs?: number): Promise<void> => {
-            committed = true;
-            return commitTransaction(send, timeoutMs);
-          };
-          // BEGIN leaves with the work's first statements instead of taking a round trip of its own.
-          const [, result] = await Promise.all([
-            send('BEGIN'),
-            work({
-              run: session.run,
-              runAndCommit: async <Row>(statement: Statement, timeoutMs?: number): Promise<Row[]> =>
-                (await Promise.all([pgSession(send, timeoutMs).run<Row>(statement), commit(timeoutMs)]))[0],
-            }),
-          ]);
-          if (!committed) await commit();
-          return result;
-        },
-        (send) => send('ROLLBACK'),
-      ),
-  };
 }

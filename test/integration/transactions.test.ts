@@ -1,11 +1,12 @@
+import { sql } from 'kysely';
 import type pg from 'pg';
-import { createPool, pgSessions } from '../../src/recording/database';
+import { createPool } from '../../src/database/pool';
+import { PooledTransactions, prepared, statement } from '../../src/database/transaction';
 import { createLogger } from '../../src/observability/logger';
-import { statement } from '../../src/recording/sqlSession';
 import { query, watchQueryOverlap } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 
-// The recorder's transactions, on a pipelined pool (the service's own, the default: BEGIN leaves
+// The recorder's and the relay's transactions (src/database/transaction.ts), on a pipelined pool (the service's own, the default: BEGIN leaves
 // with the first statements, the last statement with COMMIT) and on one that sends a statement at a
 // time (DATABASE_PIPELINE=false). Whatever fails, nothing may be taken for committed.
 
@@ -25,8 +26,8 @@ afterAll(async () => {
 });
 beforeEach(() => query(svc.database.url, 'TRUNCATE pipeline_probe'));
 
-const insert = (id: number) => statement('probe_insert')`INSERT INTO pipeline_probe (id) VALUES (${id}::int)`;
-const count = () => statement('probe_count')`SELECT count(*)::int AS n FROM pipeline_probe`;
+const insert = (id: number) => prepared('probe_insert', sql`INSERT INTO pipeline_probe (id) VALUES (${id}::int)`);
+const count = () => prepared('probe_count', sql<{ n: number }>`SELECT count(*)::int AS n FROM pipeline_probe`);
 const stored = async (): Promise<number[]> =>
   (await query<{ id: number }>(svc.database.url, 'SELECT id FROM pipeline_probe ORDER BY id')).map((r) => r.id);
 
@@ -35,13 +36,9 @@ describe.each([
   ['a pool without pipelining', () => unpipelined],
 ])('recorder sessions on %s', (_, poolOf) => {
   it('When statements are issued together, then they run in order and the last one commits with everything before it', async () => {
-    const sessions = pgSessions(poolOf());
+    const sessions = new PooledTransactions(poolOf());
     const seen = await sessions.transaction(async (session) => {
-      const [, , rows] = await Promise.all([
-        session.run(insert(1)),
-        session.run(insert(2)),
-        session.run<{ n: number }>(count()),
-      ]);
+      const [, , rows] = await Promise.all([session.run(insert(1)), session.run(insert(2)), session.run(count())]);
       await session.runAndCommit(insert(3));
       return rows[0]?.n;
     });
@@ -50,7 +47,7 @@ describe.each([
   });
 
   it('When the statement sent with COMMIT fails, then the caller gets its error and nothing of the transaction is stored', async () => {
-    const sessions = pgSessions(poolOf());
+    const sessions = new PooledTransactions(poolOf());
     await expect(
       sessions.transaction(async (session) => {
         await session.run(insert(1));
@@ -61,7 +58,7 @@ describe.each([
   });
 
   it('When work swallows a failed statement, then the COMMIT that Postgres turns into a rollback is reported as a failure', async () => {
-    const sessions = pgSessions(poolOf());
+    const sessions = new PooledTransactions(poolOf());
     await expect(
       sessions.transaction(async (session) => {
         await session.run(insert(1));
@@ -73,7 +70,7 @@ describe.each([
   });
 
   it('When a transaction failed, then the connections it used serve the next transactions normally', async () => {
-    const sessions = pgSessions(poolOf());
+    const sessions = new PooledTransactions(poolOf());
     const max = poolOf().options.max;
     await Promise.all(
       Array.from({ length: max }, (_, i) =>
@@ -87,8 +84,8 @@ describe.each([
   });
 
   it('When the statement sent with COMMIT does not answer within its time, then the caller gets a timeout then, and the connection is given up', async () => {
-    const sessions = pgSessions(poolOf());
-    const slow = statement('probe_slow')`SELECT pg_sleep(${1.5}::float8)`;
+    const sessions = new PooledTransactions(poolOf());
+    const slow = statement(sql`SELECT pg_sleep(${1.5}::float8)`);
     const started = performance.now();
     await expect(sessions.transaction((session) => session.runAndCommit(slow, 200))).rejects.toThrow(/timeout/i);
     const waited = performance.now() - started;
@@ -100,11 +97,11 @@ describe.each([
   });
 
   it('When work runs outside a transaction, then each statement commits on its own', async () => {
-    const sessions = pgSessions(poolOf());
+    const sessions = new PooledTransactions(poolOf());
     await expect(
-      sessions.single(async (session) => {
-        await session.run(insert(1));
-        await session.run(insert(1));
+      sessions.autocommit(async (run) => {
+        await run(insert(1));
+        await run(insert(1));
       }),
     ).rejects.toMatchObject({ code: '23505' });
     expect(await stored()).toEqual([1]);
@@ -114,7 +111,7 @@ describe.each([
 it('When statements are issued together on a pool without pipelining, then each leaves only after the one before was answered', async () => {
   const overlap = watchQueryOverlap();
   try {
-    const sessions = pgSessions(unpipelined);
+    const sessions = new PooledTransactions(unpipelined);
     await sessions.transaction(async (session) => {
       await Promise.all([session.run(insert(1)), session.run(insert(2)), session.run(count())]);
       return session.runAndCommit(insert(3));
@@ -127,7 +124,7 @@ it('When statements are issued together on a pool without pipelining, then each 
     expect(overlap.most()).toBe(1);
     expect(await stored()).toEqual([1, 2, 3]);
     // The watch sees overlap where there is some: the pipelined pool sends them together.
-    await pgSessions(svc.service.pool).transaction((session) =>
+    await new PooledTransactions(svc.service.pool).transaction((session) =>
       Promise.all([session.run(insert(6)), session.runAndCommit(insert(7))]),
     );
     expect(overlap.most()).toBeGreaterThan(1);

@@ -1,0 +1,195 @@
+import {
+  DummyDriver,
+  Kysely,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  type CompiledQuery,
+  type RawBuilder,
+} from 'kysely';
+import type pg from 'pg';
+import { breaksConnection } from './errors';
+import type { Database } from './schema';
+
+/**
+ * The recorder's and the relay's transactions: Kysely-built queries sent on one pg connection without
+ * waiting for each answer (pipelined), the hot ones prepared by name. Everything else goes through
+ * Kysely itself (createDb); these two paths need what Kysely's own transactions cannot give: BEGIN sent
+ * with the first statements and the last statement sent with COMMIT (two round trips per batch instead
+ * of four), and statements parsed and planned once per connection (docs/decisions/).
+ */
+
+/** A compiled Kysely query, with the name it is prepared under on each connection when it is a hot one. */
+export type Statement<Row = unknown> = CompiledQuery<Row> & { readonly name?: string };
+
+/** Compiles queries without a connection (Kysely's documented "compile only" setup). */
+const compiler = new Kysely<Database>({
+  dialect: {
+    createAdapter: () => new PostgresAdapter(),
+    createDriver: () => new DummyDriver(),
+    createIntrospector: (db) => new PostgresIntrospector(db),
+    createQueryCompiler: () => new PostgresQueryCompiler(),
+  },
+});
+
+/**
+ * The Kysely instance to build statements with for a Transaction (`queries.selectFrom(...).compile()`);
+ * it has no connection: executing through it does nothing.
+ */
+export const queries: Kysely<Database> = compiler;
+
+/**
+ * A hot statement: its text must be the same at every call (data goes in parameters, e.g. one JSON
+ * array of rows), so each connection parses and plans it once.
+ */
+export function prepared<Row>(name: string, query: RawBuilder<Row>): Statement<Row> {
+  return { ...query.compile(compiler), name };
+}
+
+/**
+ * A `sql` template run once in a while (unnamed: parsed at each run). Queries built with `queries` are
+ * statements already: `queries.selectFrom(...).compile()`.
+ */
+export function statement<Row>(query: RawBuilder<Row>): Statement<Row> {
+  return query.compile(compiler);
+}
+
+/** The statements of one transaction, on one connection. */
+export interface Transaction {
+  /** Sends a statement; on a pipelined connection it leaves without waiting for the ones before. */
+  run<Row>(statement: Statement<Row>): Promise<Row[]>;
+  /**
+   * Sends the statement and COMMIT together and resolves once both succeeded; nothing else may run in
+   * the transaction after it. With `timeoutMs`, both fail when unanswered by then (the connection is
+   * then given up, and whether the COMMIT took effect is unknown).
+   */
+  runAndCommit<Row>(statement: Statement<Row>, timeoutMs?: number): Promise<Row[]>;
+}
+
+/** Statements outside a transaction: each commits on its own. */
+export type AutocommitRun = <Row>(statement: Statement<Row>) => Promise<Row[]>;
+
+/** pg's query config, with its per-query client-side timeout (which its types leave out). */
+type PgQuery = pg.QueryConfig<unknown[]> & { query_timeout?: number };
+
+/**
+ * Sends one client's queries in the order they are issued. On a pipelined client they leave at once
+ * and share round trips; on any other, each leaves once the one before has been answered, failed or
+ * not (pg 8 queues queries issued while one runs only with a deprecation warning, and pg 9 drops that
+ * queue).
+ */
+function sender(client: pg.ClientBase): (query: PgQuery) => Promise<pg.QueryResult> {
+  // Pool clients are pg.Client instances too, though their type does not say so.
+  if ('pipeline' in client && client.pipeline === true) return (query) => client.query(query);
+  let previous: Promise<unknown> = Promise.resolve();
+  return (query) => {
+    const result = previous.then(() => client.query(query));
+    previous = result.catch(() => undefined);
+    return result;
+  };
+}
+
+function toPg(statement: Statement<unknown>, timeoutMs: number | undefined): PgQuery {
+  return {
+    text: statement.sql,
+    values: [...statement.parameters],
+    ...(statement.name === undefined ? {} : { name: statement.name }),
+    ...(timeoutMs === undefined ? {} : { query_timeout: timeoutMs }),
+  };
+}
+
+/**
+ * BEGIN, the work's statements, COMMIT, on one client; BEGIN leaves with the work's first statements. A
+ * COMMIT that Postgres turns into a rollback (an earlier statement failed and the work swallowed it) is
+ * a failure, never a commit. Rolling back after a failure is the caller's.
+ */
+async function runTransaction<T>(
+  send: (query: PgQuery) => Promise<pg.QueryResult>,
+  work: (trx: Transaction) => Promise<T>,
+): Promise<T> {
+  let committed = false;
+  const commit = async (timeoutMs?: number): Promise<void> => {
+    committed = true;
+    const { command } = await send({
+      text: 'COMMIT',
+      ...(timeoutMs === undefined ? {} : { query_timeout: timeoutMs }),
+    });
+    if (command !== 'COMMIT') throw new Error(`transaction ended with ${command}, not COMMIT`);
+  };
+  const run = async <Row>(statement: Statement<Row>, timeoutMs?: number): Promise<Row[]> =>
+    (await send(toPg(statement, timeoutMs))).rows as Row[];
+  const [, result] = await Promise.all([
+    send({ text: 'BEGIN' }),
+    work({
+      run,
+      runAndCommit: async (statement, timeoutMs) =>
+        (await Promise.all([run(statement, timeoutMs), commit(timeoutMs)]))[0],
+    }),
+  ]);
+  if (!committed) await commit();
+  return result;
+}
+
+/**
+ * Runs work in one transaction on a client the caller holds (the relay's, which keeps its session lock).
+ * On failure the transaction is rolled back (as far as the connection still allows: a caller that keeps
+ * the client after an error must check it) and the error rethrown.
+ */
+export async function inTransaction<T>(client: pg.ClientBase, work: (trx: Transaction) => Promise<T>): Promise<T> {
+  const send = sender(client);
+  try {
+    return await runTransaction(send, work);
+  } catch (error) {
+    await send({ text: 'ROLLBACK' }).catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Transactions on connections of a pool (the recorder's). A connection whose statement failed at the
+ * connection level (lost, or unanswered past its timeout) is destroyed, not handed to the next one.
+ */
+export class PooledTransactions {
+  constructor(private readonly pool: pg.Pool) {}
+
+  transaction<T>(work: (trx: Transaction) => Promise<T>): Promise<T> {
+    return this.withClient(async (client, giveUp) => {
+      const send = sender(client);
+      try {
+        return await runTransaction(send, work);
+      } catch (error) {
+        if (breaksConnection(error)) giveUp(error);
+        else await send({ text: 'ROLLBACK' }).catch(giveUp);
+        throw error;
+      }
+    });
+  }
+
+  /** Work whose statements each commit on their own; `timeoutMs` bounds each statement. */
+  autocommit<T>(work: (run: AutocommitRun) => Promise<T>, timeoutMs?: number): Promise<T> {
+    return this.withClient(async (client, giveUp) => {
+      const send = sender(client);
+      try {
+        return await work(
+          async <Row>(statement: Statement<Row>) => (await send(toPg(statement, timeoutMs))).rows as Row[],
+        );
+      } catch (error) {
+        if (breaksConnection(error)) giveUp(error);
+        throw error;
+      }
+    });
+  }
+
+  /** Lends a client to work, which calls giveUp() when the connection must not be reused. */
+  private async withClient<T>(
+    work: (client: pg.PoolClient, giveUp: (error: unknown) => void) => Promise<T>,
+  ): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      return await work(client, (error) => (broken = error instanceof Error ? error : new Error(String(error))));
+    } finally {
+      client.release(broken ?? false);
+    }
+  }
+}
