@@ -46,59 +46,82 @@ export function brokerOutageScenario(report: RunReport): void {
     });
 
     for (const mode of ['reset', 'silent'] as const) {
-      h.check(`${mode}: every notification still gets 200 and readiness stays true while the broker is away`, async () => {
-        const sender = new Sender({
-          port: () => service.publicPort,
-          alive: () => service.running,
-          ledger,
-          stream,
-          workers: 6,
-          pauseMs: 15,
-          retryDelayMs: 300,
-          duplicateRate: 0.1,
-        }).start();
-        const firstAttempt = ledger.requests;
-        await sleep(1_000);
-        const from = Date.now();
-        if (mode === 'reset') proxy.reset();
-        else proxy.silent();
-        const readiness: number[] = [];
-        while (Date.now() - from < OUTAGE_MS) {
-          readiness.push((await getJson(service.adminPort, '/readyz').catch(() => ({ status: 0 }))).status);
-          await sleep(250);
-        }
-        const pendingDuring = (await counts(database.url)).pendingEvents;
-        proxy.pass();
-        outages.push({ from, to: Date.now() });
-        await sleep(1_000);
-        try {
-          await sender.finish(20_000);
-        } finally {
-          service.assertAlive();
-        }
-        const attempts = ledger.attempts.slice(firstAttempt);
-        h.figure(`${mode}: requests (200s)`, `${attempts.length} (${attempts.filter((a) => a.result.status === 200).length})`);
-        h.figure(`${mode}: events waiting in the outbox at the end of the outage`, pendingDuring);
-        expect(attempts.filter((a) => a.result.status !== 200).map((a) => `${a.result.status} ${a.result.error ?? a.result.body.slice(0, 80)}`)).toEqual([]);
-        expect([...new Set(readiness)]).toEqual([200]);
-        expect(pendingDuring).toBeGreaterThan(0);
-      });
+      h.check(
+        `${mode}: every notification still gets 200 and readiness stays true while the broker is away`,
+        async () => {
+          const sender = new Sender({
+            port: () => service.publicPort,
+            alive: () => service.running,
+            ledger,
+            stream,
+            workers: 6,
+            pauseMs: 15,
+            retryDelayMs: 300,
+            duplicateRate: 0.1,
+          }).start();
+          const firstAttempt = ledger.requests;
+          await sleep(1_000);
+          const from = Date.now();
+          if (mode === 'reset') proxy.reset();
+          else proxy.silent();
+          const readiness: number[] = [];
+          while (Date.now() - from < OUTAGE_MS) {
+            readiness.push((await getJson(service.adminPort, '/readyz').catch(() => ({ status: 0 }))).status);
+            await sleep(250);
+          }
+          const pendingDuring = (await counts(database.url)).pendingEvents;
+          proxy.pass();
+          outages.push({ from, to: Date.now() });
+          await sleep(1_000);
+          try {
+            await sender.finish(20_000);
+          } finally {
+            service.assertAlive();
+          }
+          const attempts = ledger.attempts.slice(firstAttempt);
+          h.figure(
+            `${mode}: requests (200s)`,
+            `${attempts.length} (${attempts.filter((a) => a.result.status === 200).length})`,
+          );
+          h.figure(`${mode}: events waiting in the outbox at the end of the outage`, pendingDuring);
+          expect(
+            attempts
+              .filter((a) => a.result.status !== 200)
+              .map((a) => `${a.result.status} ${a.result.error ?? a.result.body.slice(0, 80)}`),
+          ).toEqual([]);
+          expect([...new Set(readiness)]).toEqual([200]);
+          expect(pendingDuring).toBeGreaterThan(0);
+        },
+      );
     }
 
-    h.check('after recovery every committed event is published, exactly once per event id (repeats only with the same id)', async () => {
-      const drained = Date.now();
-      const events = await waitForEvents(database.url, consumer.messages, 45_000);
-      h.figure('events', `${events.outboxEvents} committed, ${events.distinctConsumed} consumed, ${events.redeliveries} redelivered with the same id`);
-      h.figure('drain after the last outage', seconds(Date.now() - (outages[outages.length - 1]?.to ?? drained)));
-      expect(events.problems).toEqual([]);
-      expect(events.pending).toBe(0);
-      expect(events.distinctConsumed).toBe(events.outboxEvents);
-    }, 60_000);
+    h.check(
+      'after recovery every committed event is published, exactly once per event id (repeats only with the same id)',
+      async () => {
+        const drained = Date.now();
+        const events = await waitForEvents(database.url, consumer.messages, 45_000);
+        h.figure(
+          'events',
+          `${events.outboxEvents} committed, ${events.distinctConsumed} consumed, ${events.redeliveries} redelivered with the same id`,
+        );
+        h.figure('drain after the last outage', seconds(Date.now() - (outages[outages.length - 1]?.to ?? drained)));
+        expect(events.problems).toEqual([]);
+        expect(events.pending).toBe(0);
+        expect(events.distinctConsumed).toBe(events.outboxEvents);
+      },
+      60_000,
+    );
 
     h.check('the relay saw the outage (connection failures counted) and holds a broker connection again', async () => {
-      await waitUntil('amqp_connection_up 1', async () => /^amqp_connection_up 1$/m.test(await service.metricsText()), 20_000);
+      await waitUntil(
+        'amqp_connection_up 1',
+        async () => /^amqp_connection_up 1$/m.test(await service.metricsText()),
+        20_000,
+      );
       const metrics = await service.metricsText();
-      const failures = [...metrics.matchAll(/^outbox_publish_failures_total\{reason="(\w+)"\} (\d+)/gm)].map((m) => `${m[1]}=${m[2]}`);
+      const failures = [...metrics.matchAll(/^outbox_publish_failures_total\{reason="(\w+)"\} (\d+)/gm)].map(
+        (m) => `${m[1]}=${m[2]}`,
+      );
       h.figure('publish failures counted', failures.join(', '));
       expect(metrics).toMatch(/^outbox_publish_failures_total\{reason="connection"\} [1-9]/m);
     });
@@ -110,7 +133,12 @@ export function brokerOutageScenario(report: RunReport): void {
         outageMs += to - from;
         attempts += service
           .jsonLogs()
-          .filter((l) => l.msg === 'broker unreachable; events wait in the outbox' && Date.parse(String(l.time)) >= from && Date.parse(String(l.time)) <= to).length;
+          .filter(
+            (l) =>
+              l.msg === 'broker unreachable; events wait in the outbox' &&
+              Date.parse(String(l.time)) >= from &&
+              Date.parse(String(l.time)) <= to,
+          ).length;
       }
       const perSecond = attempts / Math.max(1, outageMs / 1000);
       h.figure('broker reconnects per second of outage', perSecond.toFixed(1));
@@ -134,42 +162,69 @@ export function brokerOutageScenario(report: RunReport): void {
       expect(await service.stop()).toMatchObject({ code: 0, signal: null });
     });
 
-    h.check(`during a broker partition, SIGTERM still ends in exit code 0 within SHUTDOWN_TIMEOUT + ${EXIT_MARGIN_MS / 1000} s`, async () => {
-      service = await world.startService({
-        label: 'broker-outage-partition',
-        databaseUrl: database.url,
-        exchange,
-        env: { AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}`, SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` },
-      });
-      const partitionLedger = new Ledger();
-      const sender = new Sender({ port: () => service.publicPort, ledger: partitionLedger, stream, workers: 4, pauseMs: 10, retryDelayMs: 100_000 }).start();
-      try {
-        await sleep(1_000);
-        proxy.silent();
-        await sleep(500);
-        const term = Date.now();
-        service.kill('SIGTERM');
-        const exit = await service.waitExit(SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 10_000);
-        h.figure('SIGTERM during a broker partition', `exit code ${exit?.code ?? 'none'} after ${seconds((exit?.at ?? Date.now()) - term)}`);
-        expect({ code: exit?.code, signal: exit?.signal, withinBound: exit !== null && exit.at - term <= SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS }).toEqual({
-          code: 0,
-          signal: null,
-          withinBound: true,
+    h.check(
+      `during a broker partition, SIGTERM still ends in exit code 0 within SHUTDOWN_TIMEOUT + ${EXIT_MARGIN_MS / 1000} s`,
+      async () => {
+        service = await world.startService({
+          label: 'broker-outage-partition',
+          databaseUrl: database.url,
+          exchange,
+          env: { AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}`, SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` },
         });
-      } finally {
-        await sender.halt();
-        proxy.pass();
-        await service.stop();
-      }
-    }, SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 30_000);
+        const partitionLedger = new Ledger();
+        const sender = new Sender({
+          port: () => service.publicPort,
+          ledger: partitionLedger,
+          stream,
+          workers: 4,
+          pauseMs: 10,
+          retryDelayMs: 100_000,
+        }).start();
+        try {
+          await sleep(1_000);
+          proxy.silent();
+          await sleep(500);
+          const term = Date.now();
+          service.kill('SIGTERM');
+          const exit = await service.waitExit(SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 10_000);
+          h.figure(
+            'SIGTERM during a broker partition',
+            `exit code ${exit?.code ?? 'none'} after ${seconds((exit?.at ?? Date.now()) - term)}`,
+          );
+          expect({
+            code: exit?.code,
+            signal: exit?.signal,
+            withinBound: exit !== null && exit.at - term <= SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS,
+          }).toEqual({
+            code: 0,
+            signal: null,
+            withinBound: true,
+          });
+        } finally {
+          await sender.halt();
+          proxy.pass();
+          await service.stop();
+        }
+      },
+      SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 30_000,
+    );
 
-    h.check('after the partition heals, every committed event is published', async () => {
-      service = await world.startService({ label: 'broker-outage-drain', databaseUrl: database.url, exchange, env: { AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}` } });
-      const events = await waitForEvents(database.url, consumer.messages, 30_000);
-      expect(events.problems).toEqual([]);
-      expect(events.pending).toBe(0);
-      expect(await service.stop()).toMatchObject({ code: 0, signal: null });
-    }, 45_000);
+    h.check(
+      'after the partition heals, every committed event is published',
+      async () => {
+        service = await world.startService({
+          label: 'broker-outage-drain',
+          databaseUrl: database.url,
+          exchange,
+          env: { AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}` },
+        });
+        const events = await waitForEvents(database.url, consumer.messages, 30_000);
+        expect(events.problems).toEqual([]);
+        expect(events.pending).toBe(0);
+        expect(await service.stop()).toMatchObject({ code: 0, signal: null });
+      },
+      45_000,
+    );
 
     h.secretsCheck(() => services);
   });

@@ -6,7 +6,7 @@ import { harness, seconds } from '../support/scenario';
 import { NoteStream, Sender } from '../support/sender';
 import type { ServiceProcess } from '../support/serviceProcess';
 import { consistencyViolations, counts } from '../support/store';
-import { checkCommitted, waitForEvents } from '../support/traffic';
+import { checkCommitted } from '../support/traffic';
 import { ScenarioWorld } from '../support/world';
 
 /** The sender's patience: an answer must come before it, whatever the database does. */
@@ -114,7 +114,12 @@ export function databaseOutageScenario(report: RunReport): void {
       const probes: Array<{ status: number; end: number }> = [];
       const probe = (async () => {
         while (Date.now() - from < OUTAGE_MS - 200) {
-          const result = await send({ port: service.adminPort, method: 'GET', path: '/readyz', timeoutMs: READINESS_TIMEOUT_MS });
+          const result = await send({
+            port: service.adminPort,
+            method: 'GET',
+            path: '/readyz',
+            timeoutMs: READINESS_TIMEOUT_MS,
+          });
           probes.push({ status: result.status, end: Date.now() });
           await sleep(200);
         }
@@ -135,21 +140,30 @@ export function databaseOutageScenario(report: RunReport): void {
       const attempts = ledger.attempts.slice(firstAttempt);
       const during = attempts.filter((a) => a.result.startedAt >= from && a.result.startedAt < to);
       const refused = attempts.filter((a) => a.result.status === 503);
-      const firstOkAfter = attempts.filter((a) => a.result.status === 200 && a.result.startedAt >= to).map((a) => a.result.startedAt + a.result.ms);
+      const firstOkAfter = attempts
+        .filter((a) => a.result.status === 200 && a.result.startedAt >= to)
+        .map((a) => a.result.startedAt + a.result.ms);
       h.figure(`${mode}: requests (during the outage)`, `${attempts.length} (${during.length})`);
       h.figure(`${mode}: 503s`, refused.length);
       h.figure(`${mode}: max latency`, seconds(Math.max(0, ...attempts.map((a) => a.result.ms))));
-      h.figure(`${mode}: first 200 after it healed`, firstOkAfter.length > 0 ? seconds(Math.min(...firstOkAfter) - to) : 'none');
+      h.figure(
+        `${mode}: first 200 after it healed`,
+        firstOkAfter.length > 0 ? seconds(Math.min(...firstOkAfter) - to) : 'none',
+      );
       h.figure(`${mode}: readiness during the outage`, [...new Set(readiness)].join('/'));
 
       expect(during.length).toBeGreaterThan(0);
       expect(refused.length).toBeGreaterThan(0);
       const wrong = attempts.filter((a) => a.result.status !== 200 && a.result.status !== 503);
-      expect(wrong.map((a) => `${a.result.status} ${a.result.error ?? a.result.body.slice(0, 100)} after ${a.result.ms} ms`)).toEqual([]);
+      expect(
+        wrong.map((a) => `${a.result.status} ${a.result.error ?? a.result.body.slice(0, 100)} after ${a.result.ms} ms`),
+      ).toEqual([]);
       for (const a of refused) {
         expect(a.result.headers['retry-after']).toMatch(/^\d+$/);
         // README: 503 when the database cannot take the write now (unavailable, or the recorder is saturated).
-        expect(JSON.parse(a.result.body)).toEqual({ error: { code: expect.stringMatching(/^(database_unavailable|overloaded)$/), message: expect.any(String) } });
+        expect(JSON.parse(a.result.body)).toEqual({
+          error: { code: expect.stringMatching(/^(database_unavailable|overloaded)$/), message: expect.any(String) },
+        });
       }
       const slow = attempts.filter((a) => a.result.ms >= PATIENCE_MS);
       expect(slow.map((a) => `${a.result.status} after ${a.result.ms} ms`)).toEqual([]);
@@ -159,47 +173,53 @@ export function databaseOutageScenario(report: RunReport): void {
       expect(sender.notAccepted()).toEqual([]);
     }
 
-    h.check('the outbox relay retries the database at a bounded rate while it is unreachable (no busy loop)', async () => {
-      // The relay polls every second when idle; a reconnect loop without a pause shows as a log flood.
-      let attempts = 0;
-      let outageMs = 0;
-      for (const { from, to } of outages) {
-        outageMs += to - from;
-        for (const s of services) {
-          attempts += s
-            .jsonLogs()
-            .filter((l) => l.msg === 'outbox relay lost its database connection' && Date.parse(String(l.time)) >= from && Date.parse(String(l.time)) <= to).length;
+    h.check(
+      'the outbox relay retries the database at a bounded rate while it is unreachable (no busy loop)',
+      async () => {
+        // The relay polls every second when idle; a reconnect loop without a pause shows as a log flood.
+        let attempts = 0;
+        let outageMs = 0;
+        for (const { from, to } of outages) {
+          outageMs += to - from;
+          for (const s of services) {
+            attempts += s
+              .jsonLogs()
+              .filter(
+                (l) =>
+                  l.msg === 'outbox relay lost its database connection' &&
+                  Date.parse(String(l.time)) >= from &&
+                  Date.parse(String(l.time)) <= to,
+              ).length;
+          }
         }
-      }
-      const perSecond = attempts / Math.max(1, outageMs / 1000);
-      h.figure('relay reconnects per second of outage', perSecond.toFixed(1));
-      expect(outages.length).toBeGreaterThan(0);
-      expect(perSecond).toBeLessThanOrEqual(5);
-    });
+        const perSecond = attempts / Math.max(1, outageMs / 1000);
+        h.figure('relay reconnects per second of outage', perSecond.toFixed(1));
+        expect(outages.length).toBeGreaterThan(0);
+        expect(perSecond).toBeLessThanOrEqual(5);
+      },
+    );
 
-    h.check('no 200 without a commit; nothing half-written; every refused delivery is absent or was accepted later', async () => {
-      const committed = await checkCommitted(database.url, ledger);
-      const stored = await counts(database.url);
-      h.figure('requests', ledger.requests);
-      h.figure('200s', ledger.ok);
-      h.figure('503s', ledger.unavailable);
-      h.figure('unanswered', ledger.unanswered);
-      h.figure('rows', `${stored.notifications} notifications, ${stored.deliveries} deliveries`);
-      h.figure('503s whose write was committed anyway', committed.storedWithoutOk);
-      h.figure('max latency', seconds(ledger.maxLatencyMs()));
-      h.figure('crashes', crashes.length === 0 ? 'none' : crashes.join(' / '));
-      expect(committed.okButMissing).toEqual([]);
-      expect(committed.unexplained).toEqual([]);
-      expect(await consistencyViolations(database.url)).toEqual([]);
-      expect(stored.deliveries).toBe(ledger.ok + committed.storedWithoutOk);
-    });
+    h.check(
+      'no 200 without a commit; nothing half-written; every refused delivery is absent or was accepted later',
+      async () => {
+        const committed = await checkCommitted(database.url, ledger);
+        const stored = await counts(database.url);
+        h.trafficFigures(ledger, stored);
+        h.figure('503s whose write was committed anyway', committed.storedWithoutOk);
+        h.figure('max latency', seconds(ledger.maxLatencyMs()));
+        h.figure('crashes', crashes.length === 0 ? 'none' : crashes.join(' / '));
+        expect(committed.okButMissing).toEqual([]);
+        expect(committed.unexplained).toEqual([]);
+        expect(await consistencyViolations(database.url)).toEqual([]);
+        expect(stored.deliveries).toBe(ledger.ok + committed.storedWithoutOk);
+      },
+    );
 
-    h.check('every committed event is published once the database is back', async () => {
-      const events = await waitForEvents(database.url, consumer.messages, 30_000);
-      h.figure('events', `${events.outboxEvents} committed, ${events.distinctConsumed} consumed (${events.redeliveries} redelivered with the same id)`);
-      expect(events.problems).toEqual([]);
-      expect(events.pending).toBe(0);
-    });
+    h.eventsCheck(
+      'every committed event is published once the database is back',
+      database.url,
+      () => consumer.messages,
+    );
 
     h.check('stops cleanly (SIGTERM, exit code 0)', async () => {
       const exit = await service.stop();

@@ -4,7 +4,7 @@ import type { TestDatabase } from '../../support/database';
 import type { RunReport, ScenarioDefinition } from '../report';
 import { FaultProxy } from '../../support/faultProxy';
 import { pool, postNotification, send, sleep } from '../support/http';
-import { harness, seconds } from '../support/scenario';
+import { harness, percentile, seconds } from '../support/scenario';
 import { RssSampler, ServiceProcess } from '../support/serviceProcess';
 import { consistencyViolations, counts, scenarioDatabase, sql } from '../support/store';
 import { cardLifecycles, checkCommitted, Ledger, shuffle, waitForEvents, type Note } from '../support/traffic';
@@ -33,7 +33,15 @@ interface Variant {
 }
 
 const VARIANTS: Variant[] = [
-  { name: 'default configuration', concurrency: 300, databaseTimeoutMs: 3_000, databaseLatencyMs: 0, env: {}, mustShed: false, retryAll: true },
+  {
+    name: 'default configuration',
+    concurrency: 300,
+    databaseTimeoutMs: 3_000,
+    databaseLatencyMs: 0,
+    env: {},
+    mustShed: false,
+    retryAll: true,
+  },
   {
     // Saturated: more requests in flight than the recorder can commit within DATABASE_TIMEOUT, so the
     // queue's tail must be refused. (A batch costs two round trips to Postgres; at 25 ms each way and
@@ -69,12 +77,6 @@ export const FLOOD: ScenarioDefinition = {
     '/livez probed every 250 ms; then (but for the slow database) the refused ones sent again, 20 at a time, until accepted.',
 };
 
-function percentile(values: number[], p: number): number {
-  if (values.length === 0) return 0;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
-
 export function floodScenario(report: RunReport): void {
   const h = harness(report, FLOOD);
   describe(`${FLOOD.id}. ${FLOOD.title}`, () => {
@@ -82,7 +84,17 @@ export function floodScenario(report: RunReport): void {
     const databases: TestDatabase[] = [];
     const consumers: EventConsumer[] = [];
     const proxies: FaultProxy[] = [];
-    const total = { requests: 0, ok: 0, unavailable: 0, maxLatency: 0, peakMb: 0, notifications: 0, deliveries: 0, events: 0, consumed: 0 };
+    const total = {
+      requests: 0,
+      ok: 0,
+      unavailable: 0,
+      maxLatency: 0,
+      peakMb: 0,
+      notifications: 0,
+      deliveries: 0,
+      events: 0,
+      consumed: 0,
+    };
 
     afterAll(async () => {
       for (const s of services) await s.stop();
@@ -120,14 +132,18 @@ export function floodScenario(report: RunReport): void {
           lifecycles = cardLifecycles(`FL${index}`, ORDERS);
 
           const baselineMb = Math.round((service.rssKb() ?? 0) / 1024);
-          const requests: Note[] = shuffle(Array.from({ length: REQUESTS }, (_, i) => lifecycles.notes[i % lifecycles.notes.length] as Note));
+          const requests: Note[] = shuffle(
+            Array.from({ length: REQUESTS }, (_, i) => lifecycles.notes[i % lifecycles.notes.length] as Note),
+          );
           const agent = new http.Agent({ keepAlive: true, maxSockets: variant.concurrency });
           const rss = new RssSampler(service, 100).start();
           const livez: number[] = [];
           let flooding = true;
           const probe = (async () => {
             while (flooding) {
-              livez.push((await send({ port: service.adminPort, method: 'GET', path: '/livez', timeoutMs: 10_000 })).ms);
+              livez.push(
+                (await send({ port: service.adminPort, method: 'GET', path: '/livez', timeoutMs: 10_000 })).ms,
+              );
               await sleep(250);
             }
           })();
@@ -144,17 +160,35 @@ export function floodScenario(report: RunReport): void {
           total.peakMb = Math.max(total.peakMb, peakMb);
 
           const latencies = flood.attempts.map((a) => a.result.ms);
-          h.figure(`${tag}: flood`, `${REQUESTS} requests in ${seconds(elapsed)} (${Math.round(REQUESTS / (elapsed / 1000))} req/s)`);
-          h.figure(`${tag}: answers`, Object.entries(flood.statuses()).map(([k, v]) => `${k} x${v}`).join(', '));
-          h.figure(`${tag}: latency p50/p99/max`, `${seconds(percentile(latencies, 50))} / ${seconds(percentile(latencies, 99))} / ${seconds(Math.max(...latencies))}`);
+          h.figure(
+            `${tag}: flood`,
+            `${REQUESTS} requests in ${seconds(elapsed)} (${Math.round(REQUESTS / (elapsed / 1000))} req/s)`,
+          );
+          h.figure(
+            `${tag}: answers`,
+            Object.entries(flood.statuses())
+              .map(([k, v]) => `${k} x${v}`)
+              .join(', '),
+          );
+          h.figure(
+            `${tag}: latency p50/p99/max`,
+            `${seconds(percentile(latencies, 50))} / ${seconds(percentile(latencies, 99))} / ${seconds(Math.max(...latencies))}`,
+          );
           h.figure(`${tag}: peak RSS`, `${peakMb} MB (${baselineMb} MB before; ${rss.samples} samples)`);
           h.figure(`${tag}: /livez during the flood (max)`, seconds(Math.max(0, ...livez)));
 
           service.assertAlive();
           const wrong = flood.attempts.filter((a) => a.result.status !== 200 && a.result.status !== 503);
-          expect(wrong.slice(0, 5).map((a) => `${a.result.status} ${a.result.error ?? a.result.body.slice(0, 100)} after ${a.result.ms} ms`)).toEqual([]);
+          expect(
+            wrong
+              .slice(0, 5)
+              .map(
+                (a) => `${a.result.status} ${a.result.error ?? a.result.body.slice(0, 100)} after ${a.result.ms} ms`,
+              ),
+          ).toEqual([]);
           expect(wrong).toHaveLength(0);
-          for (const a of flood.attempts.filter((x) => x.result.status === 503)) expect(a.result.headers['retry-after']).toMatch(/^\d+$/);
+          for (const a of flood.attempts.filter((x) => x.result.status === 503))
+            expect(a.result.headers['retry-after']).toMatch(/^\d+$/);
           expect(Math.max(...latencies)).toBeLessThanOrEqual(bound);
           expect(peakMb).toBeLessThanOrEqual(RSS_BOUND_MB);
           if (variant.mustShed) expect(flood.unavailable).toBeGreaterThan(0);
@@ -162,55 +196,74 @@ export function floodScenario(report: RunReport): void {
         120_000,
       );
 
-      h.check(`${variant.name}: ${variant.retryAll ? 'the refused deliveries sent again are accepted; ' : ''}every 200 is committed and no 503 wrote anything`, async () => {
-        service.assertAlive();
-        const retryUntil = Date.now() + 45_000;
-        for (let round = 0; variant.retryAll && round < 30 && Date.now() < retryUntil; round += 1) {
-          const missing = ledger.notAccepted(lifecycles.notes);
-          if (missing.length === 0) break;
-          await pool(missing, 20, async (note) => {
-            ledger.add(note, await postNotification(service.publicPort, note.body, { timeoutMs: 30_000 }));
+      h.check(
+        `${variant.name}: ${variant.retryAll ? 'the refused deliveries sent again are accepted; ' : ''}every 200 is committed and no 503 wrote anything`,
+        async () => {
+          service.assertAlive();
+          const retryUntil = Date.now() + 45_000;
+          for (let round = 0; variant.retryAll && round < 30 && Date.now() < retryUntil; round += 1) {
+            const missing = ledger.notAccepted(lifecycles.notes);
+            if (missing.length === 0) break;
+            await pool(missing, 20, async (note) => {
+              ledger.add(note, await postNotification(service.publicPort, note.body, { timeoutMs: 30_000 }));
+            });
+            await sleep(300);
+          }
+          const committed = await checkCommitted(database.url, ledger);
+          const stored = await counts(database.url);
+          total.requests += ledger.requests;
+          total.ok += ledger.ok;
+          total.unavailable += ledger.unavailable;
+          total.maxLatency = Math.max(total.maxLatency, ledger.maxLatencyMs());
+          h.figure('requests', total.requests);
+          h.figure('200s', total.ok);
+          h.figure('503s', total.unavailable);
+          h.figure('max latency', seconds(total.maxLatency));
+          h.figure('peak RSS', `${total.peakMb} MB`);
+          total.notifications += stored.notifications;
+          total.deliveries += stored.deliveries;
+          h.figure('rows', `${total.notifications} notifications, ${total.deliveries} deliveries`);
+          h.figure(`${tag}: 503s whose write was committed anyway`, committed.storedWithoutOk);
+          expect(committed.okButMissing).toEqual([]);
+          expect(committed.unexplained).toEqual([]);
+          expect(await consistencyViolations(database.url)).toEqual([]);
+          // README: 503 means "nothing was written".
+          expect({ '503 answers whose delivery was committed anyway': committed.storedWithoutOk }).toEqual({
+            '503 answers whose delivery was committed anyway': 0,
           });
-          await sleep(300);
-        }
-        const committed = await checkCommitted(database.url, ledger);
-        const stored = await counts(database.url);
-        total.requests += ledger.requests;
-        total.ok += ledger.ok;
-        total.unavailable += ledger.unavailable;
-        total.maxLatency = Math.max(total.maxLatency, ledger.maxLatencyMs());
-        h.figure('requests', total.requests);
-        h.figure('200s', total.ok);
-        h.figure('503s', total.unavailable);
-        h.figure('max latency', seconds(total.maxLatency));
-        h.figure('peak RSS', `${total.peakMb} MB`);
-        total.notifications += stored.notifications;
-        total.deliveries += stored.deliveries;
-        h.figure('rows', `${total.notifications} notifications, ${total.deliveries} deliveries`);
-        h.figure(`${tag}: 503s whose write was committed anyway`, committed.storedWithoutOk);
-        expect(committed.okButMissing).toEqual([]);
-        expect(committed.unexplained).toEqual([]);
-        expect(await consistencyViolations(database.url)).toEqual([]);
-        // README: 503 means "nothing was written".
-        expect({ '503 answers whose delivery was committed anyway': committed.storedWithoutOk }).toEqual({ '503 answers whose delivery was committed anyway': 0 });
-        expect({ 'deliveries stored': stored.deliveries }).toEqual({ 'deliveries stored': ledger.ok });
-        if (variant.retryAll) expect(ledger.notAccepted(lifecycles.notes)).toEqual([]);
-      }, 90_000);
+          expect({ 'deliveries stored': stored.deliveries }).toEqual({ 'deliveries stored': ledger.ok });
+          if (variant.retryAll) expect(ledger.notAccepted(lifecycles.notes)).toEqual([]);
+        },
+        90_000,
+      );
 
-      h.check(`${variant.name}: ${variant.retryAll ? 'the projections end as the lifecycles say and ' : ''}every committed event is published`, async () => {
-        const events = await waitForEvents(database.url, consumer.messages, 45_000);
-        total.events += events.outboxEvents;
-        total.consumed += events.distinctConsumed;
-        h.figure('events', `${total.events} committed, ${total.consumed} consumed`);
-        h.figure(`${tag}: events`, `${events.outboxEvents} committed, ${events.distinctConsumed} consumed, ${events.redeliveries} redelivered with the same id`);
-        expect(events.problems).toEqual([]);
-        expect(events.pending).toBe(0);
-        if (!variant.retryAll) return;
-        const orders = await sql<{ status: string; n: string }>(database.url, 'SELECT status, count(*) AS n FROM orders GROUP BY status');
-        const refunds = await sql<{ status: string; n: string }>(database.url, 'SELECT status, count(*) AS n FROM refunds GROUP BY status');
-        expect(orders.map((r) => [r.status, Number(r.n)])).toEqual([['COMPLETED', ORDERS]]);
-        expect(refunds.map((r) => [r.status, Number(r.n)])).toEqual([['FINALIZED', lifecycles.refundIds.length]]);
-      }, 60_000);
+      h.check(
+        `${variant.name}: ${variant.retryAll ? 'the projections end as the lifecycles say and ' : ''}every committed event is published`,
+        async () => {
+          const events = await waitForEvents(database.url, consumer.messages, 45_000);
+          total.events += events.outboxEvents;
+          total.consumed += events.distinctConsumed;
+          h.figure('events', `${total.events} committed, ${total.consumed} consumed`);
+          h.figure(
+            `${tag}: events`,
+            `${events.outboxEvents} committed, ${events.distinctConsumed} consumed, ${events.redeliveries} redelivered with the same id`,
+          );
+          expect(events.problems).toEqual([]);
+          expect(events.pending).toBe(0);
+          if (!variant.retryAll) return;
+          const orders = await sql<{ status: string; n: string }>(
+            database.url,
+            'SELECT status, count(*) AS n FROM orders GROUP BY status',
+          );
+          const refunds = await sql<{ status: string; n: string }>(
+            database.url,
+            'SELECT status, count(*) AS n FROM refunds GROUP BY status',
+          );
+          expect(orders.map((r) => [r.status, Number(r.n)])).toEqual([['COMPLETED', ORDERS]]);
+          expect(refunds.map((r) => [r.status, Number(r.n)])).toEqual([['FINALIZED', lifecycles.refundIds.length]]);
+        },
+        60_000,
+      );
 
       h.check(`${variant.name}: stops cleanly (SIGTERM, exit code 0)`, async () => {
         expect(await service.stop()).toMatchObject({ code: 0, signal: null });

@@ -1,7 +1,17 @@
 import { EventConsumer } from '../../support/broker';
 import type { RunReport, ScenarioDefinition } from '../report';
 import { FaultProxy } from '../../support/faultProxy';
-import { holdRequest, notificationHeaders, portAccepts, send, sleep, waitUntil, type HeldRequest, type HttpResult } from '../support/http';
+import {
+  holdRequest,
+  notificationHeaders,
+  portAccepts,
+  send,
+  sleep,
+  summarizeAnswers,
+  waitUntil,
+  type HeldRequest,
+  type HttpResult,
+} from '../support/http';
 import { harness, seconds } from '../support/scenario';
 import { NoteStream, Sender } from '../support/sender';
 import type { ServiceProcess } from '../support/serviceProcess';
@@ -45,151 +55,225 @@ export function gracefulStopScenario(report: RunReport): void {
 
     h.check('starts', async () => {
       consumer = world.keep(await new EventConsumer(exchange).start());
-      service = await world.startService({ label: 'graceful-stop-1', databaseUrl: database.url, exchange, env: { SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` } });
+      service = await world.startService({
+        label: 'graceful-stop-1',
+        databaseUrl: database.url,
+        exchange,
+        env: { SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` },
+      });
     });
 
-    h.check('on SIGTERM readiness turns false first, new connections are refused, and the requests already in flight are answered 200', async () => {
-      sender = new Sender({ port: () => service.publicPort, ledger, stream, workers: 4, pauseMs: 10, retryDelayMs: 100_000 }).start();
-      await sleep(1_000);
-      for (let i = 0; i < HELD; i += 1) {
-        const note = stream.next();
-        held.push({ note, request: holdRequest(service.publicPort, note.body, notificationHeaders(note.body)) });
-      }
-      stuckNote = stream.next();
-      stuck = holdRequest(service.publicPort, stuckNote.body, notificationHeaders(stuckNote.body));
-      await sleep(500);
+    h.check(
+      'on SIGTERM readiness turns false first, new connections are refused, and the requests already in flight are answered 200',
+      async () => {
+        sender = new Sender({
+          port: () => service.publicPort,
+          ledger,
+          stream,
+          workers: 4,
+          pauseMs: 10,
+          retryDelayMs: 100_000,
+        }).start();
+        await sleep(1_000);
+        for (let i = 0; i < HELD; i += 1) {
+          const note = stream.next();
+          held.push({ note, request: holdRequest(service.publicPort, note.body, notificationHeaders(note.body)) });
+        }
+        stuckNote = stream.next();
+        stuck = holdRequest(service.publicPort, stuckNote.body, notificationHeaders(stuckNote.body));
+        await sleep(500);
 
-      termAt = Date.now();
-      service.kill('SIGTERM');
-      readinessOffMs = await waitUntil(
-        'readiness false after SIGTERM',
-        async () => (await send({ port: service.adminPort, method: 'GET', path: '/readyz', timeoutMs: 2_000 })).status === 503,
-        3_000,
-        20,
-      );
-      refusedNew = !(await portAccepts(service.publicPort));
-      // Readiness was already false while these requests were still being read.
-      for (const x of held) x.request.complete();
-      for (const x of held) x.result = await x.request.result;
-      await sender.halt();
+        termAt = Date.now();
+        service.kill('SIGTERM');
+        readinessOffMs = await waitUntil(
+          'readiness false after SIGTERM',
+          async () =>
+            (await send({ port: service.adminPort, method: 'GET', path: '/readyz', timeoutMs: 2_000 })).status === 503,
+          3_000,
+          20,
+        );
+        refusedNew = !(await portAccepts(service.publicPort));
+        // Readiness was already false while these requests were still being read.
+        for (const x of held) x.request.complete();
+        for (const x of held) x.result = await x.request.result;
+        await sender.halt();
 
-      h.figure('readiness false after SIGTERM', seconds(readinessOffMs));
-      expect(refusedNew).toBe(true);
-      expect(held.map((x) => x.result?.status)).toEqual(held.map(() => 200));
-    });
+        h.figure('readiness false after SIGTERM', seconds(readinessOffMs));
+        expect(refusedNew).toBe(true);
+        expect(held.map((x) => x.result?.status)).toEqual(held.map(() => 200));
+      },
+    );
 
-    h.check(`the process exits with code 0 within SHUTDOWN_TIMEOUT + ${EXIT_MARGIN_MS / 1000} s, cutting the request that never completed`, async () => {
-      const exit = await service.waitExit(SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 5_000);
-      exitMs = (exit?.at ?? Date.now()) - termAt;
-      h.figure('exit after SIGTERM', `${seconds(exitMs)} (code ${exit?.code ?? 'none'})`);
-      const stuckResult = await stuck.result;
-      h.figure('never-completed request', stuckResult.status === 0 ? `connection closed (${stuckResult.error})` : `answered ${stuckResult.status}`);
-      expect(exit).toMatchObject({ code: 0, signal: null });
-      expect(exitMs).toBeLessThanOrEqual(SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS);
-      expect(stuckResult.status).not.toBe(200);
-    }, SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 10_000);
+    h.check(
+      `the process exits with code 0 within SHUTDOWN_TIMEOUT + ${EXIT_MARGIN_MS / 1000} s, cutting the request that never completed`,
+      async () => {
+        const exit = await service.waitExit(SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 5_000);
+        exitMs = (exit?.at ?? Date.now()) - termAt;
+        h.figure('exit after SIGTERM', `${seconds(exitMs)} (code ${exit?.code ?? 'none'})`);
+        const stuckResult = await stuck.result;
+        h.figure(
+          'never-completed request',
+          stuckResult.status === 0 ? `connection closed (${stuckResult.error})` : `answered ${stuckResult.status}`,
+        );
+        expect(exit).toMatchObject({ code: 0, signal: null });
+        expect(exitMs).toBeLessThanOrEqual(SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS);
+        expect(stuckResult.status).not.toBe(200);
+      },
+      SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 10_000,
+    );
 
-    h.check('the shutdown ran in the documented order: readiness off, requests drained, relay stopped after its batch, then stopped', async () => {
-      const logs = service.jsonLogs().filter((l) => typeof l.time === 'string' && Date.parse(l.time as string) >= termAt - 10);
-      const index = (msg: string): number => logs.findIndex((l) => l.msg === msg);
-      const signal = index('signal received');
-      const stopping = index('stopping: readiness off, draining requests');
-      const relayOff = logs.findIndex((l) => l.msg === 'outbox relay is standing by');
-      const stopped = index('stopped');
-      h.figure('shutdown log order', `signal ${signal}, readiness off ${stopping}, relay off ${relayOff}, stopped ${stopped}`);
-      expect(signal).toBeGreaterThanOrEqual(0);
-      expect(stopping).toBeGreaterThan(signal);
-      expect(relayOff).toBeGreaterThan(stopping);
-      expect(stopped).toBeGreaterThan(relayOff);
-    });
+    h.check(
+      'the shutdown ran in the documented order: readiness off, requests drained, relay stopped after its batch, then stopped',
+      async () => {
+        const logs = service.jsonLogs().filter((l) => typeof l.time === 'string' && Date.parse(l.time) >= termAt - 10);
+        const index = (msg: string): number => logs.findIndex((l) => l.msg === msg);
+        const signal = index('signal received');
+        const stopping = index('stopping: readiness off, draining requests');
+        const relayOff = logs.findIndex((l) => l.msg === 'outbox relay is standing by');
+        const stopped = index('stopped');
+        h.figure(
+          'shutdown log order',
+          `signal ${signal}, readiness off ${stopping}, relay off ${relayOff}, stopped ${stopped}`,
+        );
+        if (!(signal < stopping && stopping < relayOff && relayOff < stopped))
+          h.figure('shutdown log', logs.map((l) => String(l.msg)).join(' | '));
+        expect(signal).toBeGreaterThanOrEqual(0);
+        expect(stopping).toBeGreaterThan(signal);
+        expect(relayOff).toBeGreaterThan(stopping);
+        expect(stopped).toBeGreaterThan(relayOff);
+      },
+    );
 
-    h.check('every 200 was committed; deliveries sent well before SIGTERM were all answered; the unfinished one left nothing', async () => {
-      for (const x of held) if (x.result) ledger.add(x.note, x.result);
-      const committed = await checkCommitted(database.url, ledger);
-      const stored = await counts(database.url);
-      const cut = ledger.attempts.filter((a) => a.result.status === 0 && a.result.sentAt !== null && a.result.sentAt < termAt - 1_000);
-      const afterTerm = ledger.attempts.filter((a) => a.result.startedAt >= termAt);
-      h.figure('requests', ledger.requests);
-      h.figure('200s', ledger.ok);
-      h.figure('unanswered', `${ledger.unanswered} (all sent after SIGTERM or within 1 s of it: ${cut.length === 0 ? 'yes' : 'no'})`);
-      h.figure('sender after SIGTERM', summarize(afterTerm.map((a) => a.result)));
-      h.figure('rows', `${stored.notifications} notifications, ${stored.deliveries} deliveries`);
-      h.figure('max latency', seconds(ledger.maxLatencyMs((a) => a.result.status !== 0)));
-      expect(committed.okButMissing).toEqual([]);
-      expect(committed.unexplained).toEqual([]);
-      expect(cut.map((a) => `${a.result.error} sent ${termAt - (a.result.sentAt ?? 0)} ms before SIGTERM`)).toEqual([]);
-      expect((await meanings(database.url)).has(stuckNote.meaning)).toBe(false);
-      expect(await consistencyViolations(database.url)).toEqual([]);
-    });
+    h.check(
+      'every 200 was committed; deliveries sent well before SIGTERM were all answered; the unfinished one left nothing',
+      async () => {
+        for (const x of held) if (x.result) ledger.add(x.note, x.result);
+        const committed = await checkCommitted(database.url, ledger);
+        const stored = await counts(database.url);
+        const cut = ledger.attempts.filter(
+          (a) => a.result.status === 0 && a.result.sentAt !== null && a.result.sentAt < termAt - 1_000,
+        );
+        const afterTerm = ledger.attempts.filter((a) => a.result.startedAt >= termAt);
+        h.figure('requests', ledger.requests);
+        h.figure('200s', ledger.ok);
+        h.figure(
+          'unanswered',
+          `${ledger.unanswered} (all sent after SIGTERM or within 1 s of it: ${cut.length === 0 ? 'yes' : 'no'})`,
+        );
+        h.figure('sender after SIGTERM', summarizeAnswers(afterTerm.map((a) => a.result)));
+        h.figure('rows', `${stored.notifications} notifications, ${stored.deliveries} deliveries`);
+        h.figure('max latency', seconds(ledger.maxLatencyMs((a) => a.result.status !== 0)));
+        expect(committed.okButMissing).toEqual([]);
+        expect(committed.unexplained).toEqual([]);
+        expect(cut.map((a) => `${a.result.error} sent ${termAt - (a.result.sentAt ?? 0)} ms before SIGTERM`)).toEqual(
+          [],
+        );
+        expect((await meanings(database.url)).has(stuckNote.meaning)).toBe(false);
+        expect(await consistencyViolations(database.url)).toEqual([]);
+      },
+    );
 
-    h.check('the relay left no batch half-done: the events marked published are exactly those the consumer received', async () => {
-      const published = new Set((await outbox(database.url)).filter((r) => r.published).map((r) => r.id));
-      await waitUntil('the consumer has every published event', () => {
+    h.check(
+      'the relay left no batch half-done: the events marked published are exactly those the consumer received',
+      async () => {
+        const published = new Set((await outbox(database.url)).filter((r) => r.published).map((r) => r.id));
+        await waitUntil(
+          'the consumer has every published event',
+          () => {
+            const seen = new Set(consumer.bodies<{ id: string }>().map((b) => b.id));
+            return [...published].every((id) => seen.has(id));
+          },
+          10_000,
+        ).catch(() => 0);
+        await sleep(300);
         const seen = new Set(consumer.bodies<{ id: string }>().map((b) => b.id));
-        return [...published].every((id) => seen.has(id));
-      }, 10_000).catch(() => 0);
-      await sleep(300);
-      const seen = new Set(consumer.bodies<{ id: string }>().map((b) => b.id));
-      h.figure('events at exit', `${published.size} published, ${(await counts(database.url)).pendingEvents} left for the next start`);
-      expect([...published].filter((id) => !seen.has(id))).toEqual([]);
-      expect([...seen].filter((id) => !published.has(id))).toEqual([]);
-    });
+        h.figure(
+          'events at exit',
+          `${published.size} published, ${(await counts(database.url)).pendingEvents} left for the next start`,
+        );
+        expect([...published].filter((id) => !seen.has(id))).toEqual([]);
+        expect([...seen].filter((id) => !published.has(id))).toEqual([]);
+      },
+    );
 
-    h.check('started again on the same database, the events left behind are published and a stop without load is quick', async () => {
-      service = await world.startService({ label: 'graceful-stop-2', databaseUrl: database.url, exchange, env: { SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` } });
-      const events = await waitForEvents(database.url, consumer.messages, 30_000);
-      h.figure('events', `${events.outboxEvents} committed, ${events.distinctConsumed} consumed, ${events.redeliveries} redelivered with the same id`);
-      expect(events.problems).toEqual([]);
-      expect(events.pending).toBe(0);
-      const started = Date.now();
-      const exit = await service.stop();
-      h.figure('idle stop', seconds(Date.now() - started));
-      expect(exit).toMatchObject({ code: 0, signal: null });
-      expect((await checkEvents(database.url, consumer.messages)).problems).toEqual([]);
-    }, 45_000);
-
-    h.check(`during a database partition, SIGTERM still ends in exit code 0 within SHUTDOWN_TIMEOUT + ${EXIT_MARGIN_MS / 1000} s and in-flight requests are answered`, async () => {
-      const proxy = await new FaultProxy(5432).start();
-      try {
+    h.check(
+      'started again on the same database, the events left behind are published and a stop without load is quick',
+      async () => {
         service = await world.startService({
-          label: 'graceful-stop-partition',
-          databaseUrl: `postgres://postgres@127.0.0.1:${proxy.port}/${database.name}`,
+          label: 'graceful-stop-2',
+          databaseUrl: database.url,
           exchange,
           env: { SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` },
         });
-        const partitionLedger = new Ledger();
-        const partitionSender = new Sender({ port: () => service.publicPort, ledger: partitionLedger, stream, workers: 4, pauseMs: 10, retryDelayMs: 100_000 }).start();
-        await sleep(1_000);
-        proxy.silent();
-        await sleep(500);
-        const term = Date.now();
-        service.kill('SIGTERM');
-        const exit = await service.waitExit(SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 10_000);
-        await partitionSender.halt();
-        const inFlight = partitionLedger.attempts.filter((a) => a.result.startedAt < term && a.result.startedAt + a.result.ms > term);
-        h.figure('SIGTERM during a database partition', `exit code ${exit?.code ?? 'none'} after ${seconds((exit?.at ?? Date.now()) - term)}; in-flight requests: ${summarize(inFlight.map((a) => a.result))}`);
-        expect(inFlight.filter((a) => a.result.status === 0).map((a) => a.result.error)).toEqual([]);
-        expect({ code: exit?.code, signal: exit?.signal, withinBound: exit !== null && exit.at - term <= SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS }).toEqual({
-          code: 0,
-          signal: null,
-          withinBound: true,
-        });
-      } finally {
-        proxy.pass();
-        await service.stop();
-        await proxy.stop();
-      }
-    }, SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 30_000);
+        const events = await waitForEvents(database.url, consumer.messages, 30_000);
+        h.figure(
+          'events',
+          `${events.outboxEvents} committed, ${events.distinctConsumed} consumed, ${events.redeliveries} redelivered with the same id`,
+        );
+        expect(events.problems).toEqual([]);
+        expect(events.pending).toBe(0);
+        const started = Date.now();
+        const exit = await service.stop();
+        h.figure('idle stop', seconds(Date.now() - started));
+        expect(exit).toMatchObject({ code: 0, signal: null });
+        expect((await checkEvents(database.url, consumer.messages)).problems).toEqual([]);
+      },
+      45_000,
+    );
+
+    h.check(
+      `during a database partition, SIGTERM still ends in exit code 0 within SHUTDOWN_TIMEOUT + ${EXIT_MARGIN_MS / 1000} s and in-flight requests are answered`,
+      async () => {
+        const proxy = await new FaultProxy(5432).start();
+        try {
+          service = await world.startService({
+            label: 'graceful-stop-partition',
+            databaseUrl: `postgres://postgres@127.0.0.1:${proxy.port}/${database.name}`,
+            exchange,
+            env: { SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` },
+          });
+          const partitionLedger = new Ledger();
+          const partitionSender = new Sender({
+            port: () => service.publicPort,
+            ledger: partitionLedger,
+            stream,
+            workers: 4,
+            pauseMs: 10,
+            retryDelayMs: 100_000,
+          }).start();
+          await sleep(1_000);
+          proxy.silent();
+          await sleep(500);
+          const term = Date.now();
+          service.kill('SIGTERM');
+          const exit = await service.waitExit(SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 10_000);
+          await partitionSender.halt();
+          const inFlight = partitionLedger.attempts.filter(
+            (a) => a.result.startedAt < term && a.result.startedAt + a.result.ms > term,
+          );
+          h.figure(
+            'SIGTERM during a database partition',
+            `exit code ${exit?.code ?? 'none'} after ${seconds((exit?.at ?? Date.now()) - term)}; in-flight requests: ${summarizeAnswers(inFlight.map((a) => a.result))}`,
+          );
+          expect(inFlight.filter((a) => a.result.status === 0).map((a) => a.result.error)).toEqual([]);
+          expect({
+            code: exit?.code,
+            signal: exit?.signal,
+            withinBound: exit !== null && exit.at - term <= SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS,
+          }).toEqual({
+            code: 0,
+            signal: null,
+            withinBound: true,
+          });
+        } finally {
+          proxy.pass();
+          await service.stop();
+          await proxy.stop();
+        }
+      },
+      SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 30_000,
+    );
 
     h.secretsCheck(() => services);
   });
-}
-
-function summarize(results: HttpResult[]): string {
-  const counts = new Map<string, number>();
-  for (const r of results) {
-    const key = r.status === 0 ? (r.error ?? 'no answer') : String(r.status);
-    counts.set(key, (counts.get(key) ?? 0) + 1);
-  }
-  return [...counts].map(([k, v]) => `${k} x${v}`).join(', ') || 'none';
 }

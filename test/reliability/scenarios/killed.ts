@@ -5,7 +5,7 @@ import { harness, seconds } from '../support/scenario';
 import { NoteStream, Sender } from '../support/sender';
 import type { ServiceProcess } from '../support/serviceProcess';
 import { consistencyViolations, counts } from '../support/store';
-import { checkCommitted, waitForEvents } from '../support/traffic';
+import { checkCommitted } from '../support/traffic';
 import { ScenarioWorld } from '../support/world';
 
 const KILLS = 2;
@@ -31,7 +31,11 @@ export function killedScenario(report: RunReport): void {
     const inFlightAtKill: number[] = [];
 
     const start = async (): Promise<void> => {
-      service = await world.startService({ label: `killed-${services.length + 1}`, databaseUrl: database.url, exchange });
+      service = await world.startService({
+        label: `killed-${services.length + 1}`,
+        databaseUrl: database.url,
+        exchange,
+      });
     };
 
     world.beforeStopping(() => sender?.halt());
@@ -41,37 +45,49 @@ export function killedScenario(report: RunReport): void {
       await start();
     });
 
-    h.check(`SIGKILLed ${KILLS} times under load and restarted, the sender's retries are all accepted in the end`, async () => {
-      sender = new Sender({ port: () => service.publicPort, ledger, stream: new NoteStream('KIL'), workers: 16, pauseMs: 0, retryDelayMs: 200, duplicateRate: 0.1 }).start();
-      for (let i = 0; i < KILLS; i += 1) {
-        await sleep(1_500);
-        const before = ledger.requests;
-        const killed = service;
-        killed.kill('SIGKILL');
-        const exit = await killed.waitExit(5_000);
-        expect(exit).toMatchObject({ signal: 'SIGKILL' });
-        const down = Date.now();
-        await start();
-        restarts.push(Date.now() - down);
-        inFlightAtKill.push(ledger.attempts.slice(before).filter((a) => a.result.status === 0 && a.result.startedAt < down).length);
-      }
-      await sleep(1_000);
-      await sender.finish(30_000);
-      h.figure('restart to ready', restarts.map(seconds).join(', '));
-      h.figure('requests cut by the kill', inFlightAtKill.join(', '));
-      expect(sender.notAccepted()).toEqual([]);
-      const wrong = ledger.attempts.filter((a) => a.result.status !== 200 && a.result.status !== 503 && a.result.status !== 0);
-      expect(wrong.map((a) => `${a.result.status} ${a.result.body.slice(0, 100)}`)).toEqual([]);
-    }, 90_000);
+    h.check(
+      `SIGKILLed ${KILLS} times under load and restarted, the sender's retries are all accepted in the end`,
+      async () => {
+        sender = new Sender({
+          port: () => service.publicPort,
+          ledger,
+          stream: new NoteStream('KIL'),
+          workers: 16,
+          pauseMs: 0,
+          retryDelayMs: 200,
+          duplicateRate: 0.1,
+        }).start();
+        for (let i = 0; i < KILLS; i += 1) {
+          await sleep(1_500);
+          const before = ledger.requests;
+          const killed = service;
+          killed.kill('SIGKILL');
+          const exit = await killed.waitExit(5_000);
+          expect(exit).toMatchObject({ signal: 'SIGKILL' });
+          const down = Date.now();
+          await start();
+          restarts.push(Date.now() - down);
+          inFlightAtKill.push(
+            ledger.attempts.slice(before).filter((a) => a.result.status === 0 && a.result.startedAt < down).length,
+          );
+        }
+        await sleep(1_000);
+        await sender.finish(30_000);
+        h.figure('restart to ready', restarts.map(seconds).join(', '));
+        h.figure('requests cut by the kill', inFlightAtKill.join(', '));
+        expect(sender.notAccepted()).toEqual([]);
+        const wrong = ledger.attempts.filter(
+          (a) => a.result.status !== 200 && a.result.status !== 503 && a.result.status !== 0,
+        );
+        expect(wrong.map((a) => `${a.result.status} ${a.result.body.slice(0, 100)}`)).toEqual([]);
+      },
+      90_000,
+    );
 
     h.check('every notification answered 200 is in the database; nothing is half-written', async () => {
       const committed = await checkCommitted(database.url, ledger);
       const stored = await counts(database.url);
-      h.figure('requests', ledger.requests);
-      h.figure('200s', ledger.ok);
-      h.figure('503s', ledger.unavailable);
-      h.figure('unanswered', ledger.unanswered);
-      h.figure('rows', `${stored.notifications} notifications, ${stored.deliveries} deliveries`);
+      h.trafficFigures(ledger, stored);
       h.figure('unanswered deliveries that had been committed', committed.storedWithoutOk);
       h.figure('max latency', seconds(ledger.maxLatencyMs((a) => a.result.status !== 0)));
       expect(committed.okButMissing).toEqual([]);
@@ -79,12 +95,12 @@ export function killedScenario(report: RunReport): void {
       expect(await consistencyViolations(database.url)).toEqual([]);
     });
 
-    h.check('every committed event is eventually published (the consumer sees every outbox event id)', async () => {
-      const events = await waitForEvents(database.url, consumer.messages, 45_000);
-      h.figure('events', `${events.outboxEvents} committed, ${events.distinctConsumed} consumed, ${events.redeliveries} redelivered with the same id`);
-      expect(events.problems).toEqual([]);
-      expect(events.pending).toBe(0);
-    }, 60_000);
+    h.eventsCheck(
+      'every committed event is eventually published (the consumer sees every outbox event id)',
+      database.url,
+      () => consumer.messages,
+      45_000,
+    );
 
     h.check('the last process stops cleanly (SIGTERM, exit code 0)', async () => {
       expect(await service.stop()).toMatchObject({ code: 0, signal: null });

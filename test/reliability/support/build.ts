@@ -9,10 +9,13 @@ import { promisify } from 'node:util';
  * The service runs as a real child process (SIGKILL, SIGTERM, RSS), built from the current src/ into
  * a private directory under the OS temp dir so the suite never races anyone else's `dist/`.
  * The build dir mirrors the repository layout the service expects: dist/ beside sql/ and node_modules/
- * (symlinks), so `dist/recording/migrations.js` finds `../../sql`.
+ * (symlinks), so `dist/database/migrations.js` finds `../../sql`.
  */
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
-export const BUILD_ROOT = path.join(os.tmpdir(), `nr-reliability-build-${createHash('sha256').update(REPO_ROOT).digest('hex').slice(0, 10)}`);
+export const BUILD_ROOT = path.join(
+  os.tmpdir(),
+  `nr-reliability-build-${createHash('sha256').update(REPO_ROOT).digest('hex').slice(0, 10)}`,
+);
 export const MAIN_JS = path.join(BUILD_ROOT, 'dist', 'main.js');
 const STAMP = path.join(BUILD_ROOT, '.built-from');
 const LOCK = path.join(BUILD_ROOT, '.build-lock');
@@ -66,7 +69,7 @@ async function acquireLock(timeoutMs: number): Promise<() => void> {
       // A lock left by a killed run is stale after two minutes (a build takes seconds).
       const age = Date.now() - (fs.statSync(LOCK, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
       if (age > 120_000) fs.rmSync(LOCK, { force: true });
-      if (Date.now() > deadline) throw new Error(`build lock ${LOCK} held for too long`);
+      if (Date.now() > deadline) throw new Error(`build lock ${LOCK} held for too long`, { cause: error });
       await sleep(200);
     }
   }
@@ -93,13 +96,17 @@ async function build(): Promise<string> {
       const startedFrom = sourcesMtime();
       const tsc = require.resolve('typescript/bin/tsc');
       try {
-        await promisify(execFile)(process.execPath, [tsc, '-p', path.join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', path.join(BUILD_ROOT, 'dist')], {
-          cwd: REPO_ROOT,
-          maxBuffer: 16 * 1024 * 1024,
-        });
+        await promisify(execFile)(
+          process.execPath,
+          [tsc, '-p', path.join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', path.join(BUILD_ROOT, 'dist')],
+          {
+            cwd: REPO_ROOT,
+            maxBuffer: 16 * 1024 * 1024,
+          },
+        );
       } catch (error) {
         const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
-        throw new Error(`building the service failed:\n${stdout}${stderr}`);
+        throw new Error(`building the service failed:\n${stdout}${stderr}`, { cause: error });
       }
       fs.writeFileSync(STAMP, String(startedFrom));
     }

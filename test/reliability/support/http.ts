@@ -26,11 +26,14 @@ export interface SendOptions {
   agent?: http.Agent | false;
   /** The client gives up after this long and reports `client_timeout` (a hang). */
   timeoutMs?: number;
+  /** The loopback address to connect from (127.0.0.0/8 is all local), to be another peer than 127.0.0.1. */
+  localAddress?: string;
 }
 
 /** One HTTP request to 127.0.0.1 that never rejects: failures come back as status 0 with the error code. */
 export function send(options: SendOptions): Promise<HttpResult> {
   const startedAt = Date.now();
+  if (options.body && (options.path ?? '/notifications') === '/notifications') secrets.addBody(options.body);
   return new Promise((resolve) => {
     let sentAt: number | null = null;
     let settled = false;
@@ -48,12 +51,17 @@ export function send(options: SendOptions): Promise<HttpResult> {
         path: options.path ?? '/notifications',
         headers: options.headers ?? {},
         agent: options.agent ?? false,
+        ...(options.localAddress ? { localAddress: options.localAddress } : {}),
       },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => finish({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', (error) => finish({ status: 0, headers: {}, body: '', error: (error as NodeJS.ErrnoException).code ?? error.message }));
+        res.on('end', () =>
+          finish({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', (error) =>
+          finish({ status: 0, headers: {}, body: '', error: (error as NodeJS.ErrnoException).code ?? error.message }),
+        );
       },
     );
     const timer = setTimeout(() => {
@@ -63,9 +71,21 @@ export function send(options: SendOptions): Promise<HttpResult> {
     req.on('finish', () => {
       sentAt = Date.now();
     });
-    req.on('error', (error) => finish({ status: 0, headers: {}, body: '', error: (error as NodeJS.ErrnoException).code ?? error.message }));
+    req.on('error', (error) =>
+      finish({ status: 0, headers: {}, body: '', error: (error as NodeJS.ErrnoException).code ?? error.message }),
+    );
     req.end(options.body);
   });
+}
+
+/** Answers counted by status, `ECONNRESET x2` for the unanswered: "200 x10, 503 x2", or "none". */
+export function summarizeAnswers(results: readonly HttpResult[]): string {
+  const counts = new Map<string, number>();
+  for (const r of results) {
+    const key = r.status === 0 ? (r.error ?? 'no answer') : String(r.status);
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return [...counts].map(([k, v]) => `${k} x${v}`).join(', ') || 'none';
 }
 
 /** A signature header like the payment service's; the signature is registered for the secrets scan. */
@@ -83,7 +103,10 @@ export interface NotificationHeaderOptions {
 }
 
 /** The headers the payment service sends with a notification (spec, "Events" delivery rule 6). */
-export function notificationHeaders(body: Buffer, options: NotificationHeaderOptions = {}): Record<string, string | number | string[]> {
+export function notificationHeaders(
+  body: Buffer,
+  options: NotificationHeaderOptions = {},
+): Record<string, string | number | string[]> {
   return {
     'Content-Type': 'application/json;charset=UTF-8',
     'Content-Length': body.length,
@@ -98,7 +121,13 @@ export function postNotification(
   body: Buffer,
   options: NotificationHeaderOptions & { agent?: http.Agent | false; timeoutMs?: number } = {},
 ): Promise<HttpResult> {
-  return send({ port, body, headers: notificationHeaders(body, options), agent: options.agent, timeoutMs: options.timeoutMs });
+  return send({
+    port,
+    body,
+    headers: notificationHeaders(body, options),
+    agent: options.agent,
+    timeoutMs: options.timeoutMs,
+  });
 }
 
 export async function getJson<T>(port: number, path: string): Promise<{ status: number; body: T }> {
@@ -107,7 +136,11 @@ export async function getJson<T>(port: number, path: string): Promise<{ status: 
 }
 
 /** Runs `worker` over `items` with at most `concurrency` at once; results in input order. */
-export async function pool<T, R>(items: readonly T[], concurrency: number, worker: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function pool<T, R>(
+  items: readonly T[],
+  concurrency: number,
+  worker: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   const lanes = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
@@ -141,7 +174,12 @@ export { freePort } from '../../support/net';
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Polls until `check` is true; throws with `what` when it is not within `timeoutMs`. */
-export async function waitUntil(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 20_000, everyMs = 100): Promise<number> {
+export async function waitUntil(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 20_000,
+  everyMs = 100,
+): Promise<number> {
   const started = Date.now();
   while (!(await check())) {
     if (Date.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
@@ -161,7 +199,11 @@ export interface HeldRequest {
  * A notification whose headers and first half of the body are sent now and the rest only when
  * complete() is called: a request the server is in the middle of reading.
  */
-export function holdRequest(port: number, body: Buffer, headers: Record<string, string | number | string[]>): HeldRequest {
+export function holdRequest(
+  port: number,
+  body: Buffer,
+  headers: Record<string, string | number | string[]>,
+): HeldRequest {
   const startedAt = Date.now();
   let resolveResult: (r: HttpResult) => void = () => undefined;
   const result = new Promise<HttpResult>((resolve) => {
@@ -173,13 +215,22 @@ export function holdRequest(port: number, body: Buffer, headers: Record<string, 
     settled = true;
     resolveResult({ ...r, ms: Date.now() - startedAt, sentAt: null, startedAt });
   };
-  const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/notifications', headers, agent: false }, (res) => {
-    const chunks: Buffer[] = [];
-    res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => finish({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-    res.on('error', (e) => finish({ status: 0, headers: {}, body: '', error: (e as NodeJS.ErrnoException).code ?? e.message }));
-  });
-  req.on('error', (e) => finish({ status: 0, headers: {}, body: '', error: (e as NodeJS.ErrnoException).code ?? e.message }));
+  const req = http.request(
+    { host: '127.0.0.1', port, method: 'POST', path: '/notifications', headers, agent: false },
+    (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        finish({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+      );
+      res.on('error', (e) =>
+        finish({ status: 0, headers: {}, body: '', error: (e as NodeJS.ErrnoException).code ?? e.message }),
+      );
+    },
+  );
+  req.on('error', (e) =>
+    finish({ status: 0, headers: {}, body: '', error: (e as NodeJS.ErrnoException).code ?? e.message }),
+  );
   req.flushHeaders();
   const half = Math.floor(body.length / 2);
   req.write(body.subarray(0, half));

@@ -62,7 +62,10 @@ export function lifecycle(plan: OrderPlan, orderId: string): ModelNotification[]
   const payMethodType = PAY_METHOD_TYPE[plan.pay];
   const paymentId = nextPaymentId();
   const notes: ModelNotification[] = [];
-  const order = (status: string, extra: { paymentId?: string; payMethodType?: string; localReceiptDateTime?: string; buyer?: boolean }): void => {
+  const order = (
+    status: string,
+    extra: { paymentId?: string; payMethodType?: string; localReceiptDateTime?: string; buyer?: boolean },
+  ): void => {
     const body = orderBody({
       orderId,
       status,
@@ -93,7 +96,12 @@ export function lifecycle(plan: OrderPlan, orderId: string): ModelNotification[]
   if (!plan.autoReceive) order('WAITING_FOR_CONFIRMATION', { paymentId });
   if (plan.outcome === 'completed') {
     // localReceiptDateTime: with milliseconds and offset, or both omitted when the milliseconds are 000.
-    order('COMPLETED', { paymentId, payMethodType, localReceiptDateTime: plan.pay === 'card' ? '2026-11-01T10:05:00' : '2026-11-01T10:05:00.123+01:00', buyer: true });
+    order('COMPLETED', {
+      paymentId,
+      payMethodType,
+      localReceiptDateTime: plan.pay === 'card' ? '2026-11-01T10:05:00' : '2026-11-01T10:05:00.123+01:00',
+      buyer: true,
+    });
     if (plan.secondAttempt) {
       const second = nextPaymentId();
       order('PENDING', { paymentId: second });
@@ -119,7 +127,8 @@ export function lifecycle(plan: OrderPlan, orderId: string): ModelNotification[]
   return notes;
 }
 
-const cycle = <T>(values: readonly T[], index: number, fallback: T): T => (values.length === 0 ? fallback : (values[index % values.length] as T));
+const cycle = <T>(values: readonly T[], index: number, fallback: T): T =>
+  values.length === 0 ? fallback : (values[index % values.length] as T);
 
 /** Copies, re-serializations, parallel bursts and delays turned into the arrival order. */
 export function schedule(plan: OrderPlan, notes: readonly ModelNotification[]): Delivery[][] {
@@ -128,14 +137,22 @@ export function schedule(plan: OrderPlan, notes: readonly ModelNotification[]): 
   notes.forEach((n, i) => {
     const copies = cycle(plan.copies, i, 1);
     const bodies = Array.from({ length: copies }, (_, c) =>
-      c > 0 && cycle(plan.reserialized, i + c, false) ? Buffer.from(JSON.stringify(JSON.parse(n.body), null, 1)) : Buffer.from(n.body),
+      c > 0 && cycle(plan.reserialized, i + c, false)
+        ? Buffer.from(JSON.stringify(JSON.parse(n.body), null, 1))
+        : Buffer.from(n.body),
     );
     if (cycle(plan.parallel, i, false) && copies > 1) {
-      slots.push({ key: i * 10 + cycle(plan.delays, d++, 0) * plan.disorder, deliveries: bodies.map((body) => ({ notification: n, body, step: 0 })) });
+      slots.push({
+        key: i * 10 + cycle(plan.delays, d++, 0) * plan.disorder,
+        deliveries: bodies.map((body) => ({ notification: n, body, step: 0 })),
+      });
     } else {
       bodies.forEach((body, c) => {
         // A repeat is a retry: it comes after its original was sent, then may be overtaken.
-        slots.push({ key: i * 10 + c * 5 + cycle(plan.delays, d++, 0) * plan.disorder, deliveries: [{ notification: n, body, step: 0 }] });
+        slots.push({
+          key: i * 10 + c * 5 + cycle(plan.delays, d++, 0) * plan.disorder,
+          deliveries: [{ notification: n, body, step: 0 }],
+        });
       });
     }
   });
@@ -176,7 +193,11 @@ const REFUND_RANK: Record<string, number> = { PENDING: 1, FINALIZED: 2, CANCELED
 const FINAL = new Set(['COMPLETED', 'CANCELED', 'FINALIZED']);
 
 /** README: forward only; final statuses hold; one final after another is a conflict. */
-function decide(ranks: Record<string, number>, current: string | null, incoming: string): 'applied' | 'stale' | 'conflict' {
+function decide(
+  ranks: Record<string, number>,
+  current: string | null,
+  incoming: string,
+): 'applied' | 'stale' | 'conflict' {
   if (current === null) return 'applied';
   if (FINAL.has(current)) return FINAL.has(incoming) && incoming !== current ? 'conflict' : 'stale';
   return (ranks[incoming] ?? 0) > (ranks[current] ?? 0) ? 'applied' : 'stale';
@@ -187,7 +208,10 @@ export function emptyModel(): ModelState {
 }
 
 /** Applies one delivery; returns the outcome the service must answer. */
-export function applyDelivery(model: ModelState, n: ModelNotification): 'accepted' | 'duplicate' | 'stale' | 'conflict' {
+export function applyDelivery(
+  model: ModelState,
+  n: ModelNotification,
+): 'accepted' | 'duplicate' | 'stale' | 'conflict' {
   const isOrder = n.kind === 'order';
   const subject = isOrder ? n.orderId : (n.refundId as string);
   const projections = isOrder ? model.orders : model.refunds;
@@ -198,14 +222,19 @@ export function applyDelivery(model: ModelState, n: ModelNotification): 'accepte
     return 'duplicate';
   }
   const outcome = decide(isOrder ? ORDER_RANK : REFUND_RANK, existing?.status ?? null, n.status);
-  const projection = existing ?? { status: n.status, fields: {}, history: [], ...(isOrder ? {} : { orderId: n.orderId }) };
+  const projection = existing ?? {
+    status: n.status,
+    fields: {},
+    history: [],
+    ...(isOrder ? {} : { orderId: n.orderId }),
+  };
   const previous = existing?.status ?? null;
   projection.history.push({ status: n.status, outcome, deliveries: 1 });
   if (outcome === 'applied') {
     projection.status = n.status;
     for (const [key, value] of Object.entries(n.fields)) if (value !== null) projection.fields[key] = value;
   }
-  if (!existing) projections.set(subject, projection as ModelProjection & { orderId: string });
+  if (!existing) projections.set(subject, projection);
   if (outcome !== 'stale') {
     const events = model.events.get(n.orderId) ?? [];
     events.push({

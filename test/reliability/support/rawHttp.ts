@@ -30,7 +30,12 @@ export function rawRequest(
       clearTimeout(timer);
       socket.destroy();
       const match = /^HTTP\/1\.[01] (\d{3})/.exec(response);
-      resolve({ status: match ? Number(match[1]) : null, response, closedAfterMs: closed ? Date.now() - started : null, bytesWritten: writtenAtAnswer ?? written });
+      resolve({
+        status: match ? Number(match[1]) : null,
+        response,
+        closedAfterMs: closed ? Date.now() - started : null,
+        bytesWritten: writtenAtAnswer ?? written,
+      });
     };
     const timer = setTimeout(() => finish(false), options.timeoutMs ?? 5_000);
     socket.on('data', (chunk: Buffer) => {
@@ -67,7 +72,13 @@ export function rawRequest(
  * A client sending one byte a second: the headers (body null), or complete headers then the body.
  * Resolves when the server closes the connection, or after maxMs (then closedAfterMs is null).
  */
-export function slowClient(port: number, head: string, body: string | null, maxMs: number, everyMs = 1_000): Promise<RawResult> {
+export function slowClient(
+  port: number,
+  head: string,
+  body: string | null,
+  maxMs: number,
+  everyMs = 1_000,
+): Promise<RawResult> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
     const started = Date.now();
@@ -83,7 +94,12 @@ export function slowClient(port: number, head: string, body: string | null, maxM
       clearTimeout(timer);
       socket.destroy();
       const match = /^HTTP\/1\.[01] (\d{3})/.exec(response);
-      resolve({ status: match ? Number(match[1]) : null, response, closedAfterMs: closed ? Date.now() - started : null, bytesWritten: written });
+      resolve({
+        status: match ? Number(match[1]) : null,
+        response,
+        closedAfterMs: closed ? Date.now() - started : null,
+        bytesWritten: written,
+      });
     };
     const ticker = setInterval(() => {
       if (sent < trickle.length && socket.writable) {
@@ -135,4 +151,28 @@ export class RowCounter {
   async close(): Promise<void> {
     if (this.connected) await this.client.end().catch(() => undefined);
   }
+}
+
+/** A request sent in part and then held open: what a slow or hostile client leaves on the server. */
+export interface HeldRequest {
+  /** The status of the server's answer, or null when it closed the connection without one (or we did). */
+  answer: Promise<number | null>;
+  close(): void;
+}
+
+export function holdRequest(port: number, head: string, bodyPart: Buffer): HeldRequest {
+  const socket = net.connect(port, '127.0.0.1');
+  let response = '';
+  const answer = new Promise<number | null>((resolve) => {
+    socket.on('data', (chunk: Buffer) => {
+      response += chunk.toString('latin1');
+      const match = /^HTTP\/1\.[01] (\d{3})/.exec(response);
+      if (match) resolve(Number(match[1]));
+    });
+    socket.on('error', () => resolve(null));
+    socket.on('close', () => resolve(null));
+  });
+  socket.write(head);
+  if (bodyPart.length > 0) socket.write(bodyPart);
+  return { answer, close: () => socket.destroy() };
 }

@@ -1,4 +1,5 @@
-import { postNotification, sleep } from './http';
+import { postNotification, sleep, type HttpResult } from './http';
+import type { Ingress } from './ingress';
 import { cardLifecycles, shuffle, type Ledger, type Note } from './traffic';
 
 /** An endless supply of realistic notifications (card payments, some refunded), shuffled in small batches. */
@@ -17,9 +18,13 @@ export class NoteStream {
   }
 }
 
-export interface SenderOptions {
-  /** The public port to send to now (it changes when the service is restarted). */
-  port: () => number;
+/**
+ * Where the requests go: one service's public port (it changes when the service is restarted), or
+ * an ingress spreading them over replicas.
+ */
+export type SenderTarget = { port: () => number } | { ingress: Ingress };
+
+export type SenderOptions = SenderTarget & {
   ledger: Ledger;
   stream: NoteStream;
   workers: number;
@@ -29,12 +34,14 @@ export interface SenderOptions {
   retryDelayMs: number;
   /** Share of requests that repeat a notification already accepted (the sender's duplicates). */
   duplicateRate?: number;
+  /** Through an ingress: share of notifications sent to two or three replicas at the same moment. */
+  sameMomentRate?: number;
   /** Client patience per request; reaching it is reported as `client_timeout` (a hang). */
   timeoutMs?: number;
   basicAuth?: boolean;
   /** Whether the service process is still there; finish() gives up at once when it is not. */
   alive?: () => boolean;
-}
+};
 
 /**
  * The payment service's behaviour in miniature: notifications sent as status changes happen,
@@ -83,22 +90,32 @@ export class Sender {
       }
       this.sent.set(note.sha, note);
       this.inFlight += 1;
-      const result = await postNotification(this.options.port(), note.body, {
-        timeoutMs: this.options.timeoutMs ?? 15_000,
-        basicAuth: this.options.basicAuth,
-      });
+      const results = await this.post(note);
       this.inFlight -= 1;
-      this.options.ledger.add(note, result);
-      if (result.status === 200) {
-        if (!this.acceptedShas.has(note.sha)) {
-          this.acceptedShas.add(note.sha);
-          this.acceptedNotes.push(note);
+      for (const result of results) {
+        this.options.ledger.add(note, result);
+        if (result.status === 200) {
+          if (!this.acceptedShas.has(note.sha)) {
+            this.acceptedShas.add(note.sha);
+            this.acceptedNotes.push(note);
+          }
+        } else {
+          this.retries.push({ note, at: Date.now() + this.options.retryDelayMs });
         }
-      } else {
-        this.retries.push({ note, at: Date.now() + this.options.retryDelayMs });
       }
       if (this.options.pauseMs > 0) await sleep(this.options.pauseMs);
     }
+  }
+
+  /** One delivery, or through an ingress sometimes two or three copies at once on different replicas. */
+  private async post(note: Note): Promise<HttpResult[]> {
+    const options = { timeoutMs: this.options.timeoutMs ?? 15_000, basicAuth: this.options.basicAuth };
+    const target: SenderTarget = this.options;
+    if (!('ingress' in target)) return [await postNotification(target.port(), note.body, options)];
+    const copies = Math.random() < (this.options.sameMomentRate ?? 0) ? 2 + Math.floor(Math.random() * 2) : 1;
+    return copies === 1
+      ? [await target.ingress.post(note.body, options)]
+      : target.ingress.postCopies(note.body, copies, options);
   }
 
   /** No new notifications from now on; refused ones are still sent again until accepted. */
@@ -112,7 +129,9 @@ export class Sender {
     while (!done) {
       if (this.options.alive && !this.options.alive()) {
         await this.halt();
-        throw new Error(`the service process exited while ${this.retries.length} notifications were waiting to be sent again`);
+        throw new Error(
+          `the service process exited while ${this.retries.length} notifications were waiting to be sent again`,
+        );
       }
       if (Date.now() > deadline) {
         await this.halt();

@@ -110,8 +110,18 @@ export class ServiceProcess {
         LOG_LEVEL: 'info',
         ...options.env,
       };
-      const child = spawn(process.execPath, [mainJs], { cwd: path.dirname(path.dirname(mainJs)), env, stdio: ['ignore', 'pipe', 'pipe'] });
-      const service = new ServiceProcess(attempt === 0 ? options.label : `${options.label}#${attempt + 1}`, child, publicPort, adminPort, env);
+      const child = spawn(process.execPath, [mainJs], {
+        cwd: path.dirname(path.dirname(mainJs)),
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const service = new ServiceProcess(
+        attempt === 0 ? options.label : `${options.label}#${attempt + 1}`,
+        child,
+        publicPort,
+        adminPort,
+        env,
+      );
       try {
         await service.waitReady(options.readyTimeoutMs ?? 30_000);
         return service;
@@ -129,23 +139,32 @@ export class ServiceProcess {
   async waitReady(timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      if (!this.running) throw new Error(`${this.label} exited (${JSON.stringify(this.exitInfo)}) before ready:\n${this.logs.slice(-20).join('\n')}`);
+      if (!this.running)
+        throw new Error(
+          `${this.label} exited (${JSON.stringify(this.exitInfo)}) before ready:\n${this.logs.slice(-20).join('\n')}`,
+        );
       const ready = await getJson(this.adminPort, '/readyz').catch(() => ({ status: 0 }));
       if (ready.status === 200) return;
-      if (Date.now() > deadline) throw new Error(`${this.label} not ready within ${timeoutMs} ms:\n${this.logs.slice(-20).join('\n')}`);
+      if (Date.now() > deadline)
+        throw new Error(`${this.label} not ready within ${timeoutMs} ms:\n${this.logs.slice(-20).join('\n')}`);
       await sleep(100);
     }
   }
 
   /** Log lines at level error or fatal, and anything not JSON (a crash trace): for failure messages. */
   problemLines(limit = 5): string[] {
-    return this.logs.filter((l) => !l.startsWith('{') || /"level":(50|60)/.test(l)).slice(-limit).map((l) => l.slice(0, 500));
+    return this.logs
+      .filter((l) => !l.startsWith('{') || /"level":(50|60)/.test(l))
+      .slice(-limit)
+      .map((l) => l.slice(0, 500));
   }
 
   /** Throws, with the crash's log lines, when the process is no longer running. */
   assertAlive(): void {
     if (!this.running) {
-      throw new Error(`${this.label} exited (${JSON.stringify(this.exitInfo)}); last problems logged:\n${this.problemLines().join('\n')}`);
+      throw new Error(
+        `${this.label} exited (${JSON.stringify(this.exitInfo)}); last problems logged:\n${this.problemLines().join('\n')}`,
+      );
     }
   }
 
@@ -207,7 +226,10 @@ export class RssSampler {
   peakKb = 0;
   samples = 0;
 
-  constructor(private readonly service: ServiceProcess, private readonly everyMs = 100) {}
+  constructor(
+    private readonly service: ServiceProcess,
+    private readonly everyMs = 100,
+  ) {}
 
   start(): this {
     const sample = (): void => {

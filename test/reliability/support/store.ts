@@ -7,7 +7,11 @@ export function scenarioDatabase(scenario: string): TestDatabase {
 }
 
 /** Read-only views of what the service stored, for assertions (one short connection per call). */
-export async function sql<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
+export async function sql<T extends pg.QueryResultRow>(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<T[]> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
   await client.connect();
   try {
@@ -47,14 +51,58 @@ export async function counts(url: string): Promise<StoredCounts> {
 
 /** Deliveries recorded per body (sha256 hex): each 200 must have written exactly one. */
 export async function deliveriesByBody(url: string): Promise<Map<string, number>> {
-  const rows = await sql<{ sha: string; n: string }>(url, `SELECT encode(body_sha256, 'hex') AS sha, count(*) AS n FROM deliveries GROUP BY 1`);
+  const rows = await sql<{ sha: string; n: string }>(
+    url,
+    `SELECT encode(body_sha256, 'hex') AS sha, count(*) AS n FROM deliveries GROUP BY 1`,
+  );
   return new Map(rows.map((r) => [r.sha, Number(r.n)]));
 }
 
 /** `kind|subject|status` of every recorded notification. */
 export async function meanings(url: string): Promise<Set<string>> {
-  const rows = await sql<{ m: string }>(url, `SELECT kind || '|' || subject_id || '|' || status AS m FROM notifications`);
+  const rows = await sql<{ m: string }>(
+    url,
+    `SELECT kind || '|' || subject_id || '|' || status AS m FROM notifications`,
+  );
   return new Set(rows.map((r) => r.m));
+}
+
+export interface RecordOfMeaning {
+  meaning: string;
+  /** Deliveries recorded for this notification. */
+  deliveries: number;
+  /** Outbox events written for it. */
+  events: number;
+}
+
+/** One row per recorded notification with one of these meanings (`kind|subject|status`). */
+export async function recordsOf(url: string, wanted: readonly string[]): Promise<RecordOfMeaning[]> {
+  const rows = await sql<{ meaning: string; deliveries: string; events: string }>(
+    url,
+    `SELECT n.kind || '|' || n.subject_id || '|' || n.status AS meaning,
+            (SELECT count(*) FROM deliveries d WHERE d.notification_id = n.id) AS deliveries,
+            (SELECT count(*) FROM outbox_events o
+              WHERE (o.message::jsonb -> 'data' ->> 'notificationId') = n.id::text) AS events
+       FROM notifications n
+      WHERE n.kind || '|' || n.subject_id || '|' || n.status = ANY($1::text[])`,
+    [wanted],
+  );
+  return rows.map((r) => ({ meaning: r.meaning, deliveries: Number(r.deliveries), events: Number(r.events) }));
+}
+
+/**
+ * Sessions holding a session advisory lock (the outbox relay's, say) on this database; pg_locks
+ * splits the bigint key: classid the high 32 bits, objid the low ones.
+ */
+export async function advisoryLockHolders(url: string, lockKey: number): Promise<number> {
+  const [row] = await sql<{ n: string }>(
+    url,
+    `SELECT count(*) AS n FROM pg_locks
+      WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND classid = ($1::bigint >> 32)::oid AND objid = ($1::bigint & 4294967295)::oid AND objsubid = 1`,
+    [lockKey],
+  );
+  return Number(row?.n ?? 0);
 }
 
 export interface OutboxRow {
@@ -65,8 +113,17 @@ export interface OutboxRow {
   published: boolean;
 }
 
+/** Ids of the events not yet marked published. */
+export async function pendingEventIds(url: string): Promise<Set<string>> {
+  const rows = await sql<{ id: string }>(url, 'SELECT id::text FROM outbox_events WHERE published_at IS NULL');
+  return new Set(rows.map((r) => r.id));
+}
+
 export async function outbox(url: string): Promise<OutboxRow[]> {
-  return sql<OutboxRow>(url, 'SELECT id::text, order_id, sequence::text, type, published_at IS NOT NULL AS published FROM outbox_events ORDER BY order_id, sequence');
+  return sql<OutboxRow>(
+    url,
+    'SELECT id::text, order_id, sequence::text, type, published_at IS NOT NULL AS published FROM outbox_events ORDER BY order_id, sequence',
+  );
 }
 
 // Ranks of the README's state rules, written here independently of src/recording/statusRules.ts.
@@ -84,13 +141,22 @@ export async function consistencyViolations(url: string): Promise<string[]> {
   };
   add(
     'notifications without a delivery',
-    await sql(url, 'SELECT n.id FROM notifications n WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)'),
+    await sql(
+      url,
+      'SELECT n.id FROM notifications n WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)',
+    ),
   );
   add(
     'quarantined bodies without a delivery',
-    await sql(url, 'SELECT q.id FROM quarantined_notifications q WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.quarantine_id = q.id)'),
+    await sql(
+      url,
+      'SELECT q.id FROM quarantined_notifications q WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.quarantine_id = q.id)',
+    ),
   );
-  add('deliveries pointing nowhere', await sql(url, 'SELECT id FROM deliveries WHERE notification_id IS NULL AND quarantine_id IS NULL'));
+  add(
+    'deliveries pointing nowhere',
+    await sql(url, 'SELECT id FROM deliveries WHERE notification_id IS NULL AND quarantine_id IS NULL'),
+  );
   add(
     'applied or conflicting notifications without exactly one event',
     await sql(
@@ -149,8 +215,10 @@ export async function consistencyViolations(url: string): Promise<string[]> {
     const rows = await sql<{ id: string; status: string }>(url, `SELECT ${key} AS id, status FROM ${table}`);
     const actual = new Map(rows.map((r) => [r.id, r.status]));
     const wrong: Array<Record<string, unknown>> = [];
-    for (const [subject, status] of expected) if (actual.get(subject) !== status) wrong.push({ subject, expected: status, actual: actual.get(subject) });
-    for (const [subject, status] of actual) if (!expected.has(subject)) wrong.push({ subject, expected: null, actual: status });
+    for (const [subject, status] of expected)
+      if (actual.get(subject) !== status) wrong.push({ subject, expected: status, actual: actual.get(subject) });
+    for (const [subject, status] of actual)
+      if (!expected.has(subject)) wrong.push({ subject, expected: null, actual: status });
     add(`${table} projections not equal to their highest applied status`, wrong);
   }
   return problems;

@@ -20,7 +20,15 @@ export interface Note {
 
 function note(kind: Note['kind'], orderId: string, subject: string, status: string, text: string): Note {
   const body = Buffer.from(text, 'utf8');
-  return { kind, orderId, subject, status, body, sha: createHash('sha256').update(body).digest('hex'), meaning: `${kind}|${subject}|${status}` };
+  return {
+    kind,
+    orderId,
+    subject,
+    status,
+    body,
+    sha: createHash('sha256').update(body).digest('hex'),
+    meaning: `${kind}|${subject}|${status}`,
+  };
 }
 
 export function orderNote(fields: OrderFields): Note {
@@ -32,7 +40,10 @@ export function refundNote(fields: RefundFields): Note {
 }
 
 /** A card payment: PENDING then COMPLETED (with the buyer), and for every second order a partial refund. */
-export function cardLifecycles(prefix: string, orders: number): { notes: Note[]; orderIds: string[]; refundIds: string[] } {
+export function cardLifecycles(
+  prefix: string,
+  orders: number,
+): { notes: Note[]; orderIds: string[]; refundIds: string[] } {
   const notes: Note[] = [];
   const orderIds: string[] = [];
   const refundIds: string[] = [];
@@ -54,7 +65,9 @@ export function cardLifecycles(prefix: string, orders: number): { notes: Note[];
     if (i % 2 === 0) {
       const refundId = uniqueId(`${prefix}R`);
       refundIds.push(refundId);
-      notes.push(refundNote({ orderId, refundId, status: 'FINALIZED', amount: '5000', extRefundId: `shop-refund-${orderId}` }));
+      notes.push(
+        refundNote({ orderId, refundId, status: 'FINALIZED', amount: '5000', extRefundId: `shop-refund-${orderId}` }),
+      );
     }
   }
   return { notes, orderIds, refundIds };
@@ -151,11 +164,13 @@ export async function checkCommitted(url: string, ledger: Ledger): Promise<Commi
   let storedWithoutOk = 0;
   for (const [sha, { ok, other, note: n }] of perBody) {
     const rows = stored.get(sha) ?? 0;
-    if (rows < ok || (ok > 0 && !recorded.has(n.meaning))) okButMissing.push(`${n.meaning}: ${ok} answered 200, ${rows} deliveries stored`);
+    if (rows < ok || (ok > 0 && !recorded.has(n.meaning)))
+      okButMissing.push(`${n.meaning}: ${ok} answered 200, ${rows} deliveries stored`);
     if (rows > ok) storedWithoutOk += rows - ok;
     if (rows > ok + other) unexplained.push(`${n.meaning}: ${rows} deliveries for ${ok + other} attempts`);
   }
-  for (const sha of stored.keys()) if (!perBody.has(sha)) unexplained.push(`a delivery of a body never sent (${sha.slice(0, 12)})`);
+  for (const sha of stored.keys())
+    if (!perBody.has(sha)) unexplained.push(`a delivery of a body never sent (${sha.slice(0, 12)})`);
   return { okButMissing, storedWithoutOk, unexplained };
 }
 
@@ -163,7 +178,14 @@ export interface CloudEventBody {
   id: string;
   type: string;
   subject: string;
-  data: { orderId: string; status: string; previousStatus: string | null; sequence: number; notificationId: string; refundId?: string };
+  data: {
+    orderId: string;
+    status: string;
+    previousStatus: string | null;
+    sequence: number;
+    notificationId: string;
+    refundId?: string;
+  };
 }
 
 export interface EventCheck {
@@ -178,7 +200,7 @@ export interface EventCheck {
 
 /**
  * Every committed event reached the consumer (by id), repeats carry the same id and content, and
- * each order's events arrived in sequence order.
+ * each order's events arrived in sequence order without a gap (first arrivals 1, 2, 3, ...).
  */
 export async function checkEvents(url: string, messages: readonly ConsumeMessage[]): Promise<EventCheck> {
   const rows = await outbox(url);
@@ -189,8 +211,10 @@ export async function checkEvents(url: string, messages: readonly ConsumeMessage
   for (const m of messages) {
     const content = m.content.toString('utf8');
     const body = JSON.parse(content) as CloudEventBody;
-    if (m.properties.messageId !== body.id) problems.push(`messageId ${String(m.properties.messageId)} differs from the event id ${body.id}`);
-    if (m.fields.routingKey !== body.type) problems.push(`routing key ${m.fields.routingKey} differs from type ${body.type}`);
+    if (m.properties.messageId !== body.id)
+      problems.push(`messageId ${String(m.properties.messageId)} differs from the event id ${body.id}`);
+    if (m.fields.routingKey !== body.type)
+      problems.push(`routing key ${m.fields.routingKey} differs from type ${body.type}`);
     const seen = byId.get(body.id);
     if (seen) {
       redeliveries += 1;
@@ -202,19 +226,29 @@ export async function checkEvents(url: string, messages: readonly ConsumeMessage
   }
   const committed = new Set(rows.map((r) => r.id));
   const missing = rows.filter((r) => !byId.has(r.id));
-  if (missing.length > 0) problems.push(`${missing.length} committed events never reached the consumer (e.g. ${JSON.stringify(missing.slice(0, 3))})`);
+  if (missing.length > 0)
+    problems.push(
+      `${missing.length} committed events never reached the consumer (e.g. ${JSON.stringify(missing.slice(0, 3))})`,
+    );
   const extra = [...byId.keys()].filter((id) => !committed.has(id));
-  if (extra.length > 0) problems.push(`${extra.length} consumed events are not in the outbox (e.g. ${extra.slice(0, 3).join(', ')})`);
+  if (extra.length > 0)
+    problems.push(`${extra.length} consumed events are not in the outbox (e.g. ${extra.slice(0, 3).join(', ')})`);
   const lastSequence = new Map<string, number>();
   for (const e of arrival) {
     const previous = lastSequence.get(e.subject) ?? 0;
-    if (e.data.sequence <= previous) problems.push(`order ${e.subject}: event sequence ${e.data.sequence} arrived after ${previous}`);
+    if (e.data.sequence <= previous)
+      problems.push(`order ${e.subject}: event sequence ${e.data.sequence} arrived after ${previous}`);
+    else if (e.data.sequence !== previous + 1)
+      problems.push(`order ${e.subject}: event sequence ${e.data.sequence} arrived next after ${previous} (a gap)`);
     lastSequence.set(e.subject, Math.max(previous, e.data.sequence));
   }
   const notifications = new Map<string, string>();
   for (const { body } of byId.values()) {
     const other = notifications.get(body.data.notificationId);
-    if (other) problems.push(`notification ${body.data.notificationId} was published under two event ids (${other}, ${body.id})`);
+    if (other)
+      problems.push(
+        `notification ${body.data.notificationId} was published under two event ids (${other}, ${body.id})`,
+      );
     notifications.set(body.data.notificationId, body.id);
   }
   return {
@@ -228,7 +262,11 @@ export async function checkEvents(url: string, messages: readonly ConsumeMessage
 }
 
 /** Polls until the outbox is drained and the consumer has every committed event; returns the last check. */
-export async function waitForEvents(url: string, messages: readonly ConsumeMessage[], timeoutMs = 30_000): Promise<EventCheck & { waitedMs: number }> {
+export async function waitForEvents(
+  url: string,
+  messages: readonly ConsumeMessage[],
+  timeoutMs = 30_000,
+): Promise<EventCheck & { waitedMs: number }> {
   const started = Date.now();
   for (;;) {
     const result = await checkEvents(url, messages);
