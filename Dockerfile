@@ -39,5 +39,6 @@ EXPOSE 8080 9090
 # For plain Docker only; Kubernetes ignores HEALTHCHECK and uses the chart's probes.
 HEALTHCHECK --interval=30s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.ADMIN_PORT || 9090) + '/livez').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# Exec form, no npm or shell in between: SIGTERM reaches node, which drains and exits.
-CMD ["node", "dist/main.js"]
+# Exec form, no npm or shell in between: SIGTERM reaches node, which drains and exits. V8's
+# allocation-site pretenuring is off (docs/decisions/): NODE_OPTIONS does not take that flag.
+CMD ["node", "--no-allocation-site-pretenuring", "dist/main.js"]

@@ -44,7 +44,8 @@ export async function waitForStatus(app: RunningApp, url: string, status: number
   let ended: number | string | undefined;
   void app.exited.then((code) => (ended = code));
   while (Date.now() < deadline) {
-    if (ended !== undefined) throw new Error(`process exited (${ended}) before ${url} answered ${status}:\n${app.output()}`);
+    if (ended !== undefined)
+      throw new Error(`process exited (${ended}) before ${url} answered ${status}:\n${app.output()}`);
     try {
       const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
       if (response.status === status) return;

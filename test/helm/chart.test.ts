@@ -19,10 +19,12 @@ import type { ISecret } from 'kubernetes-models/v1/Secret';
 import type { IService } from 'kubernetes-models/v1/Service';
 import type { IServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import { parse } from 'yaml';
+import { SOURCE_ADDRESS_PRESETS } from '../../src/intake/sourceAddress';
 import { strictFieldErrors } from './strictFields';
 import {
   ALL_FEATURES_VALUES,
   CHART_DIR,
+  CI_VALUES,
   MONITORING_API_VERSIONS,
   helm,
   helmLint,
@@ -34,7 +36,14 @@ import {
 } from './helm';
 
 const allFeatures = { valuesFiles: [ALL_FEATURES_VALUES], apiVersions: MONITORING_API_VERSIONS };
-const SECRET_KEYS = ['DATABASE_URL', 'AMQP_URL', 'SECOND_KEYS', 'NOTIFY_BASIC_AUTH'];
+const SECRET_KEYS = [
+  'DATABASE_URL',
+  'AMQP_URL',
+  'SECOND_KEYS',
+  'NOTIFY_BASIC_AUTH',
+  'ADMIN_TOKEN',
+  'PAYMENT_API_CREDENTIALS',
+];
 
 const as = <T>(object: K8sObject): T => object as unknown as T;
 const deploymentOf = (objects: K8sObject[]): IDeployment => as<IDeployment>(only(objects, 'Deployment'));
@@ -57,10 +66,13 @@ const purgePodSpecOf = (objects: K8sObject[]): IPodSpec => {
   return spec;
 };
 /** The server pods' NetworkPolicy (the purge pods have their own, named *-purge). */
-const serverPolicyOf = (objects: K8sObject[]): INetworkPolicy => as<INetworkPolicy>(only(objects, 'NetworkPolicy', '-notification-receiver'));
+const serverPolicyOf = (objects: K8sObject[]): INetworkPolicy =>
+  as<INetworkPolicy>(only(objects, 'NetworkPolicy', '-notification-receiver'));
 /** Whether a matchLabels selector selects pods with these labels. */
-const selects = (matchLabels: Record<string, string> | undefined, labels: Record<string, string> | undefined): boolean =>
-  matchLabels !== undefined && Object.entries(matchLabels).every(([k, v]) => labels?.[k] === v);
+const selects = (
+  matchLabels: Record<string, string> | undefined,
+  labels: Record<string, string> | undefined,
+): boolean => matchLabels !== undefined && Object.entries(matchLabels).every(([k, v]) => labels?.[k] === v);
 
 let defaults: K8sObject[];
 let features: K8sObject[];
@@ -70,11 +82,24 @@ beforeAll(() => {
   features = render(allFeatures);
 });
 
+/** The defaults and every values file in the chart's ci/ folder (chart-testing installs each). */
+const valuesCases: Array<[string, { valuesFiles: string[] }]> = [
+  ['default values', { valuesFiles: [] }],
+  ...CI_VALUES.map(([name, file]): [string, { valuesFiles: string[] }] => [name, { valuesFiles: [file] }]),
+];
+/** Each case rendered once, on first use, for a cluster that serves the monitoring CRDs. */
+const renderedCases: Array<[string, () => K8sObject[]]> = valuesCases.map(([name, options]) => {
+  let objects: K8sObject[] | undefined;
+  return [name, () => (objects ??= render({ ...options, apiVersions: MONITORING_API_VERSIONS }))];
+});
+
 describe('helm lint --strict', () => {
-  test.each([
-    ['default values', {}],
-    ['every feature on', { valuesFiles: [ALL_FEATURES_VALUES] }],
-  ])('passes with %s', (_name, options) => {
+  test('the ci folder holds the all-features values and more than one combination', () => {
+    expect(CI_VALUES.map(([, file]) => file)).toContain(ALL_FEATURES_VALUES);
+    expect(CI_VALUES.length).toBeGreaterThan(1);
+  });
+
+  test.each(valuesCases)('passes with %s', (_name, options) => {
     const result = helmLint(options);
     expect(`${result.stdout}${result.stderr}`).not.toMatch(/\[(ERROR|WARNING)\]/);
     expect(result.status).toBe(0);
@@ -84,7 +109,16 @@ describe('helm lint --strict', () => {
 describe('rendered objects', () => {
   test('defaults render the core objects, and no monitoring.coreos.com kinds without the CRDs', () => {
     expect(defaults.map((o) => o.kind).sort()).toEqual(
-      ['ConfigMap', 'ConfigMap', 'Deployment', 'Job', 'NetworkPolicy', 'NetworkPolicy', 'PodDisruptionBudget', 'Service'].sort(),
+      [
+        'ConfigMap',
+        'ConfigMap',
+        'Deployment',
+        'Job',
+        'NetworkPolicy',
+        'NetworkPolicy',
+        'PodDisruptionBudget',
+        'Service',
+      ].sort(),
     );
   });
 
@@ -107,21 +141,18 @@ describe('rendered objects', () => {
     );
   });
 
-  test.each([
-    ['default values', () => defaults],
-    ['every feature on', () => features],
-  ])('with %s, every object is valid against its Kubernetes schema', (_name, objects) => {
+  test.each(renderedCases)('with %s, every object is valid against its Kubernetes schema', (_name, objects) => {
     const reports = validateManifests(objects());
     expect(reports).toHaveLength(objects().length);
     expect(reports.filter((r) => r.errors.length > 0)).toEqual([]);
   });
 
-  test.each([
-    ['default values', () => defaults],
-    ['every feature on', () => features],
-  ])('with %s, no object has a field its Kubernetes type does not define (e.g. a mis-indented line)', (_name, objects) => {
-    expect(strictFieldErrors(objects())).toEqual([]);
-  });
+  test.each(renderedCases)(
+    'with %s, no object has a field its Kubernetes type does not define (e.g. a mis-indented line)',
+    (_name, objects) => {
+      expect(strictFieldErrors(objects())).toEqual([]);
+    },
+  );
 
   test('the unknown-field check finds a field at the wrong level', () => {
     const deployment = structuredClone(only(features, 'Deployment'));
@@ -143,11 +174,16 @@ describe('rendered objects', () => {
 
   test('ServiceMonitor and PrometheusRule follow the CRDs ("auto") or the value', () => {
     const kinds = (objects: K8sObject[]): string[] => objects.map((o) => o.kind);
-    expect(kinds(render({ apiVersions: MONITORING_API_VERSIONS }))).toEqual(expect.arrayContaining(['ServiceMonitor', 'PrometheusRule']));
+    expect(kinds(render({ apiVersions: MONITORING_API_VERSIONS }))).toEqual(
+      expect.arrayContaining(['ServiceMonitor', 'PrometheusRule']),
+    );
     expect(kinds(render({ set: ['serviceMonitor.enabled=true', 'prometheusRule.enabled=true'] }))).toEqual(
       expect.arrayContaining(['ServiceMonitor', 'PrometheusRule']),
     );
-    const off = render({ apiVersions: MONITORING_API_VERSIONS, set: ['serviceMonitor.enabled=false', 'prometheusRule.enabled=false'] });
+    const off = render({
+      apiVersions: MONITORING_API_VERSIONS,
+      set: ['serviceMonitor.enabled=false', 'prometheusRule.enabled=false'],
+    });
     expect(kinds(off)).not.toContain('ServiceMonitor');
     expect(kinds(off)).not.toContain('PrometheusRule');
   });
@@ -158,31 +194,59 @@ describe('Deployment', () => {
     expect(deploymentOf(defaults).spec?.replicas).toBe(2);
     expect(deploymentOf(features).spec).not.toHaveProperty('replicas');
     const hpa = as<IHorizontalPodAutoscaler>(only(features, 'HorizontalPodAutoscaler'));
-    expect(hpa.spec?.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: deploymentOf(features).metadata?.name });
+    expect(hpa.spec?.scaleTargetRef).toEqual({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      name: deploymentOf(features).metadata?.name,
+    });
     expect(hpa.spec?.minReplicas).toBeGreaterThanOrEqual(2);
   });
 
   test.each([
     ['default values', () => defaults],
     ['every feature on', () => features],
-  ])('with %s, ports are the app defaults and the probes hit /livez and /readyz on the admin port', (_name, objects) => {
-    const container = containerOf(podSpecOf(objects()));
-    const ports = Object.fromEntries((container.ports ?? []).map((p) => [p.name, p.containerPort]));
-    expect(ports).toEqual({ http: 8080, admin: 9090 });
-    expect(configOf(objects())).toMatchObject({ PORT: '8080', ADMIN_PORT: '9090' });
-    expect(container.startupProbe?.httpGet).toEqual({ path: '/livez', port: 'admin' });
-    expect(container.livenessProbe?.httpGet).toEqual({ path: '/livez', port: 'admin' });
-    expect(container.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'admin' });
-    expect(container.resources?.requests).toBeDefined();
-    expect(container.resources?.limits?.memory).toBeDefined();
-  });
+  ])(
+    'with %s, ports are the app defaults and the probes hit /livez and /readyz on the admin port',
+    (_name, objects) => {
+      const container = containerOf(podSpecOf(objects()));
+      const ports = Object.fromEntries((container.ports ?? []).map((p) => [p.name, p.containerPort]));
+      expect(ports).toEqual({ http: 8080, admin: 9090 });
+      expect(configOf(objects())).toMatchObject({ PORT: '8080', ADMIN_PORT: '9090' });
+      expect(container.startupProbe?.httpGet).toEqual({ path: '/livez', port: 'admin' });
+      expect(container.livenessProbe?.httpGet).toEqual({ path: '/livez', port: 'admin' });
+      expect(container.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'admin' });
+      expect(container.resources?.requests).toBeDefined();
+      expect(container.resources?.limits?.memory).toBeDefined();
+    },
+  );
 
-  test("the server's V8 heap flags come through NODE_OPTIONS: 16 MiB semi-spaces by default, an old-space ceiling on request, none when both are 0", () => {
-    const nodeOptions = (objects: ReturnType<typeof render>) => (containerOf(podSpecOf(objects)).env ?? []).filter((e) => e.name === 'NODE_OPTIONS');
-    expect(nodeOptions(defaults)).toEqual([{ name: 'NODE_OPTIONS', value: '--max-semi-space-size=16' }]);
-    expect(nodeOptions(render({ set: ['heapLimitMb=128'] }))).toEqual([{ name: 'NODE_OPTIONS', value: '--max-old-space-size=128 --max-semi-space-size=16' }]);
-    expect(nodeOptions(render({ set: ['heapLimitMb=128', 'heapSemiSpaceMb=0'] }))).toEqual([{ name: 'NODE_OPTIONS', value: '--max-old-space-size=128' }]);
-    expect(nodeOptions(render({ set: ['heapSemiSpaceMb=0'] }))).toEqual([]);
+  test("the server's V8 flags are on its command line: pretenuring off, 16 MiB semi-spaces by default, an old-space ceiling on request", () => {
+    const command = (objects: ReturnType<typeof render>) => containerOf(podSpecOf(objects)).command;
+    expect(command(defaults)).toEqual([
+      'node',
+      '--no-allocation-site-pretenuring',
+      '--max-semi-space-size=16',
+      'dist/main.js',
+    ]);
+    expect(command(render({ set: ['heapLimitMb=128'] }))).toEqual([
+      'node',
+      '--no-allocation-site-pretenuring',
+      '--max-old-space-size=128',
+      '--max-semi-space-size=16',
+      'dist/main.js',
+    ]);
+    expect(command(render({ set: ['heapLimitMb=128', 'heapSemiSpaceMb=0'] }))).toEqual([
+      'node',
+      '--no-allocation-site-pretenuring',
+      '--max-old-space-size=128',
+      'dist/main.js',
+    ]);
+    expect(command(render({ set: ['heapSemiSpaceMb=0'] }))).toEqual([
+      'node',
+      '--no-allocation-site-pretenuring',
+      'dist/main.js',
+    ]);
+    expect((containerOf(podSpecOf(defaults)).env ?? []).map((e) => e.name)).not.toContain('NODE_OPTIONS');
   });
 
   test.each([
@@ -196,7 +260,11 @@ describe('Deployment', () => {
     const container = containerOf(spec);
     expect(spec?.automountServiceAccountToken).toBe(false);
     expect(spec?.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
-    for (const id of [spec?.securityContext?.runAsUser, spec?.securityContext?.runAsGroup, spec?.securityContext?.fsGroup]) {
+    for (const id of [
+      spec?.securityContext?.runAsUser,
+      spec?.securityContext?.runAsGroup,
+      spec?.securityContext?.fsGroup,
+    ]) {
       expect(Number.isInteger(id)).toBe(true);
       expect(id).toBeGreaterThan(0);
     }
@@ -222,9 +290,9 @@ describe('Deployment', () => {
       // The app force-exits 5 s after SHUTDOWN_TIMEOUT; the kubelet must not SIGKILL before.
       expect(spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(shutdownSeconds + preStop + 5);
     };
-    check(defaults, 0);
+    check(defaults, 5);
     check(features, 5);
-    const longer = render({ set: ['config.shutdownTimeoutSeconds=45'] });
+    const longer = render({ set: ['config.shutdownTimeoutSeconds=45', 'preStopSleepSeconds=0'] });
     expect(configOf(longer).SHUTDOWN_TIMEOUT).toBe('45s');
     check(longer, 0);
   });
@@ -237,12 +305,17 @@ describe('Deployment', () => {
     const secretChecksum = (objects: K8sObject[]): string | undefined =>
       deploymentOf(objects).spec?.template.metadata?.annotations?.['checksum/secret'];
     expect(secretChecksum(features)).toMatch(/^[a-f0-9]{64}$/);
-    expect(secretChecksum(render({ ...allFeatures, set: ['secrets.secondKeys=1:other-key'] }))).not.toBe(secretChecksum(features));
+    expect(secretChecksum(render({ ...allFeatures, set: ['secrets.secondKeys=1:other-key'] }))).not.toBe(
+      secretChecksum(features),
+    );
   });
 
   test('the ConfigMap carries no secret keys; the container reads them only from a Secret', () => {
     for (const objects of [defaults, features]) {
-      expect(Object.keys(configOf(objects))).not.toEqual(expect.arrayContaining([expect.stringMatching(/URL|KEYS|AUTH/)]));
+      // PAYMENT_API_URL is the payment service's public address, not a secret.
+      expect(Object.keys(configOf(objects)).filter((k) => k !== 'PAYMENT_API_URL')).not.toEqual(
+        expect.arrayContaining([expect.stringMatching(/URL|KEYS|AUTH|TOKEN|CREDENTIALS/)]),
+      );
       const container = containerOf(podSpecOf(objects));
       for (const key of SECRET_KEYS) {
         const env = container.env?.find((e) => e.name === key);
@@ -297,6 +370,43 @@ describe('secrets', () => {
     expect(result.status).not.toBe(0);
     expect(result.stderr).toMatch(/secrets\.databaseUrl is required/);
   });
+
+  test('reconciliation: with config.paymentApiUrl the pods get its settings, the credentials from the Secret and egress to the API', () => {
+    const config = configOf(features);
+    expect(config).toMatchObject({
+      PAYMENT_API_URL: 'https://secure.payments.example.com',
+      PAYMENT_API_TIMEOUT: '10s',
+      PAYMENT_API_MAX_IN_FLIGHT: '4',
+      PAYMENT_API_MAX_PER_SECOND: '10',
+      RECONCILE_AFTER: '5m',
+      RECONCILE_GIVE_UP: '7d',
+      RECONCILE_INTERVAL: '30s',
+    });
+    const env = containerOf(podSpecOf(features)).env?.find((e) => e.name === 'PAYMENT_API_CREDENTIALS');
+    expect(env?.valueFrom?.secretKeyRef).toMatchObject({ key: 'PAYMENT_API_CREDENTIALS', optional: false });
+    const egressPorts = (serverPolicyOf(features).spec?.egress ?? []).flatMap((r) =>
+      (r.ports ?? []).map((p) => p.port),
+    );
+    expect(egressPorts).toContain(443);
+
+    const off = render({ ...allFeatures, set: ['config.paymentApiUrl='] });
+    expect(configOf(off).PAYMENT_API_URL).toBeUndefined();
+    expect(
+      containerOf(podSpecOf(off)).env?.find((e) => e.name === 'PAYMENT_API_CREDENTIALS')?.valueFrom?.secretKeyRef,
+    ).toMatchObject({ optional: true });
+    expect((serverPolicyOf(off).spec?.egress ?? []).flatMap((r) => (r.ports ?? []).map((p) => p.port))).not.toContain(
+      443,
+    );
+  });
+
+  test('a chart-made Secret needs the payment API credentials when config.paymentApiUrl is set', () => {
+    const result = helmTemplate({
+      ...allFeatures,
+      set: ['secrets.paymentApiCredentials='],
+    });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/secrets\.paymentApiCredentials is required/);
+  });
 });
 
 describe('migrations hook', () => {
@@ -318,10 +428,13 @@ describe('migrations hook', () => {
     const job = only(features, 'Job');
     const hookSecret = only(features, 'Secret', '-migrations');
     expect(annotations(hookSecret)['helm.sh/hook']).toBe('pre-install,pre-upgrade');
-    expect(Number(annotations(hookSecret)['helm.sh/hook-weight'])).toBeLessThan(Number(annotations(job)['helm.sh/hook-weight']));
+    expect(Number(annotations(hookSecret)['helm.sh/hook-weight'])).toBeLessThan(
+      Number(annotations(job)['helm.sh/hook-weight']),
+    );
     expect(annotations(hookSecret)['helm.sh/hook-delete-policy']).toContain('before-hook-creation');
     expect(Object.keys(as<ISecret>(hookSecret).data ?? {})).toEqual(['DATABASE_URL']);
-    const ref = containerOf(as<IJob>(job).spec?.template.spec).env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef;
+    const ref = containerOf(as<IJob>(job).spec?.template.spec).env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom
+      ?.secretKeyRef;
     expect(ref?.name).toBe(hookSecret.metadata.name);
   });
 
@@ -336,18 +449,27 @@ describe('migrations hook', () => {
       const policyObject = only(objects, 'NetworkPolicy', '-migrations');
       const policy = as<INetworkPolicy>(policyObject);
       expect(annotations(policyObject)['helm.sh/hook']).toBe('pre-install,pre-upgrade');
-      expect(Number(annotations(policyObject)['helm.sh/hook-weight'])).toBeLessThan(Number(annotations(job)['helm.sh/hook-weight']));
+      expect(Number(annotations(policyObject)['helm.sh/hook-weight'])).toBeLessThan(
+        Number(annotations(job)['helm.sh/hook-weight']),
+      );
       const podLabels = as<IJob>(job).spec?.template.metadata?.labels;
       expect(selects(policy.spec?.podSelector?.matchLabels, podLabels)).toBe(true);
-      expect(selects(policy.spec?.podSelector?.matchLabels, deploymentOf(objects).spec?.template.metadata?.labels)).toBe(false);
+      expect(
+        selects(policy.spec?.podSelector?.matchLabels, deploymentOf(objects).spec?.template.metadata?.labels),
+      ).toBe(false);
       expect(selects(serverPolicyOf(objects).spec?.podSelector?.matchLabels, podLabels)).toBe(false);
       expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
       expect(policy.spec?.ingress ?? []).toEqual([]);
       const egress = policy.spec?.egress ?? [];
-      expect(egress.map((r) => (r.ports ?? []).map((p) => `${p.port}/${p.protocol}`))).toEqual([['53/UDP', '53/TCP'], ['5432/TCP']]);
+      expect(egress.map((r) => (r.ports ?? []).map((p) => `${p.port}/${p.protocol}`))).toEqual([
+        ['53/UDP', '53/TCP'],
+        ['5432/TCP'],
+      ]);
     }
     expect(render({ set: ['networkPolicy.enabled=false'] }).map((o) => o.kind)).not.toContain('NetworkPolicy');
-    expect(render({ set: ['migrations.enabled=false'] }).filter((o) => o.metadata.name.endsWith('-migrations'))).toEqual([]);
+    expect(
+      render({ set: ['migrations.enabled=false'] }).filter((o) => o.metadata.name.endsWith('-migrations')),
+    ).toEqual([]);
   });
 
   test('without the Job the pods migrate on start', () => {
@@ -370,7 +492,8 @@ describe('purge CronJob', () => {
     activeDeadlineSeconds: number;
     resources: unknown;
   }
-  const purgeValues = (): PurgeValues => (parse(readFileSync(ALL_FEATURES_VALUES, 'utf8')) as { purge: PurgeValues }).purge;
+  const purgeValues = (): PurgeValues =>
+    (parse(readFileSync(ALL_FEATURES_VALUES, 'utf8')) as { purge: PurgeValues }).purge;
   const purgeContainerOf = (objects: K8sObject[]): IContainer => containerOf(purgePodSpecOf(objects));
   const envOf = (container: IContainer, name: string) => container.env?.find((e) => e.name === name);
   const databaseUrlRef = (container: IContainer) => envOf(container, 'DATABASE_URL')?.valueFrom?.secretKeyRef;
@@ -412,19 +535,26 @@ describe('purge CronJob', () => {
     expect(purgeContainerOf(features).resources).toEqual(values.resources);
     // Not the chart's default, so the test sees the value and not a hard-coded 90.
     expect(values.retentionDays).not.toBe(90);
-    expect(envOf(purgeContainerOf(features), 'RETENTION_DAYS')).toEqual({ name: 'RETENTION_DAYS', value: String(values.retentionDays) });
+    expect(envOf(purgeContainerOf(features), 'RETENTION_DAYS')).toEqual({
+      name: 'RETENTION_DAYS',
+      value: String(values.retentionDays),
+    });
   });
 
   test('the CronJob validates against the Kubernetes schema, and the validator does check CronJobs', () => {
     const cronJob = only(features, 'CronJob');
-    expect(validateManifests([cronJob])).toEqual([{ kind: 'batch/v1/CronJob', name: cronJob.metadata.name, errors: [] }]);
+    expect(validateManifests([cronJob])).toEqual([
+      { kind: 'batch/v1/CronJob', name: cronJob.metadata.name, errors: [] },
+    ]);
     const broken = structuredClone(cronJob) as unknown as ICronJob;
     (broken.spec as unknown as Record<string, unknown>).concurrencyPolicy = 'Sometimes';
     const [report] = validateManifests([broken as unknown as K8sObject]);
     expect(report?.errors.join('\n')).toMatch(/concurrencyPolicy/);
     const misplaced = structuredClone(cronJob) as unknown as ICronJob;
     Object.assign(misplaced.spec?.jobTemplate.spec ?? {}, { restartPolicy: 'Never' }); // belongs in the pod spec
-    expect(strictFieldErrors([misplaced as unknown as K8sObject])).toEqual([expect.stringMatching(/^CronJob\/.*restartPolicy/s)]);
+    expect(strictFieldErrors([misplaced as unknown as K8sObject])).toEqual([
+      expect.stringMatching(/^CronJob\/.*restartPolicy/s),
+    ]);
   });
 
   test('runs `node dist/cli/index.js purge` from the server image, once per run, without retrying a usage error', () => {
@@ -476,10 +606,15 @@ describe('purge CronJob', () => {
 
   test('its pods carry component "purge": not selected by the server NetworkPolicy, Service or PDB', () => {
     const podLabels = cronJobOf(features).spec?.jobTemplate.spec?.template.metadata?.labels;
-    expect(podLabels).toMatchObject({ 'app.kubernetes.io/component': 'purge', 'app.kubernetes.io/instance': 'receiver' });
+    expect(podLabels).toMatchObject({
+      'app.kubernetes.io/component': 'purge',
+      'app.kubernetes.io/instance': 'receiver',
+    });
     expect(selects(serverPolicyOf(features).spec?.podSelector?.matchLabels, podLabels)).toBe(false);
     expect(selects(as<IService>(only(features, 'Service')).spec?.selector, podLabels)).toBe(false);
-    expect(selects(as<IPodDisruptionBudget>(only(features, 'PodDisruptionBudget')).spec?.selector?.matchLabels, podLabels)).toBe(false);
+    expect(
+      selects(as<IPodDisruptionBudget>(only(features, 'PodDisruptionBudget')).spec?.selector?.matchLabels, podLabels),
+    ).toBe(false);
   });
 
   test('its own NetworkPolicy admits nothing in and lets it out only to DNS and Postgres', () => {
@@ -490,23 +625,37 @@ describe('purge CronJob', () => {
       const policy = as<INetworkPolicy>(only(objects, 'NetworkPolicy', '-purge'));
       const podLabels = cronJobOf(objects).spec?.jobTemplate.spec?.template.metadata?.labels;
       expect(selects(policy.spec?.podSelector?.matchLabels, podLabels)).toBe(true);
-      expect(selects(policy.spec?.podSelector?.matchLabels, deploymentOf(objects).spec?.template.metadata?.labels)).toBe(false);
+      expect(
+        selects(policy.spec?.podSelector?.matchLabels, deploymentOf(objects).spec?.template.metadata?.labels),
+      ).toBe(false);
       expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
       expect(policy.spec?.ingress ?? []).toEqual([]); // Ingress listed with no rule: nothing may connect
       const egress = policy.spec?.egress ?? [];
-      expect(egress.map((r) => (r.ports ?? []).map((p) => `${p.port}/${p.protocol}`))).toEqual([['53/UDP', '53/TCP'], ['5432/TCP']]);
+      expect(egress.map((r) => (r.ports ?? []).map((p) => `${p.port}/${p.protocol}`))).toEqual([
+        ['53/UDP', '53/TCP'],
+        ['5432/TCP'],
+      ]);
       for (const rule of egress) expect(JSON.stringify(rule)).not.toMatch(/5672|5671|4317/); // no broker, no server extras
     }
     const egress = as<INetworkPolicy>(only(features, 'NetworkPolicy', '-purge')).spec?.egress ?? [];
-    expect(egress.map((r) => r.to)).toEqual([values.networkPolicy.egress.dns.to, values.networkPolicy.egress.postgres.to]);
+    expect(egress.map((r) => r.to)).toEqual([
+      values.networkPolicy.egress.dns.to,
+      values.networkPolicy.egress.postgres.to,
+    ]);
     // The server pods' policy is unchanged by it.
-    expect(serverPolicyOf(features).spec?.egress).toEqual(serverPolicyOf(render({ ...allFeatures, set: ['purge.enabled=false'] })).spec?.egress);
+    expect(serverPolicyOf(features).spec?.egress).toEqual(
+      serverPolicyOf(render({ ...allFeatures, set: ['purge.enabled=false'] })).spec?.egress,
+    );
   });
 
   test('with the PrometheusRule, a failed or overdue purge alerts (kube-state-metrics series of this CronJob)', () => {
-    interface Rule { alert?: string; expr?: string }
+    interface Rule {
+      alert?: string;
+      expr?: string;
+    }
     const purgeRules = (objects: K8sObject[]): Rule[] => {
-      const rule = objects.find((o) => o.kind === 'PrometheusRule') as unknown as { spec: { groups: Array<{ name: string; rules: Rule[] }> } } | undefined;
+      const rule = objects.find((o) => o.kind === 'PrometheusRule') as unknown as
+        { spec: { groups: Array<{ name: string; rules: Rule[] }> } } | undefined;
       return rule?.spec.groups.filter((g) => g.name.endsWith('.purge')).flatMap((g) => g.rules) ?? [];
     };
     const cronJob = only(features, 'CronJob').metadata.name;
@@ -523,7 +672,8 @@ describe('purge CronJob', () => {
       const rule = render({ ...allFeatures, set }).find((o) => o.kind === 'PrometheusRule') as unknown as {
         spec: { groups: Array<{ rules: Array<{ alert?: string; expr?: string }> }> };
       };
-      return rule.spec.groups.flatMap((g) => g.rules).find((r) => r.alert === 'PaymentNotificationRecorderSaturated')?.expr;
+      return rule.spec.groups.flatMap((g) => g.rules).find((r) => r.alert === 'PaymentNotificationRecorderSaturated')
+        ?.expr;
     };
     expect(saturation([])).toMatch(/^max by \(pod\) \(rate\(recorder_busy_seconds_total\{.*\}\[5m\]\)\) \/ 1 > 0\.9$/);
     expect(saturation(['config.databaseWriteLanes=3'])).toMatch(/ \/ 3 > 0\.9$/);
@@ -551,7 +701,9 @@ describe('purge CronJob', () => {
       expect(result.status).not.toBe(0);
       expect(result.stderr).toMatch(/schema/i);
     }
-    const zoned = render({ set: ['purge.enabled=true', 'purge.timeZone=America/Argentina/Buenos_Aires', 'purge.schedule=@daily'] });
+    const zoned = render({
+      set: ['purge.enabled=true', 'purge.timeZone=America/Argentina/Buenos_Aires', 'purge.schedule=@daily'],
+    });
     expect(cronJobOf(zoned).spec).toMatchObject({ timeZone: 'America/Argentina/Buenos_Aires', schedule: '@daily' });
   });
 });
@@ -592,6 +744,7 @@ describe('Service and Ingress', () => {
     const result = helm([
       ...['install', 'receiver', CHART_DIR, '--dry-run=client', '--namespace', 'payments'],
       ...['--set', 'ingress.enabled=true', '--set', 'ingress.host=notify.example.com'],
+      ...['--set', 'ingress.controllerCidrs={10.244.0.0/16}'],
     ]);
     expect(result.status).toBe(0);
     expect(result.stdout).toMatch(/NOTES:[\s\S]*https:\/\/notify\.example\.com\/notifications/);
@@ -603,8 +756,63 @@ describe('Service and Ingress', () => {
     expect(result.stderr).toMatch(/ingress\.host is required/);
   });
 
-  test('TRUST_PROXY trusts the one ingress hop by default', () => {
-    expect(configOf(defaults).TRUST_PROXY).toBe('1');
+  test('TRUST_PROXY believes no peer without an ingress, and only the ingress controller with one', () => {
+    expect(configOf(defaults).TRUST_PROXY).toBe('none');
+    const withIngress = render({
+      set: [
+        'ingress.enabled=true',
+        'ingress.host=h.example.com',
+        'ingress.controllerCidrs={10.244.0.0/16,10.245.0.0/16}',
+      ],
+    });
+    expect(configOf(withIngress).TRUST_PROXY).toBe('10.244.0.0/16,10.245.0.0/16');
+    expect(configOf(render({ set: ['config.trustProxy=192.168.0.0/24'] })).TRUST_PROXY).toBe('192.168.0.0/24');
+  });
+
+  test("an enabled Ingress needs the controller's addresses, and no hop count is ever trusted", () => {
+    const missing = helmTemplate({ set: ['ingress.enabled=true', 'ingress.host=h.example.com'] });
+    expect(missing.status).not.toBe(0);
+    expect(missing.stderr).toMatch(/ingress\.controllerCidrs is required when ingress\.enabled/);
+    for (const hops of ['1', '2']) {
+      const result = helmTemplate({ set: [`config.trustProxy=${hops}`] });
+      expect(result.status).not.toBe(0);
+      expect(result.stderr).toMatch(/not a hop count/);
+    }
+  });
+
+  test('with enforceAllowlist, the Ingress admits only the allowed sources, the presets expanded as the app expands them', () => {
+    const ingressOf = (allowed: string) =>
+      as<IIngress>(
+        only(
+          render({
+            set: [
+              'ingress.enabled=true',
+              'ingress.host=h.example.com',
+              'ingress.controllerCidrs={10.0.0.0/8}',
+              'ingress.enforceAllowlist=true',
+              `config.allowedSourceIps=${allowed.replace(/,/g, '\\,')}`,
+            ],
+          }),
+          'Ingress',
+        ),
+      ).metadata?.annotations ?? {};
+    const range = (allowed: string) => ingressOf(allowed)['nginx.ingress.kubernetes.io/whitelist-source-range'];
+    expect(range('production')).toBe(SOURCE_ADDRESS_PRESETS.production.map((a) => `${a}/32`).join(','));
+    expect(range('sandbox, 203.0.113.0/24')).toBe(
+      [...SOURCE_ADDRESS_PRESETS.sandbox.map((a) => `${a}/32`), '203.0.113.0/24'].join(','),
+    );
+    expect(ingressOf('production')['nginx.ingress.kubernetes.io/proxy-body-size']).toBe('64k');
+    expect(configOf(defaults).BODY_LIMIT).toBe('64kb');
+    const any = helmTemplate({
+      set: [
+        'ingress.enabled=true',
+        'ingress.host=h',
+        'ingress.controllerCidrs={10.0.0.0/8}',
+        'ingress.enforceAllowlist=true',
+        'config.allowedSourceIps=any',
+      ],
+    });
+    expect(any.stderr).toMatch(/cannot enforce config\.allowedSourceIps 'any'/);
   });
 });
 
@@ -612,14 +820,18 @@ describe('availability and network', () => {
   test('the PodDisruptionBudget covers the server pods', () => {
     const pdb = as<IPodDisruptionBudget>(only(defaults, 'PodDisruptionBudget'));
     expect(pdb.spec?.maxUnavailable).toBe(1);
-    expect(deploymentOf(defaults).spec?.template.metadata?.labels).toMatchObject(pdb.spec?.selector?.matchLabels ?? { missing: 'selector' });
+    expect(deploymentOf(defaults).spec?.template.metadata?.labels).toMatchObject(
+      pdb.spec?.selector?.matchLabels ?? { missing: 'selector' },
+    );
   });
 
   test('the NetworkPolicy admits the ingress controller to the public port and Prometheus to the admin port only', () => {
     for (const objects of [defaults, features]) {
       const policy = serverPolicyOf(objects);
       expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
-      expect(deploymentOf(objects).spec?.template.metadata?.labels).toMatchObject(policy.spec?.podSelector?.matchLabels ?? { missing: "selector" });
+      expect(deploymentOf(objects).spec?.template.metadata?.labels).toMatchObject(
+        policy.spec?.podSelector?.matchLabels ?? { missing: 'selector' },
+      );
       const rules = policy.spec?.ingress ?? [];
       expect(rules.map((r) => r.ports?.map((p) => p.port))).toEqual([['http'], ['admin']]);
       for (const rule of rules) expect(rule.from?.length ?? 0).toBeGreaterThan(0); // an empty "from" admits everyone
@@ -648,7 +860,9 @@ describe('availability and network', () => {
   test('the ServiceMonitor scrapes the admin port of this Service', () => {
     const monitor = as<IServiceMonitor>(only(features, 'ServiceMonitor'));
     expect(monitor.spec.endpoints?.map((e) => [e.port, e.path])).toEqual([['admin', '/metrics']]);
-    expect(only(features, 'Service').metadata.labels).toMatchObject(monitor.spec.selector.matchLabels ?? { missing: 'selector' });
+    expect(only(features, 'Service').metadata.labels).toMatchObject(
+      monitor.spec.selector.matchLabels ?? { missing: 'selector' },
+    );
   });
 
   test('the Grafana dashboard is a ConfigMap labelled for the sidecar, holding valid JSON', () => {
@@ -690,7 +904,8 @@ describe('values.schema.json', () => {
     const walk = (node: unknown, where: string): void => {
       if (typeof node !== 'object' || node === null) return;
       const record = node as Record<string, unknown>;
-      if (record.type === 'object' && record.properties !== undefined && record.additionalProperties !== false) open.push(where);
+      if (record.type === 'object' && record.properties !== undefined && record.additionalProperties !== false)
+        open.push(where);
       for (const [key, child] of Object.entries(record)) walk(child, `${where}/${key}`);
     };
     walk(schema, '#');

@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { parse } from 'yaml';
 import { dropDatabase, freePort, start, stop, throwawayDatabaseUrl, waitForStatus, type RunningApp } from './app';
 import { copyArgs, dockerignored, execForm, readDockerfile, type Instruction, type Stage } from './dockerfile';
 import { REPO_ROOT } from './helm';
@@ -32,14 +33,20 @@ describe('Dockerfile', () => {
     expect(runtime.image).toMatch(/^node:20[\w.-]*-slim$/);
     expect(stages.some((s) => all(s, 'RUN').some((r) => /npm run build/.test(r.rest)))).toBe(true);
     // The Node major matches package.json's engines.
-    const { engines } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { engines: { node: string } };
+    const { engines } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
+      engines: { node: string };
+    };
     expect(engines.node).toBe('>=20');
   });
 
   test('the runtime stage installs nothing itself and gets only production dependencies', () => {
     // Its one RUN removes the base image's package managers.
-    expect(all(runtime, 'RUN').map((r) => r.rest)).toEqual([expect.stringMatching(/^rm -rf \/usr\/local\/lib\/node_modules\/npm /)]);
-    const nodeModules = all(runtime, 'COPY').find((c) => copyArgs(c.rest).sources.some((s) => s.endsWith('node_modules')));
+    expect(all(runtime, 'RUN').map((r) => r.rest)).toEqual([
+      expect.stringMatching(/^rm -rf \/usr\/local\/lib\/node_modules\/npm /),
+    ]);
+    const nodeModules = all(runtime, 'COPY').find((c) =>
+      copyArgs(c.rest).sources.some((s) => s.endsWith('node_modules')),
+    );
     const from = nodeModules?.flags.from;
     expect(from).toBeDefined();
     const installs = all(stageNamed(from ?? ''), 'RUN').map((r) => r.rest);
@@ -48,8 +55,17 @@ describe('Dockerfile', () => {
 
   test('the chart deploys the version the package builds', () => {
     const { version } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
-    const chart = readFileSync(path.join(REPO_ROOT, 'helm', 'notification-receiver', 'Chart.yaml'), 'utf8');
-    expect(/^appVersion:\s*"?([^"\s]+)"?\s*$/m.exec(chart)?.[1]).toBe(version);
+    const chart = parse(readFileSync(path.join(REPO_ROOT, 'helm', 'notification-receiver', 'Chart.yaml'), 'utf8')) as {
+      appVersion: string;
+    };
+    expect(chart.appVersion).toBe(version);
+  });
+
+  test('npm start runs node with the same V8 flag as the image', () => {
+    const { scripts } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    expect(scripts.start).toBe('node --no-allocation-site-pretenuring dist/main.js');
   });
 
   test('runs as a numeric non-root user', () => {
@@ -59,7 +75,11 @@ describe('Dockerfile', () => {
   });
 
   test('starts node directly (exec form), so SIGTERM reaches it', () => {
-    expect(execForm(last(runtime, 'CMD')?.rest ?? '')).toEqual(['node', 'dist/main.js']);
+    expect(execForm(last(runtime, 'CMD')?.rest ?? '')).toEqual([
+      'node',
+      '--no-allocation-site-pretenuring',
+      'dist/main.js',
+    ]);
     expect(all(runtime, 'ENTRYPOINT')).toEqual([]);
     expect(all(runtime, 'STOPSIGNAL')).toEqual([]);
   });
@@ -77,7 +97,9 @@ describe('Dockerfile', () => {
   });
 
   test('every COPY from the build context exists and is not left out by .dockerignore', () => {
-    const sources = stages.flatMap((s) => all(s, 'COPY').filter((c) => c.flags.from === undefined)).flatMap((c) => copyArgs(c.rest).sources);
+    const sources = stages
+      .flatMap((s) => all(s, 'COPY').filter((c) => c.flags.from === undefined))
+      .flatMap((c) => copyArgs(c.rest).sources);
     expect(sources.length).toBeGreaterThan(0);
     for (const source of sources) {
       expect([source, existsSync(path.join(REPO_ROOT, source))]).toEqual([source, true]);
@@ -108,7 +130,8 @@ describe('Dockerfile', () => {
         for (const instruction of stage.instructions) {
           if (instruction.keyword === 'COPY') {
             if (instruction.flags.from !== undefined) throw new Error('nested stage copies are not reproduced');
-            for (const s of copyArgs(instruction.rest).sources) cpSync(path.join(REPO_ROOT, s), path.join(dir, path.basename(s)), { recursive: true });
+            for (const s of copyArgs(instruction.rest).sources)
+              cpSync(path.join(REPO_ROOT, s), path.join(dir, path.basename(s)), { recursive: true });
           } else if (instruction.keyword === 'RUN') {
             // Run npm as the base image ships it (node:20 comes with npm 10), not this
             // machine's npm: npm 11 `npm ci` rejects a lock file that lacks other platforms'
@@ -135,7 +158,10 @@ describe('Dockerfile', () => {
           const { sources, dest } = copyArgs(copy.rest);
           if (path.isAbsolute(dest)) throw new Error(`runtime COPY to an absolute path: ${copy.rest}`);
           for (const source of sources) {
-            const from = copy.flags.from === undefined ? path.join(REPO_ROOT, source) : fromStage(copy.flags.from, source, scratch);
+            const from =
+              copy.flags.from === undefined
+                ? path.join(REPO_ROOT, source)
+                : fromStage(copy.flags.from, source, scratch);
             const target = dest.endsWith('/') ? path.join(root, dest, path.basename(source)) : path.join(root, dest);
             cpSync(from, target, { recursive: true });
           }
@@ -188,7 +214,11 @@ describe('Dockerfile', () => {
       await waitForStatus(app, `http://127.0.0.1:${adminPort}/readyz`, 200, 30_000);
       const healthcheck = execForm((last(runtime, 'HEALTHCHECK')?.rest ?? '').replace(/^CMD\s+/, '')) ?? [];
       const [, ...args] = healthcheck;
-      const result = spawnSync(process.execPath, args, { env: { ADMIN_PORT: String(adminPort) }, encoding: 'utf8', timeout: 10_000 });
+      const result = spawnSync(process.execPath, args, {
+        env: { ADMIN_PORT: String(adminPort) },
+        encoding: 'utf8',
+        timeout: 10_000,
+      });
       expect(result.status).toBe(0);
     }, 60_000);
 

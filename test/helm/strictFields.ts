@@ -40,7 +40,10 @@ export function strictFieldErrors(objects: K8sObject[]): string[] {
   const host = ts.createCompilerHost(options);
   const readFile = host.readFile.bind(host);
   const getSourceFile = host.getSourceFile.bind(host);
-  host.fileExists = ((exists) => (name: string) => name === file || exists(name))(host.fileExists.bind(host));
+  host.fileExists = (
+    (exists) => (name: string) =>
+      name === file || exists(name)
+  )(host.fileExists.bind(host));
   host.readFile = (name) => (name === file ? source : readFile(name));
   host.getSourceFile = (name, language, onError, create) =>
     name === file ? ts.createSourceFile(name, source, language) : getSourceFile(name, language, onError, create);

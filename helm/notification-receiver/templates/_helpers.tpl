@@ -61,7 +61,7 @@ app.kubernetes.io/component: server
 {{/* "true" when the chart makes the Secret itself (some secret value was given). */}}
 {{- define "notification-receiver.chartMadeSecret" -}}
 {{- $s := .Values.secrets }}
-{{- if or $s.databaseUrl $s.amqpUrl $s.secondKeys $s.notifyBasicAuth }}true{{ end }}
+{{- if or $s.databaseUrl $s.amqpUrl $s.secondKeys $s.notifyBasicAuth $s.adminToken $s.paymentApiCredentials }}true{{ end }}
 {{- end }}
 
 {{/* Name of the Secret the pods read. */}}
@@ -74,14 +74,21 @@ app.kubernetes.io/component: server
 {{- $s := .Values.secrets }}
 {{- if include "notification-receiver.chartMadeSecret" . }}
 {{- if $s.existingSecret }}
-{{- fail "secrets.existingSecret cannot be combined with secrets.databaseUrl/amqpUrl/secondKeys/notifyBasicAuth: use one or the other" }}
+{{- fail "secrets.existingSecret cannot be combined with secrets.databaseUrl/amqpUrl/secondKeys/notifyBasicAuth/adminToken/paymentApiCredentials: use one or the other" }}
 {{- end }}
 {{- if not $s.databaseUrl }}{{ fail "secrets.databaseUrl is required when the chart makes the Secret" }}{{ end }}
 {{- if not $s.secondKeys }}{{ fail "secrets.secondKeys is required when the chart makes the Secret" }}{{ end }}
 {{- if and .Values.config.relayEnabled (not $s.amqpUrl) }}{{ fail "secrets.amqpUrl is required when the chart makes the Secret and config.relayEnabled is true" }}{{ end }}
+{{- if and .Values.config.paymentApiUrl (not $s.paymentApiCredentials) }}{{ fail "secrets.paymentApiCredentials is required when the chart makes the Secret and config.paymentApiUrl is set" }}{{ end }}
 {{- end }}
 {{- if and .Values.ingress.enabled (not .Values.ingress.host) }}
 {{- fail "ingress.host is required when ingress.enabled is true" }}
+{{- end }}
+{{- if and .Values.ingress.enabled (not .Values.config.trustProxy) (not .Values.ingress.controllerCidrs) }}
+{{- fail "ingress.controllerCidrs is required when ingress.enabled is true: the app believes X-Forwarded-For only from the ingress controller's addresses (or set config.trustProxy)" }}
+{{- end }}
+{{- if regexMatch "^[0-9]+$" (toString .Values.config.trustProxy) }}
+{{- fail "config.trustProxy must be none or proxy addresses/CIDRs, not a hop count: any pod that reaches the public port directly could choose its source address" }}
 {{- end }}
 {{- if lt (int .Values.autoscaling.maxReplicas) (int .Values.autoscaling.minReplicas) }}
 {{- fail "autoscaling.maxReplicas must be >= autoscaling.minReplicas" }}
@@ -113,6 +120,18 @@ app.kubernetes.io/component: server
       name: {{ $name }}
       key: NOTIFY_BASIC_AUTH
       optional: true
+- name: ADMIN_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ $name }}
+      key: ADMIN_TOKEN
+      optional: true
+- name: PAYMENT_API_CREDENTIALS
+  valueFrom:
+    secretKeyRef:
+      name: {{ $name }}
+      key: PAYMENT_API_CREDENTIALS
+      optional: {{ not .Values.config.paymentApiUrl }}
 {{- end }}
 
 {{/* NetworkPolicy egress rules to DNS and Postgres (server pods and purge pods). */}}
@@ -169,3 +188,53 @@ namespace="{{ .Release.Namespace }}",job="{{ include "notification-receiver.full
 {{- $mode := toString .mode }}
 {{- if or (eq $mode "true") (and (eq $mode "auto") (.root.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" .kind))) }}true{{ end }}
 {{- end }}
+
+{{/*
+The server's command line: node, its V8 flags, the entry point. The image's CMD is the same without the
+heap flags.
+*/}}
+{{- define "notification-receiver.serverCommand" -}}
+- node
+- --no-allocation-site-pretenuring
+{{- if gt (int .Values.heapLimitMb) 0 }}
+- {{ printf "--max-old-space-size=%d" (int .Values.heapLimitMb) }}
+{{- end }}
+{{- if gt (int .Values.heapSemiSpaceMb) 0 }}
+- {{ printf "--max-semi-space-size=%d" (int .Values.heapSemiSpaceMb) }}
+{{- end }}
+- dist/main.js
+{{- end -}}
+
+{{/* TRUST_PROXY: config.trustProxy, else the ingress controller's addresses when the ingress is on, else none. */}}
+{{- define "notification-receiver.trustProxy" -}}
+{{- if .Values.config.trustProxy -}}
+{{ .Values.config.trustProxy }}
+{{- else if .Values.ingress.enabled -}}
+{{ join "," .Values.ingress.controllerCidrs }}
+{{- else -}}
+none
+{{- end -}}
+{{- end -}}
+
+{{/*
+config.allowedSourceIps as CIDRs for the ingress controller's whitelist-source-range, with the presets
+expanded to the payment service's published addresses (spec, "Events", delivery rule 7; the same lists
+as src/intake/sourceAddress.ts, which a chart test compares).
+*/}}
+{{- define "notification-receiver.allowlistCidrs" -}}
+{{- $presets := dict
+  "production" (list "185.68.12.10" "185.68.12.11" "185.68.12.12" "185.68.12.26" "185.68.12.27" "185.68.12.28")
+  "sandbox" (list "185.68.14.10" "185.68.14.11" "185.68.14.12" "185.68.14.26" "185.68.14.27" "185.68.14.28") -}}
+{{- $cidrs := list -}}
+{{- range splitList "," .Values.config.allowedSourceIps -}}
+{{- $entry := trim . -}}
+{{- if eq (lower $entry) "any" -}}
+{{- fail "ingress.enforceAllowlist cannot enforce config.allowedSourceIps 'any'" -}}
+{{- else if hasKey $presets (lower $entry) -}}
+{{- range get $presets (lower $entry) }}{{ $cidrs = append $cidrs (printf "%s/32" .) }}{{ end -}}
+{{- else if $entry -}}
+{{- $cidrs = append $cidrs $entry -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $cidrs -}}
+{{- end -}}
