@@ -1,0 +1,175 @@
+/**
+ * The load: a stream of realistic signed notifications (20 % repeats), and the two ways of sending
+ * it: a closed loop (autocannon, as fast as the receiver answers) and an open loop (on a schedule,
+ * latency counted from the scheduled time).
+ */
+import http from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import autocannon from 'autocannon';
+import { orderBody, refundBody, sign } from '../support/signing';
+import { CONNECTIONS, KEY } from './options';
+import { quantile } from './stats';
+
+/** One signed notification: its body and its signature header. */
+export interface Notification {
+  body: string;
+  signature: string;
+}
+
+/**
+ * An endless stream of fresh notifications: order lifecycles, each step followed a quarter of the
+ * time by a repeat of an earlier notification (so 20 % of the stream are duplicates, however much
+ * of it a run takes).
+ */
+export function workload(seed: string): () => Notification {
+  const sent: Notification[] = [];
+  const ready: Notification[] = [];
+  let n = 0;
+  const push = (notification: Notification): void => {
+    sent.push(notification);
+    ready.push(notification);
+  };
+  const nextLifecycle = (): void => {
+    const orderId = `B${seed}${(n++).toString(36).toUpperCase()}`;
+    const steps = [orderBody({ orderId, status: 'PENDING', paymentId: String(n) })];
+    if (n % 5 === 0) steps.push(orderBody({ orderId, status: 'WAITING_FOR_CONFIRMATION', paymentId: String(n) }));
+    steps.push(
+      orderBody({
+        orderId,
+        status: 'COMPLETED',
+        paymentId: String(n),
+        payMethodType: 'PBL',
+        localReceiptDateTime: '2026-11-22T10:00:00.000+01:00',
+        buyer: { email: 'buyer@example.com', firstName: 'Ann', lastName: 'Buyer', language: 'pl' },
+      }),
+    );
+    if (n % 4 === 0) steps.push(refundBody({ orderId, refundId: `R${orderId}`, status: 'FINALIZED' }));
+    for (const body of steps) {
+      push({ body, signature: sign(body, KEY) });
+      if (Math.random() < 0.25 && sent.length > 1) push(sent[Math.floor(Math.random() * sent.length)] as Notification);
+    }
+  };
+  let next = 0;
+  return () => {
+    if (next === ready.length) {
+      ready.length = next = 0;
+      nextLifecycle();
+    }
+    return ready[next++] as Notification;
+  };
+}
+
+/** The first `count` notifications of a stream. */
+export const take = (stream: () => Notification, count: number): Notification[] =>
+  Array.from({ length: count }, stream);
+
+/**
+ * A stream with its first `count` notifications made in advance, so that signing them does not
+ * take the load generator's time during a run (a run that gets further makes the rest as it goes).
+ */
+export const madeAhead = (stream: () => Notification, count: number): (() => Notification) => {
+  const made = take(stream, count);
+  let next = 0;
+  return () => (next < made.length ? (made[next++] as Notification) : stream());
+};
+
+/** The same notifications over and over. */
+export const cycle = (notifications: readonly Notification[]): (() => Notification) => {
+  let next = 0;
+  return () => notifications[next++ % notifications.length] as Notification;
+};
+
+/** Closed loop: CONNECTIONS connections, each sending its next notification as soon as the last was answered. */
+export async function closedLoop(
+  port: number,
+  nextNotification: () => Notification,
+  seconds: number,
+): Promise<{ rps: number; requests: number; non2xx: number }> {
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}/notifications`,
+    connections: CONNECTIONS,
+    duration: seconds,
+    requests: [
+      {
+        method: 'POST',
+        setupRequest: (request) => {
+          const n = nextNotification();
+          return {
+            ...request,
+            method: 'POST',
+            path: '/notifications',
+            headers: { 'content-type': 'application/json;charset=UTF-8', 'opensvc-signature': n.signature },
+            body: n.body,
+          };
+        },
+      },
+    ],
+  });
+  return { rps: result.requests.average, requests: result.requests.total, non2xx: result.non2xx };
+}
+
+/** Open loop: requests leave on schedule whatever the answers; latency counts from the scheduled time. */
+export async function openLoop(port: number, notifications: Notification[], rate: number, seconds: number) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
+  const latencies: number[] = [];
+  let failures = 0;
+  const total = rate * seconds;
+  // The load generator's own stalls: a request that leaves late is counted late, whoever stalled.
+  const ownLag = monitorEventLoopDelay({ resolution: 10 });
+  ownLag.enable();
+  const start = performance.now();
+  const inFlight: Array<Promise<void>> = [];
+  for (let i = 0; i < total; i++) {
+    const due = start + (i * 1000) / rate;
+    // Never before its time (timers fire on whole milliseconds, and a request sent early would
+    // count less than it took); a request that leaves late counts from its scheduled time.
+    while (performance.now() < due) await new Promise((r) => setTimeout(r, Math.ceil(due - performance.now())));
+    const n = notifications[i % notifications.length] as Notification;
+    inFlight.push(
+      new Promise<void>((resolve) => {
+        const req = http.request(
+          {
+            host: '127.0.0.1',
+            port,
+            path: '/notifications',
+            method: 'POST',
+            agent,
+            headers: {
+              'Content-Type': 'application/json;charset=UTF-8',
+              'OpenSvc-Signature': n.signature,
+              'Content-Length': Buffer.byteLength(n.body),
+            },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => {
+              latencies.push(performance.now() - due);
+              if (res.statusCode !== 200) failures++;
+              resolve();
+            });
+          },
+        );
+        req.on('error', () => {
+          failures++;
+          resolve();
+        });
+        req.end(n.body);
+      }),
+    );
+  }
+  await Promise.all(inFlight);
+  ownLag.disable();
+  agent.destroy();
+  const sorted = latencies.sort((a, b) => a - b);
+  return {
+    sent: total,
+    failures,
+    p50: quantile(sorted, 0.5),
+    p99: quantile(sorted, 0.99),
+    max: sorted[sorted.length - 1] ?? 0,
+    loadGeneratorLagMaxMs: ownLag.max / 1e6,
+  };
+}
+
+/** What an open loop measured. */
+export type OpenLoopResult = Awaited<ReturnType<typeof openLoop>>;

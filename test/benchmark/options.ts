@@ -1,0 +1,64 @@
+/**
+ * What a benchmark run is asked to do (environment variables, see run.ts) and what it runs the
+ * service with: by default the Helm chart's V8 flags and memory limit, so that it runs as deployed.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+
+export const PG = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
+export const AMQP = process.env.TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+export const POS_ID = '300746';
+export const KEY = 'b6ca15b0d1020e8094d9b5f8d163db54';
+export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+export const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+export const RATE = Number(process.env.BENCH_RATE ?? 1000);
+export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+export const ROOT = path.resolve(__dirname, '..', '..', '..');
+/** The service's warm-up at the open loop's rate, before anything is measured. */
+export const WARM_UP_SECONDS = 15;
+/** The Helm chart's values: by default the service runs as the chart deploys it. */
+const CHART_VALUES = chartValues();
+/**
+ * Node.js flags for the service's process only: by default the V8 heap flags the Helm chart gives
+ * the server, so that the service runs as deployed; BENCH_SERVICE_NODE_FLAGS replaces them (an empty
+ * value runs it with none), to measure other V8 settings.
+ */
+export const SERVICE_NODE_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? chartNodeFlags(CHART_VALUES))
+  .split(' ')
+  .filter(Boolean);
+/** The service's memory limit, in MiB: the chart's resources.limits.memory unless BENCH_SERVICE_MEMORY_LIMIT_MB says otherwise (0: none). */
+export const SERVICE_MEMORY_LIMIT_MB = Number(
+  process.env.BENCH_SERVICE_MEMORY_LIMIT_MB ?? chartMemoryLimitMb(CHART_VALUES),
+);
+/** Notifications made in advance per second of a closed-loop run: more than either receiver takes here. */
+export const AHEAD_PER_SECOND = 10_000;
+
+interface ChartValues {
+  heapLimitMb?: number;
+  heapSemiSpaceMb?: number;
+  resources?: { limits?: { memory?: string } };
+}
+
+/** The chart's values.yaml. */
+function chartValues(): ChartValues {
+  return parse(readFileSync(path.join(ROOT, 'helm', 'notification-receiver', 'values.yaml'), 'utf8')) as ChartValues;
+}
+
+/** The V8 flags the chart gives the server through NODE_OPTIONS (heapLimitMb, heapSemiSpaceMb). */
+function chartNodeFlags({ heapLimitMb, heapSemiSpaceMb }: ChartValues): string {
+  return [
+    // The chart's container command (and the Dockerfile's CMD) always give this one.
+    '--no-allocation-site-pretenuring',
+    heapLimitMb ? `--max-old-space-size=${heapLimitMb}` : '',
+    heapSemiSpaceMb ? `--max-semi-space-size=${heapSemiSpaceMb}` : '',
+  ].join(' ');
+}
+
+/** The chart's memory limit for the server container (resources.limits.memory), in MiB. */
+function chartMemoryLimitMb(values: ChartValues): number {
+  const limit = String(values.resources?.limits?.memory ?? '');
+  const match = /^(\d+)(Mi|Gi)$/.exec(limit);
+  if (!match) throw new Error(`resources.limits.memory "${limit}" in values.yaml: expected <n>Mi or <n>Gi`);
+  return Number(match[1]) * (match[2] === 'Gi' ? 1024 : 1);
+}
