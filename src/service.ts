@@ -21,7 +21,7 @@ export interface Service {
   pool: pg.Pool;
   metrics: Metrics;
   relay: OutboxRelay | null;
-  /** Readiness off, in-flight requests finished, relay stopped after its batch, connections closed. */
+  /** Readiness off; in-flight requests finished while the relay stops after its batch; connections closed. */
   stop(): Promise<void>;
 }
 
@@ -31,9 +31,6 @@ const ADMIN_POOL_MAX = 2;
 /** Slow senders are cut off rather than holding a connection (and a pool slot) indefinitely. */
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 15_000;
-
-/** Of SHUTDOWN_TIMEOUT, what the relay keeps for finishing its batch (at most half of it). */
-const RELAY_STOP_SHARE_MS = 2_000;
 
 /** Whether work settles within ms (it goes on regardless; the caller just stops waiting). */
 function finishesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
@@ -165,16 +162,16 @@ export async function startService(config: Config, logger: Logger = createLogger
       // SHUTDOWN_TIMEOUT plus a second or two. What a cut-short step leaves is safe: an
       // unconfirmed event is published again at the next start (same id), and a transaction
       // that did not commit was not answered 200.
-      // The relay keeps a share of the time to finish its batch even when a request that never
-      // completes holds the drain to the end (a loaded node can make a batch take a second or more).
+      // The relay finishes its batch while the requests drain rather than after: a request that
+      // never completes cannot starve it, and another replica takes the lock sooner. Events the
+      // drained requests commit wait in the outbox for the next relay to hold the lock.
       const deadline = Date.now() + config.shutdownTimeoutMs;
       const left = (): number => Math.max(0, deadline - Date.now());
-      const relayShare = relay ? Math.min(RELAY_STOP_SHARE_MS, config.shutdownTimeoutMs / 2) : 0;
       accepting = false;
       logger.info('stopping: readiness off, draining requests');
-      await close(publicServer, Math.max(0, left() - relayShare));
-      if (relay && !(await finishesWithin(relay.stop(), Math.max(left(), 1000))))
-        logger.warn('relay did not stop in time');
+      const relayStopped = relay ? finishesWithin(relay.stop(), Math.max(left(), 1000)) : Promise.resolve(true);
+      await close(publicServer, left());
+      if (!(await relayStopped)) logger.warn('relay did not stop in time');
       await close(adminServer, 500);
       if (!(await finishesWithin(Promise.all([db.destroy(), adminDb.destroy()]), 1000))) {
         logger.warn('database connections did not close in time');

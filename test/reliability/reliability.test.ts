@@ -34,8 +34,9 @@ const SCENARIOS: ScenarioDefinition[] = [
   ORDERING,
   HOSTILE,
   TRUST_BOUNDARIES,
-  SECRETS,
   REPLICAS_SCENARIO,
+  // Last: it scans the logs of every service the scenarios above started.
+  SECRETS,
 ];
 
 const report = new RunReport(process.env.RELIABILITY_RUN_ID ?? newRunId());
@@ -79,8 +80,8 @@ floodScenario(report);
 orderingScenario(report);
 hostileScenario(report);
 trustBoundariesScenario(report);
-secretsScenario(report);
 replicasScenario(report);
+secretsScenario(report);
 
 afterAll(() => {
   const text = renderMarkdown(report, SCENARIOS, startedAt, new Date());

@@ -25,7 +25,7 @@ const BROKER_LATENCY_MS = 500;
 const TAKEOVER_BOUND_MS = 10_000;
 
 export const REPLICAS_SCENARIO: ScenarioDefinition = {
-  id: 10,
+  id: 9,
   title: 'Three replicas on one database and one exchange, as the chart runs them',
   done:
     `Service processes each running its relay in-process (the chart's RELAY_ENABLED=true), all on one database (through a TCP proxy) ` +

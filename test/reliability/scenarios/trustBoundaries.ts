@@ -22,7 +22,7 @@ const ADMIN_FLOOD_CLIENTS = 32;
 const LATENCY_SAMPLES = 300;
 
 export const TRUST_BOUNDARIES: ScenarioDefinition = {
-  id: 9,
+  id: 8,
   title: 'Trust boundaries',
   done:
     `Against a service with two POS (${POS_ID}, ${OTHER_POS_ID}), ALLOWED_SOURCE_IPS=127.0.0.1, ADMIN_TOKEN and the default ` +
