@@ -57,6 +57,16 @@ export async function prepareDatabase(config: Pick<Config, 'databaseUrl'>, logge
 export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Service> {
   if (config.migrateOnStart) await prepareDatabase(config, logger);
   for (const warning of configurationWarnings(config)) logger.warn(warning);
+  logger.info(
+    {
+      keys: config.secondKeys.map((k) => ({
+        posId: k.posId,
+        fingerprint: k.fingerprint,
+        minAlgorithm: k.minAlgorithm,
+      })),
+    },
+    'second keys loaded (fingerprints, never the keys)',
+  );
 
   const pool = createPool(
     {

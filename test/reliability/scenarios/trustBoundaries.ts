@@ -2,6 +2,7 @@ import { OTHER_KEY, OTHER_POS_ID, orderBody, POS_ID, refundBody, SECOND_KEY, uni
 import type { RunReport, ScenarioDefinition } from '../report';
 import { send, signatureFor, type HttpResult } from '../support/http';
 import { holdRequest, RowCounter, type HeldRequest } from '../support/rawHttp';
+import { fingerprintKey } from '../../../src/verification/secondKeys';
 import { harness, percentile } from '../support/scenario';
 import { RssSampler, type ServiceProcess } from '../support/serviceProcess';
 import { sql } from '../support/store';
@@ -105,23 +106,31 @@ export function trustBoundariesScenario(report: RunReport): void {
       if (result.status !== 200) problems.push(`${label}: expected 200, got ${describeResult(result)}`);
     };
 
-    h.check('starts a service with two POS and an admin token, and one behind a trusted proxy', async () => {
-      service = await world.startService({
-        label: 'trust',
-        databaseUrl: world.database.url,
-        exchange: world.exchange,
-        env: { ADMIN_TOKEN },
-      });
-      behindProxy = await world.startService({
-        label: 'trust-behind-proxy',
-        databaseUrl: world.database.url,
-        exchange: world.exchange,
-        env: { TRUST_PROXY: PROXY_ADDRESS, RELAY_ENABLED: 'false' },
-      });
-      rows = new RowCounter(world.database.url);
-      world.keep({ stop: () => rows.close() });
-      expect(await rows.total()).toBe(0);
-    });
+    h.check(
+      'starts a service with two POS and an admin token, and one behind a trusted proxy; the start log names each POS and its key fingerprint, never a key',
+      async () => {
+        service = await world.startService({
+          label: 'trust',
+          databaseUrl: world.database.url,
+          exchange: world.exchange,
+          env: { ADMIN_TOKEN },
+        });
+        behindProxy = await world.startService({
+          label: 'trust-behind-proxy',
+          databaseUrl: world.database.url,
+          exchange: world.exchange,
+          env: { TRUST_PROXY: PROXY_ADDRESS, RELAY_ENABLED: 'false' },
+        });
+        rows = new RowCounter(world.database.url);
+        world.keep({ stop: () => rows.close() });
+        expect(await rows.total()).toBe(0);
+        const loaded = service.jsonLogs().find((l) => l.msg === 'second keys loaded (fingerprints, never the keys)');
+        expect(loaded?.keys).toEqual([
+          { posId: POS_ID, fingerprint: fingerprintKey(SECOND_KEY), minAlgorithm: null },
+          { posId: OTHER_POS_ID, fingerprint: fingerprintKey(OTHER_KEY), minAlgorithm: null },
+        ]);
+      },
+    );
 
     h.check(
       "one POS's key cannot touch the other's orders or refunds: 401 pos_mismatch and nothing written, whatever the body says of its POS",
