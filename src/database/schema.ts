@@ -20,6 +20,7 @@ export interface NotificationsTable {
   parsed: ColumnType<unknown, string, string>;
   disagreements: ColumnType<Disagreement[] | null, string | null, string | null>;
   received_at: Timestamp;
+  observed_via: Generated<ObservedVia>;
 }
 
 /** A fact a notification stated differently from the one the projection keeps (sql/004). */
@@ -51,6 +52,9 @@ export interface QuarantinedNotificationsTable {
 
 export type DeliveryOutcome = 'accepted' | 'duplicate' | 'stale' | 'conflict' | 'quarantined';
 
+/** How a status was learned: delivered by the sender, or read from the payment API (sql/005). */
+export type ObservedVia = 'notification' | 'reconciliation';
+
 export interface DeliveriesTable {
   id: BigintId;
   received_at: Timestamp;
@@ -62,6 +66,7 @@ export interface DeliveriesTable {
   outcome: DeliveryOutcome;
   notification_id: string | null;
   quarantine_id: string | null;
+  observed_via: Generated<ObservedVia>;
 }
 
 export interface OrdersTable {
@@ -94,6 +99,17 @@ export interface RefundsTable {
   reason_description: string | null;
   created_at: Generated<Date>;
   updated_at: Timestamp;
+}
+
+/** An order's place in the reconciliation schedule since its last observation (sql/005). */
+export interface ReconciliationChecksTable {
+  order_id: string;
+  observed_at: Date;
+  attempts: Generated<number>;
+  next_check_at: Date | null;
+  last_checked_at: Date | null;
+  last_result: string | null;
+  given_up_at: Date | null;
 }
 
 /** The POS each order belongs to, bound by its first authentic notification (sql/004). */
@@ -141,4 +157,5 @@ export interface Database {
   refunds: RefundsTable;
   event_streams: EventStreamsTable;
   outbox_events: OutboxEventsTable;
+  reconciliation_checks: ReconciliationChecksTable;
 }

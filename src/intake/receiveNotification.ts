@@ -260,6 +260,7 @@ export function notificationReceiver(
         bodySha256: createHash('sha256').update(body).digest(),
         signers,
         sourceAddress,
+        observedVia: 'notification',
         processingTimeMs: readProcessingTime(header(req, 'svc-processing-time')),
       };
       const result = await record(delivery, parsed, requestId);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ObservedVia } from '../database/schema';
 
 /**
  * Domain events as CloudEvents 1.0 in structured JSON mode (README, "AMQP interface").
@@ -32,6 +33,8 @@ export interface OrderEventData {
   localReceiptDateTime: string | null;
   sequence: number;
   notificationId: string;
+  /** How the status was learned: a notification, or reconciliation against the payment API. */
+  observedVia: ObservedVia;
 }
 
 export interface RefundEventData {
@@ -49,6 +52,8 @@ export interface RefundEventData {
   reasonDescription: string | null;
   sequence: number;
   notificationId: string;
+  /** How the status was learned: a notification, or reconciliation against the payment API. */
+  observedVia: ObservedVia;
 }
 
 export interface CloudEvent<T> {

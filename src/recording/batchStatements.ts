@@ -145,6 +145,7 @@ function deliveryRow(entry: DeliveryEntry) {
     body_sha256: byteaText(delivery.bodySha256),
     outcome,
     notification_id: notificationId,
+    observed_via: delivery.observedVia,
   };
 }
 
@@ -161,8 +162,9 @@ function insertDeliveries(entries: readonly DeliveryEntry[]) {
   return sql`
     deliveries_added AS (
       INSERT INTO deliveries (source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome,
-                              notification_id)
-      SELECT source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, notification_id
+                              notification_id, observed_via)
+      SELECT source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, notification_id,
+             observed_via
         FROM json_populate_recordset(NULL::deliveries, ${rowsJson(rows)}::json)
     ), repeats_counted AS (
       INSERT INTO delivery_repeats (notification_id, deliveries)
@@ -199,6 +201,7 @@ export function writeBatch(writes: BatchWrites): Statement<WrittenRow> {
     body_sha256: byteaText(r.bodySha256),
     parsed: r.notification,
     disagreements: disagreementsJson(r.disagreements),
+    observed_via: r.observedVia,
   }));
   const events = writes.events.map((e) => ({
     id: e.id,
@@ -217,10 +220,10 @@ export function writeBatch(writes: BatchWrites): Statement<WrittenRow> {
     sql<WrittenRow>`
       WITH notifications_added AS (
         INSERT INTO notifications (id, kind, subject_id, status, order_id, outcome, pos_id, key_fingerprint, body,
-                                   body_sha256, parsed, disagreements)
+                                   body_sha256, parsed, disagreements, observed_via)
         OVERRIDING SYSTEM VALUE
         SELECT id, kind, subject_id, status, order_id, outcome, pos_id, key_fingerprint, body, body_sha256, parsed,
-               disagreements
+               disagreements, observed_via
           FROM json_populate_recordset(NULL::notifications, ${rowsJson(notifications)}::json)
       ), owners_added AS (
         INSERT INTO order_owners (order_id, pos_id)

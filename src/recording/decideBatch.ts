@@ -1,4 +1,4 @@
-import type { DeliveryOutcome, Disagreement } from '../database/schema';
+import type { DeliveryOutcome, Disagreement, ObservedVia } from '../database/schema';
 import { buildEvent, statusEventType, type DomainEvent } from '../outbox/events';
 import { notificationSubject, type Notification } from '../parsing/notification';
 import { signerFor } from '../verification/posBinding';
@@ -81,6 +81,7 @@ export interface NewRecord {
   body: Buffer;
   bodySha256: Buffer;
   disagreements: Disagreement[];
+  observedVia: ObservedVia;
 }
 
 /** A delivery's audit row, or only a count when its notification has rows enough (countedOnly). */
@@ -233,7 +234,8 @@ export function decideBatch(
     const meaning = meaningOf(n);
     const record = records.get(meaning);
     if (record) {
-      if (!record.bodySha256.equals(delivery.bodySha256)) {
+      // A variant is the sender's re-serialization; the API's answers are not the notification's bytes.
+      if (delivery.observedVia === 'notification' && !record.bodySha256.equals(delivery.bodySha256)) {
         const variantKey = `${record.id}:${delivery.bodySha256.toString('hex')}`;
         variantKeys.set(index, variantKey);
         if (!variantsAdded.has(variantKey)) {
@@ -260,7 +262,14 @@ export function decideBatch(
         changedOrders.add(orderId);
       }
       if (transition.outcome !== 'stale') {
-        const data = orderEventData(n, transition.projection, transition.previousStatus, nextSequence(orderId), id);
+        const data = orderEventData(
+          n,
+          transition.projection,
+          transition.previousStatus,
+          nextSequence(orderId),
+          id,
+          delivery.observedVia,
+        );
         event = buildEvent(
           eventSource,
           statusEventType('order', n.status, transition.outcome === 'conflict'),
@@ -275,7 +284,14 @@ export function decideBatch(
         changedRefunds.add(n.refundId);
       }
       if (transition.outcome !== 'stale') {
-        const data = refundEventData(n, transition.projection, transition.previousStatus, nextSequence(orderId), id);
+        const data = refundEventData(
+          n,
+          transition.projection,
+          transition.previousStatus,
+          nextSequence(orderId),
+          id,
+          delivery.observedVia,
+        );
         event = buildEvent(
           eventSource,
           statusEventType('refund', n.status, transition.outcome === 'conflict'),
@@ -295,6 +311,7 @@ export function decideBatch(
       body: delivery.body,
       bodySha256: delivery.bodySha256,
       disagreements,
+      observedVia: delivery.observedVia,
     });
     const stored = { meaning, id, bodySha256: delivery.bodySha256, ownerPosId: owner, deliveryRows: 0 };
     deliver(delivery, signer, DELIVERY_OUTCOME[outcome], stored, 0);

@@ -1,10 +1,15 @@
-import type { DeliveryOutcome } from '../database/schema';
+import type { DeliveryOutcome, ObservedVia } from '../database/schema';
 import type { Notification } from '../parsing/notification';
 import type { QuarantineReason } from '../parsing/parseNotification';
 import type { SignatureMatch } from '../verification/verifySignature';
 
-/** One delivery attempt that passed verification. */
+/**
+ * One delivery attempt that passed verification, or one status read from the payment API by reconciliation
+ * (observedVia): then the body is the API's answer byte-exact, the signer the POS whose credentials asked,
+ * and there is no source address.
+ */
 export interface Delivery {
+  observedVia: ObservedVia;
   body: Buffer;
   bodySha256: Buffer;
   /**

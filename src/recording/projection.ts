@@ -1,4 +1,4 @@
-import type { Disagreement } from '../database/schema';
+import type { Disagreement, ObservedVia } from '../database/schema';
 import type { OrderEventData, RefundEventData } from '../outbox/events';
 import type { OrderNotification, RefundNotification } from '../parsing/notification';
 import {
@@ -114,6 +114,7 @@ export function orderEventData(
   previousStatus: string | null,
   sequence: number,
   notificationId: string,
+  observedVia: ObservedVia,
 ): OrderEventData {
   return {
     orderId: n.orderId,
@@ -128,6 +129,7 @@ export function orderEventData(
     localReceiptDateTime: projection.localReceiptDateTime,
     sequence,
     notificationId,
+    observedVia,
   };
 }
 
@@ -138,6 +140,7 @@ export function refundEventData(
   previousStatus: string | null,
   sequence: number,
   notificationId: string,
+  observedVia: ObservedVia,
 ): RefundEventData {
   return {
     orderId: projection.orderId,
@@ -154,5 +157,6 @@ export function refundEventData(
     reasonDescription: projection.reasonDescription,
     sequence,
     notificationId,
+    observedVia,
   };
 }

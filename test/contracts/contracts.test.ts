@@ -68,6 +68,7 @@ const orderData: OrderEventData = {
   localReceiptDateTime: '2020-02-13T10:25:40.528+01:00',
   sequence: 2,
   notificationId: '2',
+  observedVia: 'notification',
 };
 
 /** An event as a consumer receives it, with the properties the relay sets (brokerChannel.ts). */
@@ -91,6 +92,12 @@ describe('events against the AsyncAPI document', () => {
   it('When the recorder builds an order.completed event, then it matches', () => {
     expect(eventContractProblems(consumed(completed()))).toEqual([]);
     expect(() => expectEventMatchesContract(consumed(completed()))).not.toThrow();
+  });
+
+  it('When observedVia is left out, then the event does not match', () => {
+    const event = completed();
+    delete event.data.observedVia;
+    expect(eventContractProblems(consumed(event))).not.toEqual([]);
   });
 
   it('When observedVia is set, then it must be one of the documented ways', () => {

@@ -21,6 +21,7 @@ const delivery = (text: string): Delivery => {
     signers: [{ posId: '300746', keyFingerprint: 'test' }],
     sourceAddress: '127.0.0.1',
     processingTimeMs: null,
+    observedVia: 'notification',
   };
 };
 

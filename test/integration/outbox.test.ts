@@ -92,6 +92,7 @@ describe('events of a lifecycle', () => {
         localReceiptDateTime: null,
         sequence: 1,
         notificationId: expect.stringMatching(/^\d+$/),
+        observedVia: 'notification',
       },
     });
     expect(completed).toMatchObject({
@@ -127,6 +128,7 @@ describe('events of a lifecycle', () => {
         reasonDescription: 'customer request',
         sequence: 3,
         notificationId: expect.stringMatching(/^\d+$/),
+        observedVia: 'notification',
       },
     });
     expect(Number(new Date(pending?.time as string))).not.toBeNaN();

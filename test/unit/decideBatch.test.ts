@@ -85,6 +85,7 @@ const item = (notification: Notification, signers: SignatureMatch[] = [KEY_A], b
       signers,
       sourceAddress: '185.68.12.10',
       processingTimeMs: null,
+      observedVia: 'notification',
     },
   };
 };

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Command } from 'commander';
 import type { Db } from '../../database/pool';
-import type { Disagreement } from '../../database/schema';
+import type { Disagreement, ObservedVia } from '../../database/schema';
 import {
   action,
   emit,
@@ -23,6 +23,8 @@ export interface DeliveryView {
   id: string;
   receivedAt: string | null;
   sourceAddress: string | null;
+  /** notification, or reconciliation (read from the payment API: no source address). */
+  observedVia: ObservedVia;
   posId: string;
   keyFingerprint: string;
   processingTimeMs: number | null;
@@ -155,6 +157,7 @@ async function notificationsWhere(
         id: d.id,
         receivedAt: iso(d.received_at),
         sourceAddress: d.source_address,
+        observedVia: d.observed_via,
         posId: d.pos_id,
         keyFingerprint: d.key_fingerprint,
         processingTimeMs: d.processing_time_ms,
@@ -229,7 +232,7 @@ function notificationLines(notifications: NotificationView[]): string[] {
         n.deliveries.map((d) => [
           `      delivery #${d.id}`,
           `${d.receivedAt}`,
-          `from ${d.sourceAddress ?? '?'}`,
+          d.observedVia === 'reconciliation' ? 'from reconciliation' : `from ${d.sourceAddress ?? '?'}`,
           `POS ${d.posId}`,
           `key ${d.keyFingerprint}`,
           `Svc-Processing-Time ${d.processingTimeMs === null ? '-' : `${d.processingTimeMs} ms`}`,

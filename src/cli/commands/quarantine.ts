@@ -180,6 +180,7 @@ export async function retryOne(
       signers,
       sourceAddress: original?.source_address ?? null,
       processingTimeMs: original?.processing_time_ms ?? null,
+      observedVia: 'notification',
     };
     const {
       results: [recorded],
