@@ -9,6 +9,7 @@ const LAYERS = [
   ['composition root', '^src/service\\.ts'],
   ['configuration', '^src/config\\.ts'],
   ['HTTP ports', '^src/(intake|admin)/'],
+  ['reconciliation', '^src/reconciliation/'],
   ['recording', '^src/recording/'],
   ['outbox', '^src/outbox/'],
   ['database', '^src/database/'],

@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs';
 import bytes from 'bytes';
 import { z } from 'zod';
 import { isPublicSandboxKey, parseSecondKeys, PUBLIC_SANDBOX_KEY, type SecondKey } from './verification/secondKeys';
-import { parsePaymentApiCredentials, type PaymentApiCredential } from './paymentApi/credentials';
+import { parsePaymentApiCredentials } from './paymentApi/credentials';
+import type { ReconciliationSettings } from './reconciliation/reconciliation';
 import { parseSourceAllowlist, parseTrustProxy, type SourceAllowlist, type TrustProxy } from './intake/sourceAddress';
 
 /** The whole configuration, read once from the environment at start (documented in .env.example). */
@@ -42,22 +43,8 @@ export interface Config {
   reconciliation: ReconciliationConfig | null;
 }
 
-export interface ReconciliationConfig {
-  /** PAYMENT_API_URL: the payment API's base address, without a path. */
-  paymentApiUrl: string;
-  /** One OAuth client per POS (PAYMENT_API_CREDENTIALS). Secret. */
-  credentials: PaymentApiCredential[];
-  /** Longest a payment API attempt may take, answer included. */
-  timeoutMs: number;
-  maxInFlight: number;
-  maxPerSecond: number;
-  /** An order not final is checked this long after its last observation, then on a widening schedule. */
-  afterMs: number;
-  /** Past this since the order's first observation, checks stop (counted and alerted). */
-  giveUpMs: number;
-  /** How often the sweep looks for due work. */
-  intervalMs: number;
-}
+/** The reconciliation settings (PAYMENT_API_*, RECONCILE_*), as src/reconciliation/ takes them. */
+export type ReconciliationConfig = ReconciliationSettings;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {

@@ -13,6 +13,8 @@ import { createDb, createPool, ensureDatabaseExists, type Db } from './database/
 import { PooledTransactions } from './database/transaction';
 import { migrate } from './database/migrations';
 import { GroupCommitStore } from './recording/groupCommit';
+import { createReconciliation, type Reconciliation } from './reconciliation/reconciliation';
+import type { Reconciler } from './reconciliation/reconciler';
 
 export interface Service {
   publicPort: number;
@@ -21,6 +23,8 @@ export interface Service {
   pool: pg.Pool;
   metrics: Metrics;
   relay: OutboxRelay | null;
+  /** Checks open orders against the payment API; null without PAYMENT_API_URL. */
+  reconciler: Reconciler | null;
   /** Readiness off; in-flight requests finished while the relay stops after its batch; connections closed. */
   stop(): Promise<void>;
 }
@@ -45,6 +49,39 @@ function finishesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
     ),
     timeout,
   ]).finally(() => clearTimeout(timer));
+}
+
+/** Connections of the reconciliation's own pool (its sweep and its recording transactions). */
+const RECONCILIATION_POOL_MAX = 2;
+
+/**
+ * Reconciliation against the payment API (issue 24), off without PAYMENT_API_URL: its own small pool, and on
+ * it the same recorder the intake uses, so checking never takes a connection a notification needs.
+ */
+function createServiceReconciliation(
+  config: Config,
+  metrics: Metrics,
+  logger: Logger,
+): { reconciliation: Reconciliation; db: Db } | null {
+  if (!config.reconciliation) return null;
+  const pool = createPool(
+    {
+      url: config.databaseUrl,
+      poolMax: RECONCILIATION_POOL_MAX,
+      timeoutMs: config.databaseTimeoutMs,
+      applicationName: 'payment-notification-receiver:reconciliation',
+      keyLookupsOnly: true,
+    },
+    logger,
+  );
+  const store = new GroupCommitStore(
+    new PooledTransactions(pool),
+    { eventSource: config.eventSource },
+    { maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 30_000, answerWithinMs: 60_000 },
+    logger.child({ component: 'reconciliation-recorder' }),
+  );
+  const db = createDb(pool);
+  return { reconciliation: createReconciliation(config.reconciliation, { db, store, metrics, logger }), db };
 }
 
 /** Prepares the database: creates it on a fresh server and applies pending migrations. */
@@ -114,6 +151,10 @@ export async function startService(config: Config, logger: Logger = createLogger
     : null;
   relay?.start();
 
+  const reconciling = createServiceReconciliation(config, metrics, logger);
+  const reconciler = reconciling?.reconciliation.createReconciler(config.databaseUrl) ?? null;
+  reconciler?.start();
+
   let accepting = true;
   const store = new GroupCommitStore(
     new PooledTransactions(pool),
@@ -145,6 +186,7 @@ export async function startService(config: Config, logger: Logger = createLogger
   const adminApp = createAdminApp({
     probeDb: db,
     data: { db: adminDb, token: config.adminToken, concurrency: config.adminConcurrency },
+    reconciliation: reconciling?.reconciliation ?? null,
     metrics,
     logger,
     isAccepting: () => accepting,
@@ -163,7 +205,10 @@ export async function startService(config: Config, logger: Logger = createLogger
 
   const publicPort = await listen(publicServer, config.port, config.host);
   const adminPort = await listen(adminServer, config.adminPort, config.host);
-  logger.info({ publicPort, adminPort, relay: config.relayEnabled }, 'service started');
+  logger.info(
+    { publicPort, adminPort, relay: config.relayEnabled, reconciler: reconciler !== null },
+    'service started',
+  );
 
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {
@@ -180,10 +225,13 @@ export async function startService(config: Config, logger: Logger = createLogger
       accepting = false;
       logger.info('stopping: readiness off, draining requests');
       const relayStopped = relay ? finishesWithin(relay.stop(), Math.max(left(), 1000)) : Promise.resolve(true);
+      const reconcilerStopped = reconciler ? finishesWithin(reconciler.stop(), Math.max(left(), 1000)) : true;
       await close(publicServer, left());
       if (!(await relayStopped)) logger.warn('relay did not stop in time');
+      if (!(await reconcilerStopped)) logger.warn('reconciler did not stop in time');
       await close(adminServer, 500);
-      if (!(await finishesWithin(Promise.all([db.destroy(), adminDb.destroy()]), 1000))) {
+      const pools = [db, adminDb, ...(reconciling ? [reconciling.db] : [])].map((pool) => pool.destroy());
+      if (!(await finishesWithin(Promise.all(pools), 1000))) {
         logger.warn('database connections did not close in time');
       }
       logger.info('stopped');
@@ -191,5 +239,5 @@ export async function startService(config: Config, logger: Logger = createLogger
     return stopping;
   };
 
-  return { publicPort, adminPort, db, pool, metrics, relay, stop };
+  return { publicPort, adminPort, db, pool, metrics, relay, reconciler, stop };
 }

@@ -8,7 +8,9 @@ import { answerError, sendError } from '../http/answers';
 import { beginRequest } from '../http/requestContext';
 import type { Logger } from '../observability/logger';
 import type { ProcessMetrics } from '../observability/metrics';
-import { findOrder, findRefund } from './projectionQueries';
+import type { OrderCheck } from '../reconciliation/checkOrder';
+import type { PosProblem, Reconciliation } from '../reconciliation/reconciliation';
+import { findOrder, findRefund, type OrderView } from './projectionQueries';
 
 /** The admin port's data routes: their own small pool, a cap on requests at once, and an optional token. */
 export interface AdminData {
@@ -24,6 +26,8 @@ export interface AdminOptions {
   probeDb: Db;
   /** The data routes (/orders, /refunds); null where the process serves none (the relay alone). */
   data: AdminData | null;
+  /** On-demand checks against the payment API (POST /orders/{orderId}/reconcile); null: off. */
+  reconciliation?: Reconciliation | null;
   metrics: ProcessMetrics;
   logger: Logger;
   /** False once shutdown began: readiness fails first so the load balancer stops sending. */
@@ -58,8 +62,38 @@ function dataGate({ token, concurrency }: AdminData) {
   };
 }
 
+/** What POST /orders/{orderId}/reconcile answers: the check, and the projection after it. */
+type ReconcileAnswer = Omit<OrderCheck, 'final' | 'retryAfterMs'> & { order: OrderView | null };
+
+const POS_PROBLEMS: Record<PosProblem, RequestError> = {
+  pos_required: new RequestError(
+    400,
+    'pos_required',
+    'nothing is recorded for this order and several POS are configured: give {"posId": "..."}',
+  ),
+  unknown_pos: new RequestError(400, 'unknown_pos', 'no payment API credentials are configured for that posId'),
+  pos_mismatch: new RequestError(409, 'pos_mismatch', 'the order belongs to another POS than the posId given'),
+};
+
+/** The optional body's posId: `{"posId": "..."}`, or nothing. */
+function requestedPosId(body: unknown): string | undefined {
+  if (body === undefined || body === null || (typeof body === 'object' && Object.keys(body).length === 0))
+    return undefined;
+  const posId = typeof body === 'object' && 'posId' in body ? body.posId : undefined;
+  if (typeof posId !== 'string' || posId === '' || posId.length > 64)
+    throw new RequestError(400, 'bad_request', 'the body is optional; when given, it is {"posId": "<a POS id>"}');
+  return posId;
+}
+
 /** The admin port: probes and metrics (open to the kubelet and Prometheus), and the projections. Never routed publicly. */
-export function createAdminApp({ probeDb, data, metrics, logger, isAccepting }: AdminOptions): Express {
+export function createAdminApp({
+  probeDb,
+  data,
+  reconciliation = null,
+  metrics,
+  logger,
+  isAccepting,
+}: AdminOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -99,6 +133,24 @@ export function createAdminApp({ probeDb, data, metrics, logger, isAccepting }: 
       const order = await findOrder(data.db, req.params.orderId as string);
       if (!order) throw new RequestError(404, 'order_not_found', 'no notification has been recorded for this order');
       res.json(order);
+    });
+
+    app.post('/orders/:orderId/reconcile', gate, express.json({ limit: 1024, strict: true }), async (req, res) => {
+      const orderId = req.params.orderId as string;
+      if (!reconciliation)
+        throw new RequestError(409, 'reconciliation_off', 'reconciliation is off: PAYMENT_API_URL is not set');
+      const checked = await reconciliation.reconcileOrder(orderId, requestedPosId(req.body));
+      if ('problem' in checked) throw POS_PROBLEMS[checked.problem];
+      if (checked.result === 'unavailable')
+        throw new RequestError(503, 'payment_api_unavailable', 'the payment API does not answer; retry later', null, {
+          'Retry-After': String(Math.max(1, Math.ceil((checked.retryAfterMs ?? 5000) / 1000))),
+        });
+      const order = await findOrder(data.db, orderId);
+      if (!order && checked.result === 'not_found')
+        throw new RequestError(404, 'order_not_found', 'neither this service nor the payment API knows this order');
+      const { result, posId, said, applied, stale, conflicts } = checked;
+      const answer: ReconcileAnswer = { orderId, posId, result, said, applied, stale, conflicts, order };
+      res.json(answer);
     });
 
     app.get('/refunds/:refundId', gate, async (req, res) => {

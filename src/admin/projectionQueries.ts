@@ -1,5 +1,5 @@
 import type { Db } from '../database/pool';
-import type { Disagreement } from '../database/schema';
+import type { Disagreement, ObservedVia } from '../database/schema';
 import type { OrderProjection, RefundProjection } from '../recording/projection';
 import { orderFromRow, refundFromRow } from '../recording/projectionRows';
 
@@ -14,6 +14,8 @@ export interface StatusHistoryEntry {
   deliveries: number;
   /** Facts it stated otherwise than the projection keeps (the projection kept its own values). */
   disagreements: Disagreement[];
+  /** How it was first learned: a notification, or reconciliation against the payment API. */
+  observedVia: ObservedVia;
 }
 
 /** A refund as the admin API shows it: the projection, its last change and its status history. */
@@ -46,6 +48,7 @@ async function historyOf(
       'n.received_at',
       'n.outcome',
       'n.disagreements',
+      'n.observed_via',
       eb
         .selectFrom('deliveries as d')
         .select((d) => d.fn.countAll<string>().as('c'))
@@ -70,6 +73,7 @@ async function historyOf(
       outcome: row.outcome,
       deliveries: Number(row.deliveries ?? 0) + Number(row.repeats ?? 0),
       disagreements: row.disagreements ?? [],
+      observedVia: row.observed_via,
     });
     result.set(row.subject_id, list);
   }

@@ -38,6 +38,20 @@ export interface PaymentApiMetrics {
   tokenFetches: Counter<'pos_id' | 'result'>;
 }
 
+/** Reconciliation against the payment API: checks, repairs, the orders it waits on, and who runs it. */
+export interface ReconciliationMetrics {
+  /** result: unchanged, repaired, pos_mismatch, or why the API gave no usable answer. */
+  checks: Counter<'result'>;
+  /** Statuses learned from the API that no notification brought: each one a notification lost on its way. */
+  repairs: Counter<'kind' | 'status'>;
+  /** Orders given up (RECONCILE_GIVE_UP passed, still not final). */
+  givenUp: Counter;
+  /** Set by the active reconciler after each sweep. */
+  stuckOrders: Gauge;
+  givenUpOrders: Gauge;
+  reconcilerActive: Gauge;
+}
+
 /** What every process's admin port serves: its registry (with Node's process metrics) and request durations. */
 export interface ProcessMetrics {
   registry: Registry;
@@ -61,6 +75,7 @@ export interface Metrics extends RelayMetrics {
   recorderBatchSize: Histogram;
   recorderBusy: Counter;
   paymentApi: PaymentApiMetrics;
+  reconciliation: ReconciliationMetrics;
 }
 
 export interface OutboxBacklog {
@@ -260,7 +275,65 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     recorderBatchSize,
     recorderBusy,
     paymentApi: createPaymentApiMetrics(registry),
+    reconciliation: createReconciliationMetrics(registry),
   };
+}
+
+/**
+ * How a reconciliation check of an order ended: nothing new, statuses repaired, an answer about another
+ * POS's order refused, or why the payment API gave no usable answer (PaymentApiErrorKind).
+ */
+export const CHECK_RESULTS = [
+  'unchanged',
+  'repaired',
+  'pos_mismatch',
+  'not_found',
+  'forbidden',
+  'unauthorized',
+  'unavailable',
+  'invalid_answer',
+  'no_credentials',
+] as const;
+export type CheckResult = (typeof CHECK_RESULTS)[number];
+
+/** The reconciler's metrics, in a given registry (the service's, or a CLI command's own). */
+export function createReconciliationMetrics(registry: Registry): ReconciliationMetrics {
+  const checks = new Counter({
+    name: 'reconciliation_checks_total',
+    help: 'Orders checked against the payment API, by result.',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  for (const result of CHECK_RESULTS) checks.inc({ result }, 0);
+  const repairs = new Counter({
+    name: 'reconciliation_repairs_total',
+    help: 'Statuses applied from the payment API that no notification brought (each a lost notification), by kind and status.',
+    labelNames: ['kind', 'status'] as const,
+    registers: [registry],
+  });
+  for (const kind of ['order', 'refund'])
+    repairs.inc({ kind, status: kind === 'order' ? 'COMPLETED' : 'FINALIZED' }, 0);
+  const givenUp = new Counter({
+    name: 'reconciliation_given_up_total',
+    help: 'Orders given up: still not final RECONCILE_GIVE_UP after their last observation.',
+    registers: [registry],
+  });
+  const stuckOrders = new Gauge({
+    name: 'reconciliation_stuck_orders',
+    help: 'Orders (or their refunds) not final RECONCILE_AFTER after their last observation, not given up; set by the active reconciler.',
+    registers: [registry],
+  });
+  const givenUpOrders = new Gauge({
+    name: 'reconciliation_given_up_orders',
+    help: 'Orders given up and still not final; set by the active reconciler.',
+    registers: [registry],
+  });
+  const reconcilerActive = new Gauge({
+    name: 'reconciler_active',
+    help: '1 while this process is the active reconciler (holds the reconciler lock).',
+    registers: [registry],
+  });
+  return { checks, repairs, givenUp, stuckOrders, givenUpOrders, reconcilerActive };
 }
 
 /**

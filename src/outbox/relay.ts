@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import pg from 'pg';
+import { SessionLock } from '../database/sessionLock';
 import { inTransaction, statement, type Statement } from '../database/transaction';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
@@ -97,8 +98,7 @@ export class OutboxRelay {
   private readonly pollIntervalMs: number;
   private readonly maxBackoffMs: number;
   private readonly broker: BrokerChannel;
-  private client: pg.Client | null = null;
-  private active = false;
+  private readonly lock: SessionLock;
   private stopping = false;
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
@@ -117,10 +117,18 @@ export class OutboxRelay {
       options.metrics,
       options.logger,
     );
+    this.lock = new SessionLock(
+      RELAY_LOCK,
+      () => this.connectClient(),
+      (held) => {
+        options.logger.info({ active: held }, held ? 'outbox relay is active' : 'outbox relay is standing by');
+        options.metrics.relayActive.set(held ? 1 : 0);
+      },
+    );
   }
 
   get isActive(): boolean {
-    return this.active;
+    return this.lock.isHeld;
   }
 
   start(): void {
@@ -149,7 +157,7 @@ export class OutboxRelay {
       // A commit's wake-up hint cuts a poll wait short, never a backoff.
       let wakeable = true;
       try {
-        if (!(await this.holdLock())) {
+        if (!(await this.lock.hold())) {
           wakeable = false; // a standby only polls for the lock
         } else if (await this.openBroker()) {
           const published = await this.publishBatch();
@@ -169,7 +177,7 @@ export class OutboxRelay {
           { err: { message: (error as Error).message } },
           'outbox relay lost its database connection',
         );
-        await this.dropClient();
+        await this.lock.release();
         this.backoffMs = Math.min(Math.max(this.backoffMs * 2, 250), this.maxBackoffMs);
         delay = this.backoffMs;
         wakeable = false;
@@ -177,7 +185,7 @@ export class OutboxRelay {
       if (delay > 0) await this.sleep(delay, wakeable);
     }
     await this.broker.close();
-    await this.dropClient();
+    await this.lock.release();
   }
 
   /** Connects to the broker if needed; on failure backs off (250 ms doubling to maxBackoffMs). */
@@ -221,37 +229,12 @@ export class OutboxRelay {
     });
     client.on('error', (error) => {
       this.options.logger.warn({ err: { message: error.message } }, 'relay database connection lost');
-      if (this.client === client) void this.dropClient();
+      this.lock.lost(client);
     });
     client.on('notification', () => this.wake());
     await client.connect();
     await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
     return client;
-  }
-
-  private async dropClient(): Promise<void> {
-    const client = this.client;
-    this.client = null;
-    this.setActive(false);
-    await client?.end().catch(() => undefined);
-  }
-
-  private setActive(active: boolean): void {
-    if (active !== this.active)
-      this.options.logger.info({ active }, active ? 'outbox relay is active' : 'outbox relay is standing by');
-    this.active = active;
-    this.options.metrics.relayActive.set(active ? 1 : 0);
-  }
-
-  private async holdLock(): Promise<boolean> {
-    this.client ??= await this.connectClient();
-    if (!this.active) {
-      const { rows } = await this.client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [
-        RELAY_LOCK,
-      ]);
-      this.setActive(rows[0]?.locked === true);
-    }
-    return this.active;
   }
 
   /**
@@ -260,7 +243,7 @@ export class OutboxRelay {
    */
   private async publishBatch(): Promise<number> {
     this.wakePending = false;
-    return inTransaction(this.client as pg.Client, async (trx) => {
+    return inTransaction(this.lock.connection as pg.Client, async (trx) => {
       const rows = await trx.run(claim(this.batchSize));
       if (rows.length > 0) await trx.runAndCommit(await this.publish(rows));
       return rows.length;
@@ -296,7 +279,7 @@ export class OutboxRelay {
     const now = Date.now();
     if (now - this.lastSweep < RETENTION_SWEEP_MS) return;
     this.lastSweep = now;
-    const client = this.client as pg.Client;
+    const client = this.lock.connection as pg.Client;
     const { rowCount } = await client.query(
       `DELETE FROM outbox_events WHERE id IN (
          SELECT id FROM outbox_events WHERE published_at < now() - $1 * interval '1 millisecond' LIMIT 10000)`,

@@ -56,6 +56,7 @@ describe('order projection', () => {
         outcome: 'applied',
         deliveries: 1,
         disagreements: [],
+        observedVia: 'notification',
       },
       {
         status: 'COMPLETED',
@@ -64,6 +65,7 @@ describe('order projection', () => {
         outcome: 'applied',
         deliveries: 1,
         disagreements: [],
+        observedVia: 'notification',
       },
     ]);
   });

@@ -1,0 +1,126 @@
+import type { Logger } from '../observability/logger';
+import type { CheckResult, ReconciliationMetrics } from '../observability/metrics';
+import { PaymentApiError, type PaymentApi, type RetrievedOrder } from '../paymentApi/paymentApi';
+import type { NotificationStore, RecordResult } from '../recording/notificationStore';
+import { hasRefunds, orderObservation, refundObservations, type Observation } from './observations';
+
+/** A status of the order or of one of its refunds. */
+export interface ObservedStatus {
+  kind: 'order' | 'refund';
+  /** The orderId, or the refundId. */
+  id: string;
+  status: string;
+}
+
+/** One check of one order: what the API said and what recording it changed. */
+export interface OrderCheck {
+  orderId: string;
+  posId: string;
+  result: CheckResult;
+  /** What the API says: the order's status (NEW included) and its refunds'; empty when it did not answer. */
+  said: ObservedStatus[];
+  /** Statuses the projection took from this check: each one a notification that never arrived. */
+  applied: ObservedStatus[];
+  /** Statuses behind the projection (a lagging answer) or against a final one: recorded, nothing changed. */
+  stale: ObservedStatus[];
+  conflicts: ObservedStatus[];
+  /** Whether the API says the order and its refunds are final: nothing more to learn. */
+  final: boolean;
+  /** What the API asked us to wait, when it refused for load. */
+  retryAfterMs: number | null;
+}
+
+export interface CheckDependencies {
+  api: PaymentApi;
+  store: NotificationStore;
+  logger: Logger;
+  metrics?: ReconciliationMetrics;
+}
+
+const FINAL = new Set(['COMPLETED', 'CANCELED', 'FINALIZED']);
+
+const statusOf = ({ notification: n }: Observation): ObservedStatus => ({
+  kind: n.kind,
+  id: n.kind === 'order' ? n.orderId : n.refundId,
+  status: n.status,
+});
+
+type Asked = { ok: true; order: RetrievedOrder; observations: Observation[] } | { ok: false; error: PaymentApiError };
+
+/** The order and, for a completed one, its refunds, as observations; the order's own POS's credentials ask. */
+async function ask(api: PaymentApi, orderId: string, posId: string): Promise<Asked> {
+  try {
+    const answer = await api.retrieveOrder(posId, orderId);
+    const order = orderObservation(posId, answer);
+    const refunds = hasRefunds(answer.value)
+      ? refundObservations(posId, answer.value, await api.listRefunds(posId, orderId))
+      : [];
+    return { ok: true, order: answer.value, observations: [...(order ? [order] : []), ...refunds] };
+  } catch (error) {
+    if (error instanceof PaymentApiError) return { ok: false, error };
+    throw error;
+  }
+}
+
+/**
+ * Checks one order against the payment API with its POS's credentials and, unless dryRun, records what the
+ * API says through the recorder, as observations of the same meanings as notifications (observations.ts).
+ * An answer about another POS's order is refused, nothing recorded.
+ */
+export async function checkOrder(
+  deps: CheckDependencies,
+  orderId: string,
+  posId: string,
+  dryRun = false,
+): Promise<OrderCheck> {
+  const check: OrderCheck = {
+    orderId,
+    posId,
+    result: 'unchanged',
+    said: [],
+    applied: [],
+    stale: [],
+    conflicts: [],
+    final: false,
+    retryAfterMs: null,
+  };
+  const asked = await ask(deps.api, orderId, posId);
+  if (!asked.ok) {
+    check.result = asked.error.kind;
+    check.retryAfterMs = asked.error.details.retryAfterMs;
+  } else {
+    const { order, observations } = asked;
+    check.said = [
+      { kind: 'order', id: orderId, status: order.status },
+      ...observations.filter((o) => o.notification.kind === 'refund').map(statusOf),
+    ];
+    check.final = check.said.every((s) => FINAL.has(s.status));
+    if (order.merchantPosId !== posId) check.result = 'pos_mismatch';
+    else if (!dryRun) await record(deps.store, observations, check);
+  }
+  deps.metrics?.checks.inc({ result: check.result });
+  for (const s of check.applied) deps.metrics?.repairs.inc({ kind: s.kind, status: s.status });
+  deps.logger.debug(
+    { orderId, posId, result: check.result, applied: check.applied.length, dryRun },
+    'order checked against the payment API',
+  );
+  return check;
+}
+
+/** Records the observations in order (the order's status first, its refunds after) and sorts the outcomes. */
+async function record(
+  store: NotificationStore,
+  observations: readonly Observation[],
+  check: OrderCheck,
+): Promise<void> {
+  const outcomes: RecordResult[] = [];
+  for (const o of observations) outcomes.push(await store.record(o.delivery, o.notification));
+  outcomes.forEach((outcome, index) => {
+    const status = statusOf(observations[index] as Observation);
+    if (outcome.outcome === 'refused') check.result = 'pos_mismatch';
+    else if (outcome.outcome === 'accepted') check.applied.push(status);
+    else if (outcome.outcome === 'stale') check.stale.push(status);
+    else if (outcome.outcome === 'conflict') check.conflicts.push(status);
+  });
+  if (check.result !== 'pos_mismatch' && check.applied.length > 0) check.result = 'repaired';
+}

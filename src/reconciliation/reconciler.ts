@@ -1,0 +1,190 @@
+import pg from 'pg';
+import type { Db } from '../database/pool';
+import { SessionLock } from '../database/sessionLock';
+import type { Logger } from '../observability/logger';
+import type { ReconciliationMetrics } from '../observability/metrics';
+import { checkOrder, type CheckDependencies, type OrderCheck } from './checkOrder';
+import { afterCheck, sweepBackoffMs, type SchedulePolicy } from './schedule';
+import { countOpenOrders, dueOrders, recordCheck, type OpenOrder } from './scheduleQueries';
+
+/** Only one reconciler checks at a time, across every replica (a session advisory lock, as the relay's). */
+export const RECONCILER_LOCK = 7_316_003;
+
+export interface ReconcilerOptions {
+  databaseUrl: string;
+  /** The reconciler's own small pool: its reads never take a connection the intake needs. */
+  db: Db;
+  /** The API client and the recorder (on the same own pool) the checks use. */
+  check: CheckDependencies;
+  policy: SchedulePolicy;
+  /** RECONCILE_INTERVAL: how often the sweep looks for due orders, and a standby for the lock. */
+  intervalMs: number;
+  metrics: ReconciliationMetrics;
+  logger: Logger;
+  /** Orders checked per round at most; a full round goes again at once (the API's limiter sets the pace). */
+  batchSize?: number;
+  now?: () => Date;
+}
+
+/** What one round did. */
+export interface SweepRound {
+  checked: number;
+  repaired: number;
+  givenUp: number;
+  /** The API was unavailable (the round stopped early): the sweep backs off. */
+  unavailable: boolean;
+  retryAfterMs: number | null;
+}
+
+/**
+ * Checks open orders against the payment API on their schedule (schedule.ts). One reconciler is active
+ * across all replicas: it holds a session advisory lock on a connection of its own, and standbys try to take
+ * it every interval. It waits RECONCILE_INTERVAL between rounds (never a busy loop), backs off while the API
+ * is unavailable, and stops between two checks.
+ */
+export class Reconciler {
+  private readonly batchSize: number;
+  private readonly now: () => Date;
+  private readonly lock: SessionLock;
+  private stopping = false;
+  private loop: Promise<void> | null = null;
+  private wakeUp: (() => void) | null = null;
+  private failedRounds = 0;
+  private databaseBackoffMs = 0;
+
+  constructor(private readonly options: ReconcilerOptions) {
+    this.batchSize = options.batchSize ?? 50;
+    this.now = options.now ?? (() => new Date());
+    this.lock = new SessionLock(
+      RECONCILER_LOCK,
+      () => this.connectClient(),
+      (held) => {
+        options.logger.info({ active: held }, held ? 'reconciler is active' : 'reconciler is standing by');
+        options.metrics.reconcilerActive.set(held ? 1 : 0);
+      },
+    );
+  }
+
+  get isActive(): boolean {
+    return this.lock.isHeld;
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.stopping = false;
+    this.loop = this.run();
+  }
+
+  /** Finishes the check under way, releases the lock and closes its connection. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wakeUp?.();
+    await this.loop;
+    this.loop = null;
+  }
+
+  private async run(): Promise<void> {
+    const { logger, intervalMs } = this.options;
+    while (!this.stopping) {
+      let delay = intervalMs;
+      try {
+        if (await this.lock.hold()) {
+          const round = await this.sweep();
+          this.databaseBackoffMs = 0;
+          this.failedRounds = round.unavailable ? this.failedRounds + 1 : 0;
+          if (round.unavailable) {
+            delay = sweepBackoffMs(this.failedRounds, intervalMs, round.retryAfterMs);
+            logger.warn({ retryInMs: delay }, 'payment API unavailable; reconciliation backs off');
+          } else if (round.checked >= this.batchSize) delay = 0;
+        }
+      } catch (error) {
+        logger.warn({ err: { message: (error as Error).message } }, 'reconciler lost its database connection');
+        await this.lock.release();
+        this.databaseBackoffMs = Math.min(Math.max(this.databaseBackoffMs * 2, 250), 30_000);
+        delay = Math.max(this.databaseBackoffMs, intervalMs);
+      }
+      if (delay > 0) await this.sleep(delay);
+    }
+    await this.lock.release();
+  }
+
+  /** One round: the due orders, soonest first, each checked and rescheduled; then the gauges. */
+  async sweep(): Promise<SweepRound> {
+    const { db, policy, metrics } = this.options;
+    const round: SweepRound = { checked: 0, repaired: 0, givenUp: 0, unavailable: false, retryAfterMs: null };
+    const due = await dueOrders(db, this.now(), policy.afterMs, this.batchSize);
+    for (const order of due) {
+      if (this.stopping) break;
+      const check = await checkOrder(this.options.check, order.orderId, order.posId);
+      round.checked += 1;
+      if (check.result === 'repaired') round.repaired += 1;
+      if (await this.reschedule(order, check)) round.givenUp += 1;
+      if (check.result === 'unavailable') {
+        // The API (not this order) is failing: stop the round and back off.
+        round.unavailable = true;
+        round.retryAfterMs = check.retryAfterMs;
+        break;
+      }
+    }
+    const counts = await countOpenOrders(db, this.now(), policy.afterMs);
+    metrics.stuckOrders.set(counts.stuck);
+    metrics.givenUpOrders.set(counts.givenUp);
+    return round;
+  }
+
+  /** Writes the order's next check, or gives it up; answers whether it was given up now. */
+  private async reschedule(order: OpenOrder, check: OrderCheck): Promise<boolean> {
+    const checkedAt = this.now();
+    const checks = order.checks + 1;
+    const next = afterCheck(order.observedAt, checks, checkedAt, this.options.policy, check.retryAfterMs);
+    await recordCheck(this.options.db, {
+      orderId: order.orderId,
+      observedAt: order.observedAt,
+      checks,
+      checkedAt,
+      nextCheckAt: next.givenUp ? null : next.nextCheckAt,
+      result: check.result,
+      givenUp: next.givenUp,
+    });
+    if (!next.givenUp) return false;
+    this.options.metrics.givenUp.inc();
+    this.options.logger.warn(
+      { orderId: order.orderId, posId: order.posId, checks, result: check.result },
+      'order still not final after RECONCILE_GIVE_UP; reconciliation gave it up',
+    );
+    return true;
+  }
+
+  private async connectClient(): Promise<pg.Client> {
+    const client = new pg.Client({
+      connectionString: this.options.databaseUrl,
+      keepAlive: true,
+      application_name: 'payment-notification-receiver:reconciler',
+      connectionTimeoutMillis: 5000,
+      // This session holds the lock: a dead peer must be noticed for a standby to take over (as the relay's).
+      options: '-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3',
+    });
+    client.on('error', (error) => {
+      this.options.logger.warn({ err: { message: error.message } }, 'reconciler lock connection lost');
+      this.lock.lost(client);
+    });
+    await client.connect();
+    return client;
+  }
+
+  /** Waits ms, or until stop(). */
+  private sleep(ms: number): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeUp = () => {
+        this.wakeUp = null;
+        done();
+      };
+    });
+  }
+}

@@ -1,0 +1,88 @@
+import type { Db } from '../database/pool';
+import type { Logger } from '../observability/logger';
+import type { PaymentApiMetrics, ReconciliationMetrics } from '../observability/metrics';
+import { createPaymentApi, type PaymentApi, type PaymentApiCredential } from '../paymentApi/paymentApi';
+import type { NotificationStore } from '../recording/notificationStore';
+import { checkOrder, type OrderCheck } from './checkOrder';
+import { posToAsk } from './observations';
+import { Reconciler } from './reconciler';
+import { schedulePolicy } from './schedule';
+import { ownerOf } from './scheduleQueries';
+
+/** The reconciliation settings, read by config.ts (ReconciliationConfig). */
+export interface ReconciliationSettings {
+  /** PAYMENT_API_URL: the payment API's base address, without a path. */
+  paymentApiUrl: string;
+  /** One OAuth client per POS (PAYMENT_API_CREDENTIALS). Secret. */
+  credentials: PaymentApiCredential[];
+  /** PAYMENT_API_TIMEOUT: longest a payment API attempt may take, answer included. */
+  timeoutMs: number;
+  /** PAYMENT_API_MAX_IN_FLIGHT and PAYMENT_API_MAX_PER_SECOND, shared by every POS. */
+  maxInFlight: number;
+  maxPerSecond: number;
+  /** RECONCILE_AFTER: an open order is checked this long after its last observation, then on a widening schedule. */
+  afterMs: number;
+  /** RECONCILE_GIVE_UP: past this since its last observation, an order still open is given up (counted, alerted). */
+  giveUpMs: number;
+  /** RECONCILE_INTERVAL: how often the sweep looks for due work. */
+  intervalMs: number;
+}
+
+/** Why an order cannot be checked as asked: the POS to ask with is not known, or not the order's. */
+export type PosProblem = 'pos_mismatch' | 'pos_required' | 'unknown_pos';
+
+/** Reconciliation as the service, the admin port and the CLI use it. */
+export interface Reconciliation {
+  api: PaymentApi;
+  /**
+   * Checks one order now with the credentials of the POS it belongs to (or, never seen, of `posId`, or of
+   * the only POS configured) and records what the API says; or why it cannot ask.
+   */
+  reconcileOrder(orderId: string, posId?: string, dryRun?: boolean): Promise<OrderCheck | { problem: PosProblem }>;
+  /** The background sweep (one active across replicas). */
+  createReconciler(databaseUrl: string): Reconciler;
+}
+
+export interface ReconciliationDependencies {
+  /** The reconciliation's own small pool: it never takes a connection the intake needs. */
+  db: Db;
+  /** The recorder on that pool: what the API says goes through the same door as a notification. */
+  store: NotificationStore;
+  metrics: { paymentApi: PaymentApiMetrics; reconciliation: ReconciliationMetrics };
+  logger: Logger;
+}
+
+export function createReconciliation(
+  settings: ReconciliationSettings,
+  deps: ReconciliationDependencies,
+): Reconciliation {
+  const { db, store, metrics, logger } = deps;
+  const api = createPaymentApi({
+    baseUrl: settings.paymentApiUrl,
+    credentials: settings.credentials,
+    timeoutMs: settings.timeoutMs,
+    maxInFlight: settings.maxInFlight,
+    maxPerSecond: settings.maxPerSecond,
+    logger: logger.child({ component: 'payment-api' }),
+    metrics: metrics.paymentApi,
+  });
+  const check = { api, store, logger, metrics: metrics.reconciliation };
+  const configured = settings.credentials.map((c) => c.posId);
+  return {
+    api,
+    async reconcileOrder(orderId, posId, dryRun = false) {
+      const pos = posToAsk(await ownerOf(db, orderId), posId, configured);
+      return 'problem' in pos ? pos : checkOrder(check, orderId, pos.posId, dryRun);
+    },
+    createReconciler: (databaseUrl) =>
+      new Reconciler({
+        databaseUrl,
+        db,
+        check,
+        policy: schedulePolicy(settings.afterMs, settings.giveUpMs),
+        intervalMs: settings.intervalMs,
+        metrics: metrics.reconciliation,
+        logger: logger.child({ component: 'reconciler' }),
+      }),
+  };
+}

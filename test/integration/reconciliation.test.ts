@@ -1,0 +1,351 @@
+import { PaymentServiceDouble, type DoubleClient } from '../../src/simulator';
+import { EventConsumer } from '../support/broker';
+import { query, testDatabase, type TestDatabase } from '../support/database';
+import { startTestService, type TestService } from '../support/service';
+import { exactBytes, OTHER_KEY, OTHER_POS_ID, orderBody, POS_ID, refundBody, sign, uniqueId } from '../support/signing';
+
+/**
+ * Reconciliation end to end: the service against the payment-service double, through the admin port and
+ * the background sweep, with the events consumed from RabbitMQ.
+ */
+
+const POS: DoubleClient = { posId: POS_ID, clientId: POS_ID, clientSecret: 'pos-secret-4c1f0e2b9d7a' };
+const OTHER: DoubleClient = { posId: OTHER_POS_ID, clientId: OTHER_POS_ID, clientSecret: 'other-secret-9e8d7c6b' };
+
+let double: PaymentServiceDouble;
+
+beforeEach(async () => {
+  double = new PaymentServiceDouble({ clients: [POS, OTHER] });
+  await double.start();
+});
+afterEach(() => double.stop());
+
+const credentials = (...clients: DoubleClient[]): string =>
+  clients.map((c) => `${c.posId}:${c.clientId}:${c.clientSecret}`).join(',');
+
+/** The service with reconciliation on; the sweep waits an hour unless the test says otherwise. */
+function startReconciling(env: Record<string, string> = {}, database?: TestDatabase): Promise<TestService> {
+  return startTestService({
+    ...(database ? { database } : {}),
+    env: {
+      PAYMENT_API_URL: double.url,
+      PAYMENT_API_CREDENTIALS: credentials(POS, OTHER),
+      RECONCILE_AFTER: '1h',
+      RECONCILE_GIVE_UP: '7d',
+      RECONCILE_INTERVAL: '1h',
+      ...env,
+    },
+  });
+}
+
+async function metric(svc: TestService, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const metrics = await svc.service.metrics.registry.getMetricsAsJSON();
+  const found = metrics.find((m) => m.name === name);
+  return (found?.values ?? [])
+    .filter((v) => Object.entries(labels).every(([k, value]) => v.labels[k] === value))
+    .reduce((sum, v) => sum + v.value, 0);
+}
+
+async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (await condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`never happened: ${what}`);
+}
+
+/** The double's exact answer to an order retrieval with a token of the POS: what the service must store. */
+async function apiAnswer(orderId: string, client: DoubleClient = POS): Promise<Buffer> {
+  const token = await fetch(`${double.url}/pl/standard/user/oauth/authorize`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+    }).toString(),
+  });
+  const { access_token } = (await token.json()) as { access_token: string };
+  const answer = await fetch(`${double.url}/api/v2_1/orders/${orderId}`, {
+    headers: { authorization: `Bearer ${access_token}` },
+  });
+  return Buffer.from(await answer.arrayBuffer());
+}
+
+interface EventBody {
+  type: string;
+  data: { sequence: number; status: string; previousStatus: string | null; observedVia: string; paymentId?: string };
+}
+
+describe('reconciliation against the payment API', () => {
+  it('When the COMPLETED notification and a refund notification were lost, then POST reconcile applies both, publishes them in the order stream with observedVia reconciliation and keeps the API answer as the body', async () => {
+    const svc = await startReconciling();
+    const consumer = await new EventConsumer(svc.exchange).start();
+    try {
+      const orderId = uniqueId('LOST');
+      await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+      double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '5000123' });
+      double.setRefund(orderId, { refundId: `${orderId}R`, status: 'FINALIZED', amount: '4500' });
+
+      const res = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(200);
+
+      expect(res.body).toMatchObject({
+        orderId,
+        posId: POS_ID,
+        result: 'repaired',
+        applied: [
+          { kind: 'order', id: orderId, status: 'COMPLETED' },
+          { kind: 'refund', id: `${orderId}R`, status: 'FINALIZED' },
+        ],
+        stale: [],
+        conflicts: [],
+        order: { status: 'COMPLETED', paymentId: '5000123', refunds: [{ status: 'FINALIZED', amount: '4500' }] },
+      });
+      const history = (res.body as { order: { history: Array<{ status: string; observedVia: string }> } }).order
+        .history;
+      expect(history.map((h) => [h.status, h.observedVia])).toEqual([
+        ['PENDING', 'notification'],
+        ['COMPLETED', 'reconciliation'],
+      ]);
+
+      const events = (await consumer.waitFor(3)).map((m) => JSON.parse(m.content.toString()) as EventBody);
+      expect(events.map((e) => [e.type, e.data.sequence, e.data.previousStatus, e.data.observedVia])).toEqual([
+        ['order.pending', 1, null, 'notification'],
+        ['order.completed', 2, 'PENDING', 'reconciliation'],
+        ['refund.finalized', 3, null, 'reconciliation'],
+      ]);
+      expect(events[1]?.data.paymentId).toBe('5000123');
+
+      const audit = await query<{ status: string; source_address: string | null; observed_via: string; body: Buffer }>(
+        svc.database.url,
+        `SELECT n.status, d.source_address, d.observed_via, n.body
+           FROM notifications n JOIN deliveries d ON d.notification_id = n.id
+          WHERE n.order_id = $1 AND n.kind = 'order' ORDER BY n.id`,
+        [orderId],
+      );
+      expect(audit.map((a) => [a.status, a.source_address, a.observed_via])).toEqual([
+        ['PENDING', '127.0.0.1', 'notification'],
+        ['COMPLETED', null, 'reconciliation'],
+      ]);
+      expect(audit[1]?.body.equals(await apiAnswer(orderId))).toBe(true);
+      expect(await metric(svc, 'reconciliation_repairs_total', { kind: 'order', status: 'COMPLETED' })).toBe(1);
+      expect(await metric(svc, 'reconciliation_checks_total', { result: 'repaired' })).toBe(1);
+
+      // Checking again changes nothing.
+      const again = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(200);
+      expect(again.body).toMatchObject({ result: 'unchanged', applied: [] });
+    } finally {
+      await consumer.stop();
+      await svc.stop();
+    }
+  });
+
+  it('When the API lags (PENDING after a COMPLETED notification), then its answer is stale and changes nothing', async () => {
+    const svc = await startReconciling();
+    try {
+      const orderId = uniqueId('LAG');
+      await svc.post(orderBody({ orderId, status: 'COMPLETED', paymentId: '77' })).expect(200);
+      double.setOrder({ orderId, merchantPosId: POS_ID, status: 'PENDING' });
+
+      const res = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(200);
+
+      expect(res.body).toMatchObject({
+        result: 'unchanged',
+        applied: [],
+        stale: [{ kind: 'order', id: orderId, status: 'PENDING' }],
+        order: { status: 'COMPLETED' },
+      });
+      const [events] = await query<{ n: string }>(
+        svc.database.url,
+        'SELECT count(*) AS n FROM outbox_events WHERE order_id = $1',
+        [orderId],
+      );
+      expect(events?.n).toBe('1');
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('When an order was never seen, then POST reconcile needs its POS among several, and learns it with it', async () => {
+    const svc = await startReconciling();
+    try {
+      const orderId = uniqueId('UNSEEN');
+      double.setOrder({ orderId, merchantPosId: OTHER_POS_ID, status: 'WAITING_FOR_CONFIRMATION', paymentId: '9' });
+
+      const required = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(400);
+      expect(required.body.error.code).toBe('pos_required');
+
+      const res = await svc.admin.post(`/orders/${orderId}/reconcile`).send({ posId: OTHER_POS_ID }).expect(200);
+      expect(res.body).toMatchObject({ result: 'repaired', order: { status: 'WAITING_FOR_CONFIRMATION' } });
+
+      const mismatch = await svc.admin.post(`/orders/${orderId}/reconcile`).send({ posId: POS_ID }).expect(409);
+      expect(mismatch.body.error.code).toBe('pos_mismatch');
+      const unknown = await svc.admin
+        .post(`/orders/${uniqueId('NOPE')}/reconcile`)
+        .send({ posId: POS_ID })
+        .expect(404);
+      expect(unknown.body.error.code).toBe('order_not_found');
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it("When the order is another POS's at the API, then its 403 is the result and nothing is recorded", async () => {
+    const svc = await startReconciling();
+    try {
+      const orderId = uniqueId('XPOS');
+      await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+      // The API says the order is the other POS's (and lets this POS's token read it).
+      double.setOrder({ orderId, merchantPosId: OTHER_POS_ID, status: 'COMPLETED', paymentId: '1' });
+      const res = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(200);
+      expect(res.body).toMatchObject({ result: 'forbidden', applied: [], order: { status: 'PENDING' } });
+      const [order] = await query<{ status: string }>(
+        svc.database.url,
+        'SELECT status FROM orders WHERE order_id = $1',
+        [orderId],
+      );
+      expect(order?.status).toBe('PENDING');
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('When a token expires mid-run, then the next check fetches another once and goes on', async () => {
+    const svc = await startReconciling();
+    try {
+      const first = uniqueId('TOK');
+      const second = uniqueId('TOK');
+      for (const orderId of [first, second]) {
+        await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+        double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '3' });
+      }
+      await svc.admin.post(`/orders/${first}/reconcile`).expect(200);
+      double.expireTokens();
+      const res = await svc.admin.post(`/orders/${second}/reconcile`).expect(200);
+
+      expect(res.body).toMatchObject({ result: 'repaired' });
+      expect(await metric(svc, 'payment_api_token_fetches_total', { pos_id: POS_ID, result: 'ok' })).toBe(2);
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('When notifications were lost, then the sweep repairs every open order past RECONCILE_AFTER, and a POS with wrong credentials is counted while the others go on', async () => {
+    const svc = await startReconciling({
+      PAYMENT_API_CREDENTIALS: credentials(POS, { ...OTHER, clientSecret: 'wrong-secret' }),
+      RECONCILE_AFTER: '1s',
+      RECONCILE_INTERVAL: '200ms',
+    });
+    const consumer = await new EventConsumer(svc.exchange).start();
+    try {
+      const mine = [uniqueId('SWEEP'), uniqueId('SWEEP')];
+      const theirs = uniqueId('SWEEPX');
+      for (const orderId of mine) {
+        await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+        double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '11' });
+      }
+      const theirBody = orderBody({ orderId: theirs, status: 'PENDING', merchantPosId: OTHER_POS_ID });
+      await svc.public
+        .post('/notifications')
+        .set('Content-Type', 'application/json;charset=UTF-8')
+        .set('OpenSvc-Signature', sign(theirBody, OTHER_KEY))
+        .serialize(exactBytes)
+        .send(Buffer.from(theirBody))
+        .expect(200);
+      double.setOrder({ orderId: theirs, merchantPosId: OTHER_POS_ID, status: 'COMPLETED', paymentId: '12' });
+      const refundOrder = uniqueId('SWEEPR');
+      await svc.post(orderBody({ orderId: refundOrder, status: 'COMPLETED', paymentId: '13' })).expect(200);
+      await svc.post(refundBody({ orderId: refundOrder, refundId: `${refundOrder}R`, status: 'PENDING' })).expect(200);
+      double.setOrder({ orderId: refundOrder, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '13' });
+      double.setRefund(refundOrder, { refundId: `${refundOrder}R`, status: 'FINALIZED', amount: '5000' });
+
+      await until(
+        async () => (await metric(svc, 'reconciliation_repairs_total')) >= 3,
+        'three statuses repaired by the sweep',
+      );
+      await until(
+        async () => (await metric(svc, 'reconciliation_checks_total', { result: 'unauthorized' })) >= 1,
+        'the POS with wrong credentials counted',
+      );
+
+      const statuses = await query<{ order_id: string; status: string }>(
+        svc.database.url,
+        'SELECT order_id, status FROM orders WHERE order_id = ANY($1) ORDER BY order_id',
+        [[...mine, theirs]],
+      );
+      expect(Object.fromEntries(statuses.map((s) => [s.order_id, s.status]))).toEqual({
+        [mine[0] as string]: 'COMPLETED',
+        [mine[1] as string]: 'COMPLETED',
+        [theirs]: 'PENDING',
+      });
+      expect(
+        await metric(svc, 'payment_api_token_fetches_total', { pos_id: OTHER_POS_ID, result: 'unauthorized' }),
+      ).toBeGreaterThan(0);
+      expect(await metric(svc, 'reconciler_active')).toBe(1);
+      const completed = (await consumer.waitFor(8)).map((m) => JSON.parse(m.content.toString()) as EventBody);
+      expect(
+        completed
+          .filter((e) => e.data.observedVia === 'reconciliation')
+          .map((e) => e.type)
+          .sort(),
+      ).toEqual(['order.completed', 'order.completed', 'refund.finalized']);
+      const [schedule] = await query<{ attempts: number; next_check_at: Date | null }>(
+        svc.database.url,
+        'SELECT attempts, next_check_at FROM reconciliation_checks WHERE order_id = $1',
+        [theirs],
+      );
+      expect(schedule?.attempts).toBeGreaterThanOrEqual(1);
+      expect(schedule?.next_check_at).not.toBeNull();
+    } finally {
+      await consumer.stop();
+      await svc.stop();
+    }
+  });
+
+  it('When the API answers 503, then the sweep backs off while the intake goes on answering', async () => {
+    double.injectFaults({ endpoint: 'order', status: 503, times: 1000 });
+    const svc = await startReconciling({ RECONCILE_AFTER: '1s', RECONCILE_INTERVAL: '100ms' });
+    try {
+      const orderId = uniqueId('DOWN');
+      await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+      double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '1' });
+
+      await until(async () => svc.logs.some((l) => l.includes('reconciliation backs off')), 'the sweep backing off');
+      const backoff = svc.logs.find((l) => l.includes('reconciliation backs off')) as string;
+      expect((JSON.parse(backoff) as { retryInMs: number }).retryInMs).toBeGreaterThanOrEqual(200);
+      expect(await metric(svc, 'reconciliation_checks_total', { result: 'unavailable' })).toBeGreaterThanOrEqual(1);
+
+      const other = uniqueId('DOWN');
+      await svc.post(orderBody({ orderId: other, status: 'PENDING' })).expect(200);
+      await svc.post(orderBody({ orderId: other, status: 'COMPLETED', paymentId: '2' })).expect(200);
+
+      const api = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(503);
+      expect(api.body.error.code).toBe('payment_api_unavailable');
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('When two replicas share a database, then exactly one reconciler is active', async () => {
+    const database = testDatabase();
+    const first = await startReconciling({ RECONCILE_INTERVAL: '100ms' }, database);
+    const second = await startReconciling({ RECONCILE_INTERVAL: '100ms' }, database);
+    try {
+      await until(
+        async () => first.service.reconciler?.isActive === true || second.service.reconciler?.isActive === true,
+        'a reconciler active',
+      );
+      expect([first, second].filter((s) => s.service.reconciler?.isActive)).toHaveLength(1);
+
+      const active = first.service.reconciler?.isActive ? first : second;
+      const standby = active === first ? second : first;
+      await active.service.stop();
+      await until(async () => standby.service.reconciler?.isActive === true, 'the standby taking over');
+      await active.stop();
+    } finally {
+      await second.stop();
+      await first.stop();
+      await database.drop();
+    }
+  });
+});

@@ -1,0 +1,155 @@
+import { createHash } from 'node:crypto';
+import type { ApiAnswer, RetrievedOrder, RetrievedRefund } from '../../src/paymentApi/paymentApi';
+import {
+  hasRefunds,
+  orderObservation,
+  PAYMENT_API_FINGERPRINT,
+  posToAsk,
+  refundObservations,
+} from '../../src/reconciliation/observations';
+import {
+  afterCheck,
+  delayAfterChecks,
+  firstCheckAt,
+  schedulePolicy,
+  sweepBackoffMs,
+} from '../../src/reconciliation/schedule';
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+describe('reconciliation schedule', () => {
+  const policy = schedulePolicy(5 * MINUTE, 7 * DAY);
+  const observedAt = new Date('2026-11-25T08:00:00Z');
+
+  it('When an order is open, then its first check is RECONCILE_AFTER after its last observation', () => {
+    expect(firstCheckAt(observedAt, policy)).toEqual(new Date('2026-11-25T08:05:00Z'));
+  });
+
+  it('When checks find it still open, then the gaps double up to the widest gap', () => {
+    const gaps = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12].map((checks) => delayAfterChecks(checks, policy));
+    expect(gaps.slice(0, 4)).toEqual([10 * MINUTE, 20 * MINUTE, 40 * MINUTE, 80 * MINUTE]);
+    expect(Math.max(...gaps)).toBe(6 * HOUR);
+    expect(gaps).toEqual([...gaps].sort((a, b) => a - b));
+  });
+
+  it('When the schedule is followed, then it ends with one check at the give-up time and then gives up', () => {
+    let at = firstCheckAt(observedAt, policy);
+    const checks: Date[] = [];
+    for (let n = 1; n < 1000; n++) {
+      checks.push(at);
+      const next = afterCheck(observedAt, n, at, policy);
+      if (next.givenUp) break;
+      expect(next.nextCheckAt.getTime()).toBeGreaterThan(at.getTime());
+      at = next.nextCheckAt;
+    }
+    expect(checks.at(-1)).toEqual(new Date(observedAt.getTime() + 7 * DAY));
+    expect(checks.length).toBeGreaterThan(10);
+    expect(checks.length).toBeLessThan(60);
+  });
+
+  it('When the API asked to wait longer than the schedule, then the next check waits that long', () => {
+    const next = afterCheck(observedAt, 1, firstCheckAt(observedAt, policy), policy, 2 * HOUR);
+    expect(next).toEqual({ givenUp: false, nextCheckAt: new Date('2026-11-25T10:05:00Z') });
+  });
+
+  it('When RECONCILE_AFTER is short (a test), then the widest gap is never below it', () => {
+    const short = schedulePolicy(1000, 60_000);
+    expect(delayAfterChecks(1, short)).toBe(2000);
+    expect(short.maxDelayMs).toBe(15_000);
+  });
+
+  it.each([
+    [0, null, 0],
+    [1, null, 60_000],
+    [2, null, 120_000],
+    [20, null, 300_000],
+    [1, 90_000, 90_000],
+  ])('When %i rounds failed (Retry-After %p), then the sweep pauses %i ms', (failed, retryAfter, expected) => {
+    expect(sweepBackoffMs(failed, 30_000, retryAfter)).toBe(expected);
+  });
+});
+
+describe('which POS asks', () => {
+  it.each<[string | undefined, string | undefined, string[], ReturnType<typeof posToAsk>]>([
+    ['300746', undefined, ['300746', '145227'], { posId: '300746' }],
+    ['300746', '300746', ['300746', '145227'], { posId: '300746' }],
+    ['300746', '145227', ['300746', '145227'], { problem: 'pos_mismatch' }],
+    [undefined, '145227', ['300746', '145227'], { posId: '145227' }],
+    [undefined, undefined, ['300746'], { posId: '300746' }],
+    [undefined, undefined, ['300746', '145227'], { problem: 'pos_required' }],
+    [undefined, '999999', ['300746'], { problem: 'unknown_pos' }],
+  ])('When the owner is %p and %p is asked for among %j, then %j', (owner, requested, configured, expected) => {
+    expect(posToAsk(owner, requested, configured)).toEqual(expected);
+  });
+});
+
+describe('what the API says, as observations', () => {
+  const order: RetrievedOrder = {
+    orderId: 'ORDER1',
+    extOrderId: 'ext-1',
+    merchantPosId: '300746',
+    status: 'COMPLETED',
+    totalAmount: '15000',
+    currencyCode: 'PLN',
+    paymentId: '5000001',
+    orderCreateDate: null,
+  };
+  const answer = <T>(value: T, text: string): ApiAnswer<T> => ({
+    body: Buffer.from(text),
+    value,
+    correlationId: null,
+  });
+
+  it('When the API shows a completed order, then it is the order notification of that meaning, vouched for by the asking POS, with the answer as its body', () => {
+    const observed = orderObservation('300746', answer(order, '{"orders":[]}'));
+    expect(observed?.notification).toEqual({
+      kind: 'order',
+      orderId: 'ORDER1',
+      extOrderId: 'ext-1',
+      merchantPosId: '300746',
+      status: 'COMPLETED',
+      totalAmount: '15000',
+      currencyCode: 'PLN',
+      paymentId: '5000001',
+      payMethodType: null,
+      localReceiptDateTime: null,
+    });
+    expect(observed?.delivery).toEqual({
+      observedVia: 'reconciliation',
+      body: Buffer.from('{"orders":[]}'),
+      bodySha256: createHash('sha256').update('{"orders":[]}').digest(),
+      signers: [{ posId: '300746', keyFingerprint: PAYMENT_API_FINGERPRINT }],
+      sourceAddress: null,
+      processingTimeMs: null,
+    });
+  });
+
+  it('When the API shows NEW, then there is nothing to record', () => {
+    expect(orderObservation('300746', answer({ ...order, status: 'NEW' }, '{}'))).toBeNull();
+    expect(hasRefunds({ ...order, status: 'PENDING' })).toBe(false);
+    expect(hasRefunds(order)).toBe(true);
+  });
+
+  it('When the API lists refunds, then each is a refund notification under the order', () => {
+    const refund: RetrievedRefund = {
+      refundId: 'R1',
+      extRefundId: null,
+      amount: '4500',
+      currencyCode: 'PLN',
+      status: 'FINALIZED',
+      statusDateTime: '2026-11-25T09:00:00.000+01:00',
+      creationDateTime: null,
+      statusError: null,
+    };
+    const [observed] = refundObservations('300746', order, answer([refund], '{"refunds":[]}'));
+    expect(observed?.notification).toMatchObject({
+      kind: 'refund',
+      orderId: 'ORDER1',
+      refundId: 'R1',
+      status: 'FINALIZED',
+    });
+    expect(observed?.delivery.observedVia).toBe('reconciliation');
+  });
+});
