@@ -15,6 +15,7 @@ import { registerEvents } from './commands/events';
 import { registerInspect } from './commands/inspect';
 import { registerPurge } from './commands/purge';
 import { registerQuarantine } from './commands/quarantine';
+import { registerReconcile } from './commands/reconcile';
 import { registerReproject } from './commands/reproject';
 import { registerSimulate } from './commands/simulate';
 import { registerVerify } from './commands/verify';
@@ -49,6 +50,7 @@ export function buildProgram(io: CliIo, state: CliState): Command {
   registerReproject(program, io, state);
   registerQuarantine(program, io, state);
   registerPurge(program, io, state);
+  registerReconcile(program, io, state);
   return program;
 }
 

@@ -18,6 +18,7 @@ describe('command line: help and usage errors', () => {
     ['quarantine', 'list'],
     ['quarantine', 'retry'],
     ['purge'],
+    ['reconcile'],
   ];
 
   it.each(commands.map((c) => [c.join(' ') || '(program)', c]))(
