@@ -338,6 +338,17 @@ describe('the chart against the running app', () => {
       }
       expect(busy).toBe(503);
 
+      // A reconciliation asked for on the admin port, so the payment-API panels have series: the chart's
+      // PAYMENT_API_URL does not resolve here, and the client's attempts count as network errors (not awaited).
+      void fetch(`http://127.0.0.1:${adminPort}/orders/LIVE-ORDER-1/reconcile`, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          ...(serverEnv.ADMIN_TOKEN ? { Authorization: `Bearer ${serverEnv.ADMIN_TOKEN}` } : {}),
+        },
+        body: JSON.stringify({ posId: '145227' }),
+      }).catch(() => undefined);
+
       const panels = dashboardExpressions().map((expr) =>
         expr
           .replace(/\$namespace\b/g, NAMESPACE)
