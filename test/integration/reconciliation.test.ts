@@ -1,4 +1,4 @@
-import { PaymentServiceDouble, type DoubleClient } from '../../src/simulator';
+import { PaymentServiceDouble, type DoubleClient, type DoubleFault } from '../../src/simulator';
 import { EventConsumer } from '../support/broker';
 import { query, testDatabase, type TestDatabase } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
@@ -302,23 +302,57 @@ describe('reconciliation against the payment API', () => {
     }
   });
 
-  it('When the API answers 503, then the sweep backs off while the intake goes on answering', async () => {
+  it.each<[string, DoubleFault, number]>([
+    ['answers 503', { endpoint: 'order', status: 503, times: 1000 }, 200],
+    ['answers 429 with Retry-After: 2', { endpoint: 'order', status: 429, retryAfter: '2', times: 1000 }, 2000],
+    ['answers slower than PAYMENT_API_TIMEOUT', { endpoint: 'order', delayMs: 1500, times: 1000 }, 200],
+  ])(
+    'When the API %s, then the sweep backs off while the intake goes on answering, and repairs once it is back',
+    async (_, fault, leastBackoffMs) => {
+      double.injectFaults(fault);
+      const svc = await startReconciling({
+        RECONCILE_AFTER: '1s',
+        RECONCILE_INTERVAL: '100ms',
+        PAYMENT_API_TIMEOUT: '300ms',
+      });
+      try {
+        const orderId = uniqueId('DOWN');
+        await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+        double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '1' });
+
+        await until(async () => svc.logs.some((l) => l.includes('reconciliation backs off')), 'the sweep backing off');
+        const backoff = svc.logs.find((l) => l.includes('reconciliation backs off')) as string;
+        expect((JSON.parse(backoff) as { retryInMs: number }).retryInMs).toBeGreaterThanOrEqual(leastBackoffMs);
+        expect(await metric(svc, 'reconciliation_checks_total', { result: 'unavailable' })).toBe(1);
+
+        // The intake records meanwhile, on its own pool.
+        const other = uniqueId('DOWN');
+        await svc.post(orderBody({ orderId: other, status: 'PENDING' })).expect(200);
+        await svc.post(orderBody({ orderId: other, status: 'COMPLETED', paymentId: '2' })).expect(200);
+
+        double.clearFaults();
+        await until(
+          async () => (await metric(svc, 'reconciliation_repairs_total', { kind: 'order', status: 'COMPLETED' })) === 1,
+          'the order repaired once the API is back',
+        );
+        const [order] = await query<{ status: string }>(
+          svc.database.url,
+          'SELECT status FROM orders WHERE order_id = $1',
+          [orderId],
+        );
+        expect(order?.status).toBe('COMPLETED');
+      } finally {
+        await svc.stop();
+      }
+    },
+  );
+
+  it('When the API does not answer an on-demand check, then it is 503 payment_api_unavailable', async () => {
     double.injectFaults({ endpoint: 'order', status: 503, times: 1000 });
-    const svc = await startReconciling({ RECONCILE_AFTER: '1s', RECONCILE_INTERVAL: '100ms' });
+    const svc = await startReconciling();
     try {
       const orderId = uniqueId('DOWN');
       await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
-      double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '1' });
-
-      await until(async () => svc.logs.some((l) => l.includes('reconciliation backs off')), 'the sweep backing off');
-      const backoff = svc.logs.find((l) => l.includes('reconciliation backs off')) as string;
-      expect((JSON.parse(backoff) as { retryInMs: number }).retryInMs).toBeGreaterThanOrEqual(200);
-      expect(await metric(svc, 'reconciliation_checks_total', { result: 'unavailable' })).toBeGreaterThanOrEqual(1);
-
-      const other = uniqueId('DOWN');
-      await svc.post(orderBody({ orderId: other, status: 'PENDING' })).expect(200);
-      await svc.post(orderBody({ orderId: other, status: 'COMPLETED', paymentId: '2' })).expect(200);
-
       const api = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(503);
       expect(api.body.error.code).toBe('payment_api_unavailable');
     } finally {

@@ -1,5 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { ApiAnswer, RetrievedOrder, RetrievedRefund } from '../../src/paymentApi/paymentApi';
+import { createLogger } from '../../src/observability/logger';
+import type { Notification } from '../../src/parsing/notification';
+import type { ApiAnswer, PaymentApi, RetrievedOrder, RetrievedRefund } from '../../src/paymentApi/paymentApi';
+import type { NotificationStore, RecordResult } from '../../src/recording/notificationStore';
+import { checkOrder } from '../../src/reconciliation/checkOrder';
 import {
   hasRefunds,
   orderObservation,
@@ -151,5 +155,78 @@ describe('what the API says, as observations', () => {
       status: 'FINALIZED',
     });
     expect(observed?.delivery.observedVia).toBe('reconciliation');
+  });
+});
+
+describe('one check, with the API and the recorder faked', () => {
+  const order: RetrievedOrder = {
+    orderId: 'ORDER2',
+    extOrderId: null,
+    merchantPosId: '300746',
+    status: 'COMPLETED',
+    totalAmount: '100',
+    currencyCode: 'PLN',
+    paymentId: '1',
+    orderCreateDate: null,
+  };
+  const api = (answered: RetrievedOrder, refunds: RetrievedRefund[] = []): PaymentApi => ({
+    retrieveOrder: () => Promise.resolve({ body: Buffer.from('{}'), value: answered, correlationId: null }),
+    listRefunds: () => Promise.resolve({ body: Buffer.from('[]'), value: refunds, correlationId: null }),
+  });
+  const recording = (outcome: RecordResult['outcome']) => {
+    const recorded: Notification[] = [];
+    const store: NotificationStore = {
+      record: (_delivery, notification) => {
+        recorded.push(notification);
+        return Promise.resolve(
+          outcome === 'refused'
+            ? { outcome, reason: 'pos_mismatch' }
+            : {
+                outcome,
+                newVariant: false,
+                notificationId: '1',
+                quarantineId: null,
+                eventsWritten: outcome === 'accepted' ? 1 : 0,
+                currentStatus: null,
+                posId: '300746',
+                disagreements: [],
+              },
+        );
+      },
+      quarantine: () => Promise.reject(new Error('not used')),
+    };
+    return { store, recorded };
+  };
+  const logger = createLogger('silent');
+
+  it('When the answer names another POS than the one that asked, then it is refused and nothing is recorded', async () => {
+    const { store, recorded } = recording('accepted');
+    const check = await checkOrder(
+      { api: api({ ...order, merchantPosId: '145227' }), store, logger },
+      'ORDER2',
+      '300746',
+    );
+    expect(check.result).toBe('pos_mismatch');
+    expect(recorded).toEqual([]);
+  });
+
+  it('When a dry run asks, then it says what the API says and records nothing', async () => {
+    const { store, recorded } = recording('accepted');
+    const check = await checkOrder({ api: api(order), store, logger }, 'ORDER2', '300746', true);
+    expect(check).toMatchObject({ result: 'unchanged', said: [{ kind: 'order', status: 'COMPLETED' }], final: true });
+    expect(recorded).toEqual([]);
+  });
+
+  it.each<[RecordResult['outcome'], string]>([
+    ['accepted', 'repaired'],
+    ['duplicate', 'unchanged'],
+    ['stale', 'unchanged'],
+    ['conflict', 'unchanged'],
+    ['refused', 'pos_mismatch'],
+  ])('When the recorder answers %s, then the check is %s', async (outcome, result) => {
+    const { store, recorded } = recording(outcome);
+    const check = await checkOrder({ api: api(order), store, logger }, 'ORDER2', '300746');
+    expect(check.result).toBe(result);
+    expect(recorded.map((n) => n.status)).toEqual(['COMPLETED']);
   });
 });
