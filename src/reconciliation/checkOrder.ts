@@ -100,10 +100,13 @@ export async function checkOrder(
   }
   deps.metrics?.checks.inc({ result: check.result });
   for (const s of check.applied) deps.metrics?.repairs.inc({ kind: s.kind, status: s.status });
-  deps.logger.debug(
-    { orderId, posId, result: check.result, applied: check.applied.length, dryRun },
-    'order checked against the payment API',
-  );
+  deps.logger.debug({ orderId, posId, result: check.result, dryRun }, 'order checked against the payment API');
+  if (check.applied.length > 0)
+    // Statuses only: never a byte of the answer.
+    deps.logger.warn(
+      { orderId, posId, applied: check.applied.map((s) => `${s.kind} ${s.status}`) },
+      'statuses learned from the payment API that no notification brought: check the delivery path',
+    );
   return check;
 }
 
