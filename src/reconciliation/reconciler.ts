@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { Db } from '../database/pool';
 import { SessionLock } from '../database/sessionLock';
 import type { Logger } from '../observability/logger';
-import type { ReconciliationMetrics } from '../observability/metrics';
+import type { CheckResult, ReconciliationMetrics } from '../observability/metrics';
 import { checkOrder, type CheckDependencies, type OrderCheck } from './checkOrder';
 import { afterCheck, sweepBackoffMs, type SchedulePolicy } from './schedule';
 import { countOpenOrders, dueOrders, recordCheck, type OpenOrder } from './scheduleQueries';
@@ -113,9 +113,17 @@ export class Reconciler {
     const { db, policy, metrics } = this.options;
     const round: SweepRound = { checked: 0, repaired: 0, givenUp: 0, unavailable: false, retryAfterMs: null };
     const due = await dueOrders(db, this.now(), policy.afterMs, this.batchSize);
+    // A POS whose credentials were refused (or are missing) this round is not asked again in it: its other
+    // orders count the same result and keep their schedule, and the token endpoint is not hammered.
+    const refusedPos = new Map<string, CheckResult>();
     for (const order of due) {
       if (this.stopping) break;
-      const check = await checkOrder(this.options.check, order.orderId, order.posId);
+      const refused = refusedPos.get(order.posId);
+      const check = refused
+        ? this.notAsked(order, refused)
+        : await checkOrder(this.options.check, order.orderId, order.posId);
+      if (check.result === 'unauthorized' || check.result === 'no_credentials')
+        refusedPos.set(order.posId, check.result);
       round.checked += 1;
       if (check.result === 'repaired') round.repaired += 1;
       if (await this.reschedule(order, check)) round.givenUp += 1;
@@ -130,6 +138,23 @@ export class Reconciler {
     metrics.stuckOrders.set(counts.stuck);
     metrics.givenUpOrders.set(counts.givenUp);
     return round;
+  }
+
+  /** A check skipped because its POS was refused earlier in the round: counted with that result. */
+  private notAsked(order: OpenOrder, result: CheckResult): OrderCheck {
+    this.options.metrics.checks.inc({ result });
+    const { orderId, posId } = order;
+    return {
+      orderId,
+      posId,
+      result,
+      said: [],
+      applied: [],
+      stale: [],
+      conflicts: [],
+      final: false,
+      retryAfterMs: null,
+    };
   }
 
   /** Writes the order's next check, or gives it up; answers whether it was given up now. */
