@@ -45,6 +45,11 @@ const statusOf = ({ notification: n }: Observation): ObservedStatus => ({
   status: n.status,
 });
 
+/** A check that learned nothing (yet): its result, and empty lists. */
+export function uncheckedOrder(orderId: string, posId: string, result: CheckResult): OrderCheck {
+  return { orderId, posId, result, said: [], applied: [], stale: [], conflicts: [], final: false, retryAfterMs: null };
+}
+
 type Asked = { ok: true; order: RetrievedOrder; observations: Observation[] } | { ok: false; error: PaymentApiError };
 
 /** The order and, for a completed one, its refunds, as observations; the order's own POS's credentials ask. */
@@ -73,17 +78,7 @@ export async function checkOrder(
   posId: string,
   dryRun = false,
 ): Promise<OrderCheck> {
-  const check: OrderCheck = {
-    orderId,
-    posId,
-    result: 'unchanged',
-    said: [],
-    applied: [],
-    stale: [],
-    conflicts: [],
-    final: false,
-    retryAfterMs: null,
-  };
+  const check = uncheckedOrder(orderId, posId, 'unchanged');
   const asked = await ask(deps.api, orderId, posId);
   if (!asked.ok) {
     check.result = asked.error.kind;

@@ -3,7 +3,7 @@ import type { Db } from '../database/pool';
 import { SessionLock } from '../database/sessionLock';
 import type { Logger } from '../observability/logger';
 import type { CheckResult, ReconciliationMetrics } from '../observability/metrics';
-import { checkOrder, type CheckDependencies, type OrderCheck } from './checkOrder';
+import { checkOrder, uncheckedOrder, type CheckDependencies, type OrderCheck } from './checkOrder';
 import { afterCheck, sweepBackoffMs, type SchedulePolicy } from './schedule';
 import { countOpenOrders, dueOrders, recordCheck, type OpenOrder } from './scheduleQueries';
 
@@ -143,18 +143,7 @@ export class Reconciler {
   /** A check skipped because its POS was refused earlier in the round: counted with that result. */
   private notAsked(order: OpenOrder, result: CheckResult): OrderCheck {
     this.options.metrics.checks.inc({ result });
-    const { orderId, posId } = order;
-    return {
-      orderId,
-      posId,
-      result,
-      said: [],
-      applied: [],
-      stale: [],
-      conflicts: [],
-      final: false,
-      retryAfterMs: null,
-    };
+    return uncheckedOrder(order.orderId, order.posId, result);
   }
 
   /** Writes the order's next check, or gives it up; answers whether it was given up now. */
