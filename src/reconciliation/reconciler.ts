@@ -61,6 +61,11 @@ export class Reconciler {
       (held) => {
         options.logger.info({ active: held }, held ? 'reconciler is active' : 'reconciler is standing by');
         options.metrics.reconcilerActive.set(held ? 1 : 0);
+        // Only the active reconciler reports the open orders: a former one must not keep its last figures.
+        if (!held) {
+          options.metrics.stuckOrders.set(0);
+          options.metrics.givenUpOrders.set(0);
+        }
       },
     );
   }
