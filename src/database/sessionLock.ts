@@ -1,6 +1,14 @@
 import type pg from 'pg';
 
 /**
+ * Server-side keepalives for a lock's session: if its pod's node dies without closing the connection, the
+ * server must notice the dead peer for another replica to take over, and by the kernel's defaults that takes
+ * over two hours; these make it about a minute. For the connection's `options`.
+ */
+export const LOCK_SESSION_KEEPALIVES =
+  '-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3';
+
+/**
  * A session advisory lock held on a connection of its own, so that one process across every replica does
  * a job (the outbox relay, the reconciler). A standby calls hold() again on its own schedule; the lock goes
  * with the session, so a holder that stops, dies or loses its connection lets a standby take over.
@@ -10,7 +18,7 @@ export class SessionLock {
   private held = false;
 
   /**
-   * @param connect opens the lock's connection (with server-side keepalives: a dead holder's session must
+   * @param connect opens the lock's connection (with LOCK_SESSION_KEEPALIVES: a dead holder's session must
    *   end for a standby to take over), and calls lost() from its error handler.
    * @param onChange told when the lock is taken or given up (a log line, a gauge).
    */

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import pg from 'pg';
-import { SessionLock } from '../database/sessionLock';
+import { LOCK_SESSION_KEEPALIVES, SessionLock } from '../database/sessionLock';
 import { inTransaction, statement, type Statement } from '../database/transaction';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
@@ -220,12 +220,8 @@ export class OutboxRelay {
       // index scan marks the entries of events published since as dead and skips them from then
       // on; the planner cannot see those entries and would pick a bitmap scan that re-reads all
       // of them on every batch until the next VACUUM (sql/003_outbox_pending_by_age.sql).
-      // This session holds the relay lock: if its pod's node dies without closing the connection, the
-      // server must notice the dead peer for another replica to take over, and by the kernel's defaults
-      // that takes over two hours. Server-side keepalives on this session make it about a minute.
-      options:
-        '-c synchronous_commit=off -c enable_bitmapscan=off ' +
-        '-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3',
+      // This session holds the relay lock: keepalives let another replica take over from a dead node.
+      options: `-c synchronous_commit=off -c enable_bitmapscan=off ${LOCK_SESSION_KEEPALIVES}`,
     });
     client.on('error', (error) => {
       this.options.logger.warn({ err: { message: error.message } }, 'relay database connection lost');

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Db } from '../database/pool';
-import { SessionLock } from '../database/sessionLock';
+import { LOCK_SESSION_KEEPALIVES, SessionLock } from '../database/sessionLock';
 import type { Logger } from '../observability/logger';
 import type { CheckResult, ReconciliationMetrics } from '../observability/metrics';
 import { checkOrder, uncheckedOrder, type CheckDependencies, type OrderCheck } from './checkOrder';
@@ -180,8 +180,7 @@ export class Reconciler {
       keepAlive: true,
       application_name: 'payment-notification-receiver:reconciler',
       connectionTimeoutMillis: 5000,
-      // This session holds the lock: a dead peer must be noticed for a standby to take over (as the relay's).
-      options: '-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3',
+      options: LOCK_SESSION_KEEPALIVES,
     });
     client.on('error', (error) => {
       this.options.logger.warn({ err: { message: error.message } }, 'reconciler lock connection lost');
