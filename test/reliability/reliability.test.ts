@@ -19,6 +19,7 @@ import { gracefulStopScenario, GRACEFUL_STOP } from './scenarios/gracefulStop';
 import { hostileScenario, HOSTILE } from './scenarios/hostile';
 import { killedScenario, KILLED } from './scenarios/killed';
 import { orderingScenario, ORDERING } from './scenarios/ordering';
+import { reconciliationScenario, RECONCILIATION } from './scenarios/reconciliation';
 import { replicasScenario, REPLICAS_SCENARIO } from './scenarios/replicas';
 import { secretsScenario, SECRETS } from './scenarios/secretsInLogs';
 import { trustBoundariesScenario, TRUST_BOUNDARIES } from './scenarios/trustBoundaries';
@@ -35,6 +36,7 @@ const SCENARIOS: ScenarioDefinition[] = [
   HOSTILE,
   TRUST_BOUNDARIES,
   REPLICAS_SCENARIO,
+  RECONCILIATION,
   // Last: it scans the logs of every service the scenarios above started.
   SECRETS,
 ];
@@ -81,6 +83,7 @@ orderingScenario(report);
 hostileScenario(report);
 trustBoundariesScenario(report);
 replicasScenario(report);
+reconciliationScenario(report);
 secretsScenario(report);
 
 afterAll(() => {

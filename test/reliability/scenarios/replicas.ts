@@ -1,5 +1,8 @@
 import { RELAY_LOCK } from '../../../src/outbox/relay';
+import { RECONCILER_LOCK } from '../../../src/reconciliation/reconciler';
+import { PaymentServiceDouble } from '../../../src/simulator/paymentServiceDouble';
 import { EventConsumer } from '../../support/broker';
+import { POS_ID } from '../../support/signing';
 import { FaultProxy } from '../../support/faultProxy';
 import type { RunReport, ScenarioDefinition } from '../report';
 import { getJson, pool, postNotification, sleep, summarizeAnswers, waitUntil, type HttpResult } from '../support/http';
@@ -9,6 +12,7 @@ import { NoteStream, Sender } from '../support/sender';
 import type { ServiceProcess } from '../support/serviceProcess';
 import { advisoryLockHolders, consistencyViolations, counts, pendingEventIds, recordsOf } from '../support/store';
 import { cardLifecycles, checkCommitted, type Attempt, type CloudEventBody } from '../support/traffic';
+import { secrets } from '../support/secrets';
 import { ScenarioWorld } from '../support/world';
 
 const REPLICAS = 3;
@@ -28,7 +32,8 @@ export const REPLICAS_SCENARIO: ScenarioDefinition = {
   id: 9,
   title: 'Three replicas on one database and one exchange, as the chart runs them',
   done:
-    `Service processes each running its relay in-process (the chart's RELAY_ENABLED=true), all on one database (through a TCP proxy) ` +
+    `Service processes each running its relay in-process (the chart's RELAY_ENABLED=true) and its reconciler (against a ` +
+    'payment-API double), all on one database (through a TCP proxy) ' +
     'and one exchange, behind an ingress that picks a replica per request and passes refused connections to another. A sender ' +
     '(6 connections, card payments and refunds shuffled, 10% duplicates, 15% sent to 2 or 3 replicas at the same moment, refused ' +
     `deliveries sent again) runs throughout while: scaled from 1 to ${REPLICAS}; every notification of ${SAME_MOMENT_ORDERS} orders sent to all ` +
@@ -42,6 +47,8 @@ export const REPLICAS_SCENARIO: ScenarioDefinition = {
 };
 
 const RELAY_ACTIVE = 'outbox_relay_active';
+const RECONCILER_ACTIVE = 'reconciler_active';
+const API_CLIENT = { posId: POS_ID, clientId: `${POS_ID}-client`, clientSecret: 'Cs-5b8d2f4a1c-replicas-secret' };
 
 /** The value of an unlabelled gauge in a /metrics text (null when absent). */
 function gauge(metrics: string, name: string): number | null {
@@ -72,9 +79,13 @@ export function replicasScenario(report: RunReport): void {
     let consumer: EventConsumer;
     let sender: Sender;
     let started = 0;
-    /** From the SIGKILL sent to the exit seen: the requests in flight on that replica are cut. */
-    const kill = { from: 0, to: 0 };
-    /** The kill's, and those of SIGTERMs sent while the endpoint was still in rotation. */
+    /** The payment API every replica's reconciler may ask (only the lock matters here). */
+    const double = new PaymentServiceDouble({ clients: [API_CLIENT] });
+    let apiUrl = '';
+    /**
+     * When requests could be cut: each SIGKILL's (from the signal to the exit seen: the requests in
+     * flight on that replica), and those of SIGTERMs sent while the endpoint was still in rotation.
+     */
     const cutWindows: Array<{ from: number; to: number }> = [];
     const cutIn =
       (windows: ReadonlyArray<{ from: number; to: number }>) =>
@@ -91,7 +102,13 @@ export function replicasScenario(report: RunReport): void {
         label: `replica-${started}`,
         databaseUrl: `postgres://postgres@127.0.0.1:${proxy.port}/${database.name}`,
         exchange,
-        env: { AMQP_URL: `amqp://guest:guest@127.0.0.1:${brokerProxy.port}`, SHUTDOWN_TIMEOUT: '5s' },
+        env: {
+          AMQP_URL: `amqp://guest:guest@127.0.0.1:${brokerProxy.port}`,
+          SHUTDOWN_TIMEOUT: '5s',
+          PAYMENT_API_URL: apiUrl,
+          PAYMENT_API_CREDENTIALS: `${API_CLIENT.posId}:${API_CLIENT.clientId}:${API_CLIENT.clientSecret}`,
+          RECONCILE_INTERVAL: '500ms',
+        },
       });
       ingress.add(replica);
       return replica;
@@ -143,12 +160,12 @@ export function replicasScenario(report: RunReport): void {
     const killHolderAndTakeOver = async (
       name: string,
       when: () => Promise<boolean> = async () => true,
-    ): Promise<{ killed: ServiceProcess; takeoverMs: number }> => {
+    ): Promise<{ killed: ServiceProcess; takeoverMs: number; kill: { from: number; to: number } }> => {
       const [holder, ...others] = await holdersOf(name);
       expect({ holder: holder?.label, others: others.length }).toEqual({ holder: expect.any(String), others: 0 });
       const killed = holder as ServiceProcess;
       await waitUntil('the moment to kill', when, 20_000, 10);
-      kill.from = Date.now();
+      const kill = { from: Date.now(), to: 0 };
       killed.kill('SIGKILL');
       const exit = await killed.waitExit(5_000);
       expect(exit).toMatchObject({ signal: 'SIGKILL' });
@@ -158,13 +175,16 @@ export function replicasScenario(report: RunReport): void {
       await oneHolder(name);
       const takeoverMs = Date.now() - kill.from;
       await startReplica();
-      return { killed, takeoverMs };
+      return { killed, takeoverMs, kill };
     };
 
     h.check('starts: one replica behind the ingress, a consumer on the exchange, the sender under way', async () => {
       proxy = world.keep(await new FaultProxy(5432).start());
       brokerProxy = world.keep(await new FaultProxy(5672).start());
       consumer = world.keep(await new EventConsumer(exchange).start());
+      secrets.add('payment API client secret', API_CLIENT.clientSecret);
+      apiUrl = await double.start();
+      world.keep(double);
       await startReplica();
       sender = new Sender({
         ingress,
@@ -189,7 +209,9 @@ export function replicasScenario(report: RunReport): void {
         const idle = ingress.replicas.filter((r) => (ingress.served.get(r.label) ?? 0) === 0).map((r) => r.label);
         expect(idle).toEqual([]);
         await oneHolder(RELAY_ACTIVE);
+        await oneHolder(RECONCILER_ACTIVE);
         expect(await advisoryLockHolders(database.url, RELAY_LOCK)).toBe(1);
+        expect(await advisoryLockHolders(database.url, RECONCILER_LOCK)).toBe(1);
         expect(unexpectedAnswers(ledger.attempts.filter((a) => a.result.startedAt >= from))).toEqual([]);
       },
       90_000,
@@ -278,7 +300,7 @@ export function replicasScenario(report: RunReport): void {
         // already has are not marked published yet: the next relay must publish them again, same id.
         brokerProxy.latencyMs = BROKER_LATENCY_MS;
         let unmarked: string[] = [];
-        const { killed, takeoverMs } = await killHolderAndTakeOver(RELAY_ACTIVE, async () => {
+        const { killed, takeoverMs, kill } = await killHolderAndTakeOver(RELAY_ACTIVE, async () => {
           const pending = await pendingEventIds(database.url);
           unmarked = consumer.bodies<CloudEventBody>().flatMap((e) => (pending.has(e.id) ? [e.id] : []));
           return unmarked.length > 0;
@@ -298,6 +320,19 @@ export function replicasScenario(report: RunReport): void {
         h.figure('requests cut by the kill', ledger.attempts.slice(before).filter(cutIn([kill])).length);
         expect(unmarked.filter((id) => copies(id) < 2)).toEqual([]);
         expect(await advisoryLockHolders(database.url, RELAY_LOCK)).toBe(1);
+        expect(ingress.replicas.length).toBe(REPLICAS);
+      },
+      60_000,
+    );
+
+    h.check(
+      `6. SIGKILL of the replica whose reconciler is active: another takes over within ${TAKEOVER_BOUND_MS / 1000} s`,
+      async () => {
+        const before = ledger.requests;
+        const { killed, takeoverMs, kill } = await killHolderAndTakeOver(RECONCILER_ACTIVE);
+        h.figure('reconciler takeover after SIGKILL', `${seconds(takeoverMs)} (${killed.label} killed)`);
+        h.figure('requests cut by the reconciler kill', ledger.attempts.slice(before).filter(cutIn([kill])).length);
+        expect(await advisoryLockHolders(database.url, RECONCILER_LOCK)).toBe(1);
         expect(ingress.replicas.length).toBe(REPLICAS);
       },
       60_000,
@@ -366,13 +401,14 @@ export function replicasScenario(report: RunReport): void {
     );
 
     h.check(
-      `3. scaled back from ${REPLICAS} to 1 mid-traffic without preStop sleep: 200s, 503s with Retry-After, and no answer only at a SIGTERM; the last one runs the relay`,
+      `3. scaled back from ${REPLICAS} to 1 mid-traffic without preStop sleep: 200s, 503s with Retry-After, and no answer only at a SIGTERM; the last one runs the relay and the reconciler`,
       async () => {
         const from = Date.now();
         const windows = cutWindows.length;
         const passedOn = ingress.passedOn;
         for (const replica of ingress.replicas.slice(1)) await stopReplica(replica, false);
         await oneHolder(RELAY_ACTIVE);
+        await oneHolder(RECONCILER_ACTIVE);
         await sleep(1_000);
         const attempts = ledger.attempts.filter((a) => a.result.startedAt >= from);
         const cutBySigterm = attempts.filter(cutIn(cutWindows.slice(windows)));

@@ -4,7 +4,7 @@ import { harness } from '../support/scenario';
 import { BASIC_HEADER, BUYER, secrets } from '../support/secrets';
 
 export const SECRETS: ScenarioDefinition = {
-  id: 10,
+  id: 11,
   title: 'Secrets never reach the logs',
   done:
     'Every line (stdout and stderr) of every service process started by the scenarios before it searched for both second keys, the Basic ' +
