@@ -34,7 +34,7 @@ const CONSTANT = /^[A-Z][A-Z0-9_]*$/;
 /**
  * The pieces of a notification body a leak would show: every string value of at least FRAGMENT_MIN
  * characters with a letter in it (a long one by overlapping windows, so that a copy of any 24 characters
- * of it is found too), except the identifiers the service logs and timestamps. Not JSON: nothing (the raw bytes of a
+ * of it is found too), except the identifiers the service logs (and any piece of one) and timestamps. Not JSON: nothing (the raw bytes of a
  * fuzzed body are searched by their signature instead).
  */
 export function bodyFragments(body: Buffer): string[] {
@@ -45,12 +45,16 @@ export function bodyFragments(body: Buffer): string[] {
     return [];
   }
   const fragments: string[] = [];
+  const logged: string[] = [];
   // Iterative: the hostile scenario sends JSON nested 32,000 levels deep.
   const pending: Array<[unknown, string | null]> = [[parsed, null]];
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const [value, field] = next;
     if (typeof value === 'string') {
-      if (field !== null && LOGGED_FIELDS.has(field)) continue;
+      if (field !== null && LOGGED_FIELDS.has(field)) {
+        logged.push(value.toLowerCase());
+        continue;
+      }
       if (value.length < FRAGMENT_MIN || !/\p{L}/u.test(value) || DATE_LIKE.test(value)) continue;
       // Constants such as COMPLETED or CARD_TOKEN are the API's vocabulary, in log lines by right.
       if (CONSTANT.test(value)) continue;
@@ -67,7 +71,8 @@ export function bodyFragments(body: Buffer): string[] {
       for (const [key, item] of Object.entries(value)) pending.push([item, key]);
     }
   }
-  return fragments;
+  // A window of a longer value (an extOrderId built from the order id) may be a logged identifier itself.
+  return fragments.filter((fragment) => !logged.some((identifier) => identifier.includes(fragment)));
 }
 
 export interface Finding {
