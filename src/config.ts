@@ -11,7 +11,14 @@ export interface Config {
   port: number;
   adminPort: number;
   host: string;
-  databaseUrl: string;
+  /** NODE_ENV=production: no local default is ever taken (SECOND_KEYS and DATABASE_URL required). */
+  production: boolean;
+  /** The settings that took a local default (unset, not production), for the start log. */
+  localDefaults: LocalDefault[];
+  /** null: unset, outside production; the embedded Postgres in dataDir is used. */
+  databaseUrl: string | null;
+  /** DATA_DIR: where the embedded Postgres keeps its cluster. */
+  dataDir: string;
   databasePoolMax: number;
   /** Longest a request waits for the database (pool slot or statement) before answering 503. */
   databaseTimeoutMs: number;
@@ -45,6 +52,12 @@ export interface Config {
 
 /** The reconciliation settings (PAYMENT_API_*, RECONCILE_*), as src/reconciliation/ takes them. */
 export type ReconciliationConfig = ReconciliationSettings;
+
+/** A setting left unset that took a value meant for trying the service on one machine. */
+export type LocalDefault = 'SECOND_KEYS' | 'ALLOWED_SOURCE_IPS' | 'DATABASE_URL';
+
+/** Sources allowed by default outside production: this machine only. */
+export const LOOPBACK_SOURCES = '127.0.0.1,::1';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -106,8 +119,12 @@ const schema = z.object({
   DATABASE_URL: z
     .string()
     .trim()
-    .default('postgres://postgres@127.0.0.1:5432/notifications')
-    .refine((v) => /^postgres(ql)?:\/\/[^/]+\/[^/?]+/.test(v), 'must be postgres://user@host:port/database'),
+    .optional()
+    .refine(
+      (v) => v === undefined || /^postgres(ql)?:\/\/[^/]+\/[^/?]+/.test(v),
+      'must be postgres://user@host:port/database',
+    ),
+  DATA_DIR: z.string().trim().min(1).default('.data'),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   DATABASE_TIMEOUT: duration.default(3000).pipe(z.number().min(100).max(60_000)),
   DATABASE_PIPELINE: boolean.default(true),
@@ -122,14 +139,11 @@ const schema = z.object({
       for (const message of problems) ctx.addIssue({ code: 'custom', message });
       return keys;
     }),
-  ALLOWED_SOURCE_IPS: z
-    .string()
-    .default('production')
-    .transform((value, ctx) => {
-      const { allowlist, problems } = parseSourceAllowlist(value);
-      for (const message of problems) ctx.addIssue({ code: 'custom', message });
-      return allowlist;
-    }),
+  ALLOWED_SOURCE_IPS: z.string().transform((value, ctx) => {
+    const { allowlist, problems } = parseSourceAllowlist(value);
+    for (const message of problems) ctx.addIssue({ code: 'custom', message });
+    return allowlist;
+  }),
   TRUST_PROXY: z
     .string()
     .default('')
@@ -206,18 +220,43 @@ export function loadDotEnv(): void {
 
 /**
  * Reads and validates the environment; throws ConfigError naming every problem (never a value).
- * SECOND_KEYS is required to receive notifications; tools that only migrate or relay pass
- * `{ receiving: false }`.
+ * Outside production (NODE_ENV not `production`), SECOND_KEYS, ALLOWED_SOURCE_IPS and DATABASE_URL
+ * left unset take local defaults (the public sandbox key, loopback, the embedded Postgres), named
+ * in `localDefaults`; in production each is required or keeps its production default. Tools that
+ * only migrate or relay pass `{ receiving: false }` (no SECOND_KEYS needed).
  */
 export function loadConfig(env: NodeJS.ProcessEnv, { receiving = true }: { receiving?: boolean } = {}): Config {
   // Empty strings mean "not set", so a blank line in .env or a Helm value falls back to the default.
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const result = schema.safeParse(present);
+  const production = present.NODE_ENV === 'production';
+  const localDefaults: LocalDefault[] = [];
+  const withDefaults = { ...present };
+  if (!production) {
+    if (receiving && present.SECOND_KEYS === undefined) {
+      localDefaults.push('SECOND_KEYS');
+      withDefaults.SECOND_KEYS = `${PUBLIC_SANDBOX_KEY.posId}:${PUBLIC_SANDBOX_KEY.key}`;
+    }
+    if (present.ALLOWED_SOURCE_IPS === undefined) {
+      localDefaults.push('ALLOWED_SOURCE_IPS');
+      withDefaults.ALLOWED_SOURCE_IPS = LOOPBACK_SOURCES;
+    }
+    if (present.DATABASE_URL === undefined) localDefaults.push('DATABASE_URL');
+  }
+  withDefaults.ALLOWED_SOURCE_IPS ??= 'production';
+  const result = schema.safeParse(withDefaults);
   const problems = result.success
     ? []
     : result.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`);
-  if (receiving && present.SECOND_KEYS === undefined)
-    problems.push('SECOND_KEYS: is required (comma-separated posId:secondKey entries)');
+  if (receiving && withDefaults.SECOND_KEYS === undefined)
+    problems.push(
+      'SECOND_KEYS: is required with NODE_ENV=production (comma-separated posId:secondKey entries); ' +
+        'the public sandbox key is a local default only',
+    );
+  if (production && present.DATABASE_URL === undefined)
+    problems.push(
+      'DATABASE_URL: is required with NODE_ENV=production (postgres://user@host:port/database); ' +
+        'the embedded Postgres is for local runs only',
+    );
   if (present.PAYMENT_API_URL !== undefined && present.PAYMENT_API_CREDENTIALS === undefined)
     problems.push(
       'PAYMENT_API_CREDENTIALS: is required with PAYMENT_API_URL (comma-separated posId:clientId:clientSecret entries)',
@@ -230,7 +269,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, { receiving = true }: { recei
     port: c.PORT,
     adminPort: c.ADMIN_PORT,
     host: c.HOST,
-    databaseUrl: c.DATABASE_URL,
+    production,
+    localDefaults,
+    databaseUrl: c.DATABASE_URL ?? null,
+    dataDir: c.DATA_DIR,
     databasePoolMax: c.DATABASE_POOL_MAX,
     databaseTimeoutMs: c.DATABASE_TIMEOUT,
     databasePipeline: c.DATABASE_PIPELINE,

@@ -16,3 +16,17 @@ export class RequestError extends Error {
     this.name = 'RequestError';
   }
 }
+
+/**
+ * A start that cannot go on: names the dependency and the setting to look at, logged as one line
+ * by the entry point (`cannot connect to Postgres at 127.0.0.1:5999 (DATABASE_URL): ECONNREFUSED`).
+ */
+export class StartupError extends Error {
+  constructor(
+    message: string,
+    readonly setting: string,
+  ) {
+    super(message);
+    this.name = 'StartupError';
+  }
+}

@@ -1,19 +1,10 @@
-import { ConfigError, loadConfig, loadDotEnv } from './config';
+import { loadConfig, loadDotEnv } from './config';
 import { createLogger } from './observability/logger';
-import { startService } from './service';
+import { reportStartFailure, startService } from './service';
 
 async function main(): Promise<void> {
   loadDotEnv();
-  let config;
-  try {
-    config = loadConfig(process.env);
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(78); // EX_CONFIG
-    }
-    throw error;
-  }
+  const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel);
   process.on('uncaughtException', (error) => {
     logger.fatal({ err: error }, 'uncaught exception');
@@ -45,8 +36,5 @@ async function main(): Promise<void> {
 }
 
 if (require.main === module) {
-  main().catch((error: unknown) => {
-    process.stderr.write(`failed to start: ${(error as Error).message}\n`);
-    process.exit(1);
-  });
+  main().catch((error: unknown) => process.exit(reportStartFailure(error)));
 }

@@ -1,15 +1,19 @@
 import http from 'node:http';
 import type pg from 'pg';
 import { createAdminApp } from './admin/adminApp';
-import { configurationWarnings, type Config } from './config';
+import { ConfigError, configurationWarnings, type Config } from './config';
 import { close, listen } from './http/server';
 import { createPublicListener } from './intake/publicListener';
 import { UnverifiedBodies } from './intake/unverifiedBodies';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
 import { readOutboxBacklog } from './outbox/backlog';
+import { BrokerChannel, probeBroker } from './outbox/brokerChannel';
 import { OutboxRelay } from './outbox/relay';
 import { createDb, createPool, ensureDatabaseExists, type Db } from './database/pool';
+import { describeDatabase, openDatabaseServer, type DatabaseServer } from './database/embeddedPostgres';
+import { StartupError } from './errors';
+import type { RelayMetrics } from './observability/metrics';
 import { PooledTransactions } from './database/transaction';
 import { migrate } from './database/migrations';
 import { GroupCommitStore } from './recording/groupCommit';
@@ -18,6 +22,8 @@ import type { Reconciler } from './reconciliation/reconciler';
 
 export interface Service {
   publicPort: number;
+  /** The Postgres in use: DATABASE_URL's or the embedded one's. */
+  databaseUrl: string;
   adminPort: number;
   db: Db;
   pool: pg.Pool;
@@ -60,13 +66,14 @@ const RECONCILIATION_POOL_MAX = 2;
  */
 function createServiceReconciliation(
   config: Config,
+  databaseUrl: string,
   metrics: Metrics,
   logger: Logger,
 ): { reconciliation: Reconciliation; db: Db } | null {
   if (!config.reconciliation) return null;
   const pool = createPool(
     {
-      url: config.databaseUrl,
+      url: databaseUrl,
       poolMax: RECONCILIATION_POOL_MAX,
       timeoutMs: config.databaseTimeoutMs,
       applicationName: 'payment-notification-receiver:reconciliation',
@@ -84,15 +91,128 @@ function createServiceReconciliation(
   return { reconciliation: createReconciliation(config.reconciliation, { db, store, metrics, logger }), db };
 }
 
-/** Prepares the database: creates it on a fresh server and applies pending migrations. */
-export async function prepareDatabase(config: Pick<Config, 'databaseUrl'>, logger: Logger): Promise<void> {
-  await ensureDatabaseExists(config.databaseUrl);
-  await migrate(config.databaseUrl, logger);
+/** The setting a database failure points at. */
+const databaseSetting = (config: Pick<Config, 'databaseUrl'>): string =>
+  config.databaseUrl === null ? 'DATA_DIR' : 'DATABASE_URL';
+
+/** An error's code (ECONNREFUSED, 28P01) or else its message; AggregateError's first code. */
+function reason(error: unknown): string {
+  const { code, message, errors } = error as { code?: unknown; message?: unknown; errors?: unknown };
+  if (typeof code === 'string') return code;
+  if (Array.isArray(errors) && errors.length > 0) return reason(errors[0]);
+  return typeof message === 'string' && message !== '' ? message : String(error);
+}
+
+/**
+ * Prepares the database: creates it on a fresh server and applies pending migrations. A server that
+ * cannot be reached is a StartupError naming it and the setting.
+ */
+export async function prepareDatabase(config: Pick<Config, 'databaseUrl'>, url: string, logger: Logger): Promise<void> {
+  let created: boolean;
+  try {
+    created = await ensureDatabaseExists(url);
+  } catch (error) {
+    throw new StartupError(
+      `cannot connect to Postgres at ${describeDatabase(url)} (${databaseSetting(config)}): ${reason(error)}`,
+      databaseSetting(config),
+    );
+  }
+  if (created) logger.info({ database: describeDatabase(url) }, 'database created');
+  await migrate(url, logger);
+}
+
+/** Opens the database server (the embedded one without DATABASE_URL) and prepares the database. */
+export async function openDatabase(
+  config: Pick<Config, 'databaseUrl' | 'dataDir'>,
+  logger: Logger,
+  { prepare = true }: { prepare?: boolean } = {},
+): Promise<DatabaseServer> {
+  const server = await openDatabaseServer(config, logger);
+  if (server.embedded) {
+    const { clusterDir, created, startedHere } = server.embedded;
+    logger.info(
+      { dataDir: clusterDir, created, startedHere },
+      `${created ? 'created and started' : startedHere ? 'started' : 'using the running'} embedded Postgres in ` +
+        `${clusterDir} (DATA_DIR); set DATABASE_URL=postgres://user@host:port/database to use a Postgres of your own`,
+    );
+  }
+  try {
+    if (prepare) await prepareDatabase(config, server.url, logger);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+  return server;
+}
+
+/** The one way to build the outbox relay: the service, `npm run relay` and the tests use it. */
+export function createRelay(
+  config: Pick<Config, 'amqpUrl' | 'amqpExchange' | 'outboxRetentionMs' | 'databasePipeline'>,
+  databaseUrl: string,
+  metrics: RelayMetrics,
+  logger: Logger,
+): OutboxRelay {
+  return new OutboxRelay({
+    databaseUrl,
+    amqpUrl: config.amqpUrl,
+    exchange: config.amqpExchange,
+    retentionMs: config.outboxRetentionMs,
+    pipelined: config.databasePipeline,
+    metrics,
+    logger,
+  });
+}
+
+/** A confirm channel to the configured exchange, as the relay publishes (events replay). */
+export function createBrokerChannel(
+  config: Pick<Config, 'amqpUrl' | 'amqpExchange'>,
+  confirmTimeoutMs: number,
+  metrics: RelayMetrics,
+  logger: Logger,
+): BrokerChannel {
+  return new BrokerChannel(config.amqpUrl, config.amqpExchange, confirmTimeoutMs, metrics, logger);
+}
+
+/** What the start log says about the configuration: what it loaded, never a key. */
+function describeStart(config: Config, server: DatabaseServer): Record<string, unknown> {
+  return {
+    keys: config.secondKeys.map((k) => ({ posId: k.posId, fingerprint: k.fingerprint })),
+    allowedSources: config.sourceAllowlist.any ? 'any' : config.sourceAllowlist.entries,
+    database: server.embedded
+      ? `embedded Postgres in ${server.embedded.clusterDir} (${describeDatabase(server.url)})`
+      : describeDatabase(server.url),
+  };
+}
+
+/** Listens on a port, or a StartupError naming the setting (a taken PORT). */
+async function listenOn(server: http.Server, port: number, host: string, setting: string): Promise<number> {
+  try {
+    return await listen(server, port, host);
+  } catch (error) {
+    throw new StartupError(`cannot listen on ${host}:${port} (${setting}): ${reason(error)}`, setting);
+  }
 }
 
 /** The composition root: builds every part from the config and owns start and stop. */
 export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Service> {
-  if (config.migrateOnStart) await prepareDatabase(config, logger);
+  const server = await openDatabase(config, logger, { prepare: config.migrateOnStart });
+  try {
+    return await startOn(server, config, logger);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+}
+
+async function startOn(server: DatabaseServer, config: Config, logger: Logger): Promise<Service> {
+  const databaseUrl = server.url;
+  if (config.localDefaults.length > 0) {
+    logger.warn(
+      { localDefaults: config.localDefaults },
+      `local defaults (NODE_ENV is not production) for ${config.localDefaults.join(', ')}: ` +
+        'for trying the service on this machine only; set them for real use (.env.example)',
+    );
+  }
   for (const warning of configurationWarnings(config)) logger.warn(warning);
   logger.info(
     {
@@ -107,7 +227,7 @@ export async function startService(config: Config, logger: Logger = createLogger
 
   const pool = createPool(
     {
-      url: config.databaseUrl,
+      url: databaseUrl,
       poolMax: config.databasePoolMax,
       timeoutMs: config.databaseTimeoutMs,
       keyLookupsOnly: true,
@@ -121,7 +241,7 @@ export async function startService(config: Config, logger: Logger = createLogger
   const adminDb = createDb(
     createPool(
       {
-        url: config.databaseUrl,
+        url: databaseUrl,
         poolMax: ADMIN_POOL_MAX,
         timeoutMs: config.databaseTimeoutMs,
         applicationName: 'payment-notification-receiver:admin',
@@ -139,20 +259,12 @@ export async function startService(config: Config, logger: Logger = createLogger
   });
 
   const relay = config.relayEnabled
-    ? new OutboxRelay({
-        databaseUrl: config.databaseUrl,
-        amqpUrl: config.amqpUrl,
-        exchange: config.amqpExchange,
-        retentionMs: config.outboxRetentionMs,
-        pipelined: config.databasePipeline,
-        metrics,
-        logger: logger.child({ component: 'relay' }),
-      })
+    ? createRelay(config, databaseUrl, metrics, logger.child({ component: 'relay' }))
     : null;
   relay?.start();
 
-  const reconciling = createServiceReconciliation(config, metrics, logger);
-  const reconciler = reconciling?.reconciliation.createReconciler(config.databaseUrl) ?? null;
+  const reconciling = createServiceReconciliation(config, databaseUrl, metrics, logger);
+  const reconciler = reconciling?.reconciliation.createReconciler(databaseUrl) ?? null;
   reconciler?.start();
 
   let accepting = true;
@@ -203,12 +315,32 @@ export async function startService(config: Config, logger: Logger = createLogger
   );
   const adminServer = http.createServer(adminApp);
 
-  const publicPort = await listen(publicServer, config.port, config.host);
-  const adminPort = await listen(adminServer, config.adminPort, config.host);
+  const brokerProblem = probeBroker(config.amqpUrl, 2000);
+  let publicPort: number;
+  let adminPort: number;
+  try {
+    publicPort = await listenOn(publicServer, config.port, config.host, 'PORT');
+    adminPort = await listenOn(adminServer, config.adminPort, config.host, 'ADMIN_PORT');
+  } catch (error) {
+    await Promise.all([relay?.stop(), reconciler?.stop()]);
+    await close(publicServer, 0);
+    await Promise.all([db, adminDb, ...(reconciling ? [reconciling.db] : [])].map((pool) => pool.destroy()));
+    throw error;
+  }
+  const brokerError = await brokerProblem;
   logger.info(
-    { publicPort, adminPort, relay: config.relayEnabled, reconciler: reconciler !== null },
+    {
+      publicPort,
+      adminPort,
+      relay: config.relayEnabled,
+      reconciler: reconciler !== null,
+      ...describeStart(config, server),
+      broker: brokerError === null ? 'reachable' : `not reachable (AMQP_URL): ${brokerError}`,
+    },
     'service started',
   );
+  if (brokerError !== null)
+    logger.warn('the broker is not reachable (AMQP_URL): events wait in the outbox and are published once it is');
 
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {
@@ -234,10 +366,28 @@ export async function startService(config: Config, logger: Logger = createLogger
       if (!(await finishesWithin(Promise.all(pools), 1000))) {
         logger.warn('database connections did not close in time');
       }
+      await server.stop();
       logger.info('stopped');
     })();
     return stopping;
   };
 
-  return { publicPort, adminPort, db, pool, metrics, relay, reconciler, stop };
+  return { publicPort, databaseUrl, adminPort, db, pool, metrics, relay, reconciler, stop };
+}
+
+/**
+ * A failed start as one JSON log line naming what failed and the setting to look at (invalid
+ * configuration lists every problem, never a value); the exit code the process should end with.
+ */
+export function reportStartFailure(error: unknown, logger: Logger = createLogger('info')): number {
+  if (error instanceof ConfigError) {
+    logger.fatal({ problems: error.problems }, error.message.replace(/\n\s*/g, ' '));
+    return 78; // EX_CONFIG
+  }
+  if (error instanceof StartupError) {
+    logger.fatal({ setting: error.setting }, error.message);
+    return 1;
+  }
+  logger.fatal({ err: error }, `failed to start: ${error instanceof Error ? error.message : String(error)}`);
+  return 1;
 }

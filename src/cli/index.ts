@@ -10,7 +10,7 @@ import {
   type CliIo,
   type CliState,
   type ExitCode,
-} from './commands/common';
+} from './commands/io';
 import { registerEvents } from './commands/events';
 import { registerInspect } from './commands/inspect';
 import { registerPurge } from './commands/purge';

@@ -1,20 +1,19 @@
-import { ConfigError, loadConfig, loadDotEnv } from '../config';
+import { loadConfig, loadDotEnv } from '../config';
 import { createLogger } from '../observability/logger';
-import { prepareDatabase } from '../service';
+import { openDatabase, reportStartFailure } from '../service';
 
-/** `npm run migrate`: creates the database if needed and applies pending migrations, then exits. */
+/**
+ * `npm run migrate`: creates the database if needed and applies pending migrations, then exits
+ * (without DATABASE_URL, on the embedded Postgres in DATA_DIR).
+ */
 async function main(): Promise<void> {
   loadDotEnv();
   // Migrations need only the database; the rest of the config may be absent (a Helm hook Job).
   const config = loadConfig(process.env, { receiving: false });
   const logger = createLogger(config.logLevel);
-  await prepareDatabase(config, logger);
+  const server = await openDatabase(config, logger);
+  await server.stop();
   logger.info('migrations up to date');
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(
-    `${error instanceof ConfigError ? error.message : `migration failed: ${(error as Error).message}`}\n`,
-  );
-  process.exit(1);
-});
+main().catch((error: unknown) => process.exit(reportStartFailure(error)));

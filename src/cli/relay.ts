@@ -1,12 +1,12 @@
 import http from 'node:http';
 import { createAdminApp } from '../admin/adminApp';
-import { ConfigError, loadConfig, loadDotEnv } from '../config';
+import { loadConfig, loadDotEnv } from '../config';
 import { close, listen } from '../http/server';
 import { createLogger } from '../observability/logger';
 import { createRelayMetrics } from '../observability/metrics';
 import { readOutboxBacklog } from '../outbox/backlog';
-import { OutboxRelay } from '../outbox/relay';
 import { createDb, createPool } from '../database/pool';
+import { createRelay, openDatabase, reportStartFailure } from '../service';
 
 /**
  * `npm run relay`: the outbox relay alone, for deployments that run it separately. It serves the
@@ -17,9 +17,10 @@ async function main(): Promise<void> {
   loadDotEnv();
   const config = loadConfig(process.env, { receiving: false });
   const logger = createLogger(config.logLevel).child({ component: 'relay' });
+  const server = await openDatabase(config, logger, { prepare: false });
   const pool = createPool(
     {
-      url: config.databaseUrl,
+      url: server.url,
       poolMax: 2,
       timeoutMs: config.databaseTimeoutMs,
       applicationName: 'payment-notification-receiver:relay-admin',
@@ -29,15 +30,7 @@ async function main(): Promise<void> {
   );
   const db = createDb(pool);
   const metrics = createRelayMetrics({ outboxBacklog: () => readOutboxBacklog(db) });
-  const relay = new OutboxRelay({
-    databaseUrl: config.databaseUrl,
-    amqpUrl: config.amqpUrl,
-    exchange: config.amqpExchange,
-    retentionMs: config.outboxRetentionMs,
-    pipelined: config.databasePipeline,
-    metrics,
-    logger,
-  });
+  const relay = createRelay(config, server.url, metrics, logger);
   let accepting = true;
   const admin = http.createServer(
     createAdminApp({ probeDb: db, data: null, metrics, logger, isAccepting: () => accepting }),
@@ -49,6 +42,7 @@ async function main(): Promise<void> {
     accepting = false;
     Promise.all([close(admin, 500), relay.stop()])
       .then(() => db.destroy())
+      .then(() => server.stop())
       .then(
         () => process.exit(0),
         () => process.exit(1),
@@ -58,9 +52,4 @@ async function main(): Promise<void> {
   process.on('SIGINT', stop);
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(
-    `${error instanceof ConfigError ? error.message : `relay failed: ${(error as Error).message}`}\n`,
-  );
-  process.exit(1);
-});
+main().catch((error: unknown) => process.exit(reportStartFailure(error)));

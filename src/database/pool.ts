@@ -87,8 +87,11 @@ export function createDb(pool: pg.Pool): Db {
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool) }) });
 }
 
-/** Creates the configured database when it does not exist yet (first start on a fresh server). */
-export async function ensureDatabaseExists(url: string): Promise<void> {
+/**
+ * Creates the configured database when it does not exist yet (first start on a fresh server);
+ * true when this call created it.
+ */
+export async function ensureDatabaseExists(url: string): Promise<boolean> {
   const target = new URL(url);
   const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
   const admin = new URL(url);
@@ -97,13 +100,14 @@ export async function ensureDatabaseExists(url: string): Promise<void> {
   await client.connect();
   try {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-    if (rowCount === 0) {
-      try {
-        await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
-      } catch (error) {
-        // Another replica created it first.
-        if ((error as { code?: string }).code !== '42P04') throw error;
-      }
+    if (rowCount !== 0) return false;
+    try {
+      await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+      return true;
+    } catch (error) {
+      // Another replica created it first.
+      if ((error as { code?: string }).code !== '42P04') throw error;
+      return false;
     }
   } finally {
     await client.end();

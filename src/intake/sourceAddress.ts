@@ -75,6 +75,8 @@ export interface SourceAllowlist {
   /** Whether the preset `production` is in the list (the start-up checks warn about the sandbox key with it). */
   readonly production: boolean;
   readonly ranges: readonly AddressRange[];
+  /** The entries as configured (addresses, CIDRs, presets), for the start log. */
+  readonly entries: readonly string[];
 }
 
 /** Parses ALLOWED_SOURCE_IPS: comma-separated addresses, CIDRs and the presets `production`, `sandbox` and `any`. */
@@ -98,7 +100,7 @@ export function parseSourceAllowlist(value: string): { allowlist: SourceAllowlis
       else problems.push(`"${entry}" is not an IP address, CIDR or preset (production, sandbox, any)`);
     }
   }
-  return { allowlist: { any, production, ranges }, problems };
+  return { allowlist: { any, production, ranges, entries }, problems };
 }
 
 /**

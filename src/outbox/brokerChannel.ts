@@ -12,6 +12,22 @@ export interface OutgoingEvent {
 export type PublishResult =
   { id: string; ok: true } | { id: string; ok: false; reason: PublishFailureReason; error: string };
 
+/** Whether the broker answers: null when it does, or why not (a code such as ECONNREFUSED). */
+export async function probeBroker(url: string, timeoutMs: number): Promise<string | null> {
+  try {
+    const connection = await amqp.connect(url, {
+      timeout: timeoutMs,
+      clientProperties: { connection_name: 'payment-notification-receiver:probe' },
+    });
+    connection.on('error', () => undefined);
+    await connection.close().catch(() => undefined);
+    return null;
+  } catch (error) {
+    const { code, message } = error as { code?: unknown; message?: unknown };
+    return typeof code === 'string' ? code : typeof message === 'string' ? message : 'unknown error';
+  }
+}
+
 /**
  * One broker connection with a confirm channel on which the exchange is declared. A message counts
  * as published only when the broker confirmed it and did not return it as unroutable.

@@ -12,12 +12,15 @@ const problemsOf = (env: Record<string, string>): string[] => {
 };
 
 describe('loadConfig', () => {
-  it('When only SECOND_KEYS is set, then every other setting has its documented default', () => {
-    const config = loadConfig({ SECOND_KEYS: '1:k' });
+  it('When only SECOND_KEYS and DATABASE_URL are set in production, then every other setting has its documented default', () => {
+    const config = loadConfig({ NODE_ENV: 'production', SECOND_KEYS: '1:k', DATABASE_URL: 'postgres://u@db:5432/n' });
     expect(config).toMatchObject({
       port: 8080,
       adminPort: 9090,
-      databaseUrl: 'postgres://postgres@127.0.0.1:5432/notifications',
+      production: true,
+      localDefaults: [],
+      databaseUrl: 'postgres://u@db:5432/n',
+      dataDir: '.data',
       migrateOnStart: true,
       databasePipeline: true,
       databaseWriteLanes: 1,
@@ -82,8 +85,39 @@ describe('loadConfig', () => {
     ]);
   });
 
-  it('When SECOND_KEYS is missing, then the service refuses to start', () => {
-    expect(problemsOf({})).toEqual(['SECOND_KEYS: is required (comma-separated posId:secondKey entries)']);
+  it('When nothing is set outside production, then the local defaults apply: sandbox key, loopback, embedded database', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ production: false, databaseUrl: null, dataDir: '.data' });
+    expect(config.localDefaults).toEqual(['SECOND_KEYS', 'ALLOWED_SOURCE_IPS', 'DATABASE_URL']);
+    expect(config.secondKeys.map((k) => k.posId)).toEqual(['300746']);
+    const from = (address: string) => resolveSource(address, undefined, config.trustProxy, config.sourceAllowlist);
+    expect(from('127.0.0.1')).toMatchObject({ ok: true, allowed: true });
+    expect(from('::1')).toMatchObject({ ok: true, allowed: true });
+    expect(from('185.68.12.10')).toMatchObject({ ok: true, allowed: false });
+    expect(configurationWarnings(config)).toEqual([]);
+  });
+
+  it('When settings are given outside production, then they win and are not reported as local defaults', () => {
+    const config = loadConfig({ SECOND_KEYS: '1:k', ALLOWED_SOURCE_IPS: 'sandbox', DATABASE_URL: 'postgres://u@h/d' });
+    expect(config.localDefaults).toEqual([]);
+    expect(config.databaseUrl).toBe('postgres://u@h/d');
+  });
+
+  it('When SECOND_KEYS or DATABASE_URL is missing in production, then the service refuses to start, naming each', () => {
+    expect(problemsOf({ NODE_ENV: 'production' })).toEqual([
+      expect.stringMatching(/^SECOND_KEYS: is required with NODE_ENV=production/),
+      expect.stringMatching(/^DATABASE_URL: is required with NODE_ENV=production/),
+    ]);
+    expect(problemsOf({ NODE_ENV: 'production', SECOND_KEYS: '1:k' })).toEqual([
+      expect.stringMatching(/^DATABASE_URL: is required/),
+    ]);
+    // The tools that do not receive still need the database.
+    expect(() => loadConfig({ NODE_ENV: 'production' }, { receiving: false })).toThrow(/DATABASE_URL/);
+  });
+
+  it('When NODE_ENV is production, then the allowlist keeps its production default', () => {
+    const config = loadConfig({ NODE_ENV: 'production', SECOND_KEYS: '1:k', DATABASE_URL: 'postgres://u@h/d' });
+    expect(config.sourceAllowlist.entries).toEqual(['production']);
   });
 
   it('When TRUST_PROXY is a hop count or CIDRs, then the intake trusts those', () => {
@@ -207,7 +241,10 @@ describe('configurationWarnings', () => {
   const warningsOf = (env: Record<string, string>) => configurationWarnings(loadConfig(env));
 
   it('When the public sandbox key is configured with the production allowlist, then a warning says so, without the key', () => {
-    const warnings = warningsOf({ SECOND_KEYS: '300746:b6ca15b0d1020e8094d9b5f8d163db54,1:k' });
+    const warnings = warningsOf({
+      SECOND_KEYS: '300746:b6ca15b0d1020e8094d9b5f8d163db54,1:k',
+      ALLOWED_SOURCE_IPS: 'production',
+    });
     expect(warnings).toEqual([expect.stringMatching(/public sandbox key of POS 300746 .* anyone can sign with it/)]);
     expect(warnings.join()).not.toContain('b6ca15b0');
     expect(

@@ -2,30 +2,13 @@ import amqp, { type ConsumeMessage } from 'amqplib';
 import type { Command } from 'commander';
 import { createLogger } from '../../observability/logger';
 import { createRelayMetrics } from '../../observability/metrics';
-import { BrokerChannel, type PublishResult } from '../../outbox/brokerChannel';
+import type { PublishResult } from '../../outbox/brokerChannel';
+import { createBrokerChannel } from '../../service';
 import type { Db } from '../../database/pool';
-import {
-  action,
-  CliError,
-  collect,
-  durationOption,
-  emit,
-  EXIT_FAILURE,
-  EXIT_OK,
-  integerOption,
-  iso,
-  readConfig,
-  startProgress,
-  table,
-  timeOption,
-  UsageError,
-  withDatabase,
-  withDatabaseUrl,
-  withJson,
-  type CliIo,
-  type CliState,
-  type ExitCode,
-} from './common';
+import { readConfig, withDatabase } from './database';
+import { action, CliError, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
+import { collect, durationOption, integerOption, timeOption, withDatabaseUrl, withJson } from './options';
+import { emit, iso, startProgress, table } from './output';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PUBLISH_BATCH = 500;
@@ -119,7 +102,7 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
   const json = options.json === true;
   const dryRun = options.dryRun === true;
 
-  const events = await withDatabase(config, (db) => selectEvents(db, selection));
+  const events = await withDatabase(io, config, (db) => selectEvents(db, selection));
   const found = new Set(events.map((e) => e.id.toLowerCase()));
   const missing = selection.ids.filter((id) => !found.has(id.toLowerCase()));
   const results: ReplayedEvent[] = events.map((e) => ({
@@ -134,13 +117,7 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
   }));
 
   if (!dryRun && events.length > 0) {
-    const broker = new BrokerChannel(
-      config.amqpUrl,
-      config.amqpExchange,
-      CONFIRM_TIMEOUT_MS,
-      createRelayMetrics(),
-      createLogger('silent'),
-    );
+    const broker = createBrokerChannel(config, CONFIRM_TIMEOUT_MS, createRelayMetrics(), createLogger('silent'));
     try {
       await broker.open();
     } catch (error) {

@@ -2,22 +2,10 @@ import { sql } from 'kysely';
 import type { Command } from 'commander';
 import type { Db } from '../../database/pool';
 import type { Disagreement, ObservedVia } from '../../database/schema';
-import {
-  action,
-  emit,
-  EXIT_FAILURE,
-  EXIT_OK,
-  iso,
-  readConfig,
-  shortHex,
-  table,
-  withDatabase,
-  withDatabaseUrl,
-  withJson,
-  type CliIo,
-  type CliState,
-  type ExitCode,
-} from './common';
+import { readConfig, withDatabase } from './database';
+import { action, EXIT_FAILURE, EXIT_OK, type CliIo, type CliState, type ExitCode } from './io';
+import { withDatabaseUrl, withJson } from './options';
+import { emit, iso, shortHex, table } from './output';
 
 export interface DeliveryView {
   id: string;
@@ -285,7 +273,7 @@ interface InspectOptions {
 
 export async function inspectOrder(io: CliIo, orderId: string, options: InspectOptions): Promise<ExitCode> {
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
-  return withDatabase(config, async (db) => {
+  return withDatabase(io, config, async (db) => {
     const [order, refunds, notifications, events] = await Promise.all([
       db.selectFrom('orders').selectAll().where('order_id', '=', orderId).executeTakeFirst(),
       db.selectFrom('refunds').selectAll().where('order_id', '=', orderId).orderBy('created_at').execute(),
@@ -323,7 +311,7 @@ export async function inspectOrder(io: CliIo, orderId: string, options: InspectO
 
 export async function inspectRefund(io: CliIo, refundId: string, options: InspectOptions): Promise<ExitCode> {
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
-  return withDatabase(config, async (db) => {
+  return withDatabase(io, config, async (db) => {
     const [refund, notifications] = await Promise.all([
       db.selectFrom('refunds').selectAll().where('refund_id', '=', refundId).executeTakeFirst(),
       notificationsWhere(db, { refundId }, options.showBodies === true),

@@ -1,21 +1,10 @@
 import { sql } from 'kysely';
 import type { Command } from 'commander';
 import type { Db } from '../../database/pool';
-import {
-  action,
-  emit,
-  EXIT_OK,
-  integerOption,
-  readConfig,
-  startProgress,
-  UsageError,
-  withDatabase,
-  withDatabaseUrl,
-  withJson,
-  type CliIo,
-  type CliState,
-  type ExitCode,
-} from './common';
+import { readConfig, withDatabase } from './database';
+import { action, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
+import { integerOption, withDatabaseUrl, withJson } from './options';
+import { emit, startProgress } from './output';
 
 /**
  * Where raw bodies (and with them the buyer's personal data) are kept. Everything else stays: the
@@ -125,7 +114,7 @@ export async function purge(io: CliIo, options: PurgeOptions): Promise<ExitCode>
   const json = options.json === true;
   const dryRun = options.dryRun === true;
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
-  const report = await withDatabase(config, async (db) => {
+  const report = await withDatabase(io, config, async (db) => {
     const progress = startProgress(io, json, 'bodies', 0);
     try {
       return await purgeBodies(db, days, {

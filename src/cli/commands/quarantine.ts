@@ -5,25 +5,10 @@ import type { Delivery } from '../../recording/notificationStore';
 import { recordBatch } from '../../recording/recordBatch';
 import { queries, type PooledTransactions } from '../../database/transaction';
 import { signersFor } from '../../verification/posBinding';
-import {
-  action,
-  emit,
-  EXIT_FAILURE,
-  EXIT_OK,
-  integerOption,
-  iso,
-  readConfig,
-  shortHex,
-  startProgress,
-  table,
-  UsageError,
-  withDatabase,
-  withDatabaseUrl,
-  withJson,
-  type CliIo,
-  type CliState,
-  type ExitCode,
-} from './common';
+import { readConfig, withDatabase } from './database';
+import { action, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
+import { integerOption, withDatabaseUrl, withJson } from './options';
+import { emit, iso, shortHex, startProgress, table } from './output';
 
 export interface QuarantineEntry {
   id: string;
@@ -50,7 +35,7 @@ interface ListOptions {
 
 export async function listQuarantine(io: CliIo, options: ListOptions): Promise<ExitCode> {
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
-  const entries = await withDatabase(config, async (db) => {
+  const entries = await withDatabase(io, config, async (db) => {
     let query = db
       .selectFrom('quarantined_notifications as q')
       .select([
@@ -219,7 +204,7 @@ export async function retryQuarantine(io: CliIo, ids: string[], options: RetryOp
   if (badId !== undefined) throw new UsageError(`${badId}: a quarantine id is a number (see quarantine list)`);
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
   const json = options.json === true;
-  const results = await withDatabase(config, async (db, transactions) => {
+  const results = await withDatabase(io, config, async (db, transactions) => {
     const selected = options.all
       ? (
           await db

@@ -8,22 +8,10 @@ import { GroupCommitStore } from '../../recording/groupCommit';
 import type { OrderCheck } from '../../reconciliation/checkOrder';
 import { createReconciliation, type PosProblem, type Reconciliation } from '../../reconciliation/reconciliation';
 import { stuckOrders } from '../../reconciliation/scheduleQueries';
-import {
-  action,
-  emit,
-  EXIT_FAILURE,
-  EXIT_OK,
-  readConfig,
-  startProgress,
-  table,
-  UsageError,
-  withDatabase,
-  withDatabaseUrl,
-  withJson,
-  type CliIo,
-  type CliState,
-  type ExitCode,
-} from './common';
+import { readConfig, withDatabase } from './database';
+import { action, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
+import { withDatabaseUrl, withJson } from './options';
+import { emit, startProgress, table } from './output';
 
 interface ReconcileOptions {
   order?: string;
@@ -73,12 +61,13 @@ async function checkLine(
 
 /** The API client and the recorder on the command's own pool, with metrics nobody scrapes. */
 function withReconciliation<T>(
+  io: CliIo,
   config: Config,
   work: (reconciliation: Reconciliation, db: Db, settings: ReconciliationConfig) => Promise<T>,
 ): Promise<T> {
   const settings = config.reconciliation;
   if (!settings) throw new UsageError('PAYMENT_API_URL and PAYMENT_API_CREDENTIALS are required to reconcile');
-  return withDatabase(config, (db, transactions) => {
+  return withDatabase(io, config, (db, transactions) => {
     const logger = createLogger('silent');
     const store = new GroupCommitStore(
       transactions,
@@ -102,7 +91,7 @@ async function reconcile(io: CliIo, options: ReconcileOptions): Promise<ExitCode
   const json = options.json === true;
   const dryRun = options.dryRun === true;
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
-  const lines = await withReconciliation(config, async (reconciliation, db, settings) => {
+  const lines = await withReconciliation(io, config, async (reconciliation, db, settings) => {
     if (options.order !== undefined) return [await checkLine(reconciliation, options.order, options.posId, dryRun)];
     const stuck = await stuckOrders(db, new Date(), settings.afterMs);
     const progress = startProgress(io, json, dryRun ? 'asking' : 'reconciling', stuck.length);

@@ -5,23 +5,10 @@ import type { Db } from '../../database/pool';
 import type { Database } from '../../database/schema';
 import { applyOrder, applyRefund, type OrderProjection, type RefundProjection } from '../../recording/projection';
 import { orderToRow, refundToRow, type OrderRow, type RefundRow } from '../../recording/projectionRows';
-import {
-  action,
-  CliError,
-  emit,
-  EXIT_FAILURE,
-  EXIT_OK,
-  readConfig,
-  startProgress,
-  UsageError,
-  withDatabase,
-  withDatabaseUrl,
-  withJson,
-  type CliIo,
-  type CliState,
-  type ExitCode,
-  type Progress,
-} from './common';
+import { readConfig, withDatabase } from './database';
+import { action, CliError, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
+import { withDatabaseUrl, withJson } from './options';
+import { emit, startProgress, type Progress } from './output';
 
 const ORDER_COLUMNS = [
   'ext_order_id',
@@ -321,7 +308,7 @@ export async function reproject(io: CliIo, options: ReprojectOptions): Promise<E
   const apply = options.apply === true;
   const json = options.json === true;
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
-  const report = await withDatabase(config, async (db: Db): Promise<ReprojectResult> => {
+  const report = await withDatabase(io, config, async (db: Db): Promise<ReprojectResult> => {
     const total = await db
       .selectFrom('notifications')
       .select((eb) => eb.fn.countAll<string>().as('n'))

@@ -20,24 +20,10 @@ import {
   type SimulatorAlgorithm,
 } from '../../simulator';
 import type { Config } from '../../config';
-import {
-  action,
-  choiceOption,
-  collect,
-  durationOption,
-  emit,
-  EXIT_FAILURE,
-  EXIT_OK,
-  integerOption,
-  numberOption,
-  readConfig,
-  startProgress,
-  UsageError,
-  withJson,
-  type CliIo,
-  type CliState,
-  type ExitCode,
-} from './common';
+import { readConfig } from './database';
+import { action, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
+import { choiceOption, collect, durationOption, integerOption, numberOption, withJson } from './options';
+import { emit, startProgress } from './output';
 
 interface RefundSpec {
   /** `full`, `partial` or minor units. */

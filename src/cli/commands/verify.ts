@@ -5,18 +5,9 @@ import { parseNotification } from '../../parsing/parseNotification';
 import { parseSecondKeys, type SecondKey } from '../../verification/secondKeys';
 import { parseSignatureHeader, type SignatureHeaderProblem } from '../../verification/signatureHeader';
 import { verifySignature, type SignatureMatch } from '../../verification/verifySignature';
-import {
-  action,
-  collect,
-  emit,
-  EXIT_FAILURE,
-  EXIT_OK,
-  UsageError,
-  withJson,
-  type CliIo,
-  type CliState,
-  type ExitCode,
-} from './common';
+import { action, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
+import { collect, withJson } from './options';
+import { emit } from './output';
 
 const HEADER_PROBLEMS: Record<SignatureHeaderProblem, string> = {
   missing_signature_header: 'no signature header value was given',
