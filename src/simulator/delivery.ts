@@ -158,7 +158,8 @@ export interface DeliveryOptions {
   timeoutMs?: number;
   /** Holds a slot while a request is in flight (bounds concurrency); released when it ends. */
   acquire?: () => Promise<() => void>;
-  onAttempt?: (attempt: AttemptReport) => void;
+  /** Called after each attempt, with when the next one is due (simulated ms), or null: no more. */
+  onAttempt?: (attempt: AttemptReport, nextAtMs: number | null) => void;
 }
 
 /** What the receiver said: its `outcome`, else its error code, else nothing. */
@@ -205,7 +206,11 @@ export async function deliverWithRetries(request: DeliveryRequest, options: Deli
       durationMs: Math.round(performance.now() - started),
     };
     attempts.push(attempt);
-    options.onAttempt?.(attempt);
+    const next = schedule[index + 1];
+    options.onAttempt?.(
+      attempt,
+      result.status === 200 || index + 1 >= maxAttempts || next === undefined ? null : request.changedAtMs + next,
+    );
     if (result.status === 200) return { attempts, delivered: true };
   }
   return { attempts, delivered: false };

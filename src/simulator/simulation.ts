@@ -67,6 +67,8 @@ export interface SimulationOptions {
   concurrency?: number;
   /** Called as each delivery ends (delivered or given up). */
   onDelivery?: (delivery: NotificationDelivery) => void;
+  /** Called after each attempt, with when the next one is due (simulated ms), or null: no more. */
+  onAttempt?: (notification: SimulatedNotification, attempt: AttemptReport, nextAtMs: number | null) => void;
   /**
    * Called at each status change (simulated time), whether or not its notification is ever sent:
    * how the payment-service double learns the truth as it happens.
@@ -219,6 +221,9 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
         {
           clock: options.clock,
           acquire,
+          ...(options.onAttempt
+            ? { onAttempt: (a: AttemptReport, next: number | null) => options.onAttempt?.(n, a, next) }
+            : {}),
           ...(options.send ? { send: options.send } : {}),
           ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
           ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),

@@ -200,11 +200,51 @@ describe('simulate', () => {
     );
   });
 
-  it('When neither --key nor SECOND_KEYS gives a key, then it is a usage error', async () => {
-    const run = await runCli(['simulate', '--url', url()], cliEnv({ SECOND_KEYS: undefined }));
+  it('When neither --key nor SECOND_KEYS gives a key in production, then it is a usage error', async () => {
+    const run = await runCli(
+      ['simulate', '--url', url()],
+      cliEnv({ SECOND_KEYS: undefined, NODE_ENV: 'production', DATABASE_URL: 'postgres://u@h/d' }),
+    );
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('SECOND_KEYS');
     expect(run.stderr).not.toContain(SECOND_KEY);
+  });
+
+  it('When SECOND_KEYS is unset outside production, then it signs with the public sandbox key, as the service expects by default', async () => {
+    const run = await runCli(
+      ['simulate', '--url', url(), '--time-scale', '1000'],
+      cliEnv({ SECOND_KEYS: undefined, NOTIFY_BASIC_AUTH: 'shop:s3cret' }),
+    );
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/as POS 300746/);
+  });
+
+  it('When nothing listens at the very first attempt, then it stops at once, saying so and how to keep retrying', async () => {
+    const closed = `http://127.0.0.1:${await freePort()}/notifications`;
+    const run = await runCli(['simulate', '--url', closed], env);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/cannot connect to .*: connection refused \(ECONNREFUSED\).*npm start.*--keep-retrying/);
+  });
+
+  it('When --keep-retrying is given and nothing listens, then each failed attempt is reported as it happens with the next one', async () => {
+    const closed = `http://127.0.0.1:${await freePort()}/notifications`;
+    const run = await runCli(
+      ['simulate', '--url', closed, '--keep-retrying', '--max-attempts', '3', '--time-scale', '100000'],
+      env,
+    );
+    expect(run.code).toBe(1);
+    const pending = run.stdout.split('\n').filter((line) => /order +\S+ +PENDING/.test(line));
+    // One time format in the first column: +H:MM:SS.
+    expect(pending).toEqual([
+      expect.stringMatching(
+        /^ +\+\d+:\d\d:\d\d +order +\S+ +PENDING +attempt 1 failed: connection refused \(ECONNREFUSED\); next attempt at \+0:01:00$/,
+      ),
+      expect.stringMatching(
+        /^ +\+\d+:\d\d:\d\d +order .* attempt 2 failed: connection refused .*; next attempt at \+0:02:00$/,
+      ),
+      expect.stringMatching(/^ +\+\d+:\d\d:\d\d +order .* attempt 3 failed: connection refused .*; no more attempts$/),
+      expect.stringMatching(/^ +\+\d+:\d\d:\d\d +order +\S+ +PENDING +-> GAVE UP/),
+    ]);
   });
 
   it('When --drop loses notifications for good with the double beside (--api-port), then the lost ones never reach the receiver while the double answers their statuses', async () => {

@@ -12,11 +12,15 @@ import { CliError, UsageError, type CliIo } from './io';
  * command's flags applied on top as the variables they stand for. Invalid configuration is a usage
  * error naming every problem.
  */
-export function readConfig(io: CliIo, overrides: Record<string, string | undefined> = {}): Config {
+export function readConfig(
+  io: CliIo,
+  overrides: Record<string, string | undefined> = {},
+  { receiving = false }: { receiving?: boolean } = {},
+): Config {
   const env: NodeJS.ProcessEnv = { ...io.env };
   for (const [name, value] of Object.entries(overrides)) if (value !== undefined) env[name] = value;
   try {
-    return loadConfig(env, { receiving: false });
+    return loadConfig(env, { receiving });
   } catch (error) {
     if (error instanceof ConfigError) throw new UsageError(error.message);
     throw error;

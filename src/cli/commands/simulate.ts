@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import {
   buildTraffic,
   freshSeed,
+  httpSender,
   parseSimulatorAlgorithm,
   PaymentServiceDouble,
   PlanError,
@@ -9,19 +10,22 @@ import {
   scaledClock,
   seededRandom,
   RETRY_SCHEDULE_MS,
+  type AttemptReport,
   type Lifecycle,
   type LifecyclePlan,
   type NotificationDelivery,
   type PayMethodKind,
   type PlanBase,
   type RefundPlan,
+  type Sender,
   type SignatureHeaders,
+  type SimulatedNotification,
   type SimulationReport,
   type SimulatorAlgorithm,
 } from '../../simulator';
 import type { Config } from '../../config';
 import { readConfig } from './database';
-import { action, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
+import { action, CliError, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { choiceOption, collect, durationOption, integerOption, numberOption, withJson } from './options';
 import { emit, startProgress } from './output';
 
@@ -77,17 +81,42 @@ interface SimulateOptions {
   drop: number;
   apiPort?: number;
   apiHold: number;
+  keepRetrying?: boolean;
   json?: boolean;
 }
 
-/** `+2s`, `+5m`, `+1h30m`, `+3d`: a simulated offset, for humans. */
+/** A simulated offset since the run started, always as `+H:MM:SS` (`+0:00:02`, `+72:00:00`). */
 export function formatOffset(ms: number): string {
-  const s = Math.round(ms / 1000);
-  if (s < 60) return `+${(ms / 1000).toFixed(ms < 10_000 && ms % 1000 !== 0 ? 1 : 0)}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `+${m}m${s % 60 ? `${String(s % 60).padStart(2, '0')}s` : ''}`;
-  const h = Math.floor(m / 60);
-  return `+${h}h${m % 60 ? `${String(m % 60).padStart(2, '0')}m` : ''}`;
+  const total = Math.max(0, Math.round(ms / 1000));
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  return `+${Math.floor(total / 3600)}:${pad(Math.floor(total / 60) % 60)}:${pad(total % 60)}`;
+}
+
+/** Network errors that mean nothing listens there at all (as opposed to a slow or failing receiver). */
+const CANNOT_CONNECT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+const NETWORK_ERRORS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+};
+
+/** What one attempt got, for humans: `connection refused`, `no answer within 10000 ms`, `503 busy`. */
+export function describeAttemptResult(attempt: AttemptReport): string {
+  if (attempt.status === null) {
+    const error = attempt.answer ?? 'no answer';
+    return NETWORK_ERRORS[error] ? `${NETWORK_ERRORS[error]} (${error})` : error;
+  }
+  return `${attempt.status}${attempt.answer ? ` ${attempt.answer}` : ''}`;
+}
+
+/** One failed attempt as it happens, and when the next one is due. */
+function describeFailedAttempt(n: SimulatedNotification, attempt: AttemptReport, nextAtMs: number | null): string {
+  const subject = n.kind === 'order' ? `order  ${n.orderId}` : `refund ${n.refundId} of ${n.orderId}`;
+  const next = nextAtMs === null ? 'no more attempts' : `next attempt at ${formatOffset(nextAtMs)}`;
+  return `${formatOffset(attempt.sentAtMs).padStart(9)}  ${subject}  ${n.status}  attempt ${attempt.attempt} failed: ${describeAttemptResult(attempt)}; ${next}`;
 }
 
 function describeDelivery(d: NotificationDelivery): string {
@@ -100,7 +129,7 @@ function describeDelivery(d: NotificationDelivery): string {
     : `GAVE UP (${last?.status ?? 'no answer'} ${last?.answer ?? ''})`.replace(' )', ')');
   const history = d.attempts.length > 1 ? ` [${answers.join(', ')}]` : '';
   const flags = [d.copy > 1 ? 'duplicate copy' : '', d.reordered ? 'reordered' : ''].filter(Boolean).join(', ');
-  return `${formatOffset(last?.sentAtMs ?? d.firstAttemptAtMs).padStart(7)}  ${subject}  ${d.status}  -> ${result}  (${tries}${history})${flags ? `  {${flags}}` : ''}`;
+  return `${formatOffset(last?.sentAtMs ?? d.firstAttemptAtMs).padStart(9)}  ${subject}  ${d.status}  -> ${result}  (${tries}${history})${flags ? `  {${flags}}` : ''}`;
 }
 
 function summaryLines(report: SimulationReport, adminBase: string | null, seed: number): string[] {
@@ -154,7 +183,8 @@ function adminBaseFor(url: string, adminPort: number): string | null {
 }
 
 export async function simulate(io: CliIo, options: SimulateOptions): Promise<ExitCode> {
-  const config = readConfig(io);
+  // Without --key, the service's own SECOND_KEYS, or its local default outside production.
+  const config = readConfig(io, {}, { receiving: options.key === undefined });
   const url = options.url ?? `http://127.0.0.1:${config.port}/notifications`;
   try {
     new URL(url);
@@ -294,9 +324,25 @@ async function send(io: CliIo, options: SimulateOptions, run: Run): Promise<Exit
         `time x${options.timeScale}; retries up to ${options.maxAttempts} attempts over ${formatOffset(RETRY_SCHEDULE_MS[options.maxAttempts - 1] ?? 0)}).`,
     );
   }
+  // Nothing listening at the very first attempt is almost always a receiver not started: say so at
+  // once rather than retry for 72 hours (--keep-retrying keeps the sender's schedule).
+  let firstAttempt = true;
+  const send: Sender = async (...args) => {
+    const result = await httpSender(...args);
+    const first = firstAttempt;
+    firstAttempt = false;
+    if (first && options.keepRetrying !== true && result.status === null && CANNOT_CONNECT.has(result.error)) {
+      throw new CliError(
+        `cannot connect to ${url}: ${NETWORK_ERRORS[result.error] ?? result.error} (${result.error}). Is the ` +
+          'receiver running (npm start)? --keep-retrying retries on the 72-hour schedule instead',
+      );
+    }
+    return result;
+  };
   let report: SimulationReport;
   try {
     report = await runSimulation({
+      send,
       url,
       lifecycles,
       secondKey: key,
@@ -315,6 +361,9 @@ async function send(io: CliIo, options: SimulateOptions, run: Run): Promise<Exit
       maxAttempts: options.maxAttempts,
       timeoutMs: options.timeout,
       concurrency: options.concurrency,
+      onAttempt: (n, attempt, nextAtMs) => {
+        if (attempt.status !== 200 && !json) progress.log(describeFailedAttempt(n, attempt, nextAtMs));
+      },
       onDelivery: (delivery) => {
         progress.log(describeDelivery(delivery));
         if (delivery.copy === 1) progress.increment();
@@ -455,6 +504,10 @@ export function registerSimulate(program: Command, io: CliIo, state: CliState): 
       )
         .argParser(durationOption)
         .default(600_000, '10m'),
+    )
+    .option(
+      '--keep-retrying',
+      "keep the sender's full retry schedule even when the very first attempt cannot connect (default: stop at once)",
     );
   withJson(command).action(action(state, (options: SimulateOptions) => simulate(io, options)));
 }
