@@ -3,7 +3,8 @@
 # Runs `node dist/main.js` as UID 1000 (the base image's `node` user), on a read-only-friendly
 # layout: nothing under /app is writable by that user, only /tmp needs to be.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node.js 22, an LTS line (20 reached its end of life in April 2026; the code still runs on it).
+ARG NODE_IMAGE=node:22-bookworm-slim
 
 # --- build: full dependency tree, TypeScript compiled to dist/ ---------------------------
 FROM ${NODE_IMAGE} AS build
@@ -15,10 +16,11 @@ COPY src ./src
 RUN npm run build
 
 # --- prod-deps: production dependencies only (none of them has install scripts) ----------
+# Without the optional embedded Postgres: the image runs with NODE_ENV=production, where it is never started.
 FROM ${NODE_IMAGE} AS prod-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
 
 # --- runtime -------------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime
