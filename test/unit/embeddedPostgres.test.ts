@@ -1,4 +1,4 @@
-import { describeDatabase, findUser, parsePostmasterPid } from '../../src/database/embeddedPostgres';
+import { describeDatabase, findUser, parsePostmasterPid, searchableBy } from '../../src/database/embeddedPostgres';
 
 describe('the embedded Postgres helpers', () => {
   it('When postmaster.pid is read, then its pid and port come from the first and fourth lines', () => {
@@ -19,5 +19,14 @@ describe('the embedded Postgres helpers', () => {
       'db.internal:6432/notifications',
     );
     expect(describeDatabase('postgres://app@db/n')).toBe('db:5432/n');
+  });
+
+  it('When root runs the server as another user, then a path counts as reachable only if every directory is searchable by it', () => {
+    const nobody = { uid: 65534, gid: 65534 };
+    const open = { uid: 0, gid: 0, mode: 0o40755 };
+    expect(searchableBy([open, open], nobody)).toBe(true);
+    expect(searchableBy([open, { uid: 0, gid: 0, mode: 0o40700 }], nobody)).toBe(false);
+    expect(searchableBy([{ uid: 65534, gid: 0, mode: 0o40700 }, open], nobody)).toBe(true);
+    expect(searchableBy([{ uid: 0, gid: 65534, mode: 0o40750 }], nobody)).toBe(true);
   });
 });
