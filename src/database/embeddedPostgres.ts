@@ -257,7 +257,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const server = spawn(
     path.join(bin, 'postgres'),
     ['-D', clusterDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
-    { stdio: ['ignore', 'ignore', 'pipe'], ...(user ?? {}) },
+    // Its own process group: Ctrl-C in a terminal reaches the service, which drains, then stops it.
+    { stdio: ['ignore', 'ignore', 'pipe'], detached: true, ...(user ?? {}) },
   );
   // Kept only to explain a failed start: the server's log may quote rows, never logged.
   server.stderr?.on('data', (chunk: Buffer) => (output = (output + chunk.toString('utf8')).slice(-4000)));
