@@ -173,10 +173,9 @@ export function createBrokerChannel(
   return new BrokerChannel(config.amqpUrl, config.amqpExchange, confirmTimeoutMs, metrics, logger);
 }
 
-/** What the start log says about the configuration: what it loaded, never a key. */
+/** What the start log says about the sources and the database (the keys have a line of their own). */
 function describeStart(config: Config, server: DatabaseServer): Record<string, unknown> {
   return {
-    keys: config.secondKeys.map((k) => ({ posId: k.posId, fingerprint: k.fingerprint })),
     allowedSources: config.sourceAllowlist.any ? 'any' : config.sourceAllowlist.entries,
     database: server.embedded
       ? `embedded Postgres in ${server.embedded.clusterDir} (${describeDatabase(server.url)})`

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { deleteExchange, uniqueExchange } from '../support/broker';
 import { testDatabase } from '../support/database';
+import { fingerprintKey } from '../../src/verification/secondKeys';
 import { freePort } from '../support/net';
 import { orderBody, POS_ID, SECOND_KEY, sign, uniqueId } from '../support/signing';
 import { CLI, eventually, ROOT } from './cliSupport';
@@ -136,8 +137,10 @@ describe('npm start with nothing configured', () => {
       expect(log.find((l) => l.localDefaults !== undefined)?.msg).toMatch(
         /^local defaults \(NODE_ENV is not production\)/,
       );
+      expect(log.find((l) => l.msg === 'second keys loaded (fingerprints, never the keys)')?.keys).toEqual([
+        { posId: POS_ID, fingerprint: fingerprintKey(SECOND_KEY), minAlgorithm: null },
+      ]);
       expect(started).toMatchObject({
-        keys: [{ posId: POS_ID, fingerprint: expect.stringMatching(/^[0-9a-f]{12}$/) }],
         allowedSources: ['127.0.0.1', '::1'],
         database: expect.stringContaining(`embedded Postgres in ${clusterDir}`),
         broker: 'reachable',
