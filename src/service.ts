@@ -6,14 +6,13 @@ import { close, listen } from './http/server';
 import { createPublicListener } from './intake/publicListener';
 import { UnverifiedBodies } from './intake/unverifiedBodies';
 import { createLogger, type Logger } from './observability/logger';
-import { createMetrics, type Metrics } from './observability/metrics';
+import { createMetrics, createRelayMetrics, type Metrics, type RelayMetrics } from './observability/metrics';
 import { readOutboxBacklog } from './outbox/backlog';
 import { BrokerChannel, probeBroker } from './outbox/brokerChannel';
 import { OutboxRelay } from './outbox/relay';
 import { createDb, createPool, ensureDatabaseExists, type Db } from './database/pool';
 import { describeDatabase, openDatabaseServer, type DatabaseServer } from './database/embeddedPostgres';
 import { StartupError } from './errors';
-import type { RelayMetrics } from './observability/metrics';
 import { PooledTransactions } from './database/transaction';
 import { migrate } from './database/migrations';
 import { GroupCommitStore } from './recording/groupCommit';
@@ -163,12 +162,15 @@ export function createRelay(
   });
 }
 
-/** A confirm channel to the configured exchange, as the relay publishes (events replay). */
+/**
+ * A confirm channel to the configured exchange, as the relay publishes (events replay); its
+ * metrics default to a registry of their own (a one-off command is not scraped).
+ */
 export function createBrokerChannel(
   config: Pick<Config, 'amqpUrl' | 'amqpExchange'>,
   confirmTimeoutMs: number,
-  metrics: RelayMetrics,
   logger: Logger,
+  metrics: RelayMetrics = createRelayMetrics(),
 ): BrokerChannel {
   return new BrokerChannel(config.amqpUrl, config.amqpExchange, confirmTimeoutMs, metrics, logger);
 }

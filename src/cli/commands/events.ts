@@ -1,7 +1,6 @@
 import amqp, { type ConsumeMessage } from 'amqplib';
 import type { Command } from 'commander';
 import { createLogger } from '../../observability/logger';
-import { createRelayMetrics } from '../../observability/metrics';
 import type { PublishResult } from '../../outbox/brokerChannel';
 import { createBrokerChannel } from '../../service';
 import type { Db } from '../../database/pool';
@@ -117,7 +116,7 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
   }));
 
   if (!dryRun && events.length > 0) {
-    const broker = createBrokerChannel(config, CONFIRM_TIMEOUT_MS, createRelayMetrics(), createLogger('silent'));
+    const broker = createBrokerChannel(config, CONFIRM_TIMEOUT_MS, createLogger('silent'));
     try {
       await broker.open();
     } catch (error) {

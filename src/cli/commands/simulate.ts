@@ -321,7 +321,7 @@ async function send(io: CliIo, options: SimulateOptions, run: Run): Promise<Exit
   if (!json) {
     progress.log(
       `Sending ${total} notification(s) of ${lifecycles.length} order(s) to ${url} as POS ${posId} (${algorithm}, ` +
-        `time x${options.timeScale}; retries up to ${options.maxAttempts} attempts over ${formatOffset(RETRY_SCHEDULE_MS[options.maxAttempts - 1] ?? 0)}).`,
+        `time x${options.timeScale}; retries up to ${options.maxAttempts} attempts over ${formatOffset(RETRY_SCHEDULE_MS[options.maxAttempts - 1] ?? 0).slice(1)}).`,
     );
   }
   // Nothing listening at the very first attempt is almost always a receiver not started: say so at
