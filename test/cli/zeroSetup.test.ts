@@ -38,10 +38,18 @@ interface LogLine {
   [field: string]: unknown;
 }
 
-const parsed = (run: ServiceRun): LogLine[] => run.lines.map((line) => JSON.parse(line) as LogLine);
+// npm's own lines ("> payment-notification-receiver@0.1.0 start") are not the service's log.
+const parsed = (run: ServiceRun): LogLine[] =>
+  run.lines.filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as LogLine);
 
-function startBuiltService(cwd: string, env: Record<string, string>, user?: { uid: number; gid: number }): ServiceRun {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'main.js')], {
+function startBuiltService(
+  cwd: string,
+  env: Record<string, string>,
+  user?: { uid: number; gid: number },
+  command: readonly [string, ...string[]] = [process.execPath, path.join(ROOT, 'dist', 'main.js')],
+): ServiceRun {
+  const [file, ...args] = command;
+  const child = spawn(file, args, {
     cwd,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -199,6 +207,22 @@ describe('npm start with nothing configured', () => {
     },
     120_000,
   );
+});
+
+describe('npm start', () => {
+  it('When npm start gets SIGTERM, then the service and its embedded Postgres stop with it: nothing is left running', async () => {
+    const dir = scratchDir();
+    dirs.push(dir);
+    const ports = await localRun();
+    const env = { ...ports, DATA_DIR: path.join(dir, '.data'), HOME: os.homedir() };
+    const run = startBuiltService(ROOT, env, undefined, ['npm', 'start', '--silent']);
+    await untilLogged(run, 'service started');
+    expect(await run.stop()).toBe(0);
+    expect(parsed(run).at(-1)?.msg).toBe('stopped');
+    // Nothing listens on the ports any more, and no server holds the data directory.
+    await expect(fetch(`http://127.0.0.1:${ports.ADMIN_PORT ?? ''}/livez`)).rejects.toThrow();
+    expect(existsSync(path.join(dir, '.data', 'postgres', 'postmaster.pid'))).toBe(false);
+  }, 120_000);
 });
 
 describe('production never takes a local default', () => {
