@@ -34,7 +34,7 @@ export const RECONCILIATION: ScenarioDefinition = {
   done:
     `${ORDERS} orders through their lifecycles (hosted, card or code-based payment; auto-receive on or off; completed or ` +
     'canceled; up to two refunds, some with PENDING, finalized or canceled), each status told to the payment-service double ' +
-    `as it happens and its notification lost for good with probability ${DROP} (never the first of an order or of a refund: ` +
+    `as it happens; ${DROP * 100} % of all the notifications lost for good, chosen at random among those that may be (never the first of an order or of a refund: ` +
     'what the service never heard of it cannot ask about), 8 orders at a time, 10 % of the delivered ones sent twice. The ' +
     'service runs with PAYMENT_API_URL on the double, RECONCILE_AFTER 1 s and RECONCILE_INTERVAL 250 ms. Compared with the ' +
     'reference: every projection and refund, and the events a consumer sees.',
