@@ -15,7 +15,7 @@ const LAYERS = [
   ['database', '^src/database/'],
   ['payment API client', '^src/paymentApi/'],
   ['HTTP helpers', '^src/(http/|errors\\.ts)'],
-  ['pure and leaf modules', '^src/(verification|parsing|observability|simulator)/'],
+  ['pure and leaf modules', '^src/(domain|verification|parsing|observability|simulator)/'],
 ];
 
 const layerRules = LAYERS.slice(1).map(([name, path], index) => ({

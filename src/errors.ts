@@ -1,4 +1,4 @@
-import type { NotificationOutcome } from './observability/metrics';
+import type { IntakeOutcome } from './domain/outcomes';
 
 /**
  * The one error type for expected failures: an HTTP status, a stable machine-readable code, a
@@ -9,7 +9,7 @@ export class RequestError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
-    readonly outcome: NotificationOutcome | null = null,
+    readonly outcome: IntakeOutcome | null = null,
     readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);

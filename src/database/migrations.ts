@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from '../observability/logger';
+import { inTransaction, queries, runOn, statement, type Query } from './transaction';
 
 /** sql/ beside src/ (in development) or beside dist/ (built). */
 export const MIGRATIONS_DIR = path.resolve(__dirname, '..', '..', 'sql');
@@ -23,13 +25,12 @@ export async function migrate(databaseUrl: string, logger: Logger, dir = MIGRATI
   await client.connect();
   const applied: string[] = [];
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    const run = <Row>(query: Query<Row>): Promise<Row[]> => runOn(client, statement(query));
+    await run(sql`SELECT pg_advisory_lock(${MIGRATION_LOCK}::bigint)`);
+    await run(sql`CREATE TABLE IF NOT EXISTS schema_migrations (
       name text PRIMARY KEY, sha256 text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
     const done = new Map(
-      (await client.query<{ name: string; sha256: string }>('SELECT name, sha256 FROM schema_migrations')).rows.map(
-        (r) => [r.name, r.sha256],
-      ),
+      (await run(queries.selectFrom('schema_migrations').select(['name', 'sha256']))).map((r) => [r.name, r.sha256]),
     );
     for (const file of files) {
       const text = await readFile(path.join(dir, file), 'utf8');
@@ -40,20 +41,20 @@ export async function migrate(databaseUrl: string, logger: Logger, dir = MIGRATI
           logger.warn({ migration: file }, 'applied migration file has changed since; not re-applied');
         continue;
       }
-      await client.query('BEGIN');
       try {
-        await client.query(text);
-        await client.query('INSERT INTO schema_migrations (name, sha256) VALUES ($1, $2)', [file, sha256]);
-        await client.query('COMMIT');
+        await inTransaction(client, async (trx) => {
+          // The file as it is: its statements, in one simple query.
+          await trx.run(statement(sql.raw(text)));
+          await trx.runAndCommit(statement(queries.insertInto('schema_migrations').values({ name: file, sha256 })));
+        });
       } catch (error) {
-        await client.query('ROLLBACK');
         throw new Error(`migration ${file} failed: ${(error as Error).message}`, { cause: error });
       }
       applied.push(file);
       logger.info({ migration: file }, 'migration applied');
     }
   } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    await runOn(client, statement(sql`SELECT pg_advisory_unlock(${MIGRATION_LOCK}::bigint)`)).catch(() => undefined);
     await client.end();
   }
   return applied;

@@ -1,8 +1,9 @@
-import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
+import { Kysely, PostgresDialect, sql, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import pg from 'pg';
 import type { Logger } from '../observability/logger';
 import type { Database } from './schema';
 import { breaksConnection } from './errors';
+import { runOn, statement } from './transaction';
 
 export type Db = Kysely<Database>;
 
@@ -99,10 +100,10 @@ export async function ensureDatabaseExists(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: admin.toString(), connectionTimeoutMillis: 5000 });
   await client.connect();
   try {
-    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-    if (rowCount !== 0) return false;
+    const found = await runOn(client, statement(sql`SELECT 1 FROM pg_database WHERE datname = ${name}`));
+    if (found.length !== 0) return false;
     try {
-      await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+      await runOn(client, statement(sql`CREATE DATABASE ${sql.id(name)}`));
       return true;
     } catch (error) {
       // Another replica created it first.

@@ -1,4 +1,6 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { DeliveryOutcome, StatusTransition } from '../domain/outcomes';
+import type { Notification } from '../parsing/notification';
 
 /** Typed views of the tables in sql/. bigint columns come back from pg as strings. */
 
@@ -7,18 +9,20 @@ type BigintId = ColumnType<string, never, never>;
 type Amount = ColumnType<string | null, string | null, string | null>;
 
 export interface NotificationsTable {
-  id: BigintId;
+  /** Reserved from its sequence by the recorder's read, then inserted (src/recording/batchStatements.ts). */
+  id: ColumnType<string, string, never>;
   kind: 'order' | 'refund';
   subject_id: string;
   status: string;
   order_id: string;
-  outcome: 'applied' | 'stale' | 'conflict';
+  outcome: StatusTransition;
   pos_id: string;
   key_fingerprint: string;
   body: Buffer | null;
   body_sha256: Buffer;
-  parsed: ColumnType<unknown, string, string>;
-  disagreements: ColumnType<Disagreement[] | null, string | null, string | null>;
+  /** The typed notification read from the body (jsonb); read back as unknown: rows may predate its fields. */
+  parsed: ColumnType<unknown, Notification, never>;
+  disagreements: ColumnType<Disagreement[] | null, Disagreement[] | null, never>;
   received_at: Timestamp;
   observed_via: Generated<ObservedVia>;
 }
@@ -49,8 +53,6 @@ export interface QuarantinedNotificationsTable {
   resolved_at: Date | null;
   resolution: string | null;
 }
-
-export type DeliveryOutcome = 'accepted' | 'duplicate' | 'stale' | 'conflict' | 'quarantined';
 
 /** How a status was learned: delivered by the sender, or read from the payment API (sql/005). */
 export type ObservedVia = 'notification' | 'reconciliation';
@@ -146,7 +148,15 @@ export interface OutboxEventsTable {
   last_error: string | null;
 }
 
+/** The migrations applied (src/database/migrations.ts), by file name, with the digest of the file as applied. */
+export interface SchemaMigrationsTable {
+  name: string;
+  sha256: string;
+  applied_at: Generated<Date>;
+}
+
 export interface Database {
+  schema_migrations: SchemaMigrationsTable;
   notifications: NotificationsTable;
   notification_variants: NotificationVariantsTable;
   quarantined_notifications: QuarantinedNotificationsTable;

@@ -1,4 +1,6 @@
+import { sql } from 'kysely';
 import type pg from 'pg';
+import { runOn, statement } from './transaction';
 
 /**
  * Server-side keepalives for a lock's session: if its pod's node dies without closing the connection, the
@@ -41,10 +43,11 @@ export class SessionLock {
   async hold(): Promise<boolean> {
     this.client ??= await this.connect();
     if (!this.held) {
-      const { rows } = await this.client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [
-        this.key,
-      ]);
-      this.setHeld(rows[0]?.locked === true);
+      const [row] = await runOn(
+        this.client,
+        statement(sql<{ locked: boolean }>`SELECT pg_try_advisory_lock(${this.key}::bigint) AS locked`),
+      );
+      this.setHeld(row?.locked === true);
     }
     return this.held;
   }

@@ -4,6 +4,7 @@ import {
   PostgresAdapter,
   PostgresIntrospector,
   PostgresQueryCompiler,
+  type Compilable,
   type CompiledQuery,
   type RawBuilder,
 } from 'kysely';
@@ -38,20 +39,28 @@ const compiler = new Kysely<Database>({
  */
 export const queries: Kysely<Database> = compiler;
 
+/** A query to compile: a `sql` template, or one built with `queries`. */
+export type Query<Row> = RawBuilder<Row> | Compilable<Row>;
+
+const compile = <Row>(query: Query<Row>): CompiledQuery<Row> =>
+  'isRawBuilder' in query ? query.compile(compiler) : query.compile();
+
 /**
  * A hot statement: its text must be the same at every call (data goes in parameters, e.g. one JSON
  * array of rows), so each connection parses and plans it once.
  */
-export function prepared<Row>(name: string, query: RawBuilder<Row>): Statement<Row> {
-  return { ...query.compile(compiler), name };
+export function prepared<Row>(name: string, query: Query<Row>): Statement<Row> {
+  return { ...compile(query), name };
 }
 
-/**
- * A `sql` template run once in a while (unnamed: parsed at each run). Queries built with `queries` are
- * statements already: `queries.selectFrom(...).compile()`.
- */
-export function statement<Row>(query: RawBuilder<Row>): Statement<Row> {
-  return query.compile(compiler);
+/** A statement run once in a while (unnamed: parsed and planned at each run, with its arguments). */
+export function statement<Row>(query: Query<Row>): Statement<Row> {
+  return compile(query);
+}
+
+/** Runs one statement on a client the caller holds (a lock's session), outside any transaction of this module's. */
+export async function runOn<Row>(client: pg.ClientBase, query: Statement<Row>): Promise<Row[]> {
+  return (await client.query(toPg(query, undefined))).rows as Row[];
 }
 
 /** The statements of one transaction, on one connection. */
@@ -60,14 +69,12 @@ export interface Transaction {
   run<Row>(statement: Statement<Row>): Promise<Row[]>;
   /**
    * Sends the statement and COMMIT together and resolves once both succeeded; nothing else may run in
-   * the transaction after it. With `timeoutMs`, both fail when unanswered by then (the connection is
-   * then given up, and whether the COMMIT took effect is unknown).
+   * the transaction after it (a statement issued then is refused). As the transaction's first statement,
+   * it is sent alone, without BEGIN or COMMIT. With `timeoutMs`, it fails when unanswered by then (the
+   * connection is then given up, and whether the COMMIT took effect is unknown).
    */
   runAndCommit<Row>(statement: Statement<Row>, timeoutMs?: number): Promise<Row[]>;
 }
-
-/** Statements outside a transaction: each commits on its own. */
-export type AutocommitRun = <Row>(statement: Statement<Row>) => Promise<Row[]>;
 
 /** pg's query config, with its per-query client-side timeout (which its types leave out). */
 type PgQuery = pg.QueryConfig<unknown[]> & { query_timeout?: number };
@@ -99,34 +106,46 @@ function toPg(statement: Statement<unknown>, timeoutMs: number | undefined): PgQ
 }
 
 /**
- * BEGIN, the work's statements, COMMIT, on one client; BEGIN leaves with the work's first statements. A
- * COMMIT that Postgres turns into a rollback (an earlier statement failed and the work swallowed it) is
- * a failure, never a commit. Rolling back after a failure is the caller's.
+ * BEGIN, the work's statements, COMMIT, on one client; BEGIN leaves with the work's first statement, and a
+ * work whose first statement is also its last (runAndCommit) sends it alone: one statement is a transaction
+ * of its own. A COMMIT that Postgres turns into a rollback (an earlier statement failed and the work
+ * swallowed it) is a failure, never a commit. Rolling back after a failure is the caller's.
  */
 async function runTransaction<T>(
   send: (query: PgQuery) => Promise<pg.QueryResult>,
   work: (trx: Transaction) => Promise<T>,
 ): Promise<T> {
-  let committed = false;
+  let begun: Promise<unknown> | null = null;
+  let ended = false;
   const commit = async (timeoutMs?: number): Promise<void> => {
-    committed = true;
+    ended = true;
     const { command } = await send({
       text: 'COMMIT',
       ...(timeoutMs === undefined ? {} : { query_timeout: timeoutMs }),
     });
     if (command !== 'COMMIT') throw new Error(`transaction ended with ${command}, not COMMIT`);
   };
-  const run = async <Row>(statement: Statement<Row>, timeoutMs?: number): Promise<Row[]> =>
-    (await send(toPg(statement, timeoutMs))).rows as Row[];
-  const [, result] = await Promise.all([
-    send({ text: 'BEGIN' }),
-    work({
-      run,
-      runAndCommit: async (statement, timeoutMs) =>
-        (await Promise.all([run(statement, timeoutMs), commit(timeoutMs)]))[0],
-    }),
-  ]);
-  if (!committed) await commit();
+  const run = async <Row>(statement: Statement<Row>, timeoutMs?: number): Promise<Row[]> => {
+    if (ended) throw new Error('the transaction has ended: no statement may follow its last');
+    begun ??= send({ text: 'BEGIN' });
+    const [, result] = await Promise.all([begun, send(toPg(statement, timeoutMs))]);
+    return result.rows as Row[];
+  };
+  const runAndCommit = async <Row>(statement: Statement<Row>, timeoutMs?: number): Promise<Row[]> => {
+    if (begun === null) {
+      ended = true;
+      return (await send(toPg(statement, timeoutMs))).rows as Row[];
+    }
+    const rows = run(statement, timeoutMs);
+    const committed = commit(timeoutMs);
+    // When the statement fails, its error is the one to report (COMMIT then only says ROLLBACK).
+    committed.catch(() => undefined);
+    const result = await rows;
+    await committed;
+    return result;
+  };
+  const result = await work({ run, runAndCommit });
+  if (begun !== null && !ended) await commit();
   return result;
 }
 
@@ -160,21 +179,6 @@ export class PooledTransactions {
       } catch (error) {
         if (breaksConnection(error)) giveUp(error);
         else await send({ text: 'ROLLBACK' }).catch(giveUp);
-        throw error;
-      }
-    });
-  }
-
-  /** Work whose statements each commit on their own; `timeoutMs` bounds each statement. */
-  autocommit<T>(work: (run: AutocommitRun) => Promise<T>, timeoutMs?: number): Promise<T> {
-    return this.withClient(async (client, giveUp) => {
-      const send = sender(client);
-      try {
-        return await work(
-          async <Row>(statement: Statement<Row>) => (await send(toPg(statement, timeoutMs))).rows as Row[],
-        );
-      } catch (error) {
-        if (breaksConnection(error)) giveUp(error);
         throw error;
       }
     });

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isDatabaseUnavailable } from '../database/errors';
-import type { DeliveryOutcome } from '../database/schema';
+import { DELIVERY_OUTCOMES, type DeliveryOutcome, type IntakeOutcome } from '../domain/outcomes';
 import { RequestError } from '../errors';
 import type { Logger } from '../observability/logger';
-import type { MetricKind, Metrics, NotificationOutcome } from '../observability/metrics';
+import type { MetricKind, Metrics } from '../observability/metrics';
 import { parseNotification, type ParseResult } from '../parsing/parseNotification';
 import { RecorderOverloaded } from '../recording/groupCommit';
 import type { Delivery, NotificationStore, Recorded } from '../recording/notificationStore';
@@ -46,10 +46,7 @@ const RETRY_AFTER = { 'Retry-After': '5' };
 
 /** The 200 answers, built once: the hot path writes a ready buffer instead of serializing per request. */
 const OK_ANSWERS = new Map<DeliveryOutcome, Buffer>(
-  (['accepted', 'duplicate', 'stale', 'conflict', 'quarantined'] as const).map((outcome) => [
-    outcome,
-    Buffer.from(JSON.stringify({ outcome })),
-  ]),
+  DELIVERY_OUTCOMES.map((outcome) => [outcome, Buffer.from(JSON.stringify({ outcome }))]),
 );
 
 const SIGNATURE_MESSAGES: Record<SignatureHeaderProblem, string> = {
@@ -130,7 +127,7 @@ export function notificationReceiver(
 ): (req: IncomingMessage, res: ServerResponse, requestId: string) => Promise<void> {
   const { config, store, unverified, metrics, logger } = options;
   const sourceOf = sourceResolver(config.trustProxy, config.sourceAllowlist);
-  const count = (kind: MetricKind, outcome: NotificationOutcome) => metrics.notifications.inc({ kind, outcome });
+  const count = (kind: MetricKind, outcome: IntakeOutcome) => metrics.notifications.inc({ kind, outcome });
 
   /** The sender's address, when the allowlist lets it in. */
   function checkSource(req: IncomingMessage): string {

@@ -1,23 +1,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { INTAKE_OUTCOMES } from '../domain/outcomes';
 
 export const NOTIFICATION_KINDS = ['order', 'refund', 'unknown'] as const;
 export type MetricKind = (typeof NOTIFICATION_KINDS)[number];
-
-export const NOTIFICATION_OUTCOMES = [
-  'accepted',
-  'duplicate',
-  'stale',
-  'conflict',
-  'quarantined',
-  'rejected_signature',
-  'rejected_pos',
-  'rejected_source',
-  'rejected_auth',
-  'malformed',
-  'too_large',
-  'unsupported_media_type',
-] as const;
-export type NotificationOutcome = (typeof NOTIFICATION_OUTCOMES)[number];
 
 export const PUBLISH_FAILURE_REASONS = ['nack', 'returned', 'timeout', 'connection'] as const;
 export type PublishFailureReason = (typeof PUBLISH_FAILURE_REASONS)[number];
@@ -208,8 +193,7 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     registers: [registry],
   });
   // Every series exists from the start, so rate() and absent-data alerts work before the first event.
-  for (const kind of NOTIFICATION_KINDS)
-    for (const outcome of NOTIFICATION_OUTCOMES) notifications.inc({ kind, outcome }, 0);
+  for (const kind of NOTIFICATION_KINDS) for (const outcome of INTAKE_OUTCOMES) notifications.inc({ kind, outcome }, 0);
 
   const variants = new Counter({
     name: 'payment_notification_variants_total',

@@ -68,7 +68,7 @@ export interface CloudEvent<T> {
 }
 
 /** Every event the recorder writes. */
-export type DomainEvent = CloudEvent<OrderEventData> | CloudEvent<RefundEventData>;
+export type DomainEvent = CloudEvent<OrderEventData | RefundEventData>;
 
 export function statusEventType(kind: 'order' | 'refund', status: string, conflict: boolean): EventType {
   return (conflict ? `${kind}.status_conflict` : `${kind}.${status.toLowerCase()}`) as EventType;

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { LOCK_SESSION_KEEPALIVES, SessionLock } from '../database/sessionLock';
-import { inTransaction, statement, type Statement } from '../database/transaction';
+import { inTransaction, runOn, statement, type Statement } from '../database/transaction';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
 import { BrokerChannel, type PublishResult } from './brokerChannel';
@@ -80,6 +80,17 @@ const mark = (published: readonly string[], failed: ReadonlyArray<{ id: string; 
          WHERE o.id = f.id
       )
       SELECT 1`,
+  );
+
+/** Published events past retention, deleted up to 10,000 at a time (the relay sweeps once a minute). */
+const deletePublished = (retentionMs: number): Statement<{ deleted: number }> =>
+  statement(
+    sql<{ deleted: number }>`
+      WITH deleted AS (
+        DELETE FROM outbox_events WHERE id IN (
+          SELECT id FROM outbox_events WHERE published_at < now() - ${retentionMs} * interval '1 millisecond' LIMIT 10000)
+        RETURNING 1)
+      SELECT count(*)::int AS deleted FROM deleted`,
   );
 
 /**
@@ -229,7 +240,7 @@ export class OutboxRelay {
     });
     client.on('notification', () => this.wake());
     await client.connect();
-    await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+    await runOn(client, statement(sql`LISTEN ${sql.id(OUTBOX_CHANNEL)}`));
     return client;
   }
 
@@ -275,13 +286,8 @@ export class OutboxRelay {
     const now = Date.now();
     if (now - this.lastSweep < RETENTION_SWEEP_MS) return;
     this.lastSweep = now;
-    const client = this.lock.connection as pg.Client;
-    const { rowCount } = await client.query(
-      `DELETE FROM outbox_events WHERE id IN (
-         SELECT id FROM outbox_events WHERE published_at < now() - $1 * interval '1 millisecond' LIMIT 10000)`,
-      [this.options.retentionMs],
-    );
-    if (rowCount) this.options.logger.info({ deleted: rowCount }, 'published events past retention deleted');
+    const [row] = await runOn(this.lock.connection as pg.Client, deletePublished(this.options.retentionMs));
+    if (row?.deleted) this.options.logger.info({ deleted: row.deleted }, 'published events past retention deleted');
   }
 
   /** Waits ms; a wake-up hint ends the wait early only when it is wakeable. stop() always does. */

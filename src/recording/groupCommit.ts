@@ -2,8 +2,7 @@ import { isDatabaseUnavailable } from '../database/errors';
 import type { PooledTransactions } from '../database/transaction';
 import type { Logger } from '../observability/logger';
 import type { Notification } from '../parsing/notification';
-import { writeDeliveries, writeBatch } from './batchStatements';
-import { decideBatch, meaningOf, type BatchItem, type BatchState } from './decideBatch';
+import { meaningOf, type BatchItem } from './batch';
 import { KnownNotifications } from './knownNotifications';
 import type {
   Delivery,
@@ -13,7 +12,7 @@ import type {
   RecordingContext,
   RecordResult,
 } from './notificationStore';
-import { LockSetChanged, readBatchState, recordQuarantine, settleVariants } from './recordBatch';
+import { LockSetChanged, recordBatch, recordQuarantine } from './recordBatch';
 
 export interface GroupCommitOptions {
   /** Most notifications in one transaction. */
@@ -87,16 +86,6 @@ const DEADLINE_SWEEP_MS = 50;
  */
 const COMMIT_GRACE_MS = 500;
 
-/** A batch of known duplicates needs no state. */
-const NOTHING_READ: BatchState = {
-  records: new Map(),
-  orders: new Map(),
-  refunds: new Map(),
-  owners: new Map(),
-  sequences: new Map(),
-  newIds: [],
-};
-
 const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
 
 /** What a failed statement was, for the quarantine's detail: never a value (a message can quote one). */
@@ -167,7 +156,7 @@ export class GroupCommitStore implements NotificationStore {
 
   /** Quarantines are rare: one statement each, its own transaction. */
   quarantine(delivery: Delivery, reason: QuarantineCause, detail: string): Promise<Recorded> {
-    return this.transactions.autocommit((run) => recordQuarantine({ run }, delivery, reason, detail));
+    return this.transactions.transaction((trx) => recordQuarantine(trx, delivery, reason, detail));
   }
 
   private answer(pending: Pending, settle: () => void): void {
@@ -226,37 +215,26 @@ export class GroupCommitStore implements NotificationStore {
     });
   }
 
-  /** One transaction for the batch; nothing commits once a member was refused in the meantime. */
+  /** One transaction for the batch (recordBatch.ts); nothing commits once a member was refused in the meantime. */
   private async commit(batch: Pending[]): Promise<RecordResult[]> {
     const items: BatchItem[] = batch.map(({ delivery, notification }) => {
       const known = this.known.repeatOf(meaningOf(notification), delivery.bodySha256, delivery.signers);
       return known ? { delivery, notification, known } : { delivery, notification };
     });
-    // A member already past its answer time takes the transactional path, which refuses it before COMMIT.
-    if (items.every((item) => item.known) && !batch.some((p) => this.timeLeft(p) <= 0)) {
-      // One statement, its own transaction: once sent it may commit, so it counts as committing.
-      for (const p of batch) p.state = 'committing';
-      const decision = decideBatch(items, NOTHING_READ, this.context.eventSource);
-      await this.transactions.autocommit(
-        (run) => run(writeDeliveries(decision.writes.deliveries)),
-        this.commitTimeout(batch),
-      );
-      this.known.remember(decision.known);
-      return decision.results;
-    }
     for (const p of batch) p.state = 'running';
-    const { decision, written } = await this.transactions.transaction(async (trx) => {
-      const state = await readBatchState(trx, items);
-      const decided = decideBatch(items, state, this.context.eventSource);
-      this.refuseLate(batch, performance.now());
-      if (batch.some((p) => p.state === 'answered')) throw new BatchAbandoned();
-      for (const p of batch) p.state = 'committing';
-      // The write and COMMIT leave together: once sent, the batch may commit.
-      const [row] = await trx.runAndCommit(writeBatch(decided.writes), this.commitTimeout(batch));
-      return { decision: decided, written: row };
-    });
+    const { results, decision } = await this.transactions.transaction((trx) =>
+      recordBatch(trx, this.context, items, {
+        beforeWrite: () => {
+          this.refuseLate(batch, performance.now());
+          if (batch.some((p) => p.state === 'answered')) throw new BatchAbandoned();
+          // The write and COMMIT leave together: once sent, the batch may commit.
+          for (const p of batch) p.state = 'committing';
+        },
+        writeTimeoutMs: () => this.commitTimeout(batch),
+      }),
+    );
     this.known.remember(decision.known);
-    return settleVariants(decision, written);
+    return results;
   }
 
   /** How long until a notification's answer time (negative once it has passed). */

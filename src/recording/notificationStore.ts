@@ -1,4 +1,5 @@
-import type { DeliveryOutcome, ObservedVia } from '../database/schema';
+import type { ObservedVia } from '../database/schema';
+import type { DeliveryOutcome } from '../domain/outcomes';
 import type { Notification } from '../parsing/notification';
 import type { QuarantineReason } from '../parsing/parseNotification';
 import type { SignatureMatch } from '../verification/verifySignature';

@@ -1,13 +1,8 @@
 import type { Disagreement, ObservedVia } from '../database/schema';
+import type { StatusTransition } from '../domain/outcomes';
 import type { OrderEventData, RefundEventData } from '../outbox/events';
 import type { OrderNotification, RefundNotification } from '../parsing/notification';
-import {
-  decideOrderTransition,
-  decideRefundTransition,
-  ORDER_STATUS_RANK,
-  REFUND_STATUS_RANK,
-  type TransitionOutcome,
-} from './statusRules';
+import { decideOrderTransition, decideRefundTransition, ORDER_STATUS_RANK, REFUND_STATUS_RANK } from './statusRules';
 
 /**
  * One notification applied to its projection, as pure functions. The status rules (statusRules.ts) decide
@@ -23,7 +18,7 @@ export type OrderProjection = Omit<OrderNotification, 'kind'>;
 export type RefundProjection = Omit<RefundNotification, 'kind'>;
 
 export interface Transition<P> {
-  outcome: TransitionOutcome;
+  outcome: StatusTransition;
   /** Status before (applied), or the status kept (stale, conflict); null for the first notification. */
   previousStatus: string | null;
   /** The projection after the notification: merged when applied, unchanged otherwise. */

@@ -1,17 +1,20 @@
 import type { Transaction } from '../database/transaction';
-import { lockOrders, readState, stateOf, writeBatch, writeQuarantine, type WrittenRow } from './batchStatements';
-import { decideBatch, meaningOf, type BatchDecision, type BatchItem, type BatchState } from './decideBatch';
+import { meaningOf, NOTHING_READ, type BatchDecision, type BatchItem, type BatchState } from './batch';
+import { addedVariants, batchRows, stateOf } from './batchRows';
+import { lockOrders, readState, writeBatch, writeDeliveries, writeQuarantine } from './batchStatements';
+import { decideBatch } from './decideBatch';
 import type { Delivery, Recorded, RecordingContext, RecordResult } from './notificationStore';
 
 /**
- * A recording transaction, in the order it runs:
+ * The recording transaction: the service's recorder (groupCommit.ts) and the command line (quarantine
+ * retry) both record through recordBatch, in the order it runs:
  *
  *   1. readBatchState: lock the batch's orders and read what it needs (two statements sent together);
+ *      nothing when every item is a known repeat;
  *   2. decideBatch (decideBatch.ts): the pure decision, every row to write and every answer;
- *   3. writeBatch: one statement that writes all of it, sent with COMMIT by the group commit
- *      (groupCommit.ts), which also decides when the batch runs and who waits for it.
- *
- * recordBatch runs the three in a transaction of the caller's (the tools: quarantine retry).
+ *   3. the caller's beforeWrite, which may still abandon the batch (throw) or add statements of its own;
+ *   4. the write: one statement with every row (batchStatements.ts), sent with COMMIT. A batch of known
+ *      repeats writes only their deliveries, and its one statement needs no BEGIN (transaction.ts).
  */
 
 /**
@@ -25,16 +28,56 @@ export class LockSetChanged extends Error {
   }
 }
 
+export interface RecordingSteps {
+  /** Runs once the decision is made, before the write: throws to abandon the batch, or adds statements. */
+  beforeWrite?(decision: BatchDecision): void | Promise<void>;
+  /** How long the write and its COMMIT may take, asked when they leave (ms; unbounded when absent). */
+  writeTimeoutMs?(): number;
+}
+
+export interface RecordedBatch {
+  /** One per item, in input order. */
+  results: RecordResult[];
+  decision: BatchDecision;
+}
+
 const unique = <T>(values: Iterable<T>): T[] => [...new Set(values)];
 
+/** Records notifications that arrived together, and commits: the write is the transaction's last statement. */
+export async function recordBatch(
+  trx: Transaction,
+  context: RecordingContext,
+  items: readonly BatchItem[],
+  steps: RecordingSteps = {},
+): Promise<RecordedBatch> {
+  const decision = decideBatch(items, await readBatchState(trx, items), context.eventSource);
+  await steps.beforeWrite?.(decision);
+  const rows = batchRows(decision.writes);
+  const onlyDeliveries = items.every((item) => item.known);
+  const [written] = await trx.runAndCommit(
+    onlyDeliveries ? writeDeliveries(rows) : writeBatch(rows),
+    steps.writeTimeoutMs?.(),
+  );
+  // The first delivery of a variant the write added is a new variant (a concurrent batch may have added it first).
+  const added = addedVariants(written);
+  const results = decision.results.map((result, index) => {
+    const key = decision.variantKeys.get(index);
+    return result.outcome === 'duplicate' && key !== undefined && added.delete(key)
+      ? { ...result, newVariant: true }
+      : result;
+  });
+  return { results, decision };
+}
+
 /** Locks the orders of the items the cache did not know, and reads their state. */
-export async function readBatchState(trx: Transaction, items: readonly BatchItem[]): Promise<BatchState> {
+async function readBatchState(trx: Transaction, items: readonly BatchItem[]): Promise<BatchState> {
   const open = items.filter((item) => !item.known).map((item) => item.notification);
+  if (open.length === 0) return NOTHING_READ;
   const orderIds = unique(open.map((n) => n.orderId));
   const refundIds = unique(open.flatMap((n) => (n.kind === 'refund' ? [n.refundId] : [])));
   const meanings = [...new Map(open.map((n) => [meaningOf(n), n])).values()].map((n) => ({
     kind: n.kind,
-    subjectId: n.kind === 'order' ? n.orderId : n.refundId,
+    subject_id: n.kind === 'order' ? n.orderId : n.refundId,
     status: n.status,
   }));
   // The lock statement completes (the locks granted) before the read starts and takes its snapshot; both
@@ -49,39 +92,14 @@ export async function readBatchState(trx: Transaction, items: readonly BatchItem
   return state;
 }
 
-/**
- * The answers, once the write told which variants it added: the first delivery of a variant not stored
- * before is a new variant (a concurrent batch may have added the same one first).
- */
-export function settleVariants(decision: BatchDecision, written: WrittenRow | undefined): RecordResult[] {
-  const added = new Set((written?.variants ?? []).map((v) => `${v.notification_id}:${v.body_sha256}`));
-  return decision.results.map((result, index) => {
-    const key = decision.variantKeys.get(index);
-    return result.outcome === 'duplicate' && key !== undefined && added.delete(key)
-      ? { ...result, newVariant: true }
-      : result;
-  });
-}
-
-/** Records notifications that arrived together in the caller's transaction; the caller commits. */
-export async function recordBatch(
-  trx: Transaction,
-  context: RecordingContext,
-  items: readonly BatchItem[],
-): Promise<{ results: RecordResult[]; decision: BatchDecision }> {
-  const decision = decideBatch(items, await readBatchState(trx, items), context.eventSource);
-  const [written] = await trx.run(writeBatch(decision.writes));
-  return { results: settleVariants(decision, written), decision };
-}
-
 /** Keeps an authentic body that could not be read or recorded, with the reason, for `quarantine retry` later. */
 export async function recordQuarantine(
-  trx: Pick<Transaction, 'run'>,
+  trx: Pick<Transaction, 'runAndCommit'>,
   delivery: Delivery,
   reason: string,
   detail: string,
 ): Promise<Recorded> {
-  const [row] = await trx.run(writeQuarantine(delivery, reason, detail));
+  const [row] = await trx.runAndCommit(writeQuarantine(delivery, reason, detail));
   return {
     outcome: 'quarantined',
     newVariant: false,

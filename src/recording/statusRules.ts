@@ -1,11 +1,13 @@
+import type { StatusTransition } from '../domain/outcomes';
 import type { OrderStatus, RefundStatus } from '../parsing/notification';
 
 /**
  * Status projections never move backwards (spec, "States and transitions"; "Events" delivery rule 4):
  *   order:  NEW < PENDING < WAITING_FOR_CONFIRMATION < COMPLETED | CANCELED
  *   refund: PENDING < FINALIZED | CANCELED
- * The final statuses share the highest rank, so "rank goes up" is the whole rule for applying;
- * the database re-checks exactly that comparison to stay atomic under concurrent deliveries.
+ * The final statuses share the highest rank, so "rank goes up" is the whole rule for applying. The rule is
+ * applied here only: the recorder decides under its orders' locks (src/recording/batchStatements.ts,
+ * lockOrders), so no concurrent delivery can move a projection between the read and the write.
  */
 export const ORDER_STATUS_RANK: Readonly<Record<OrderStatus | 'NEW', number>> = {
   NEW: 0,
@@ -24,18 +26,17 @@ export const REFUND_STATUS_RANK: Readonly<Record<RefundStatus, number>> = {
 const FINAL_STATUSES: ReadonlySet<string> = new Set(['COMPLETED', 'CANCELED', 'FINALIZED']);
 
 /**
+ * The transition of a status seen for the first time:
  * applied:  the projection moves to the incoming status;
  * stale:    it would move backwards, or out of a final status into a non-final one (recorded, ignored);
  * conflict: one final status after another (COMPLETED then CANCELED, FINALIZED then CANCELED, or the
  *           reverse): recorded, ignored, and raised for a human.
  */
-export type TransitionOutcome = 'applied' | 'stale' | 'conflict';
-
 export function decideTransition(
   ranks: Readonly<Record<string, number>>,
   current: string | null,
   incoming: string,
-): TransitionOutcome {
+): StatusTransition {
   const incomingRank = ranks[incoming];
   if (incomingRank === undefined) throw new Error(`unknown status ${incoming}`);
   if (current === null) return 'applied';
@@ -47,8 +48,8 @@ export function decideTransition(
   return incomingRank > currentRank ? 'applied' : 'stale';
 }
 
-export const decideOrderTransition = (current: OrderStatus | null, incoming: OrderStatus): TransitionOutcome =>
+export const decideOrderTransition = (current: OrderStatus | null, incoming: OrderStatus): StatusTransition =>
   decideTransition(ORDER_STATUS_RANK, current, incoming);
 
-export const decideRefundTransition = (current: RefundStatus | null, incoming: RefundStatus): TransitionOutcome =>
+export const decideRefundTransition = (current: RefundStatus | null, incoming: RefundStatus): StatusTransition =>
   decideTransition(REFUND_STATUS_RANK, current, incoming);

@@ -96,15 +96,32 @@ describe.each([
     expect(await stored()).toEqual([7]);
   });
 
-  it('When work runs outside a transaction, then each statement commits on its own', async () => {
+  it('When the first statement of a transaction is its last, then it is sent alone, without BEGIN or COMMIT', async () => {
+    const sessions = new PooledTransactions(poolOf());
+    const overlap = watchQueryOverlap();
+    try {
+      await sessions.transaction((session) => session.runAndCommit(insert(1)));
+      expect(overlap.texts().filter((text) => /^(BEGIN|COMMIT)$/.test(text))).toEqual([]);
+    } finally {
+      overlap.stop();
+    }
+    await expect(sessions.transaction((session) => session.runAndCommit(insert(1)))).rejects.toMatchObject({
+      code: '23505',
+    });
+    expect(await stored()).toEqual([1]);
+  });
+
+  it('When a statement is issued after the one sent with COMMIT, then it is refused and the transaction still commits', async () => {
     const sessions = new PooledTransactions(poolOf());
     await expect(
-      sessions.autocommit(async (run) => {
-        await run(insert(1));
-        await run(insert(1));
+      sessions.transaction(async (session) => {
+        await session.run(insert(1));
+        const committed = session.runAndCommit(insert(2));
+        await expect(session.run(insert(3))).rejects.toThrow(/has ended/);
+        return committed;
       }),
-    ).rejects.toMatchObject({ code: '23505' });
-    expect(await stored()).toEqual([1]);
+    ).resolves.toEqual([]);
+    expect(await stored()).toEqual([1, 2]);
   });
 });
 

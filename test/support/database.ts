@@ -62,15 +62,20 @@ export async function whileOrderLocked<T>(pool: pg.Pool, orderId: string, whileL
 
 /**
  * Watches every pg client in the process and records the most queries one client had issued and
- * not yet seen answered at once (1 means each query left only after the one before was answered).
+ * not yet seen answered at once (1 means each query left only after the one before was answered), and
+ * the texts of the queries sent.
  */
-export function watchQueryOverlap(): { most(): number; stop(): void } {
+export function watchQueryOverlap(): { most(): number; texts(): string[]; stop(): void } {
   type Query = (this: pg.Client, ...args: unknown[]) => unknown;
   const prototype = pg.Client.prototype as unknown as { query: Query };
   const original = prototype.query;
   const outstanding = new WeakMap<pg.Client, number>();
   let most = 0;
+  const texts: string[] = [];
   prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const [first] = args;
+    const text = typeof first === 'string' ? first : (first as { text?: unknown } | undefined)?.text;
+    if (typeof text === 'string') texts.push(text);
     const now = (outstanding.get(this) ?? 0) + 1;
     outstanding.set(this, now);
     most = Math.max(most, now);
@@ -80,5 +85,5 @@ export function watchQueryOverlap(): { most(): number; stop(): void } {
     else answered(); // a callback or submittable query: not one the service issues
     return result;
   };
-  return { most: () => most, stop: () => void (prototype.query = original) };
+  return { most: () => most, texts: () => [...texts], stop: () => void (prototype.query = original) };
 }

@@ -1,12 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Notification, OrderNotification, RefundNotification } from '../../src/parsing/notification';
-import {
-  decideBatch,
-  DELIVERY_ROWS_PER_NOTIFICATION,
-  meaningOf,
-  type BatchItem,
-  type BatchState,
-} from '../../src/recording/decideBatch';
+import { DELIVERY_ROWS_PER_NOTIFICATION, meaningOf, type BatchItem, type BatchState } from '../../src/recording/batch';
+import { decideBatch } from '../../src/recording/decideBatch';
 import type { OrderProjection, RefundProjection } from '../../src/recording/projection';
 import type { SignatureMatch } from '../../src/verification/verifySignature';
 
@@ -111,7 +106,7 @@ describe('decideBatch: states and events', () => {
     ]);
     expect(writes.refunds).toEqual([expect.objectContaining({ refundId: 'R1', status: 'FINALIZED' })]);
     expect(writes.sequences).toEqual([{ orderId: 'O1', lastSequence: 3 }]);
-    expect(writes.records.map((r) => [r.id, r.outcome])).toEqual([
+    expect(writes.records.map((r) => [r.id, r.transition])).toEqual([
       ['101', 'applied'],
       ['102', 'applied'],
       ['103', 'applied'],
@@ -132,7 +127,7 @@ describe('decideBatch: states and events', () => {
       state({ orders: [order('COMPLETED')], owners: { O1: 'A' }, sequences: { O1: 2 } }),
     );
     expect(results[0]).toMatchObject({ outcome: 'stale', currentStatus: 'COMPLETED', eventsWritten: 0 });
-    expect(writes.records.map((r) => r.outcome)).toEqual(['stale']);
+    expect(writes.records.map((r) => r.transition)).toEqual(['stale']);
     expect(writes.orders).toEqual([]);
     expect(writes.events).toEqual([]);
     expect(writes.sequences).toEqual([]);

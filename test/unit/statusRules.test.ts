@@ -1,15 +1,15 @@
+import type { StatusTransition } from '../../src/domain/outcomes';
 import { ORDER_STATUSES, REFUND_STATUSES } from '../../src/parsing/notification';
 import {
   decideOrderTransition,
   decideRefundTransition,
   ORDER_STATUS_RANK,
   REFUND_STATUS_RANK,
-  type TransitionOutcome,
 } from '../../src/recording/statusRules';
 
 describe('order status rules', () => {
   // Every pair, spelled out: the table is the specification.
-  const table: Array<[string | null, string, TransitionOutcome]> = [
+  const table: Array<[string | null, string, StatusTransition]> = [
     [null, 'PENDING', 'applied'],
     [null, 'WAITING_FOR_CONFIRMATION', 'applied'],
     [null, 'COMPLETED', 'applied'],
@@ -47,7 +47,7 @@ describe('order status rules', () => {
 });
 
 describe('refund status rules', () => {
-  const table: Array<[string | null, string, TransitionOutcome]> = [
+  const table: Array<[string | null, string, StatusTransition]> = [
     [null, 'PENDING', 'applied'],
     [null, 'FINALIZED', 'applied'],
     [null, 'CANCELED', 'applied'],

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Command } from 'commander';
 import { parseNotification } from '../../parsing/parseNotification';
-import type { Delivery } from '../../recording/notificationStore';
+import type { Delivery, Recorded } from '../../recording/notificationStore';
 import { recordBatch } from '../../recording/recordBatch';
 import { queries, type PooledTransactions } from '../../database/transaction';
 import { signersFor } from '../../verification/posBinding';
@@ -167,20 +167,28 @@ export async function retryOne(
       processingTimeMs: original?.processing_time_ms ?? null,
       observedVia: 'notification',
     };
+    const resolve = (recorded: Recorded) =>
+      trx.run(
+        queries
+          .updateTable('quarantined_notifications')
+          .set({
+            resolved_at: sql`now()`,
+            resolution: `reprocessed: ${recorded.outcome}${recorded.notificationId ? ` as notification ${recorded.notificationId}` : ''}`,
+          })
+          .where('id', '=', id)
+          .compile(),
+      );
+    // Recorded and resolved in one transaction: the resolution leaves before the write and its COMMIT.
     const {
       results: [recorded],
-    } = await recordBatch(trx, { eventSource }, [{ delivery, notification: n }]);
+    } = await recordBatch(trx, { eventSource }, [{ delivery, notification: n }], {
+      beforeWrite: async ({ results: [decided] }) => {
+        if (decided && decided.outcome !== 'refused') await resolve(decided);
+      },
+    });
     if (!recorded || recorded.outcome === 'refused') {
       return { id, result: 'pos_mismatch', detail: `the order belongs to another POS than ${row.pos_id}` };
     }
-    const resolution = `reprocessed: ${recorded.outcome}${recorded.notificationId ? ` as notification ${recorded.notificationId}` : ''}`;
-    await trx.run(
-      queries
-        .updateTable('quarantined_notifications')
-        .set({ resolved_at: sql`now()`, resolution })
-        .where('id', '=', id)
-        .compile(),
-    );
     return {
       id,
       result: 'recorded',

@@ -1,0 +1,127 @@
+import type { Disagreement, ObservedVia } from '../database/schema';
+import type { DeliveryOutcome, StatusTransition } from '../domain/outcomes';
+import type { DomainEvent } from '../outbox/events';
+import { notificationSubject, type Notification } from '../parsing/notification';
+import type { SignatureMatch } from '../verification/verifySignature';
+import type { KnownRecord, KnownRepeat } from './knownNotifications';
+import type { Delivery, RecordResult } from './notificationStore';
+import type { OrderProjection, RefundProjection } from './projection';
+
+/**
+ * A recording batch as data: what goes in (items), what the database holds for it (state), and what comes
+ * out (the decision: every row to write and every answer). The decision (decideBatch.ts), the rows
+ * (batchRows.ts), the SQL (batchStatements.ts) and the transaction (recordBatch.ts) all speak these types.
+ */
+
+/** A notification of the batch, with what the known-duplicates cache knows of it. */
+export interface BatchItem {
+  delivery: Delivery;
+  notification: Notification;
+  /** An exact repeat of a record known committed, vouched for by its order's POS: nothing to read or decide. */
+  known?: KnownRepeat;
+}
+
+/**
+ * Deliveries of one notification past this many are counted (delivery_repeats) instead of a row each: a
+ * captured body verifies forever, and replays must not grow the audit without bound.
+ */
+export const DELIVERY_ROWS_PER_NOTIFICATION = 100;
+
+/**
+ * A notification recorded before: its id, the digest of the body stored with it, and its delivery rows
+ * (counted up to DELIVERY_ROWS_PER_NOTIFICATION).
+ */
+export interface StoredRecord {
+  id: string;
+  bodySha256: Buffer;
+  deliveryRows: number;
+}
+
+/** What the database holds for a batch, read under the locks of its orders. */
+export interface BatchState {
+  /** By meaning (meaningOf). */
+  records: ReadonlyMap<string, StoredRecord>;
+  orders: ReadonlyMap<string, OrderProjection>;
+  refunds: ReadonlyMap<string, RefundProjection>;
+  /** The POS each order belongs to. */
+  owners: ReadonlyMap<string, string>;
+  /** Last event sequence per order (refund events count in their order's sequence). */
+  sequences: ReadonlyMap<string, number>;
+  /** Ids reserved for the notifications the batch records for the first time (one per meaning, at least). */
+  newIds: readonly string[];
+}
+
+/** The state of a batch that needs none: every item a known repeat. */
+export const NOTHING_READ: BatchState = {
+  records: new Map(),
+  orders: new Map(),
+  refunds: new Map(),
+  owners: new Map(),
+  sequences: new Map(),
+  newIds: [],
+};
+
+/** A notification recorded for the first time. */
+export interface NewRecord {
+  id: string;
+  notification: Notification;
+  /** The order it concerns (for a refund, the order the refund belongs to). */
+  orderId: string;
+  signer: SignatureMatch;
+  transition: StatusTransition;
+  body: Buffer;
+  bodySha256: Buffer;
+  disagreements: Disagreement[];
+  observedVia: ObservedVia;
+}
+
+/** A delivery's audit row, or only a count when its notification has rows enough (countedOnly). */
+export interface DeliveryEntry {
+  delivery: Delivery;
+  signer: SignatureMatch;
+  outcome: DeliveryOutcome;
+  notificationId: string;
+  countedOnly: boolean;
+}
+
+/** Everything a batch writes. */
+export interface BatchWrites {
+  records: NewRecord[];
+  owners: Array<{ orderId: string; posId: string }>;
+  /** Projections that changed, in their final state. */
+  orders: OrderProjection[];
+  refunds: RefundProjection[];
+  /** Orders whose last sequence changed, with the new value. */
+  sequences: Array<{ orderId: string; lastSequence: number }>;
+  events: DomainEvent[];
+  /** Bodies with a known meaning but new bytes (the write keeps those it has not seen). */
+  variants: Array<{ notificationId: string; bodySha256: Buffer; body: Buffer }>;
+  deliveries: DeliveryEntry[];
+}
+
+export interface BatchDecision {
+  /** One per item, in input order; newVariant is settled once the write tells which variants were new. */
+  results: RecordResult[];
+  writes: BatchWrites;
+  /** Records to remember as committed once the transaction is (KnownNotifications). */
+  known: KnownRecord[];
+  /**
+   * Duplicates whose bytes differ from the first body's, by item index: the variant's key
+   * (variantKey), which the write answers when it added the variant.
+   */
+  variantKeys: ReadonlyMap<number, string>;
+}
+
+/**
+ * What a notification means: kind, subject (orderId or refundId) and status, joined by U+001F, which
+ * identifiers never contain (the parser refuses control characters). Two deliveries with the same meaning
+ * are the same notification.
+ */
+export const meaningKey = (kind: string, subject: string, status: string): string =>
+  `${kind}\u001f${subject}\u001f${status}`;
+
+export const meaningOf = (n: Notification): string => meaningKey(n.kind, notificationSubject(n), n.status);
+
+/** A variant's key: its notification's id and its body's digest (hex). */
+export const variantKey = (notificationId: string, bodySha256Hex: string): string =>
+  `${notificationId}:${bodySha256Hex}`;
