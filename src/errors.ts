@@ -30,3 +30,12 @@ export class StartupError extends Error {
     this.name = 'StartupError';
   }
 }
+
+/** An error's code (ECONNREFUSED, 28P01) or else its message; an AggregateError's first code. For a log line. */
+export function reasonOf(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const { code } = error as Error & { code?: unknown };
+  if (typeof code === 'string') return code;
+  if (error instanceof AggregateError && error.errors.length > 0) return reasonOf(error.errors[0]);
+  return error.message !== '' ? error.message : String(error);
+}

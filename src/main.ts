@@ -1,6 +1,7 @@
 import { loadConfig, loadDotEnv } from './config';
 import { createLogger } from './observability/logger';
-import { reportStartFailure, startService } from './service';
+import { reportStartFailure } from './cli/startFailure';
+import { startService } from './service';
 
 async function main(): Promise<void> {
   loadDotEnv();

@@ -1,6 +1,7 @@
 import { loadConfig, loadDotEnv } from '../config';
 import { createLogger } from '../observability/logger';
-import { openDatabase, reportStartFailure } from '../service';
+import { openDatabase } from '../database/bootstrap';
+import { reportStartFailure } from './startFailure';
 
 /**
  * `npm run migrate`: creates the database if needed and applies pending migrations, then exits

@@ -6,7 +6,9 @@ import { createLogger } from '../observability/logger';
 import { createRelayMetrics } from '../observability/metrics';
 import { readOutboxBacklog } from '../outbox/backlog';
 import { createDb, createPool } from '../database/pool';
-import { createRelay, openDatabase, reportStartFailure } from '../service';
+import { openDatabase } from '../database/bootstrap';
+import { createRelay } from '../outbox/relay';
+import { reportStartFailure } from './startFailure';
 
 /**
  * `npm run relay`: the outbox relay alone, for deployments that run it separately. It serves the

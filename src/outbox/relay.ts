@@ -24,6 +24,32 @@ export interface RelayOptions {
   pipelined?: boolean;
 }
 
+/** What the relay reads of the configuration. */
+export interface RelaySettings {
+  amqpUrl: string;
+  amqpExchange: string;
+  outboxRetentionMs: number;
+  databasePipeline: boolean;
+}
+
+/** The one way to build the outbox relay: the service, `npm run relay` and the tests use it. */
+export function createRelay(
+  settings: RelaySettings,
+  databaseUrl: string,
+  metrics: RelayMetrics,
+  logger: Logger,
+): OutboxRelay {
+  return new OutboxRelay({
+    databaseUrl,
+    amqpUrl: settings.amqpUrl,
+    exchange: settings.amqpExchange,
+    retentionMs: settings.outboxRetentionMs,
+    pipelined: settings.databasePipeline,
+    metrics,
+    logger,
+  });
+}
+
 /** Only one relay publishes at a time, across every replica: per-order order needs one writer. */
 export const RELAY_LOCK = 7_316_002;
 const RETENTION_SWEEP_MS = 60_000;

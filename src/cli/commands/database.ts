@@ -4,7 +4,7 @@ import { createDb, createPool, type Db } from '../../database/pool';
 import { PooledTransactions } from '../../database/transaction';
 import { openDatabaseServer, type DatabaseServer } from '../../database/embeddedPostgres';
 import { StartupError } from '../../errors';
-import { prepareDatabase } from '../../service';
+import { prepareDatabase } from '../../database/bootstrap';
 import { CliError, UsageError, type CliIo } from './io';
 
 /**

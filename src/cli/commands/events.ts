@@ -2,7 +2,8 @@ import amqp, { type ConsumeMessage } from 'amqplib';
 import type { Command } from 'commander';
 import { createLogger } from '../../observability/logger';
 import type { PublishResult } from '../../outbox/brokerChannel';
-import { createBrokerChannel } from '../../service';
+import { BrokerChannel } from '../../outbox/brokerChannel';
+import { createRelayMetrics } from '../../observability/metrics';
 import type { Db } from '../../database/pool';
 import { readConfig, withDatabase } from './database';
 import { action, CliError, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
@@ -116,7 +117,14 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
   }));
 
   if (!dryRun && events.length > 0) {
-    const broker = createBrokerChannel(config, CONFIRM_TIMEOUT_MS, createLogger('silent'));
+    // Published as the relay publishes; its metrics go to a registry of its own (a one-off command is not scraped).
+    const broker = new BrokerChannel(
+      config.amqpUrl,
+      config.amqpExchange,
+      CONFIRM_TIMEOUT_MS,
+      createRelayMetrics(),
+      createLogger('silent'),
+    );
     try {
       await broker.open();
     } catch (error) {
