@@ -12,6 +12,7 @@ const LAYERS = [
   ['reconciliation', '^src/reconciliation/'],
   ['recording', '^src/recording/'],
   ['outbox', '^src/outbox/'],
+  ['history maintenance', '^src/history/'],
   ['database', '^src/database/'],
   ['payment API client', '^src/paymentApi/'],
   ['HTTP helpers', '^src/(http/|errors\\.ts)'],

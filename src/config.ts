@@ -5,6 +5,7 @@ import { isPublicSandboxKey, parseSecondKeys, PUBLIC_SANDBOX_KEY, type SecondKey
 import { parsePaymentApiCredentials } from './paymentApi/credentials';
 import type { ReconciliationSettings } from './reconciliation/reconciliation';
 import { parseSourceAllowlist, parseTrustProxy, type SourceAllowlist, type TrustProxy } from './intake/sourceAddress';
+import { MIN_HISTORY_RETENTION_MS } from './history/days';
 
 /** The whole configuration, read once from the environment at start (documented in .env.example). */
 export interface Config {
@@ -46,6 +47,10 @@ export interface Config {
   amqpExchange: string;
   eventSource: string;
   outboxRetentionMs: number;
+  /** HISTORY_RETENTION: days of history wholly older are removed by the history maintainer; null: kept for ever. */
+  historyRetentionMs: number | null;
+  /** BODY_RETENTION: raw bodies of days wholly older are purged by the history maintainer; null: kept. */
+  bodyRetentionMs: number | null;
   /** Checking orders against the payment service's API; null (off) without PAYMENT_API_URL. */
   reconciliation: ReconciliationConfig | null;
 }
@@ -94,6 +99,25 @@ const duration = z.string().transform((value, ctx) => {
   }
   return ms;
 });
+
+/** A retention: a duration of at least `min` (`atLeast` says it), or `off` (null: kept for ever). */
+const retention = (fallback: number, min: number, atLeast: string) =>
+  z
+    .string()
+    .default(String(fallback / 1000))
+    .transform((value, ctx) => {
+      if (value.trim().toLowerCase() === 'off') return null;
+      const ms = parseDuration(value);
+      if (ms === null) {
+        ctx.addIssue({ code: 'custom', message: 'must be a duration such as 30d or 4320h, or off' });
+        return z.NEVER;
+      }
+      if (ms < min) {
+        ctx.addIssue({ code: 'custom', message: `must be ${atLeast}, or off` });
+        return z.NEVER;
+      }
+      return ms;
+    });
 
 /** A size such as 64kb or 32mb, within bounds. */
 const size = (fallback: string, min: number, max: number) =>
@@ -182,6 +206,13 @@ const schema = z.object({
   AMQP_EXCHANGE: z.string().trim().min(1).default('payment.events'),
   EVENT_SOURCE: z.string().trim().min(1).default('urn:payment-notification-receiver'),
   OUTBOX_RETENTION: duration.default(7 * 86_400_000),
+  // The sender retries for 72 hours: history kept shorter would record a late retry as new.
+  HISTORY_RETENTION: retention(
+    180 * 86_400_000,
+    MIN_HISTORY_RETENTION_MS,
+    'at least 72h (the sender retries for 72 hours)',
+  ),
+  BODY_RETENTION: retention(30 * 86_400_000, 86_400_000, 'at least 1d'),
   PAYMENT_API_URL: z
     .string()
     .trim()
@@ -293,6 +324,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, { receiving = true }: { recei
     amqpExchange: c.AMQP_EXCHANGE,
     eventSource: c.EVENT_SOURCE,
     outboxRetentionMs: c.OUTBOX_RETENTION,
+    historyRetentionMs: c.HISTORY_RETENTION,
+    bodyRetentionMs: c.BODY_RETENTION,
     reconciliation:
       c.PAYMENT_API_URL === undefined
         ? null

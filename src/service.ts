@@ -18,6 +18,7 @@ import { createRelay, type OutboxRelay } from './outbox/relay';
 import { createReconciliation, type Reconciliation } from './reconciliation/reconciliation';
 import type { Reconciler } from './reconciliation/reconciler';
 import { GroupCommitStore } from './recording/groupCommit';
+import { HistoryMaintainer } from './history/maintainer';
 
 /**
  * The composition root: builds every part of the service from the validated config, by hand, and owns
@@ -36,6 +37,8 @@ export interface Service {
   relay: OutboxRelay | null;
   /** Checks open orders against the payment API; null without PAYMENT_API_URL. */
   reconciler: Reconciler | null;
+  /** Keeps history by the day: the days ahead, and the retentions (one active across replicas). */
+  historyMaintainer: HistoryMaintainer;
   /** Readiness off; in-flight requests finished while the relay stops after its batch; connections closed. */
   stop(): Promise<void>;
 }
@@ -64,6 +67,7 @@ interface Parts {
   relay: OutboxRelay | null;
   reconciliation: { reconciliation: Reconciliation; db: Db } | null;
   reconciler: Reconciler | null;
+  historyMaintainer: HistoryMaintainer;
   publicServer: http.Server;
   adminServer: http.Server;
   /** Readiness (/readyz): off once stopping. */
@@ -84,12 +88,24 @@ export async function startService(config: Config, logger: Logger = createLogger
   try {
     parts.relay?.start();
     parts.reconciler?.start();
+    parts.historyMaintainer.start();
     const brokerProblem = probeBroker(config.amqpUrl, 2000);
     const publicPort = await listenOn(parts.publicServer, config.port, config.host, 'PORT');
     const adminPort = await listenOn(parts.adminServer, config.adminPort, config.host, 'ADMIN_PORT');
     announceStart(parts, { publicPort, adminPort }, await brokerProblem);
-    const { db, pool, metrics, relay, reconciler } = parts;
-    return { publicPort, adminPort, databaseUrl: database.url, db, pool, metrics, relay, reconciler, stop };
+    const { db, pool, metrics, relay, reconciler, historyMaintainer } = parts;
+    return {
+      publicPort,
+      adminPort,
+      databaseUrl: database.url,
+      db,
+      pool,
+      metrics,
+      relay,
+      reconciler,
+      historyMaintainer,
+      stop,
+    };
   } catch (error) {
     await stop();
     throw error;
@@ -167,6 +183,13 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
     relay,
     reconciliation,
     reconciler: reconciliation?.reconciliation.createReconciler(database.url) ?? null,
+    historyMaintainer: new HistoryMaintainer({
+      databaseUrl: database.url,
+      historyRetentionMs: config.historyRetentionMs,
+      bodyRetentionMs: config.bodyRetentionMs,
+      metrics: metrics.history,
+      logger: logger.child({ component: 'history' }),
+    }),
     publicServer: http.createServer(
       {
         headersTimeout: HEADERS_TIMEOUT_MS,
@@ -314,9 +337,11 @@ function stopper(parts: Parts): () => Promise<void> {
       const reconcilerStopped = parts.reconciler
         ? finishesWithin(parts.reconciler.stop(), Math.max(left(), 1000))
         : true;
+      const maintainerStopped = finishesWithin(parts.historyMaintainer.stop(), Math.max(left(), 1000));
       await close(parts.publicServer, left());
       if (!(await relayStopped)) logger.warn('relay did not stop in time');
       if (!(await reconcilerStopped)) logger.warn('reconciler did not stop in time');
+      if (!(await maintainerStopped)) logger.warn('history maintainer did not stop in time');
       await close(parts.adminServer, 500);
       const pools = [parts.db, parts.adminDb, ...(parts.reconciliation ? [parts.reconciliation.db] : [])];
       if (!(await finishesWithin(Promise.all(pools.map((db) => db.destroy())), 1000))) {

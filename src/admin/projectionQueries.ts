@@ -1,5 +1,6 @@
 import type { Db } from '../database/pool';
-import type { Disagreement, ObservedVia } from '../database/schema';
+import { sql } from 'kysely';
+import type { Disagreement, ObservedVia, RecordedStatuses } from '../database/schema';
 import type { OrderProjection, RefundProjection } from '../recording/projection';
 import { orderFromRow, refundFromRow } from '../recording/projectionRows';
 
@@ -33,13 +34,20 @@ export interface OrderView extends Omit<OrderProjection, 'status'> {
   refunds: RefundView[];
 }
 
+/**
+ * The status history of projections, through the statuses each recorded (its notification's id and day): only
+ * those days' partitions are read, whatever the history's age. A status whose day retention removed is not shown.
+ */
 async function historyOf(
   db: Db,
-  kind: 'order' | 'refund',
-  subjectIds: string[],
+  projections: ReadonlyArray<{ subjectId: string; recorded: RecordedStatuses }>,
 ): Promise<Map<string, StatusHistoryEntry[]>> {
   const result = new Map<string, StatusHistoryEntry[]>();
-  if (subjectIds.length === 0) return result;
+  const refs = projections.flatMap((p) => Object.values(p.recorded));
+  if (refs.length === 0) return result;
+  const ats = refs.map((r) => r.at);
+  const ids = refs.map((r) => r.id);
+  const inDays = (column: string) => sql<boolean>`${sql.ref(column)} = ANY(${ats}::timestamptz[])`;
   const rows = await db
     .selectFrom('notifications as n')
     .select((eb) => [
@@ -52,6 +60,8 @@ async function historyOf(
       eb
         .selectFrom('deliveries as d')
         .select((d) => d.fn.countAll<string>().as('c'))
+        .where(inDays('d.notification_received_at'))
+        .whereRef('d.notification_received_at', '=', 'n.received_at')
         .whereRef('d.notification_id', '=', 'n.id')
         .as('deliveries'),
       eb
@@ -60,8 +70,8 @@ async function historyOf(
         .whereRef('r.notification_id', '=', 'n.id')
         .as('repeats'),
     ])
-    .where('n.kind', '=', kind)
-    .where('n.subject_id', 'in', subjectIds)
+    .where(inDays('n.received_at'))
+    .where(sql<boolean>`n.id = ANY(${ids}::bigint[])`)
     .orderBy('n.id')
     .execute();
   for (const row of rows) {
@@ -90,8 +100,7 @@ async function refundsWhere(db: Db, column: 'refund_id' | 'order_id', value: str
     .execute();
   const histories = await historyOf(
     db,
-    'refund',
-    rows.map((r) => r.refund_id),
+    rows.map((r) => ({ subjectId: r.refund_id, recorded: r.recorded })),
   );
   return rows.map((r) => ({
     ...refundFromRow(r),
@@ -104,7 +113,7 @@ export async function findOrder(db: Db, orderId: string): Promise<OrderView | nu
   const order = await db.selectFrom('orders').selectAll().where('order_id', '=', orderId).executeTakeFirst();
   if (!order) return null;
   const [histories, refunds] = await Promise.all([
-    historyOf(db, 'order', [orderId]),
+    historyOf(db, [{ subjectId: orderId, recorded: order.recorded }]),
     refundsWhere(db, 'order_id', orderId),
   ]);
   return {

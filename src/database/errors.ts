@@ -9,11 +9,13 @@ export function breaksConnection(error: unknown): boolean {
 
 /**
  * Whether an error means "the database cannot take the write right now" (answer 503 and let the
- * sender retry) rather than a defect. Data, constraint and syntax errors are defects.
+ * sender retry) rather than a defect. Data, constraint and syntax errors are defects, but for a day of
+ * history without its partition yet: the maintainer makes it (src/history/), and the retry then lands.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
+  if (code === '23514' && error.message.startsWith('no partition of relation')) return true;
   if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
     return !['22', '23', '42', '2B', '0A', 'XX'].includes(code.slice(0, 2));
   }

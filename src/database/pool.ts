@@ -15,8 +15,7 @@ export interface DatabaseOptions {
   applicationName?: string;
   /**
    * Every statement on this pool is a lookup by key with its index (the service's pool): plan
-   * without sequential scans, hash or merge joins, and without JIT (pointless for such
-   * statements). The recorder's statements are prepared once per connection and planned
+   * without sequential scans, hash or merge joins. The recorder's statements are prepared once per connection and planned
    * generically; planned on a young database (no statistics yet: autovacuum analyzes once a
    * minute at most) they scanned whole tables that then grow, batch after batch, until the next
    * ANALYZE forced a re-plan: a sequential scan, or a whole index read into a hash join with a
@@ -69,9 +68,11 @@ export function createPool(options: DatabaseOptions, logger: Logger): pg.Pool {
     idle_in_transaction_session_timeout: options.timeoutMs * 4,
     keepAlive: true,
     application_name: options.applicationName ?? 'payment-notification-receiver',
-    ...(options.keyLookupsOnly
-      ? { options: '-c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off -c jit=off' }
-      : {}),
+    // JIT off on every pool: it compiles a plan node by node, and a query over the day partitions of
+    // history (sql/007) spent a second and more compiling one scan per partition to read a few rows.
+    options: options.keyLookupsOnly
+      ? '-c jit=off -c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off'
+      : '-c jit=off',
     pipeline: options.pipelined ?? false,
   });
   // A client losing its connection must not crash the process: pg emits 'error' on the client

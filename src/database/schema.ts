@@ -8,8 +8,13 @@ type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type BigintId = ColumnType<string, never, never>;
 type Amount = ColumnType<string | null, string | null, string | null>;
 
+/**
+ * History tables are partitioned by the day a notification was first received (UTC): notifications by their
+ * received_at, their variants and deliveries by their notification's (sql/007, src/history/). They reference
+ * each other by value, without foreign keys.
+ */
 export interface NotificationsTable {
-  /** Reserved from its sequence by the recorder's read, then inserted (src/recording/batchStatements.ts). */
+  /** Reserved from notification_ids by the recorder's read, then inserted (src/recording/batchStatements.ts). */
   id: ColumnType<string, string, never>;
   kind: 'order' | 'refund';
   subject_id: string;
@@ -23,7 +28,8 @@ export interface NotificationsTable {
   /** The typed notification read from the body (jsonb); read back as unknown: rows may predate its fields. */
   parsed: ColumnType<unknown, Notification, never>;
   disagreements: ColumnType<Disagreement[] | null, Disagreement[] | null, never>;
-  received_at: Timestamp;
+  /** The partition key. The recorder writes its transaction's time, as text (microseconds kept). */
+  received_at: ColumnType<Date, string, never>;
   observed_via: Generated<ObservedVia>;
 }
 
@@ -39,6 +45,8 @@ export interface NotificationVariantsTable {
   body_sha256: Buffer;
   body: Buffer | null;
   first_received_at: Timestamp;
+  /** Its notification's received_at: the partition key (the day it lives and goes with). */
+  notification_received_at: ColumnType<Date, string, never>;
 }
 
 export interface QuarantinedNotificationsTable {
@@ -69,7 +77,15 @@ export interface DeliveriesTable {
   notification_id: string | null;
   quarantine_id: string | null;
   observed_via: Generated<ObservedVia>;
+  /** When what it delivered was first received (the notification or quarantined body): the partition key. */
+  notification_received_at: ColumnType<Date, string, never>;
 }
+
+/**
+ * Each status recorded for an order or a refund: its notification's id and receive time (the day partition it is
+ * in). What dedup needs, kept with the projection, which retention never removes (sql/007).
+ */
+export type RecordedStatuses = Readonly<Record<string, { id: string; at: string }>>;
 
 export interface OrdersTable {
   order_id: string;
@@ -82,6 +98,7 @@ export interface OrdersTable {
   payment_id: string | null;
   pay_method_type: string | null;
   local_receipt_date_time: string | null;
+  recorded: ColumnType<RecordedStatuses, RecordedStatuses | undefined, RecordedStatuses>;
   created_at: Generated<Date>;
   updated_at: Timestamp;
 }
@@ -99,6 +116,7 @@ export interface RefundsTable {
   refund_date: string | null;
   reason: string | null;
   reason_description: string | null;
+  recorded: ColumnType<RecordedStatuses, RecordedStatuses | undefined, RecordedStatuses>;
   created_at: Generated<Date>;
   updated_at: Timestamp;
 }
@@ -155,7 +173,14 @@ export interface SchemaMigrationsTable {
   applied_at: Generated<Date>;
 }
 
+/** Days whose bodies were purged (sql/007): a purge reads only the days not purged yet. */
+export interface HistoryBodiesPurgedTable {
+  day: ColumnType<string, string, never>;
+  purged_at: Generated<Date>;
+}
+
 export interface Database {
+  history_bodies_purged: HistoryBodiesPurgedTable;
   schema_migrations: SchemaMigrationsTable;
   notifications: NotificationsTable;
   notification_variants: NotificationVariantsTable;

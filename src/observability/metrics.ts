@@ -61,6 +61,19 @@ export interface Metrics extends RelayMetrics {
   recorderBusy: Counter;
   paymentApi: PaymentApiMetrics;
   reconciliation: ReconciliationMetrics;
+  history: HistoryMetrics;
+}
+
+/** The history maintainer's (src/history/maintainer.ts): the days kept, and what its rounds did. */
+export interface HistoryMetrics {
+  maintainerActive: Gauge;
+  rounds: Counter<'result'>;
+  lastSuccess: Gauge;
+  daysAhead: Gauge;
+  oldestDay: Gauge;
+  daysRemoved: Counter;
+  bodiesPurged: Counter;
+  roundDuration: Histogram;
 }
 
 export interface OutboxBacklog {
@@ -260,6 +273,57 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     recorderBusy,
     paymentApi: createPaymentApiMetrics(registry),
     reconciliation: createReconciliationMetrics(registry),
+    history: createHistoryMetrics(registry),
+  };
+}
+
+/** The history maintainer's metrics; the gauges are set by the active maintainer only. */
+export function createHistoryMetrics(registry: Registry): HistoryMetrics {
+  const rounds = new Counter({
+    name: 'history_maintenance_rounds_total',
+    help: 'History maintenance rounds (make the days ahead, purge bodies, remove days past retention), by result.',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  for (const result of ['ok', 'failed']) rounds.inc({ result }, 0);
+  return {
+    maintainerActive: new Gauge({
+      name: 'history_maintainer_active',
+      help: '1 while this process is the active history maintainer (holds the maintainer lock).',
+      registers: [registry],
+    }),
+    rounds,
+    lastSuccess: new Gauge({
+      name: 'history_maintenance_last_success_timestamp_seconds',
+      help: 'When the last history maintenance round succeeded (Unix seconds); set by the active maintainer.',
+      registers: [registry],
+    }),
+    daysAhead: new Gauge({
+      name: 'history_partition_days_ahead',
+      help: 'Days after today that history partitions exist for (writes fail past the last); set by the active maintainer.',
+      registers: [registry],
+    }),
+    oldestDay: new Gauge({
+      name: 'history_oldest_day_timestamp_seconds',
+      help: 'Start of the oldest day of history kept (Unix seconds); set by the active maintainer.',
+      registers: [registry],
+    }),
+    daysRemoved: new Counter({
+      name: 'history_days_removed_total',
+      help: 'Days of history (notifications, variants, deliveries) removed past HISTORY_RETENTION.',
+      registers: [registry],
+    }),
+    bodiesPurged: new Counter({
+      name: 'history_bodies_purged_total',
+      help: 'Raw bodies purged past BODY_RETENTION.',
+      registers: [registry],
+    }),
+    roundDuration: new Histogram({
+      name: 'history_maintenance_round_seconds',
+      help: 'How long a history maintenance round took.',
+      buckets: [0.05, 0.25, 1, 5, 15, 60, 300, 1800],
+      registers: [registry],
+    }),
   };
 }
 

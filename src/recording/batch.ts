@@ -1,4 +1,4 @@
-import type { Disagreement, ObservedVia } from '../database/schema';
+import type { Disagreement, ObservedVia, RecordedStatuses } from '../database/schema';
 import type { DeliveryOutcome, StatusTransition } from '../domain/outcomes';
 import type { DomainEvent } from '../outbox/events';
 import { notificationSubject, type Notification } from '../parsing/notification';
@@ -28,27 +28,40 @@ export interface BatchItem {
 export const DELIVERY_ROWS_PER_NOTIFICATION = 100;
 
 /**
- * A notification recorded before: its id, the digest of the body stored with it, and its delivery rows
- * (counted up to DELIVERY_ROWS_PER_NOTIFICATION).
+ * A notification recorded before, found in its day's partition: its id and receive time, the digest of the body
+ * stored with it and of its variants, and its delivery rows (counted up to DELIVERY_ROWS_PER_NOTIFICATION). A
+ * status whose history retention removed is not one: it is recorded again.
  */
 export interface StoredRecord {
   id: string;
+  /** As the database wrote it (text, microseconds kept): the day partition it is in. */
+  receivedAt: string;
   bodySha256: Buffer;
+  /** Digests (hex) of the variants stored for it. */
+  variants: ReadonlySet<string>;
   deliveryRows: number;
+}
+
+/** A projection as stored, with the statuses recorded for it (where dedup finds them). */
+export interface Stored<P> {
+  projection: P;
+  recorded: RecordedStatuses;
 }
 
 /** What the database holds for a batch, read under the locks of its orders. */
 export interface BatchState {
-  /** By meaning (meaningOf). */
+  /** By meaning (meaningOf), within history retention. */
   records: ReadonlyMap<string, StoredRecord>;
-  orders: ReadonlyMap<string, OrderProjection>;
-  refunds: ReadonlyMap<string, RefundProjection>;
+  orders: ReadonlyMap<string, Stored<OrderProjection>>;
+  refunds: ReadonlyMap<string, Stored<RefundProjection>>;
   /** The POS each order belongs to. */
   owners: ReadonlyMap<string, string>;
   /** Last event sequence per order (refund events count in their order's sequence). */
   sequences: ReadonlyMap<string, number>;
   /** Ids reserved for the notifications the batch records for the first time (one per meaning, at least). */
   newIds: readonly string[];
+  /** The transaction's time as the database gives it (text): what a new notification is received at. */
+  now: string;
 }
 
 /** The state of a batch that needs none: every item a known repeat. */
@@ -59,6 +72,7 @@ export const NOTHING_READ: BatchState = {
   owners: new Map(),
   sequences: new Map(),
   newIds: [],
+  now: '',
 };
 
 /** A notification recorded for the first time. */
@@ -69,6 +83,8 @@ export interface NewRecord {
   orderId: string;
   signer: SignatureMatch;
   transition: StatusTransition;
+  /** The transaction's time (BatchState.now). */
+  receivedAt: string;
   body: Buffer;
   bodySha256: Buffer;
   disagreements: Disagreement[];
@@ -81,6 +97,8 @@ export interface DeliveryEntry {
   signer: SignatureMatch;
   outcome: DeliveryOutcome;
   notificationId: string;
+  /** Its notification's receive time: the day the delivery lives in, with it. */
+  notificationReceivedAt: string;
   countedOnly: boolean;
 }
 
@@ -88,28 +106,23 @@ export interface DeliveryEntry {
 export interface BatchWrites {
   records: NewRecord[];
   owners: Array<{ orderId: string; posId: string }>;
-  /** Projections that changed, in their final state. */
-  orders: OrderProjection[];
-  refunds: RefundProjection[];
+  /** Projections that changed, or whose recorded statuses did, in their final state. */
+  orders: Array<Stored<OrderProjection>>;
+  refunds: Array<Stored<RefundProjection>>;
   /** Orders whose last sequence changed, with the new value. */
   sequences: Array<{ orderId: string; lastSequence: number }>;
   events: DomainEvent[];
-  /** Bodies with a known meaning but new bytes (the write keeps those it has not seen). */
-  variants: Array<{ notificationId: string; bodySha256: Buffer; body: Buffer }>;
+  /** Bodies with a known meaning but bytes not stored before. */
+  variants: Array<{ notificationId: string; notificationReceivedAt: string; bodySha256: Buffer; body: Buffer }>;
   deliveries: DeliveryEntry[];
 }
 
 export interface BatchDecision {
-  /** One per item, in input order; newVariant is settled once the write tells which variants were new. */
+  /** One per item, in input order. */
   results: RecordResult[];
   writes: BatchWrites;
   /** Records to remember as committed once the transaction is (KnownNotifications). */
   known: KnownRecord[];
-  /**
-   * Duplicates whose bytes differ from the first body's, by item index: the variant's key
-   * (variantKey), which the write answers when it added the variant.
-   */
-  variantKeys: ReadonlyMap<number, string>;
 }
 
 /**
@@ -121,7 +134,3 @@ export const meaningKey = (kind: string, subject: string, status: string): strin
   `${kind}\u001f${subject}\u001f${status}`;
 
 export const meaningOf = (n: Notification): string => meaningKey(n.kind, notificationSubject(n), n.status);
-
-/** A variant's key: its notification's id and its body's digest (hex). */
-export const variantKey = (notificationId: string, bodySha256Hex: string): string =>
-  `${notificationId}:${bodySha256Hex}`;

@@ -6,17 +6,20 @@ import type {
   NotificationsTable,
   NotificationVariantsTable,
   OrderOwnersTable,
+  OrdersTable,
   OutboxEventsTable,
+  RecordedStatuses,
+  RefundsTable,
 } from '../database/schema';
 import type { DomainEvent } from '../outbox/events';
-import { notificationSubject } from '../parsing/notification';
+import { notificationSubject, type Notification } from '../parsing/notification';
 import {
-  meaningKey,
-  variantKey,
+  meaningOf,
   type BatchState,
   type BatchWrites,
   type DeliveryEntry,
   type NewRecord,
+  type Stored,
   type StoredRecord,
 } from './batch';
 import { orderFromRow, orderToRow, refundFromRow, refundToRow, type OrderRow, type RefundRow } from './projectionRows';
@@ -42,9 +45,10 @@ function columnsOf<Row>(listed: { readonly [C in keyof Row]-?: true }): Readonly
   return Object.keys(listed) as Array<keyof Row & string>;
 }
 
-export type NotificationRow = JsonRow<NotificationsTable, Exclude<keyof NotificationsTable, 'received_at'>>;
+export type NotificationRow = JsonRow<NotificationsTable>;
 export const NOTIFICATION_COLUMNS = columnsOf<NotificationRow>({
   id: true,
+  received_at: true,
   kind: true,
   subject_id: true,
   status: true,
@@ -61,6 +65,7 @@ export const NOTIFICATION_COLUMNS = columnsOf<NotificationRow>({
 
 export type DeliveryRow = JsonRow<DeliveriesTable, Exclude<keyof DeliveriesTable, 'id' | 'received_at'>>;
 export const DELIVERY_COLUMNS = columnsOf<DeliveryRow>({
+  notification_received_at: true,
   source_address: true,
   processing_time_ms: true,
   pos_id: true,
@@ -78,7 +83,10 @@ export const DELIVERY_REPEAT_COLUMNS = columnsOf<DeliveryRepeatRow>({ notificati
 export type OwnerRow = JsonRow<OrderOwnersTable, 'order_id' | 'pos_id'>;
 export const OWNER_COLUMNS = columnsOf<OwnerRow>({ order_id: true, pos_id: true });
 
-export const ORDER_COLUMNS = columnsOf<OrderRow>({
+/** An order's row as the recorder writes it: the projection and its recorded statuses. */
+export type OrderWriteRow = JsonRow<OrdersTable, keyof OrderRow | 'recorded'>;
+export const ORDER_COLUMNS = columnsOf<OrderWriteRow>({
+  recorded: true,
   order_id: true,
   ext_order_id: true,
   merchant_pos_id: true,
@@ -91,7 +99,9 @@ export const ORDER_COLUMNS = columnsOf<OrderRow>({
   local_receipt_date_time: true,
 });
 
-export const REFUND_COLUMNS = columnsOf<RefundRow>({
+export type RefundWriteRow = JsonRow<RefundsTable, keyof RefundRow | 'recorded'>;
+export const REFUND_COLUMNS = columnsOf<RefundWriteRow>({
+  recorded: true,
   refund_id: true,
   order_id: true,
   ext_order_id: true,
@@ -124,8 +134,16 @@ export const OUTBOX_COLUMNS = columnsOf<OutboxRow>({
   message: true,
 });
 
-export type VariantRow = JsonRow<NotificationVariantsTable, 'notification_id' | 'body_sha256' | 'body'>;
-export const VARIANT_COLUMNS = columnsOf<VariantRow>({ notification_id: true, body_sha256: true, body: true });
+export type VariantRow = JsonRow<
+  NotificationVariantsTable,
+  'notification_id' | 'notification_received_at' | 'body_sha256' | 'body'
+>;
+export const VARIANT_COLUMNS = columnsOf<VariantRow>({
+  notification_id: true,
+  notification_received_at: true,
+  body_sha256: true,
+  body: true,
+});
 
 /** A bytea value as its text input (hex), for a JSON field. */
 const byteaText = (bytes: Buffer): string => `\\x${bytes.toString('hex')}`;
@@ -133,6 +151,7 @@ const byteaText = (bytes: Buffer): string => `\\x${bytes.toString('hex')}`;
 function notificationRow(r: NewRecord): NotificationRow {
   return {
     id: r.id,
+    received_at: r.receivedAt,
     kind: r.notification.kind,
     subject_id: notificationSubject(r.notification),
     status: r.notification.status,
@@ -148,8 +167,15 @@ function notificationRow(r: NewRecord): NotificationRow {
   };
 }
 
-function deliveryRow({ delivery, signer, outcome, notificationId }: DeliveryEntry): DeliveryRow {
+function deliveryRow({
+  delivery,
+  signer,
+  outcome,
+  notificationId,
+  notificationReceivedAt,
+}: DeliveryEntry): DeliveryRow {
   return {
+    notification_received_at: notificationReceivedAt,
     source_address: delivery.sourceAddress,
     processing_time_ms: delivery.processingTimeMs,
     pos_id: signer.posId,
@@ -177,8 +203,8 @@ export function deliveryRows(entries: readonly DeliveryEntry[]): Pick<BatchRows,
 export interface BatchRows {
   notifications: NotificationRow[];
   owners: OwnerRow[];
-  orders: OrderRow[];
-  refunds: RefundRow[];
+  orders: OrderWriteRow[];
+  refunds: RefundWriteRow[];
   streams: StreamRow[];
   events: OutboxRow[];
   variants: VariantRow[];
@@ -190,8 +216,8 @@ export function batchRows(writes: BatchWrites): BatchRows {
   return {
     notifications: writes.records.map(notificationRow),
     owners: writes.owners.map((o) => ({ order_id: o.orderId, pos_id: o.posId })),
-    orders: writes.orders.map(orderToRow),
-    refunds: writes.refunds.map(refundToRow),
+    orders: writes.orders.map(({ projection, recorded }) => ({ ...orderToRow(projection), recorded })),
+    refunds: writes.refunds.map(({ projection, recorded }) => ({ ...refundToRow(projection), recorded })),
     streams: writes.sequences.map((s) => ({ order_id: s.orderId, last_sequence: s.lastSequence })),
     events: writes.events.map((e) => ({
       id: e.id,
@@ -202,6 +228,7 @@ export function batchRows(writes: BatchWrites): BatchRows {
     })),
     variants: writes.variants.map((v) => ({
       notification_id: v.notificationId,
+      notification_received_at: v.notificationReceivedAt,
       body_sha256: byteaText(v.bodySha256),
       body: byteaText(v.body),
     })),
@@ -209,46 +236,81 @@ export function batchRows(writes: BatchWrites): BatchRows {
   };
 }
 
-/** The notifications a batch asks for, by meaning. */
-export type MeaningRow = JsonRow<NotificationsTable, 'kind' | 'subject_id' | 'status'>;
-export const MEANING_COLUMNS = columnsOf<MeaningRow>({ kind: true, subject_id: true, status: true });
-
 /**
- * What the read answers (one row): the notifications recorded with the batch's meanings (id and digest as
- * text, with their delivery rows counted up to the cap), the projections, owners and event sequences of its
- * orders and refunds (bigint as text), and ids reserved for its new notifications.
+ * What the read answers (one row): the projections of the batch's orders and refunds with their recorded
+ * statuses (bigint as text), their owners and event sequences, the ids reserved for its new notifications, and
+ * the transaction's time (text: a JavaScript Date would cut its microseconds).
  */
 export interface StateRow {
-  records: Array<MeaningRow & { id: string; body_sha256: string; delivery_rows: number }> | null;
-  orders: Array<Omit<OrderRow, 'status_rank'>> | null;
-  refunds: Array<Omit<RefundRow, 'status_rank'>> | null;
+  orders: Array<Omit<OrderRow, 'status_rank'> & { recorded: RecordedStatuses }> | null;
+  refunds: Array<Omit<RefundRow, 'status_rank'> & { recorded: RecordedStatuses }> | null;
   streams: Array<{ order_id: string; last_sequence: string }> | null;
   owners: OwnerRow[] | null;
   new_ids: string[] | null;
+  now: string;
 }
 
-/** The state read, as the decision takes it. */
+/** The state read, as the decision takes it; the records come from history (withRecords). */
 export function stateOf(row: StateRow | undefined): BatchState {
   return {
-    records: new Map(
-      (row?.records ?? []).map((r): [string, StoredRecord] => [
-        meaningKey(r.kind, r.subject_id, r.status),
-        { id: r.id, bodySha256: Buffer.from(r.body_sha256, 'hex'), deliveryRows: Number(r.delivery_rows) },
-      ]),
+    records: new Map(),
+    orders: new Map(
+      (row?.orders ?? []).map(({ recorded, ...r }) => [r.order_id, { projection: orderFromRow(r), recorded }]),
     ),
-    orders: new Map((row?.orders ?? []).map((r) => [r.order_id, orderFromRow(r)])),
-    refunds: new Map((row?.refunds ?? []).map((r) => [r.refund_id, refundFromRow(r)])),
+    refunds: new Map(
+      (row?.refunds ?? []).map(({ recorded, ...r }) => [r.refund_id, { projection: refundFromRow(r), recorded }]),
+    ),
     owners: new Map((row?.owners ?? []).map((o) => [o.order_id, o.pos_id])),
     sequences: new Map((row?.streams ?? []).map((s) => [s.order_id, Number(s.last_sequence)])),
     newIds: row?.new_ids ?? [],
+    now: row?.now ?? '',
   };
 }
 
-/** What the write answers: the variants it added (the others were known). */
-export interface WrittenRow {
-  variants: Array<{ notification_id: string; body_sha256: string }> | null;
+/** A status its projection says was recorded: where its notification is (id, and receive time: its day). */
+export interface RecordedRef {
+  meaning: string;
+  id: string;
+  at: string;
 }
 
-/** The keys (variantKey) of the variants the write added. */
-export const addedVariants = (row: WrittenRow | undefined): Set<string> =>
-  new Set((row?.variants ?? []).map((v) => variantKey(v.notification_id, v.body_sha256)));
+/** The batch's notifications whose statuses their projections say were recorded before. */
+export function recordedRefs(notifications: readonly Notification[], state: BatchState): RecordedRef[] {
+  const refs = new Map<string, RecordedRef>();
+  for (const n of notifications) {
+    const stored: Stored<unknown> | undefined =
+      n.kind === 'order' ? state.orders.get(n.orderId) : state.refunds.get(n.refundId);
+    const entry = stored?.recorded[n.status];
+    if (entry) refs.set(meaningOf(n), { meaning: meaningOf(n), ...entry });
+  }
+  return [...refs.values()];
+}
+
+/** What the history read answers of a recorded notification (readHistory): its first body, variants, delivery rows. */
+export interface HistoryRow {
+  id: string;
+  body_sha256: string;
+  variants: string[];
+  delivery_rows: number;
+}
+
+/**
+ * The state with the records history still holds; a status whose day retention removed is not among them (it is
+ * recorded again).
+ */
+export function withRecords(state: BatchState, refs: readonly RecordedRef[], rows: readonly HistoryRow[]): BatchState {
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const records = new Map<string, StoredRecord>();
+  for (const ref of refs) {
+    const row = byId.get(ref.id);
+    if (!row) continue;
+    records.set(ref.meaning, {
+      id: ref.id,
+      receivedAt: ref.at,
+      bodySha256: Buffer.from(row.body_sha256, 'hex'),
+      variants: new Set(row.variants),
+      deliveryRows: Number(row.delivery_rows),
+    });
+  }
+  return { ...state, records };
+}

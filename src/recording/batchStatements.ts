@@ -1,13 +1,12 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Database } from '../database/schema';
-import { prepared, queries, type Statement } from '../database/transaction';
+import { prepared, queries, statement, type Statement } from '../database/transaction';
 import type { DeliveryOutcome } from '../domain/outcomes';
 import { OUTBOX_CHANNEL } from '../outbox/notifyChannel';
 import { DELIVERY_ROWS_PER_NOTIFICATION } from './batch';
 import {
   DELIVERY_COLUMNS,
   DELIVERY_REPEAT_COLUMNS,
-  MEANING_COLUMNS,
   NOTIFICATION_COLUMNS,
   ORDER_COLUMNS,
   OUTBOX_COLUMNS,
@@ -18,16 +17,18 @@ import {
   type BatchRows,
   type DeliveryRepeatRow,
   type DeliveryRow,
-  type MeaningRow,
+  type HistoryRow,
+  type RecordedRef,
   type StateRow,
-  type WrittenRow,
 } from './batchRows';
 import type { Delivery } from './notificationStore';
 
 /**
- * The SQL of a recording transaction: lock, read, write. Three statements whatever the batch's size, each
- * with a constant text (rows travel as one JSON parameter per table, batchRows.ts), so each connection
- * prepares them once. Column lists come from batchRows.ts.
+ * The SQL of a recording transaction: lock, read, write, each with a constant text whatever the batch's size
+ * (rows travel as one JSON parameter per table, batchRows.ts), so each connection prepares them once; and, for
+ * a batch with repeats the cache did not know, a read of their history. Column lists come from batchRows.ts.
+ * Only that history read touches the day partitions: everything else reads the projections, which hold what
+ * dedup needs.
  */
 
 /** The seed of the order locks' keys (hashtextextended): the other advisory locks use keys of their own. */
@@ -80,30 +81,25 @@ export function lockOrders(orderIds: readonly string[], refundIds: readonly stri
 }
 
 /**
- * What the batch needs, as of after its locks were granted: the notifications recorded with its meanings,
- * the projections, owners and event sequences of its orders and refunds, and ids for the new ones.
+ * What the batch needs, as of after its locks were granted: the projections of its orders and refunds with the
+ * statuses recorded for them, their owners and event sequences, ids for its new notifications (one per meaning,
+ * at least), and the transaction's time.
  */
 export function readState(
-  meanings: readonly MeaningRow[],
   orderIds: readonly string[],
   refundIds: readonly string[],
+  meanings: number,
 ): Statement<StateRow> {
   const projected = (columns: readonly string[]) => columns.filter((c) => c !== 'status_rank');
   return prepared(
     'record_read',
     sql<StateRow>`
-      WITH wanted AS (${fromJson('notifications', MEANING_COLUMNS, meanings)}), involved AS (
+      WITH involved AS (
         SELECT unnest(${orderIds}::text[]) AS order_id
         UNION
         SELECT order_id FROM refunds WHERE refund_id = ANY(${refundIds}::text[])
       )
       SELECT
-        (SELECT json_agg(json_build_object('id', n.id::text, 'kind', n.kind, 'subject_id', n.subject_id,
-                                           'status', n.status, 'body_sha256', encode(n.body_sha256, 'hex'),
-                                           'delivery_rows', (SELECT count(*) FROM (
-                                              SELECT 1 FROM deliveries d WHERE d.notification_id = n.id
-                                               LIMIT ${DELIVERY_ROWS_PER_NOTIFICATION}::int) AS kept)))
-           FROM notifications n JOIN wanted w USING (${columnList(MEANING_COLUMNS)})) AS records,
         (SELECT json_agg(${jsonObjectOf('o', projected(ORDER_COLUMNS), ['total_amount'])})
            FROM orders o WHERE o.order_id IN (SELECT order_id FROM involved)) AS orders,
         (SELECT json_agg(${jsonObjectOf('r', projected(REFUND_COLUMNS), ['amount'])})
@@ -112,8 +108,32 @@ export function readState(
            FROM event_streams s WHERE s.order_id IN (SELECT order_id FROM involved)) AS streams,
         (SELECT json_agg(${jsonObjectOf('w', OWNER_COLUMNS)})
            FROM order_owners w WHERE w.order_id IN (SELECT order_id FROM involved)) AS owners,
-        (SELECT array_agg(nextval(pg_get_serial_sequence('notifications', 'id'))::text)
-           FROM generate_series(1, ${meanings.length}::int)) AS new_ids`,
+        (SELECT array_agg(nextval('notification_ids')::text) FROM generate_series(1, ${meanings}::int)) AS new_ids,
+        to_json(now())#>>'{}' AS now`,
+  );
+}
+
+/**
+ * The notifications the batch's repeats are of, each in its own day (the receive time its projection recorded),
+ * with what lives in the same day: the first body's digest, the variants' digests, and the delivery rows up to
+ * the cap. Not prepared: planned with its values, so that only those days' partitions are read (a plan made once
+ * for any day would lock every partition at each run).
+ */
+export function readHistory(refs: readonly RecordedRef[]): Statement<HistoryRow> {
+  const ats = refs.map((r) => r.at);
+  return statement(
+    sql<HistoryRow>`
+      SELECT n.id::text AS id, encode(n.body_sha256, 'hex') AS body_sha256,
+             ARRAY(SELECT encode(v.body_sha256, 'hex') FROM notification_variants v
+                    WHERE v.notification_received_at = ANY(${ats}::timestamptz[])
+                      AND v.notification_received_at = n.received_at AND v.notification_id = n.id) AS variants,
+             (SELECT count(*)::int FROM (
+                SELECT 1 FROM deliveries d
+                 WHERE d.notification_received_at = ANY(${ats}::timestamptz[])
+                   AND d.notification_received_at = n.received_at AND d.notification_id = n.id
+                 LIMIT ${DELIVERY_ROWS_PER_NOTIFICATION}::int) AS kept) AS delivery_rows
+        FROM notifications n
+       WHERE n.received_at = ANY(${ats}::timestamptz[]) AND n.id = ANY(${refs.map((r) => r.id)}::bigint[])`,
   );
 }
 
@@ -127,47 +147,44 @@ const insertDeliveries = (rows: readonly DeliveryRow[], repeats: readonly Delive
     )`;
 
 /** A batch of known duplicates writes only their deliveries: one statement. */
-export function writeDeliveries({
-  deliveries,
-  repeats,
-}: Pick<BatchRows, 'deliveries' | 'repeats'>): Statement<WrittenRow> {
-  return prepared(
-    'record_deliveries',
-    sql<WrittenRow>`WITH ${insertDeliveries(deliveries, repeats)} SELECT NULL::json AS variants`,
-  );
+export function writeDeliveries({ deliveries, repeats }: Pick<BatchRows, 'deliveries' | 'repeats'>): Statement {
+  return prepared('record_deliveries', sql`WITH ${insertDeliveries(deliveries, repeats)} SELECT 1`);
 }
 
+/**
+ * A projection's upsert: every column from the row, and `updated_at` moved only when the projection did (a status
+ * recorded without applying changes only `recorded`).
+ */
+const upsertProjection = (columns: readonly string[], key: string, table: 'orders' | 'refunds') => {
+  const projected = columns.filter((c) => c !== key && c !== 'recorded');
+  const row = (alias: string) => sql.join(projected.map((c) => sql.ref(`${alias}.${c}`)));
+  return sql`ON CONFLICT (${sql.ref(key)}) DO UPDATE SET ${updateFromExcluded(
+    columns,
+    key,
+    sql`updated_at = CASE WHEN (${row(table)}) IS DISTINCT FROM (${row('excluded')})
+                          THEN now() ELSE ${sql.ref(`${table}.updated_at`)} END`,
+  )}`;
+};
+
 /** Everything the decision wrote, as one statement (sent with COMMIT), and the relay's wake-up hint. */
-export function writeBatch(rows: BatchRows): Statement<WrittenRow> {
+export function writeBatch(rows: BatchRows): Statement {
   return prepared(
     'record_write',
-    sql<WrittenRow>`
-      WITH notifications_added AS (
-        INSERT INTO notifications (${columnList(NOTIFICATION_COLUMNS)})
-        -- Their ids were reserved from the identity's sequence by the read.
-        OVERRIDING SYSTEM VALUE
-        ${fromJson('notifications', NOTIFICATION_COLUMNS, rows.notifications)}
+    sql`
+      WITH notifications_added AS (${insertJson('notifications', NOTIFICATION_COLUMNS, rows.notifications)}
       ), owners_added AS (${insertJson('order_owners', OWNER_COLUMNS, rows.owners)}
       ), orders_upserted AS (
-        ${insertJson('orders', ORDER_COLUMNS, rows.orders)}
-        ON CONFLICT (order_id) DO UPDATE SET ${updateFromExcluded(ORDER_COLUMNS, 'order_id', sql`updated_at = now()`)}
+        ${insertJson('orders', ORDER_COLUMNS, rows.orders)} ${upsertProjection(ORDER_COLUMNS, 'order_id', 'orders')}
       ), refunds_upserted AS (
-        ${insertJson('refunds', REFUND_COLUMNS, rows.refunds)}
-        ON CONFLICT (refund_id) DO UPDATE SET ${updateFromExcluded(REFUND_COLUMNS, 'refund_id', sql`updated_at = now()`)}
+        ${insertJson('refunds', REFUND_COLUMNS, rows.refunds)} ${upsertProjection(REFUND_COLUMNS, 'refund_id', 'refunds')}
       ), sequences_updated AS (
         ${insertJson('event_streams', STREAM_COLUMNS, rows.streams)}
         ON CONFLICT (order_id) DO UPDATE SET ${updateFromExcluded(STREAM_COLUMNS, 'order_id')}
       ), events_added AS (${insertJson('outbox_events', OUTBOX_COLUMNS, rows.events)}
-      ), variants_added AS (
-        ${insertJson('notification_variants', VARIANT_COLUMNS, rows.variants)}
-        ON CONFLICT (notification_id, body_sha256) DO NOTHING
-        RETURNING notification_id, body_sha256
+      ), variants_added AS (${insertJson('notification_variants', VARIANT_COLUMNS, rows.variants)}
       ), ${insertDeliveries(rows.deliveries, rows.repeats)}
-      SELECT (SELECT json_agg(json_build_object('notification_id', notification_id::text,
-                                                'body_sha256', encode(body_sha256, 'hex')))
-                FROM variants_added) AS variants,
-             -- The relay's wake-up hint, delivered at commit; it also polls, so a lost hint costs a poll interval.
-             CASE WHEN ${rows.events.length}::int > 0 THEN pg_notify(${OUTBOX_CHANNEL}, '') END AS notified`,
+      -- The relay's wake-up hint, delivered at commit; it also polls, so a lost hint costs a poll interval.
+      SELECT CASE WHEN ${rows.events.length}::int > 0 THEN pg_notify(${OUTBOX_CHANNEL}, '') END AS notified`,
   );
 }
 
@@ -196,17 +213,19 @@ export function writeQuarantine(delivery: Delivery, reason: string, detail: stri
           .onConflict((oc) =>
             oc.column('body_sha256').doUpdateSet((eb) => ({ body_sha256: eb.ref('excluded.body_sha256') })),
           )
-          .returning('id'),
+          .returning(['id', 'received_at']),
       )
       .with('delivery', (db) =>
         db.selectFrom('quarantined as q').select((eb) => [
           'q.id',
+          'q.received_at',
           eb(
             eb
               .selectFrom((kept) =>
                 kept
                   .selectFrom('deliveries as d')
                   .select('d.id')
+                  .whereRef('d.notification_received_at', '=', 'q.received_at')
                   .whereRef('d.quarantine_id', '=', 'q.id')
                   .limit(DELIVERY_ROWS_PER_NOTIFICATION)
                   .as('kept'),
@@ -228,6 +247,7 @@ export function writeQuarantine(delivery: Delivery, reason: string, detail: stri
             'body_sha256',
             'outcome',
             'quarantine_id',
+            'notification_received_at',
           ])
           .expression((eb) =>
             eb
@@ -240,6 +260,7 @@ export function writeQuarantine(delivery: Delivery, reason: string, detail: stri
                 sql<Buffer>`${delivery.bodySha256}::bytea`.as('body_sha256'),
                 sql<DeliveryOutcome>`'quarantined'`.as('outcome'),
                 'id',
+                sql<string>`received_at`.as('notification_received_at'),
               ])
               .where('counted_only', '=', false),
           ),

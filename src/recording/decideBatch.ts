@@ -3,14 +3,15 @@ import { buildEvent, statusEventType, type DomainEvent } from '../outbox/events'
 import type { Notification } from '../parsing/notification';
 import { signerFor } from '../verification/posBinding';
 import type { SignatureMatch } from '../verification/verifySignature';
+import type { RecordedStatuses } from '../database/schema';
 import {
   DELIVERY_ROWS_PER_NOTIFICATION,
   meaningOf,
-  variantKey,
   type BatchDecision,
   type BatchItem,
   type BatchState,
   type BatchWrites,
+  type Stored,
   type StoredRecord,
 } from './batch';
 import type { KnownRecord } from './knownNotifications';
@@ -48,7 +49,7 @@ export function decideBatch(
   now: Date = new Date(),
 ): BatchDecision {
   const decider = new BatchDecider(state, eventSource, now);
-  const results = items.map((item, index) => decider.decide(item, index));
+  const results = items.map((item) => decider.decide(item));
   return { results, ...decider.finish() };
 }
 
@@ -85,31 +86,39 @@ interface Applied<P> {
   event: DomainEvent | null;
 }
 
-/** An order's or a refund's projections as the batch leaves them, and which of them it changed. */
+/** An order's or a refund's projections as the batch leaves them, with their recorded statuses, and which changed. */
 class Projections<P> {
-  private readonly current: Map<string, P>;
+  private readonly current: Map<string, Stored<P>>;
   private readonly changed = new Set<string>();
 
-  constructor(stored: ReadonlyMap<string, P>) {
+  constructor(stored: ReadonlyMap<string, Stored<P>>) {
     this.current = new Map(stored);
   }
 
   get(id: string): P | undefined {
-    return this.current.get(id);
+    return this.current.get(id)?.projection;
   }
 
   /** Takes a transition's projection when it applied; answers the transition. */
   apply(id: string, transition: Transition<P>): Transition<P> {
     if (transition.outcome === 'applied') {
-      this.current.set(id, transition.projection);
+      this.current.set(id, { projection: transition.projection, recorded: this.current.get(id)?.recorded ?? {} });
       this.changed.add(id);
     }
     return transition;
   }
 
-  /** The projections that changed, in their final state. */
-  changedOnes(): P[] {
-    return [...this.changed].map((id) => this.current.get(id) as P);
+  /** Notes a status recorded for a projection (which exists: a first status always applies). */
+  record(id: string, status: string, entry: RecordedStatuses[string]): void {
+    const stored = this.current.get(id);
+    if (!stored) throw new Error('a status was recorded for a projection that does not exist');
+    this.current.set(id, { ...stored, recorded: { ...stored.recorded, [status]: entry } });
+    this.changed.add(id);
+  }
+
+  /** The projections that changed, or whose recorded statuses did, in their final state. */
+  changedOnes(): Array<Stored<P>> {
+    return [...this.changed].map((id) => this.current.get(id) as Stored<P>);
   }
 }
 
@@ -128,7 +137,6 @@ class BatchDecider {
     deliveries: [],
   };
   private readonly known = new Map<string, KnownRecord>();
-  private readonly variantKeys = new Map<number, string>();
   /** Delivery rows per notification id, as the batch's write will leave them. */
   private readonly deliveryRows = new Map<string, number>();
   private readonly variantsAdded = new Set<string>();
@@ -145,7 +153,7 @@ class BatchDecider {
     this.owners = new Map(state.owners);
   }
 
-  decide(item: BatchItem, index: number): RecordResult {
+  decide(item: BatchItem): RecordResult {
     if (item.known) {
       const { record, signer } = item.known;
       this.deliver(item.delivery, signer, 'duplicate', record, record.deliveryRows);
@@ -155,9 +163,7 @@ class BatchDecider {
     if (!vouched) return REFUSED;
     const meaning = meaningOf(item.notification);
     const record = this.records.get(meaning);
-    return record
-      ? this.repeat(item.delivery, index, meaning, record, vouched)
-      : this.recordNew(item, meaning, vouched);
+    return record ? this.repeat(item.delivery, meaning, record, vouched) : this.recordNew(item, meaning, vouched);
   }
 
   finish(): Omit<BatchDecision, 'results'> {
@@ -167,7 +173,7 @@ class BatchDecider {
       refunds: this.refunds.changedOnes(),
       sequences: [...this.sequences].map(([orderId, lastSequence]) => ({ orderId, lastSequence })),
     };
-    return { writes, known: [...this.known.values()], variantKeys: this.variantKeys };
+    return { writes, known: [...this.known.values()] };
   }
 
   /** Step 1: the orders it concerns and the POS that vouches for it; binds the orders not bound yet. */
@@ -187,33 +193,40 @@ class BatchDecider {
     return { orderId, signer, ownerPosId: this.owners.get(orderId) as string };
   }
 
-  /** Step 2: a repeat of a meaning recorded before; other bytes than the first body's are a variant. */
-  private repeat(
-    delivery: Delivery,
-    index: number,
-    meaning: string,
-    record: StoredRecord,
-    { signer }: Vouched,
-  ): RecordResult {
+  /** Step 2: a repeat of a meaning recorded before; bytes not stored for it before are a new variant. */
+  private repeat(delivery: Delivery, meaning: string, record: StoredRecord, { signer }: Vouched): RecordResult {
+    let newVariant = false;
     // A variant is the sender's re-serialization; the API's answers are not the notification's bytes.
     if (delivery.observedVia === 'notification' && !record.bodySha256.equals(delivery.bodySha256)) {
-      const key = variantKey(record.id, delivery.bodySha256.toString('hex'));
-      this.variantKeys.set(index, key);
-      if (!this.variantsAdded.has(key)) {
+      const digest = delivery.bodySha256.toString('hex');
+      const key = `${record.id}:${digest}`;
+      if (!record.variants.has(digest) && !this.variantsAdded.has(key)) {
         this.variantsAdded.add(key);
-        this.writes.variants.push({ notificationId: record.id, bodySha256: delivery.bodySha256, body: delivery.body });
+        this.writes.variants.push({
+          notificationId: record.id,
+          notificationReceivedAt: record.receivedAt,
+          bodySha256: delivery.bodySha256,
+          body: delivery.body,
+        });
+        newVariant = true;
       }
     }
-    const stored = { meaning, id: record.id, bodySha256: record.bodySha256, ownerPosId: signer.posId };
-    this.deliver(delivery, signer, 'duplicate', { ...stored, deliveryRows: 0 }, record.deliveryRows);
-    return duplicate(record.id, signer.posId);
+    const { id, receivedAt, bodySha256, deliveryRows } = record;
+    const stored = { meaning, id, receivedAt, bodySha256, ownerPosId: signer.posId, deliveryRows: 0 };
+    this.deliver(delivery, signer, 'duplicate', stored, deliveryRows);
+    return { ...duplicate(id, signer.posId), newVariant };
   }
 
-  /** Step 3: a status seen for the first time: its transition, its event, its record and its delivery. */
+  /**
+   * Step 3: a status seen for the first time (or again, once retention removed its history): its transition,
+   * its event, its record, its place in its projection's recorded statuses, and its delivery.
+   */
   private recordNew({ delivery, notification: n }: BatchItem, meaning: string, vouched: Vouched): RecordResult {
     const id = this.state.newIds[this.nextId++];
     if (id === undefined) throw new Error('a batch recorded more new notifications than ids were reserved for it');
-    this.records.set(meaning, { id, bodySha256: delivery.bodySha256, deliveryRows: 0 });
+    const receivedAt = this.state.now;
+    const stored = { id, receivedAt, bodySha256: delivery.bodySha256, variants: new Set<string>(), deliveryRows: 0 };
+    this.records.set(meaning, stored);
     const { signer, orderId, ownerPosId } = vouched;
     const via = delivery.observedVia;
     const { transition, event } =
@@ -230,6 +243,8 @@ class BatchDecider {
             this.refunds.apply(n.refundId, applyRefund(this.refunds.get(n.refundId), n)),
             (t, seq) => refundEventData(n, t.projection, t.previousStatus, seq, id, via),
           );
+    if (n.kind === 'order') this.orders.record(orderId, n.status, { id, at: receivedAt });
+    else this.refunds.record(n.refundId, n.status, { id, at: receivedAt });
     if (event) this.writes.events.push(event);
     this.writes.records.push({
       id,
@@ -237,14 +252,15 @@ class BatchDecider {
       orderId,
       signer,
       transition: transition.outcome,
+      receivedAt,
       body: delivery.body,
       bodySha256: delivery.bodySha256,
       disagreements: transition.disagreements,
       observedVia: delivery.observedVia,
     });
     const outcome = DELIVERY_OUTCOME_OF[transition.outcome];
-    const stored = { meaning, id, bodySha256: delivery.bodySha256, ownerPosId, deliveryRows: 0 };
-    this.deliver(delivery, signer, outcome, stored, 0);
+    const known = { meaning, id, receivedAt, bodySha256: delivery.bodySha256, ownerPosId, deliveryRows: 0 };
+    this.deliver(delivery, signer, outcome, known, 0);
     return {
       outcome,
       newVariant: false,
@@ -291,7 +307,14 @@ class BatchDecider {
     const rows = this.deliveryRows.get(record.id) ?? rowsBefore;
     const countedOnly = rows >= DELIVERY_ROWS_PER_NOTIFICATION;
     if (!countedOnly) this.deliveryRows.set(record.id, rows + 1);
-    this.writes.deliveries.push({ delivery, signer, outcome, notificationId: record.id, countedOnly });
+    this.writes.deliveries.push({
+      delivery,
+      signer,
+      outcome,
+      notificationId: record.id,
+      notificationReceivedAt: record.receivedAt,
+      countedOnly,
+    });
     this.known.set(record.meaning, { ...record, deliveryRows: this.deliveryRows.get(record.id) ?? rows });
   }
 }

@@ -222,7 +222,7 @@ export class GroupCommitStore implements NotificationStore {
       return known ? { delivery, notification, known } : { delivery, notification };
     });
     for (const p of batch) p.state = 'running';
-    const { results, decision } = await this.transactions.transaction((trx) =>
+    const decision = await this.transactions.transaction((trx) =>
       recordBatch(trx, this.context, items, {
         beforeWrite: () => {
           this.refuseLate(batch, performance.now());
@@ -234,7 +234,7 @@ export class GroupCommitStore implements NotificationStore {
       }),
     );
     this.known.remember(decision.known);
-    return results;
+    return decision.results;
   }
 
   /** How long until a notification's answer time (negative once it has passed). */

@@ -8,10 +8,19 @@ import type { SignatureMatch } from '../verification/verifySignature';
 export interface KnownRecord {
   meaning: string;
   id: string;
+  /** When the notification was received (the database's text): the cache answers for it only for a while. */
+  receivedAt: string;
   bodySha256: Buffer;
   ownerPosId: string;
   deliveryRows: number;
 }
+
+/**
+ * How long after its receipt a record is answered from the cache: the sender's retry window (72 h). History
+ * retention is never shorter (config.ts), so a record the cache answers for is always still stored; a repeat
+ * after that takes the full path, which finds the record, or records it anew once retention removed it.
+ */
+export const KNOWN_FOR_MS = 72 * 3_600_000;
 
 /** An exact repeat of a known record, and the key of its owner's POS that vouches for it. */
 export interface KnownRepeat {
@@ -23,23 +32,36 @@ export interface KnownRepeat {
  * The notifications this process knows are committed, so that an exact repeat (same meaning, same bytes
  * as the body stored first, signed with a key of the order's POS) is recognized as a duplicate without
  * asking the database: its batch only appends the delivery to the audit trail. Only facts that cannot
- * change are kept: a notification row, once committed, is never deleted (purge only clears bodies), its
- * first body's digest never changes, and neither does the POS its order belongs to. Bounded: the oldest
+ * change are kept: a notification row, once committed, stays until history retention removes its day, which
+ * is never within KNOWN_FOR_MS of its receipt; its first body's digest never changes, and neither does the POS its
+ * order belongs to. Bounded: the oldest
  * entries go first (the sender repeats recent notifications far more than old ones). Each replica has its
  * own; a miss just takes the full path.
  */
 export class KnownNotifications {
   /** The digest kept as a latin1 string: a 32-byte Buffer sliced from Node's pool would pin its 8 KB slab. */
-  private readonly entries = new Map<string, Omit<KnownRecord, 'bodySha256'> & { bodySha256: string }>();
+  private readonly entries = new Map<
+    string,
+    Omit<KnownRecord, 'bodySha256'> & { bodySha256: string; knownUntil: number }
+  >();
 
-  constructor(private readonly capacity: number) {}
+  constructor(
+    private readonly capacity: number,
+    private readonly clock: () => number = Date.now,
+  ) {}
 
-  /** The record and signer, when this meaning is known committed with these first-body bytes and a signer owns it. */
+  /**
+   * The record and signer, when this meaning is known committed with these first-body bytes and a signer owns
+   * it, and was received less than KNOWN_FOR_MS ago.
+   */
   repeatOf(meaning: string, bodySha256: Buffer, signers: readonly SignatureMatch[]): KnownRepeat | undefined {
     const entry = this.entries.get(meaning);
     if (entry === undefined || entry.bodySha256 !== bodySha256.toString('latin1')) return undefined;
+    if (this.clock() >= entry.knownUntil) return undefined;
     const signer = signers.find((s) => s.posId === entry.ownerPosId);
-    return signer === undefined ? undefined : { record: { ...entry, bodySha256 }, signer };
+    if (signer === undefined) return undefined;
+    const { knownUntil: _knownUntil, ...record } = entry;
+    return { record: { ...record, bodySha256 }, signer };
   }
 
   /** Call only after the transaction that wrote or read these records committed. */
@@ -52,7 +74,11 @@ export class KnownNotifications {
         if (entry.id === record.id) entry.deliveryRows = Math.max(entry.deliveryRows, record.deliveryRows);
         continue;
       }
-      this.entries.set(record.meaning, { ...record, bodySha256: record.bodySha256.toString('latin1') });
+      this.entries.set(record.meaning, {
+        ...record,
+        bodySha256: record.bodySha256.toString('latin1'),
+        knownUntil: Date.parse(record.receivedAt) + KNOWN_FOR_MS,
+      });
       if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as string);
     }
   }

@@ -1,20 +1,23 @@
 import type { Transaction } from '../database/transaction';
 import { meaningOf, NOTHING_READ, type BatchDecision, type BatchItem, type BatchState } from './batch';
-import { addedVariants, batchRows, stateOf } from './batchRows';
-import { lockOrders, readState, writeBatch, writeDeliveries, writeQuarantine } from './batchStatements';
+import { batchRows, recordedRefs, stateOf, withRecords } from './batchRows';
+import { lockOrders, readHistory, readState, writeBatch, writeDeliveries, writeQuarantine } from './batchStatements';
 import { decideBatch } from './decideBatch';
-import type { Delivery, Recorded, RecordingContext, RecordResult } from './notificationStore';
+import type { Delivery, Recorded, RecordingContext } from './notificationStore';
 
 /**
  * The recording transaction: the service's recorder (groupCommit.ts) and the command line (quarantine
  * retry) both record through recordBatch, in the order it runs:
  *
- *   1. readBatchState: lock the batch's orders and read what it needs (two statements sent together);
- *      nothing when every item is a known repeat;
+ *   1. readBatchState: lock the batch's orders and read what it needs; nothing when every item is a known
+ *      repeat;
  *   2. decideBatch (decideBatch.ts): the pure decision, every row to write and every answer;
  *   3. the caller's beforeWrite, which may still abandon the batch (throw) or add statements of its own;
  *   4. the write: one statement with every row (batchStatements.ts), sent with COMMIT. A batch of known
  *      repeats writes only their deliveries, and its one statement needs no BEGIN (transaction.ts).
+ *
+ * Step 1 is two statements sent together (lock, then read the projections, where each status recorded is
+ * found), and a third, a read of the history of the repeats among them, only when there are some.
  */
 
 /**
@@ -35,12 +38,6 @@ export interface RecordingSteps {
   writeTimeoutMs?(): number;
 }
 
-export interface RecordedBatch {
-  /** One per item, in input order. */
-  results: RecordResult[];
-  decision: BatchDecision;
-}
-
 const unique = <T>(values: Iterable<T>): T[] => [...new Set(values)];
 
 /** Records notifications that arrived together, and commits: the write is the transaction's last statement. */
@@ -49,47 +46,37 @@ export async function recordBatch(
   context: RecordingContext,
   items: readonly BatchItem[],
   steps: RecordingSteps = {},
-): Promise<RecordedBatch> {
+): Promise<BatchDecision> {
   const decision = decideBatch(items, await readBatchState(trx, items), context.eventSource);
   await steps.beforeWrite?.(decision);
   const rows = batchRows(decision.writes);
   const onlyDeliveries = items.every((item) => item.known);
-  const [written] = await trx.runAndCommit(
-    onlyDeliveries ? writeDeliveries(rows) : writeBatch(rows),
-    steps.writeTimeoutMs?.(),
-  );
-  // The first delivery of a variant the write added is a new variant (a concurrent batch may have added it first).
-  const added = addedVariants(written);
-  const results = decision.results.map((result, index) => {
-    const key = decision.variantKeys.get(index);
-    return result.outcome === 'duplicate' && key !== undefined && added.delete(key)
-      ? { ...result, newVariant: true }
-      : result;
-  });
-  return { results, decision };
+  await trx.runAndCommit(onlyDeliveries ? writeDeliveries(rows) : writeBatch(rows), steps.writeTimeoutMs?.());
+  return decision;
 }
 
-/** Locks the orders of the items the cache did not know, and reads their state. */
+/**
+ * Locks the orders of the items the cache did not know and reads their state; then, for those whose status was
+ * recorded before, their history (a third statement, only then).
+ */
 async function readBatchState(trx: Transaction, items: readonly BatchItem[]): Promise<BatchState> {
   const open = items.filter((item) => !item.known).map((item) => item.notification);
   if (open.length === 0) return NOTHING_READ;
   const orderIds = unique(open.map((n) => n.orderId));
   const refundIds = unique(open.flatMap((n) => (n.kind === 'refund' ? [n.refundId] : [])));
-  const meanings = [...new Map(open.map((n) => [meaningOf(n), n])).values()].map((n) => ({
-    kind: n.kind,
-    subject_id: n.kind === 'order' ? n.orderId : n.refundId,
-    status: n.status,
-  }));
+  const meanings = new Set(open.map(meaningOf)).size;
   // The lock statement completes (the locks granted) before the read starts and takes its snapshot; both
   // leave at once.
   const [[locked], [row]] = await Promise.all([
     trx.run(lockOrders(orderIds, refundIds)),
-    trx.run(readState(meanings, orderIds, refundIds)),
+    trx.run(readState(orderIds, refundIds, meanings)),
   ]);
   const state = stateOf(row);
   const lockedOrders = new Set(locked?.orders ?? []);
-  for (const refund of state.refunds.values()) if (!lockedOrders.has(refund.orderId)) throw new LockSetChanged();
-  return state;
+  for (const { projection } of state.refunds.values())
+    if (!lockedOrders.has(projection.orderId)) throw new LockSetChanged();
+  const refs = recordedRefs(open, state);
+  return refs.length === 0 ? state : withRecords(state, refs, await trx.run(readHistory(refs)));
 }
 
 /** Keeps an authentic body that could not be read or recorded, with the reason, for `quarantine retry` later. */

@@ -1,6 +1,7 @@
 import type { PurgeReport } from '../../src/cli/commands/purge';
 import { query } from '../support/database';
 import { contractFetch } from '../support/contracts';
+import { backdateHistory, historyDays } from '../support/history';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, uniqueId } from '../support/signing';
 import { cliEnv, parseJson, runCli } from './cliSupport';
@@ -8,7 +9,16 @@ import { cliEnv, parseJson, runCli } from './cliSupport';
 let svc: TestService;
 let env: Record<string, string>;
 const oldOrders = [uniqueId('OLD'), uniqueId('OLD'), uniqueId('OLD')];
+const olderOrder = uniqueId('OLDER');
 const newOrder = uniqueId('NEW');
+/** The day (YYYYMMDD, UTC) some days ago. */
+const day = (daysAgo: number): string =>
+  new Date(Date.now() - daysAgo * 86_400_000).toISOString().slice(0, 10).replaceAll('-', '');
+/** YYYYMMDD as the reports write a day, YYYY-MM-DD. */
+const iso = (d: string): string => `${d.slice(0, 4)}-${d.slice(4, 6)}-${d.slice(6)}`;
+/** The days with a notifications partition wholly older than `daysAgo` days. */
+const daysBefore = async (daysAgo: number): Promise<string[]> =>
+  ((await historyDays(svc.database.url)).notifications ?? []).filter((d) => d < day(daysAgo)).map(iso);
 
 interface BodyState {
   table: string;
@@ -26,7 +36,7 @@ async function bodyStates(): Promise<BodyState[]> {
   );
 }
 
-/** Everything purge must keep: projections, statuses, parsed fields, digests, outcomes and deliveries. */
+/** Everything a body purge must keep: projections, statuses, parsed fields, digests, outcomes and deliveries. */
 async function auditTrail(): Promise<unknown[]> {
   return [
     await query(svc.database.url, 'SELECT * FROM orders ORDER BY order_id'),
@@ -45,7 +55,7 @@ async function auditTrail(): Promise<unknown[]> {
 beforeAll(async () => {
   svc = await startTestService({ env: { RELAY_ENABLED: 'false' } });
   env = cliEnv({ DATABASE_URL: svc.database.url });
-  for (const orderId of [...oldOrders, newOrder]) {
+  for (const orderId of [...oldOrders, olderOrder, newOrder]) {
     const pending = orderBody({ orderId, status: 'PENDING' });
     expect((await svc.post(pending)).status).toBe(200);
     // A variant: the same meaning in other bytes.
@@ -63,18 +73,9 @@ beforeAll(async () => {
       (await svc.post(orderBody({ orderId: `${orderId}Q`, status: 'PENDING', totalAmount: '1.5' }))).body.outcome,
     ).toBe('quarantined');
   }
-  // Age everything of the old orders 40 days (the new order stays recent).
-  await query(
-    svc.database.url,
-    `UPDATE notifications SET received_at = now() - interval '40 days' WHERE order_id = ANY($1)`,
-    [oldOrders],
-  );
-  await query(
-    svc.database.url,
-    `UPDATE notification_variants SET first_received_at = now() - interval '40 days'
-      WHERE notification_id IN (SELECT id FROM notifications WHERE order_id = ANY($1))`,
-    [oldOrders],
-  );
+  // The old orders' history is 40 days old, the older order's 100 days; the new order's stays today's.
+  await backdateHistory(svc.database.url, oldOrders, 40);
+  await backdateHistory(svc.database.url, [olderOrder], 100);
   await query(
     svc.database.url,
     `UPDATE quarantined_notifications SET received_at = now() - interval '40 days' WHERE id = (SELECT min(id) FROM quarantined_notifications)`,
@@ -83,60 +84,115 @@ beforeAll(async () => {
 afterAll(() => svc.stop());
 
 describe('purge', () => {
-  it('When retention is missing or below one day, then it exits 2 and purges nothing', async () => {
-    const before = await bodyStates();
+  it('When no retention is given, or one below its minimum, then it exits 2 naming the option and changes nothing', async () => {
+    const before = [await bodyStates(), await historyDays(svc.database.url)];
     expect((await runCli(['purge'], env)).code).toBe(2);
-    expect((await runCli(['purge'], { ...env, RETENTION_DAYS: '0' })).code).toBe(2);
-    expect((await runCli(['purge'], { ...env, RETENTION_DAYS: 'a week' })).code).toBe(2);
     expect((await runCli(['purge', '--days', '0'], env)).code).toBe(2);
-    expect(await bodyStates()).toEqual(before);
+    const short = await runCli(['purge', '--history-days', '2'], env);
+    expect(short.code).toBe(2);
+    expect(short.stderr).toMatch(/--history-days.*from 3/);
+    expect((await runCli(['purge', '--history-days', 'a week'], env)).code).toBe(2);
+    expect([await bodyStates(), await historyDays(svc.database.url)]).toEqual(before);
   });
 
-  it('When --dry-run is given, then it counts the old bodies per table and changes nothing', async () => {
+  it('When --dry-run is given, then it counts the bodies of the old days and changes nothing', async () => {
     const before = await bodyStates();
     const run = await runCli(['purge', '--days', '30', '--dry-run', '--json'], env);
     expect(run.code).toBe(0);
     const report = parseJson<PurgeReport>(run);
-    expect(report).toMatchObject({
-      dryRun: true,
+    expect(report.bodies).toMatchObject({
       days: 30,
-      purged: { notifications: 6, notification_variants: 3, quarantined_notifications: 1 },
-      openQuarantinedPurged: 1,
+      purgedDays: await daysBefore(30),
+      bodies: { notifications: 8, notification_variants: 4, quarantined_notifications: 1 },
+      openQuarantined: 1,
     });
-    expect(Date.now() - Date.parse(report.cutoff)).toBeGreaterThan(29.9 * 86_400_000);
+    expect(report.history).toBeNull();
+    expect(Date.now() - Date.parse(report.bodies?.cutoff ?? '')).toBeGreaterThan(29.9 * 86_400_000);
     expect(await bodyStates()).toEqual(before);
   });
 
-  it('When run unattended with RETENTION_DAYS from the environment, then old bodies are gone, recent ones and the audit trail stay, and it exits 0', async () => {
+  it('When bodies are purged, then those of the old days are gone, recent ones and the audit trail stay, and a second purge has no day to read', async () => {
     const trail = await auditTrail();
-    const run = await runCli(['purge', '--batch-size', '2'], { ...env, RETENTION_DAYS: '30' });
+    const run = await runCli(['purge', '--days', '30'], env);
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/Purged raw bodies received before \S+ \(older than 30 day\(s\)\):/);
-    expect(run.stdout).toMatch(/notifications +6\n/);
-    expect(run.stdout).toMatch(/notification_variants +3\n/);
+    const days = (await daysBefore(30)).length;
+    expect(days).toBeGreaterThanOrEqual(2);
+    expect(run.stdout).toContain(`Purged raw bodies of ${days} day(s) wholly before `);
+    expect(run.stdout).toContain('(older than 30 day(s)):');
+    expect(run.stdout).toMatch(/notifications +8\n/);
+    expect(run.stdout).toMatch(/notification_variants +4\n/);
     expect(run.stdout).toMatch(/quarantined_notifications +1 \(1 still open/);
 
     const states = await bodyStates();
-    const old = (s: BodyState): boolean => oldOrders.some((o) => s.key.startsWith(o));
+    const old = (s: BodyState): boolean => [...oldOrders, olderOrder].some((o) => s.key.startsWith(o));
     expect(states.filter((s) => s.table !== 'quarantined_notifications').every((s) => s.purged === old(s))).toBe(true);
     expect(states.filter((s) => s.table === 'quarantined_notifications').map((s) => s.purged)).toEqual([true, false]);
-    expect(states.filter((s) => s.purged)).toHaveLength(10);
+    expect(states.filter((s) => s.purged)).toHaveLength(13);
     expect(await auditTrail()).toEqual(trail);
 
     const again = parseJson<PurgeReport>(await runCli(['purge', '--days', '30', '--json'], env));
-    expect(again.purged).toEqual({ notifications: 0, notification_variants: 0, quarantined_notifications: 0 });
+    expect(again.bodies?.purgedDays).toEqual([]);
+    expect(again.bodies?.bodies).toEqual({ notifications: 0, notification_variants: 0, quarantined_notifications: 0 });
   });
 
   it('When the admin API is asked for a purged order, then the projection and history are still there', async () => {
-    const [row] = await query<{ status: string }>(svc.database.url, 'SELECT status FROM orders WHERE order_id = $1', [
-      oldOrders[1],
-    ]);
-    expect(row?.status).toBe('COMPLETED');
     const res = await contractFetch(`${svc.adminUrl}/orders/${oldOrders[1]}`, 'admin');
-    const body = (await res.json()) as { history: Array<{ status: string; deliveries: number }> };
+    const body = (await res.json()) as { status: string; history: Array<{ status: string; deliveries: number }> };
+    expect(body.status).toBe('COMPLETED');
     expect(body.history.map((h) => [h.status, h.deliveries])).toEqual([
       ['PENDING', 2],
       ['COMPLETED', 1],
     ]);
+  });
+
+  it('When history is removed past 60 days, then only the older day goes, whole, and the projections stay', async () => {
+    const before = await historyDays(svc.database.url);
+    expect(before.notifications).toEqual(expect.arrayContaining([day(100), day(40), day(0)]));
+    const dry = parseJson<PurgeReport>(await runCli(['purge', '--history-days', '60', '--dry-run', '--json'], env));
+    expect(dry.history?.removedDays).toEqual(await daysBefore(60));
+    expect(dry.history?.removedDays).toContain(iso(day(100)));
+    expect(dry.history?.removedDays).not.toContain(iso(day(40)));
+    expect(await historyDays(svc.database.url)).toEqual(before);
+
+    const run = await runCli(['purge', '--history-days', '60', '--json'], env);
+    expect(run.code).toBe(0);
+    const report = parseJson<PurgeReport>(run);
+    expect(report.history?.removedDays).toEqual(dry.history?.removedDays);
+    const after = await historyDays(svc.database.url);
+    for (const table of ['notifications', 'notification_variants', 'deliveries'])
+      expect(after[table]).toEqual((before[table] ?? []).filter((d) => !dry.history?.removedDays.includes(iso(d))));
+    const left = await query<{ order_id: string }>(
+      svc.database.url,
+      'SELECT DISTINCT order_id FROM notifications WHERE order_id = ANY($1)',
+      [[...oldOrders, olderOrder]],
+    );
+    expect(left.map((r) => r.order_id).sort()).toEqual([...oldOrders].sort());
+    const [projection] = await query<{ status: string }>(
+      svc.database.url,
+      'SELECT status FROM orders WHERE order_id = $1',
+      [olderOrder],
+    );
+    expect(projection?.status).toBe('COMPLETED');
+  });
+
+  it('When a notification of an order whose history was removed arrives, then it is answered 200, recorded again, and the final projection stays', async () => {
+    // A service that has not seen the order: a real one's cache never answers for a notification 72 hours old.
+    const later = await startTestService({ database: svc.database, env: { RELAY_ENABLED: 'false' } });
+    try {
+      const pending = orderBody({ orderId: olderOrder, status: 'PENDING' });
+      const res = await later.post(pending);
+      expect(res.status).toBe(200);
+      expect(res.body.outcome).toBe('stale');
+      expect((await later.post(pending)).body.outcome).toBe('duplicate');
+      const admin = await contractFetch(`${later.adminUrl}/orders/${olderOrder}`, 'admin');
+      const body = (await admin.json()) as {
+        status: string;
+        history: Array<{ status: string; outcome: string; deliveries: number }>;
+      };
+      expect(body.status).toBe('COMPLETED');
+      expect(body.history.map((h) => [h.status, h.outcome, h.deliveries])).toEqual([['PENDING', 'stale', 2]]);
+    } finally {
+      await later.stop();
+    }
   });
 });

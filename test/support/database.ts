@@ -34,7 +34,8 @@ export async function query<T extends pg.QueryResultRow>(
   text: string,
   values: unknown[] = [],
 ): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
+  // Without JIT, as the service's own pools: compiling a plan over many day partitions costs seconds.
+  const client = new pg.Client({ connectionString: url, options: '-c jit=off' });
   await client.connect();
   try {
     return (await client.query<T>(text, values)).rows;

@@ -49,23 +49,34 @@ interface StateOf {
   refunds?: RefundNotification[];
   owners?: Record<string, string>;
   sequences?: Record<string, number>;
-  records?: Array<{ notification: Notification; id: string; body: string; deliveryRows?: number }>;
+  records?: Array<{ notification: Notification; id: string; body: string; deliveryRows?: number; variants?: string[] }>;
 }
 
 const sha = (text: string): Buffer => createHash('sha256').update(text).digest();
+
+/** The transaction's time, and an earlier receipt, as the database writes them. */
+const NOW = '2026-11-26T10:00:00.123456+00:00';
+const EARLIER = '2026-11-25T09:00:00.654321+00:00';
 
 const state = (given: StateOf = {}): BatchState => ({
   records: new Map(
     (given.records ?? []).map((r) => [
       meaningOf(r.notification),
-      { id: r.id, bodySha256: sha(r.body), deliveryRows: r.deliveryRows ?? 1 },
+      {
+        id: r.id,
+        receivedAt: EARLIER,
+        bodySha256: sha(r.body),
+        variants: new Set(r.variants ?? []),
+        deliveryRows: r.deliveryRows ?? 1,
+      },
     ]),
   ),
-  orders: new Map((given.orders ?? []).map((o) => [o.orderId, projectionOf(o)])),
-  refunds: new Map((given.refunds ?? []).map((r) => [r.refundId, refundProjectionOf(r)])),
+  orders: new Map((given.orders ?? []).map((o) => [o.orderId, { projection: projectionOf(o), recorded: {} }])),
+  refunds: new Map((given.refunds ?? []).map((r) => [r.refundId, { projection: refundProjectionOf(r), recorded: {} }])),
   owners: new Map(Object.entries(given.owners ?? {})),
   sequences: new Map(Object.entries(given.sequences ?? {})),
   newIds: ['101', '102', '103', '104', '105', '106'],
+  now: NOW,
 });
 
 let bodies = 0;
@@ -101,10 +112,15 @@ describe('decideBatch: states and events', () => {
       ['order.completed', 'PENDING', 2, '102'],
       ['refund.finalized', null, 3, '103'],
     ]);
-    expect(writes.orders).toEqual([
+    expect(writes.orders.map((o) => o.projection)).toEqual([
       expect.objectContaining({ orderId: 'O1', status: 'COMPLETED', payMethodType: 'PBL' }),
     ]);
-    expect(writes.refunds).toEqual([expect.objectContaining({ refundId: 'R1', status: 'FINALIZED' })]);
+    expect(writes.refunds.map((r) => r.projection)).toEqual([
+      expect.objectContaining({ refundId: 'R1', status: 'FINALIZED' }),
+    ]);
+    expect(writes.orders[0]?.recorded).toEqual({ PENDING: { id: '101', at: NOW }, COMPLETED: { id: '102', at: NOW } });
+    expect(writes.refunds[0]?.recorded).toEqual({ FINALIZED: { id: '103', at: NOW } });
+    expect(writes.records.map((r) => r.receivedAt)).toEqual([NOW, NOW, NOW]);
     expect(writes.sequences).toEqual([{ orderId: 'O1', lastSequence: 3 }]);
     expect(writes.records.map((r) => [r.id, r.transition])).toEqual([
       ['101', 'applied'],
@@ -128,7 +144,10 @@ describe('decideBatch: states and events', () => {
     );
     expect(results[0]).toMatchObject({ outcome: 'stale', currentStatus: 'COMPLETED', eventsWritten: 0 });
     expect(writes.records.map((r) => r.transition)).toEqual(['stale']);
-    expect(writes.orders).toEqual([]);
+    // The projection stays; only the status recorded is added to it, for dedup.
+    expect(writes.orders).toEqual([
+      { projection: projectionOf(order('COMPLETED')), recorded: { PENDING: { id: '101', at: NOW } } },
+    ]);
     expect(writes.events).toEqual([]);
     expect(writes.sequences).toEqual([]);
   });
@@ -143,7 +162,9 @@ describe('decideBatch: states and events', () => {
       type: 'order.status_conflict',
       data: { status: 'CANCELED', previousStatus: 'COMPLETED', paymentId: 'P1', sequence: 1 },
     });
-    expect(writes.orders).toEqual([]);
+    expect(writes.orders.map((o) => [o.projection.status, o.recorded])).toEqual([
+      ['COMPLETED', { CANCELED: { id: '101', at: NOW } }],
+    ]);
   });
 
   it('When a later notification lacks fields, then the projection and its event keep the earlier values', () => {
@@ -151,7 +172,7 @@ describe('decideBatch: states and events', () => {
       item(order('PENDING', { paymentId: 'P1', payMethodType: 'CARD_TOKEN' })),
       item(order('CANCELED', { extOrderId: null })),
     ]);
-    expect(writes.orders[0]).toMatchObject({
+    expect(writes.orders[0]?.projection).toMatchObject({
       status: 'CANCELED',
       paymentId: 'P1',
       payMethodType: 'CARD_TOKEN',
@@ -163,7 +184,8 @@ describe('decideBatch: states and events', () => {
   it('When the state is given, then it is not modified', () => {
     const given = state({ orders: [order('PENDING')], owners: { O1: 'A' } });
     decide([item(order('COMPLETED'))], given);
-    expect(given.orders.get('O1')?.status).toBe('PENDING');
+    expect(given.orders.get('O1')?.projection.status).toBe('PENDING');
+    expect(given.orders.get('O1')?.recorded).toEqual({});
     expect(given.owners.size).toBe(1);
   });
 
@@ -184,7 +206,7 @@ describe('decideBatch: states and events', () => {
 
 describe('decideBatch: repeats', () => {
   it('When the same meaning arrives twice in a batch, then the second is a duplicate of the first, and a variant when its bytes differ', () => {
-    const { results, writes, variantKeys } = decide([
+    const { results, writes } = decide([
       item(order('PENDING'), [KEY_A], 'x'),
       item(order('PENDING'), [KEY_A], 'x'),
       item(order('PENDING'), [KEY_A], 'y'),
@@ -192,7 +214,7 @@ describe('decideBatch: repeats', () => {
     expect(results.map((r) => r.outcome)).toEqual(['accepted', 'duplicate', 'duplicate']);
     expect(writes.records).toHaveLength(1);
     expect(writes.variants.map((v) => v.body.toString())).toEqual(['y']);
-    expect([...variantKeys.keys()]).toEqual([2]);
+    expect(results.map((r) => r.outcome !== 'refused' && r.newVariant)).toEqual([false, false, true]);
     expect(writes.deliveries.map((d) => [d.outcome, d.notificationId])).toEqual([
       ['accepted', '101'],
       ['duplicate', '101'],
@@ -213,7 +235,14 @@ describe('decideBatch: repeats', () => {
     expect(writes.records).toEqual([]);
     expect(writes.variants).toEqual([]);
     expect(known).toEqual([
-      { meaning: meaningOf(order('PENDING')), id: '9', bodySha256: sha('first'), ownerPosId: 'A', deliveryRows: 2 },
+      {
+        meaning: meaningOf(order('PENDING')),
+        id: '9',
+        receivedAt: EARLIER,
+        bodySha256: sha('first'),
+        ownerPosId: 'A',
+        deliveryRows: 2,
+      },
     ]);
   });
 
@@ -221,6 +250,7 @@ describe('decideBatch: repeats', () => {
     const record = {
       meaning: meaningOf(order('PENDING')),
       id: '5',
+      receivedAt: EARLIER,
       bodySha256: sha('x'),
       ownerPosId: 'A',
       deliveryRows: 4,
@@ -261,13 +291,13 @@ describe('decideBatch: a POS vouches for its own orders only', () => {
     const { writes, results } = decide([item(order('PENDING', { merchantPosId: 'B' }), [KEY_B])]);
     expect(writes.owners).toEqual([{ orderId: 'O1', posId: 'B' }]);
     expect(results[0]).toMatchObject({ posId: 'B' });
-    expect(writes.orders[0]?.merchantPosId).toBe('B');
+    expect(writes.orders[0]?.projection.merchantPosId).toBe('B');
   });
 
   it('When the first notification names no POS, then the order is bound to the POS whose key verified it', () => {
     const { writes } = decide([item(order('PENDING', { merchantPosId: null }), [KEY_B])]);
     expect(writes.owners).toEqual([{ orderId: 'O1', posId: 'B' }]);
-    expect(writes.orders[0]?.merchantPosId).toBe('B');
+    expect(writes.orders[0]?.projection.merchantPosId).toBe('B');
   });
 
   it.each([
@@ -346,7 +376,7 @@ describe('decideBatch: facts never change once known', () => {
       outcome: 'accepted',
       disagreements: ['merchantPosId', 'extOrderId', 'totalAmount', 'currencyCode'],
     });
-    expect(writes.orders[0]).toMatchObject({
+    expect(writes.orders[0]?.projection).toMatchObject({
       status: 'COMPLETED',
       totalAmount: '15000',
       currencyCode: 'PLN',
@@ -368,7 +398,7 @@ describe('decideBatch: facts never change once known', () => {
       state({ orders: [order('PENDING', { totalAmount: null })], owners: { O1: 'A' } }),
     );
     expect(results[0]).toMatchObject({ disagreements: [] });
-    expect(writes.orders[0]?.totalAmount).toBe('15000');
+    expect(writes.orders[0]?.projection.totalAmount).toBe('15000');
   });
 
   it('When a refund recorded under one order names another (same POS), then it stays under the first, its event goes to that stream, and the disagreement is recorded', () => {
@@ -396,8 +426,33 @@ describe('decideBatch: facts never change once known', () => {
       [item(refund('FINALIZED', { orderId: 'O2' }))],
       state({ refunds: [refund('PENDING')], owners: { O1: 'A' }, sequences: { O1: 1 } }),
     );
-    expect(writes.refunds[0]).toMatchObject({ orderId: 'O1', status: 'FINALIZED' });
+    expect(writes.refunds[0]?.projection).toMatchObject({ orderId: 'O1', status: 'FINALIZED' });
     expect(writes.owners).toEqual([{ orderId: 'O2', posId: 'A' }]);
     expect(writes.events[0]).toMatchObject({ subject: 'O1', data: { sequence: 2 } });
+  });
+});
+
+describe('decideBatch: history retention', () => {
+  it('When a status was recorded but retention removed its history, then it is recorded again, stale, with no event', () => {
+    const completed = order('COMPLETED');
+    const given = state({ orders: [completed], owners: { O1: 'A' }, sequences: { O1: 2 } });
+    // The projection remembers COMPLETED, but its day is gone: the read found no record of it.
+    const stored = {
+      ...given,
+      orders: new Map([
+        ['O1', { projection: projectionOf(completed), recorded: { COMPLETED: { id: '7', at: EARLIER } } }],
+      ]),
+    };
+    const { results, writes } = decide([item(completed)], stored);
+    expect(results[0]).toMatchObject({
+      outcome: 'stale',
+      currentStatus: 'COMPLETED',
+      notificationId: '101',
+      eventsWritten: 0,
+    });
+    expect(writes.events).toEqual([]);
+    expect(writes.orders).toEqual([
+      { projection: projectionOf(completed), recorded: { COMPLETED: { id: '101', at: NOW } } },
+    ]);
   });
 });

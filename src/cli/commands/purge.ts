@@ -1,158 +1,129 @@
-import { sql } from 'kysely';
 import type { Command } from 'commander';
-import type { Db } from '../../database/pool';
+import {
+  purgeBodiesPast,
+  removeDaysPast,
+  sessionOnKysely,
+  withWorkLock,
+  type PurgedBodies,
+  type RemovedHistory,
+} from '../../history/maintenance';
 import { readConfig, withDatabase } from './database';
 import { action, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { integerOption, withDatabaseUrl, withJson } from './options';
-import { emit, startProgress } from './output';
+import { emit } from './output';
 
 /**
- * Where raw bodies (and with them the buyer's personal data) are kept. Everything else stays: the
- * projections, the notifications' parsed fields, statuses, digests and outcomes, the deliveries.
+ * On demand, what the history maintainer does on schedule (src/history/): purge raw bodies (and with them the
+ * buyer's personal data) of the days older than --days, remove the history of the days older than
+ * --history-days. Each touches only the days it concerns; one runs at a time with the maintainer.
  */
-const TARGETS = [
-  {
-    table: 'notifications',
-    count: (cutoff: Date) =>
-      sql<{ n: string }>`SELECT count(*) AS n FROM notifications WHERE received_at < ${cutoff} AND body IS NOT NULL`,
-    purge: (cutoff: Date, batch: number) => sql`
-      UPDATE notifications SET body = NULL WHERE id IN (
-        SELECT id FROM notifications WHERE received_at < ${cutoff} AND body IS NOT NULL ORDER BY id LIMIT ${batch})`,
-  },
-  {
-    table: 'notification_variants',
-    count: (cutoff: Date) =>
-      sql<{
-        n: string;
-      }>`SELECT count(*) AS n FROM notification_variants WHERE first_received_at < ${cutoff} AND body IS NOT NULL`,
-    purge: (cutoff: Date, batch: number) => sql`
-      UPDATE notification_variants SET body = NULL WHERE (notification_id, body_sha256) IN (
-        SELECT notification_id, body_sha256 FROM notification_variants
-         WHERE first_received_at < ${cutoff} AND body IS NOT NULL ORDER BY notification_id LIMIT ${batch})`,
-  },
-  {
-    table: 'quarantined_notifications',
-    count: (cutoff: Date) =>
-      sql<{
-        n: string;
-      }>`SELECT count(*) AS n FROM quarantined_notifications WHERE received_at < ${cutoff} AND body IS NOT NULL`,
-    purge: (cutoff: Date, batch: number) => sql`
-      UPDATE quarantined_notifications SET body = NULL WHERE id IN (
-        SELECT id FROM quarantined_notifications WHERE received_at < ${cutoff} AND body IS NOT NULL ORDER BY id LIMIT ${batch})`,
-  },
-] as const;
-
-export type PurgeTable = (typeof TARGETS)[number]['table'];
 
 export interface PurgeReport {
   dryRun: boolean;
-  days: number;
-  cutoff: string;
-  /** Bodies set to NULL (or, in a dry run, that would be), per table. */
-  purged: Record<PurgeTable, number>;
-  /** Open (unresolved) quarantined notifications among them: they can no longer be retried. */
-  openQuarantinedPurged: number;
-}
-
-/** Sets raw bodies older than the cutoff to NULL, in batches of its own transactions. */
-export async function purgeBodies(
-  db: Db,
-  days: number,
-  options: { dryRun: boolean; batchSize: number; onBatch?: (rows: number) => void; onTotal?: (rows: number) => void },
-): Promise<PurgeReport> {
-  const { rows } = await sql<{ cutoff: Date }>`SELECT now() - make_interval(days => ${days}) AS cutoff`.execute(db);
-  const cutoff = (rows[0] as { cutoff: Date }).cutoff;
-  const counts = await Promise.all(
-    TARGETS.map(async (t) => Number(((await t.count(cutoff).execute(db)).rows[0] as { n: string }).n)),
-  );
-  const open = await sql<{ n: string }>`
-    SELECT count(*) AS n FROM quarantined_notifications WHERE received_at < ${cutoff} AND body IS NOT NULL AND resolved_at IS NULL`.execute(
-    db,
-  );
-  const report: PurgeReport = {
-    dryRun: options.dryRun,
-    days,
-    cutoff: cutoff.toISOString(),
-    purged: { notifications: 0, notification_variants: 0, quarantined_notifications: 0 },
-    openQuarantinedPurged: Number((open.rows[0] as { n: string }).n),
-  };
-  options.onTotal?.(counts.reduce((a, b) => a + b, 0));
-  if (options.dryRun) {
-    TARGETS.forEach((t, i) => (report.purged[t.table] = counts[i] as number));
-    return report;
-  }
-  for (const target of TARGETS) {
-    for (;;) {
-      const result = await target.purge(cutoff, options.batchSize).execute(db);
-      const updated = Number(result.numAffectedRows ?? 0n);
-      report.purged[target.table] += updated;
-      options.onBatch?.(updated);
-      if (updated < options.batchSize) break;
-    }
-  }
-  return report;
+  /** With --days: bodies of the days wholly older than the cutoff. */
+  bodies: (Omit<PurgedBodies, 'days'> & { days: number; cutoff: string; purgedDays: string[] }) | null;
+  /** With --history-days: the days wholly older than the cutoff, removed. */
+  history: (Omit<RemovedHistory, 'days'> & { days: number; cutoff: string; removedDays: string[] }) | null;
+  seconds: number;
 }
 
 interface PurgeOptions {
   days?: number;
+  historyDays?: number;
   dryRun?: boolean;
-  batchSize: number;
   databaseUrl?: string;
   json?: boolean;
 }
 
+const DAY_MS = 86_400_000;
+
 export async function purge(io: CliIo, options: PurgeOptions): Promise<ExitCode> {
-  let days = options.days;
-  if (days === undefined) {
-    const fromEnv = io.env.RETENTION_DAYS;
-    if (fromEnv === undefined || fromEnv.trim() === '')
-      throw new UsageError('give the retention period: --days N or RETENTION_DAYS (at least 1)');
-    if (!/^\d+$/.test(fromEnv.trim()) || Number(fromEnv) < 1)
-      throw new UsageError('RETENTION_DAYS must be a whole number of days, at least 1');
-    days = Number(fromEnv);
-  }
+  const { days, historyDays } = options;
+  if (days === undefined && historyDays === undefined)
+    throw new UsageError('give --days N (raw bodies) and/or --history-days N (history), in days');
   const json = options.json === true;
   const dryRun = options.dryRun === true;
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
-  const report = await withDatabase(io, config, async (db) => {
-    const progress = startProgress(io, json, 'bodies', 0);
-    try {
-      return await purgeBodies(db, days, {
-        dryRun,
-        batchSize: options.batchSize,
-        onTotal: (total) => progress.setTotal(total),
-        onBatch: (rows) => progress.increment(rows),
+  const started = performance.now();
+  const report = await withDatabase(io, config, (db) =>
+    db.connection().execute(async (connection) => {
+      const session = sessionOnKysely(connection);
+      return withWorkLock(session, async () => {
+        const now = Date.now();
+        const bodies = days === undefined ? null : await purgeBodiesPast(session, days * DAY_MS, now, { dryRun });
+        const history =
+          historyDays === undefined ? null : await removeDaysPast(session, historyDays * DAY_MS, now, { dryRun });
+        return { now, bodies, history };
       });
-    } finally {
-      progress.stop();
-    }
-  });
-  emit(io, json, report, () => [
-    `${dryRun ? 'Dry run: would purge' : 'Purged'} raw bodies received before ${report.cutoff} (older than ${days} day(s)):`,
-    `  notifications              ${report.purged.notifications}`,
-    `  notification_variants      ${report.purged.notification_variants}`,
-    `  quarantined_notifications  ${report.purged.quarantined_notifications}` +
-      (report.openQuarantinedPurged > 0
-        ? ` (${report.openQuarantinedPurged} still open: they can no longer be retried)`
-        : ''),
-    "Kept: the projections, every notification's status, parsed fields, digest and outcome, and every delivery.",
-  ]);
+    }),
+  );
+  const cutoff = (d: number) => new Date(report.now - d * DAY_MS).toISOString();
+  const result: PurgeReport = {
+    dryRun,
+    bodies:
+      report.bodies && days !== undefined
+        ? { ...report.bodies, purgedDays: report.bodies.days, days, cutoff: cutoff(days) }
+        : null,
+    history:
+      report.history && historyDays !== undefined
+        ? { ...report.history, removedDays: report.history.days, days: historyDays, cutoff: cutoff(historyDays) }
+        : null,
+    seconds: (performance.now() - started) / 1000,
+  };
+  emit(io, json, result, () => purgeLines(result));
   return EXIT_OK;
+}
+
+function purgeLines({ dryRun, bodies, history, seconds }: PurgeReport): string[] {
+  const lines: string[] = [];
+  if (bodies) {
+    lines.push(
+      `${dryRun ? 'Dry run: would purge' : 'Purged'} raw bodies of ${bodies.purgedDays.length} day(s) wholly before ` +
+        `${bodies.cutoff} (older than ${bodies.days} day(s)):`,
+      `  notifications              ${bodies.bodies.notifications}`,
+      `  notification_variants      ${bodies.bodies.notification_variants}`,
+      `  quarantined_notifications  ${bodies.bodies.quarantined_notifications}` +
+        (bodies.openQuarantined > 0 ? ` (${bodies.openQuarantined} still open: they can no longer be retried)` : ''),
+    );
+  }
+  if (history) {
+    const range =
+      history.removedDays.length === 0 ? '' : ` (${history.removedDays[0]} to ${history.removedDays.at(-1)})`;
+    lines.push(
+      `${dryRun ? 'Dry run: would remove' : 'Removed'} the history of ${history.removedDays.length} day(s)${range} ` +
+        `wholly before ${history.cutoff} (older than ${history.days} day(s)), about:`,
+      `  notifications              ${history.rows.notifications}`,
+      `  notification_variants      ${history.rows.notification_variants}`,
+      `  deliveries                 ${history.rows.deliveries}`,
+      `  repeat counters            ${history.repeatCounters}`,
+      `  quarantined_notifications  ${history.quarantined}`,
+    );
+  }
+  lines.push(
+    `Kept: the projections (with each status recorded for dedup)${history ? '' : ", every notification's status, parsed fields, digest and outcome, and every delivery"}. ${seconds.toFixed(2)} s.`,
+  );
+  return lines;
 }
 
 export function registerPurge(program: Command, io: CliIo, state: CliState): void {
   const command = program
     .command('purge')
-    .summary('delete raw bodies (and the personal data in them) older than the retention period')
+    .summary('purge raw bodies, or remove whole days of history, past a retention')
     .description(
-      'Deletes the raw bodies, and with them the buyer data they hold, of notifications, variants and quarantined ' +
-        'notifications received more than the retention period ago (--days, or RETENTION_DAYS), in batches. The ' +
-        "projections and the audit trail (each notification's status, parsed fields, digest, outcome; every " +
-        'delivery) are kept. Runs unattended (a CronJob): configuration from the environment, no prompts.\n\n' +
+      'What the service does itself with BODY_RETENTION and HISTORY_RETENTION, on demand. --days N purges the raw ' +
+        'bodies, and with them the buyer data they hold, of the days (UTC) wholly older than N days, and of ' +
+        'quarantined notifications received before; the days already purged are not read again. --history-days N ' +
+        'removes the history (notifications, variants, deliveries) of the days wholly older than N days, a day at a ' +
+        'time without blocking the intake; at least 3 days, the time the sender retries. The projections stay. Runs ' +
+        'unattended: configuration from the environment, no prompts.\n\n' +
         'Exit codes: 0 done (or counted, with --dry-run); 1 database failure; 2 usage error (no or bad retention).',
     )
-    .option('--days <n>', 'retention in days, at least 1 (default RETENTION_DAYS)', integerOption(1))
-    .option('--dry-run', 'count what would be purged; change nothing')
-    .option('--batch-size <n>', 'rows per batch (each its own transaction)', integerOption(1, 100_000), 1000);
+    .option('--days <n>', 'purge raw bodies older than this many days (at least 1)', integerOption(1, 36_500))
+    .option(
+      '--history-days <n>',
+      'remove history older than this many days (at least 3: the sender retries for 72 hours)',
+      integerOption(3, 36_500),
+    )
+    .option('--dry-run', 'count what would be purged or removed; change nothing');
   withJson(withDatabaseUrl(command)).action(action(state, (options: PurgeOptions) => purge(io, options)));
 }

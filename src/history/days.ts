@@ -1,0 +1,68 @@
+/**
+ * History by the day (sql/007): every day (UTC) has one partition of each history table, named
+ * <table>_pYYYYMMDD. Which days to make, to purge of their bodies and to remove, from the clock and the
+ * retentions. Pure.
+ */
+
+/** The tables partitioned by day, in the order their days are made and removed. */
+export const HISTORY_TABLES = ['notifications', 'notification_variants', 'deliveries'] as const;
+export type HistoryTable = (typeof HISTORY_TABLES)[number];
+
+/** The tables whose rows keep a raw body until the body retention. */
+export const BODY_TABLES = ['notifications', 'notification_variants'] as const;
+
+/** How many days ahead of today partitions are kept made: a maintainer that stops has this long to come back. */
+export const DAYS_AHEAD = 7;
+
+/** The shortest history retention: the sender retries a notification for 72 hours. */
+export const MIN_HISTORY_RETENTION_MS = 72 * 3_600_000;
+
+const DAY_MS = 86_400_000;
+
+/** A day as `YYYY-MM-DD` (UTC). */
+export type Day = string;
+
+export const dayOf = (ms: number): Day => new Date(Math.floor(ms / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
+
+export const addDays = (day: Day, days: number): Day => dayOf(Date.parse(`${day}T00:00:00Z`) + days * DAY_MS);
+
+/** When a day ends (the next day's first instant), in ms. */
+const endOf = (day: Day): number => Date.parse(`${day}T00:00:00Z`) + DAY_MS;
+
+export const partitionName = (table: HistoryTable, day: Day): string => `${table}_p${day.replaceAll('-', '')}`;
+
+/** The table and day of a partition's name, or null for any other name. */
+export function parsePartitionName(name: string): { table: HistoryTable; day: Day } | null {
+  const match = /^(.+)_p(\d{4})(\d{2})(\d{2})$/.exec(name);
+  const table = HISTORY_TABLES.find((t) => t === match?.[1]);
+  if (!match || !table) return null;
+  const day = `${match[2]}-${match[3]}-${match[4]}`;
+  return Number.isNaN(Date.parse(`${day}T00:00:00Z`)) || dayOf(Date.parse(`${day}T00:00:00Z`)) !== day
+    ? null
+    : { table, day };
+}
+
+/**
+ * The days wholly older than `retentionMs` at `nowMs`: every row in them is older. Rows are kept at least the
+ * retention and at most a day more.
+ */
+export const daysPast = (days: Iterable<Day>, nowMs: number, retentionMs: number): Day[] =>
+  [...days].filter((day) => endOf(day) <= nowMs - retentionMs).sort();
+
+/** The days from yesterday to DAYS_AHEAD after today: what must exist for writes to go on. */
+export const daysToMake = (nowMs: number): { first: Day; last: Day } => ({
+  first: addDays(dayOf(nowMs), -1),
+  last: addDays(dayOf(nowMs), DAYS_AHEAD),
+});
+
+/** Whole days from today to the last day made (0 when today's partition is the last). */
+export const daysAhead = (days: Iterable<Day>, nowMs: number): number => {
+  const today = dayOf(nowMs);
+  const last = [...days]
+    .filter((d) => d >= today)
+    .sort()
+    .pop();
+  return last === undefined
+    ? -1
+    : Math.round((Date.parse(`${last}T00:00:00Z`) - Date.parse(`${today}T00:00:00Z`)) / DAY_MS);
+};
