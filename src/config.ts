@@ -14,7 +14,7 @@ export type ReconciliationConfig = z.output<typeof reconciliationSettings> & { p
  * setting of `settings` below, and what is derived from them.
  */
 export type Config = z.output<typeof settings> & {
-  /** NODE_ENV=production: no local default is ever taken (SECOND_KEYS and DATABASE_URL required). */
+  /** NODE_ENV=production: no local default is ever taken (each setting that has one is then required). */
   production: boolean;
   /** The settings that took a local default (unset, not production), for the start log. */
   localDefaults: string[];
@@ -110,8 +110,17 @@ interface LocalDefaultRule {
   value?: string;
   /** In production the setting is then required, and this says what to set; without it, the schema's default. */
   requiredInProduction?: string;
-  /** Only for a process that receives notifications (not migrate, relay or the command line's database tools). */
-  receivingOnly?: boolean;
+  /** Only a process that uses it needs it: one that receives notifications, or one that publishes events. */
+  neededBy?: keyof ProcessNeeds;
+}
+
+/**
+ * What a process uses besides the database: the service receives (SECOND_KEYS) and, with its relay on,
+ * publishes (AMQP_URL); `npm run relay` publishes only; migrations and most commands do neither.
+ */
+export interface ProcessNeeds {
+  receiving: boolean;
+  publishing: boolean;
 }
 
 /** Where a setting comes from: its environment variable, and its local default if it has one. */
@@ -153,7 +162,7 @@ const settings = z.object({
     {
       value: `${PUBLIC_SANDBOX_KEY.posId}:${PUBLIC_SANDBOX_KEY.key}`,
       requiredInProduction: 'comma-separated posId:secondKey entries; the public sandbox key is a local default only',
-      receivingOnly: true,
+      neededBy: 'receiving',
     },
   ),
   /** ALLOWED_SOURCE_IPS: who may deliver (addresses, CIDRs, presets). */
@@ -220,14 +229,20 @@ const settings = z.object({
   migrateOnStart: fromEnv('MIGRATE_ON_START', boolean.default(true)),
   /** RELAY_ENABLED: run the outbox relay inside the service. */
   relayEnabled: fromEnv('RELAY_ENABLED', boolean.default(true)),
-  /** AMQP_URL: the broker. Secret (may hold a password). */
+  /** AMQP_URL: the broker; null where the process publishes nothing and none is set. Secret (may hold a password). */
   amqpUrl: fromEnv(
     'AMQP_URL',
     z
       .string()
       .trim()
       .refine((v) => /^amqps?:\/\//.test(v), 'must be amqp://user:password@host:port[/vhost]')
-      .default('amqp://guest:guest@127.0.0.1:5672'),
+      .nullable()
+      .default(null),
+    {
+      value: 'amqp://guest:guest@127.0.0.1:5672',
+      requiredInProduction: 'amqp://user:password@host:port[/vhost]; RELAY_ENABLED=false where nothing publishes',
+      neededBy: 'publishing',
+    },
   ),
   /** AMQP_EXCHANGE: the topic exchange the events are published to. */
   amqpExchange: fromEnv('AMQP_EXCHANGE', nonEmpty().default('payment.events')),
@@ -309,27 +324,43 @@ export function loadDotEnv(): void {
   if (existsSync('.env')) process.loadEnvFile('.env');
 }
 
+/** NODE_ENV, in any case and with spaces around it; anything else is refused rather than read as not production. */
+const nodeEnv = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.enum(['production', 'development', 'test'], 'must be production, development or test'));
+
 /**
  * Reads and validates the environment; throws ConfigError naming every problem (never a value).
  * Outside production (NODE_ENV not `production`), a setting with a local default left unset takes it
- * (the public sandbox key, loopback, the embedded Postgres), named in `localDefaults`; in production
- * each is required or keeps its production default. Tools that only migrate or relay pass
- * `{ receiving: false }` (no SECOND_KEYS needed).
+ * (the public sandbox key, loopback, the embedded Postgres, the broker on this machine), named in
+ * `localDefaults`; in production each is required or keeps its production default. A process that
+ * does not receive or publish says so in `needs` (migrations: neither), and is not asked for what
+ * it does not use.
  */
-export function loadConfig(env: NodeJS.ProcessEnv, { receiving = true }: { receiving?: boolean } = {}): Config {
+export function loadConfig(env: NodeJS.ProcessEnv, needs: Partial<ProcessNeeds> = {}): Config {
   // Empty strings mean "not set", so a blank line in .env or a Helm value falls back to the default.
   const present = (name: string): string | undefined => (env[name] === '' ? undefined : env[name]);
-  const production = present('NODE_ENV') === 'production';
-  const localDefaults: string[] = [];
   const problems: string[] = [];
+  const mode = nodeEnv.optional().safeParse(present('NODE_ENV'));
+  if (!mode.success) problems.push(`NODE_ENV: ${mode.error.issues.map((issue) => issue.message).join('; ')}`);
+  // An unreadable NODE_ENV takes no local default either: it may have meant production.
+  const production = !mode.success || mode.data === 'production';
+  const receiving = needs.receiving ?? true;
+  // The service publishes only with its relay on: a pod without it needs no broker.
+  const relayOn = settings.shape.relayEnabled.safeParse(present('RELAY_ENABLED')).data ?? true;
+  const uses: ProcessNeeds = { receiving, publishing: needs.publishing ?? (receiving && relayOn) };
+  const localDefaults: string[] = [];
   const valueOf = ({ env: name, local }: SettingSource): string | undefined => {
     const value = present(name);
-    if (value !== undefined || local === undefined || (local.receivingOnly === true && !receiving)) return value;
+    if (value !== undefined || local === undefined || (local.neededBy !== undefined && !uses[local.neededBy]))
+      return value;
     if (!production) {
       localDefaults.push(name);
       return local.value;
     }
-    if (local.requiredInProduction !== undefined)
+    if (local.requiredInProduction !== undefined && mode.success)
       problems.push(`${name}: is required with NODE_ENV=production (${local.requiredInProduction})`);
     return undefined;
   };
@@ -357,6 +388,13 @@ export function loadConfig(env: NodeJS.ProcessEnv, { receiving = true }: { recei
  * What a valid configuration may still get wrong, said at start (warn): settings that let anyone in.
  * Never a value.
  */
+/** The broker of a process that publishes: loadConfig required AMQP_URL for it (never null there). */
+export function brokerUrl(config: Pick<Config, 'amqpUrl'>): string {
+  if (config.amqpUrl === null)
+    throw new ConfigError(['AMQP_URL: is required to publish or watch events (amqp://user:password@host:port)']);
+  return config.amqpUrl;
+}
+
 export function configurationWarnings(config: Config): string[] {
   const warnings: string[] = [];
   if (config.sourceAllowlist.any) warnings.push('ALLOWED_SOURCE_IPS=any: the source address check is disabled');

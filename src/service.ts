@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type pg from 'pg';
 import { createAdminApp } from './admin/adminApp';
-import { ConfigError, configurationWarnings, type Config } from './config';
+import { brokerUrl, ConfigError, configurationWarnings, type Config } from './config';
 import { close, listen } from './http/server';
 import { createPublicListener } from './intake/publicListener';
 import { UnverifiedBodies } from './intake/unverifiedBodies';
@@ -153,7 +153,7 @@ export function createRelay(
 ): OutboxRelay {
   return new OutboxRelay({
     databaseUrl,
-    amqpUrl: config.amqpUrl,
+    amqpUrl: brokerUrl(config),
     exchange: config.amqpExchange,
     retentionMs: config.outboxRetentionMs,
     pipelined: config.databasePipeline,
@@ -172,7 +172,7 @@ export function createBrokerChannel(
   logger: Logger,
   metrics: RelayMetrics = createRelayMetrics(),
 ): BrokerChannel {
-  return new BrokerChannel(config.amqpUrl, config.amqpExchange, confirmTimeoutMs, metrics, logger);
+  return new BrokerChannel(brokerUrl(config), config.amqpExchange, confirmTimeoutMs, metrics, logger);
 }
 
 /** What the start log says about the sources and the database (the keys have a line of their own). */
@@ -316,7 +316,8 @@ async function startOn(server: DatabaseServer, config: Config, logger: Logger): 
   );
   const adminServer = http.createServer(adminApp);
 
-  const brokerProblem = probeBroker(config.amqpUrl, 2000);
+  // No AMQP_URL: a pod without the relay in production, which publishes nothing.
+  const brokerProblem = config.amqpUrl === null ? undefined : probeBroker(config.amqpUrl, 2000);
   let publicPort: number;
   let adminPort: number;
   try {
@@ -336,11 +337,16 @@ async function startOn(server: DatabaseServer, config: Config, logger: Logger): 
       relay: config.relayEnabled,
       reconciler: reconciler !== null,
       ...describeStart(config, server),
-      broker: brokerError === null ? 'reachable' : `not reachable (AMQP_URL): ${brokerError}`,
+      broker:
+        brokerError === undefined
+          ? 'not used (RELAY_ENABLED=false, no AMQP_URL)'
+          : brokerError === null
+            ? 'reachable'
+            : `not reachable (AMQP_URL): ${brokerError}`,
     },
     'service started',
   );
-  if (brokerError !== null)
+  if (typeof brokerError === 'string')
     logger.warn('the broker is not reachable (AMQP_URL): events wait in the outbox and are published once it is');
 
   let stopping: Promise<void> | null = null;

@@ -9,7 +9,7 @@ import { openDatabase, reportStartFailure } from '../service';
 async function main(): Promise<void> {
   loadDotEnv();
   // Migrations need only the database; the rest of the config may be absent (a Helm hook Job).
-  const config = loadConfig(process.env, { receiving: false });
+  const config = loadConfig(process.env, { receiving: false, publishing: false });
   const logger = createLogger(config.logLevel);
   const server = await openDatabase(config, logger);
   await server.stop();

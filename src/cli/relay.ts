@@ -15,7 +15,7 @@ import { createRelay, openDatabase, reportStartFailure } from '../service';
  */
 async function main(): Promise<void> {
   loadDotEnv();
-  const config = loadConfig(process.env, { receiving: false });
+  const config = loadConfig(process.env, { receiving: false, publishing: true });
   const logger = createLogger(config.logLevel).child({ component: 'relay' });
   const server = await openDatabase(config, logger, { prepare: false });
   const pool = createPool(

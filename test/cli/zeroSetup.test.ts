@@ -254,19 +254,25 @@ describe('npm start', () => {
 });
 
 describe('production never takes a local default', () => {
-  it('When NODE_ENV=production and SECOND_KEYS and DATABASE_URL are missing, then it stops at once naming both, and no embedded database is started', async () => {
+  it('When NODE_ENV=Production and SECOND_KEYS, DATABASE_URL and AMQP_URL are missing, then it stops at once naming each, and no embedded database is started', async () => {
     const dir = scratchDir();
     dirs.push(dir);
-    const run = startBuiltService(dir, { NODE_ENV: 'production' });
+    // Any case, spaces around: still production.
+    const run = startBuiltService(dir, { NODE_ENV: ' Production' });
     expect(await run.exited).toBe(78);
     const lines = parsed(run);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ level: 60 });
     expect(lines[0]?.msg).toMatch(/SECOND_KEYS: is required with NODE_ENV=production/);
     expect(lines[0]?.msg).toMatch(/DATABASE_URL: is required with NODE_ENV=production/);
+    expect(lines[0]?.msg).toMatch(/AMQP_URL: is required with NODE_ENV=production/);
     expect(existsSync(path.join(dir, '.data'))).toBe(false);
 
-    const keysOnly = startBuiltService(dir, { NODE_ENV: 'production', SECOND_KEYS: `${POS_ID}:${SECOND_KEY}` });
+    const keysOnly = startBuiltService(dir, {
+      NODE_ENV: 'production',
+      SECOND_KEYS: `${POS_ID}:${SECOND_KEY}`,
+      AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672',
+    });
     expect(await keysOnly.exited).toBe(78);
     expect(parsed(keysOnly).map((l) => l.msg)).toEqual([expect.stringMatching(/DATABASE_URL: is required/)]);
     expect(parsed(keysOnly)[0]?.msg).not.toMatch(/SECOND_KEYS/);
