@@ -281,6 +281,20 @@ describe('production never takes a local default', () => {
 });
 
 describe('a start that fails says why in one line', () => {
+  it('When SECOND_KEYS has a typo (an unknown algorithm, a ";" for a ","), then it exits 78 with one line naming the setting and the entry, never the key', async () => {
+    const dir = scratchDir();
+    dirs.push(dir);
+    const run = startBuiltService(dir, { SECOND_KEYS: `${POS_ID}:${SECOND_KEY}:SHA-999,1:k;2:k` });
+    expect(await run.exited).toBe(78);
+    const lines = parsed(run);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]?.msg).toContain(
+      'SECOND_KEYS: entry 1: the algorithm after the key is not MD5, SHA-1, SHA-256, SHA-384 or SHA-512',
+    );
+    expect(lines[0]?.msg).toContain("SECOND_KEYS: entry 2 holds a space or ';'");
+    expect(run.lines.join('\n')).not.toContain(SECOND_KEY);
+  });
+
   it('When Postgres cannot be reached, then one JSON line names it and DATABASE_URL', async () => {
     const dir = scratchDir();
     dirs.push(dir);
