@@ -385,8 +385,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, needs: Partial<ProcessNeeds> 
 }
 
 /**
- * What a valid configuration may still get wrong, said at start (warn): settings that let anyone in.
- * Never a value.
+ * What a valid configuration may still get wrong, said at start (warn): settings that let anyone in, or
+ * that do not take effect as written. Never a secret.
  */
 /** The broker of a process that publishes: loadConfig required AMQP_URL for it (never null there). */
 export function brokerUrl(config: Pick<Config, 'amqpUrl'>): string {
@@ -395,8 +395,21 @@ export function brokerUrl(config: Pick<Config, 'amqpUrl'>): string {
   return config.amqpUrl;
 }
 
+/**
+ * Recording transactions at once: DATABASE_WRITE_LANES, capped so that one connection of the pool stays
+ * free for readiness and the admin API.
+ */
+export function writeLanes(config: Pick<Config, 'databaseWriteLanes' | 'databasePoolMax'>): number {
+  return Math.min(config.databaseWriteLanes, Math.max(1, config.databasePoolMax - 1));
+}
+
 export function configurationWarnings(config: Config): string[] {
   const warnings: string[] = [];
+  if (writeLanes(config) < config.databaseWriteLanes)
+    warnings.push(
+      `DATABASE_WRITE_LANES=${config.databaseWriteLanes} is more than DATABASE_POOL_MAX - 1 allows: ` +
+        `${writeLanes(config)} lane(s) run; raise DATABASE_POOL_MAX or lower DATABASE_WRITE_LANES`,
+    );
   if (config.sourceAllowlist.any) warnings.push('ALLOWED_SOURCE_IPS=any: the source address check is disabled');
   if ((config.sourceAllowlist.production || config.sourceAllowlist.any) && config.secondKeys.some(isPublicSandboxKey)) {
     warnings.push(

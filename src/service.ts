@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type pg from 'pg';
 import { createAdminApp } from './admin/adminApp';
-import { brokerUrl, ConfigError, configurationWarnings, type Config } from './config';
+import { brokerUrl, ConfigError, configurationWarnings, writeLanes, type Config } from './config';
 import { close, listen } from './http/server';
 import { createPublicListener } from './intake/publicListener';
 import { UnverifiedBodies } from './intake/unverifiedBodies';
@@ -275,9 +275,8 @@ async function startOn(server: DatabaseServer, config: Config, logger: Logger): 
     {
       maxBatchSize: 64,
       // One lane by default: what arrives while its transaction runs shares the next one. More
-      // lanes split the same traffic into more, smaller transactions (docs/PERFORMANCE.md). One
-      // connection stays free for readiness and the admin API.
-      lanes: Math.min(config.databaseWriteLanes, Math.max(1, config.databasePoolMax - 1)),
+      // lanes split the same traffic into more, smaller transactions (docs/PERFORMANCE.md).
+      lanes: writeLanes(config),
       maxQueued: 2000,
       maxWaitMs: config.databaseTimeoutMs,
       answerWithinMs: config.databaseTimeoutMs + 1000,

@@ -309,6 +309,14 @@ describe('configurationWarnings', () => {
     ).toEqual([]);
   });
 
+  it('When DATABASE_WRITE_LANES is more than DATABASE_POOL_MAX - 1, then a warning says how many lanes run', () => {
+    expect(warningsOf({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: '4', DATABASE_POOL_MAX: '3' })).toEqual([
+      'DATABASE_WRITE_LANES=4 is more than DATABASE_POOL_MAX - 1 allows: 2 lane(s) run; raise DATABASE_POOL_MAX or lower DATABASE_WRITE_LANES',
+    ]);
+    expect(warningsOf({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: '2', DATABASE_POOL_MAX: '3' })).toEqual([]);
+    expect(warningsOf({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: '1', DATABASE_POOL_MAX: '1' })).toEqual([]);
+  });
+
   it('When TRUST_PROXY is a hop count, then a warning says any peer can choose its address; CIDRs do not warn', () => {
     expect(warningsOf({ SECOND_KEYS: '1:k', TRUST_PROXY: '1' })).toEqual([
       expect.stringMatching(/TRUST_PROXY=1 believes X-Forwarded-For from whichever peer connects/),
