@@ -17,7 +17,7 @@ async function main(): Promise<void> {
   loadDotEnv();
   const config = loadConfig(process.env, { receiving: false, publishing: true });
   const logger = createLogger(config.logLevel).child({ component: 'relay' });
-  const server = await openDatabase(config, logger, { prepare: false });
+  const server = await openDatabase(config, logger, { prepare: false, shared: true });
   const pool = createPool(
     {
       url: server.url,

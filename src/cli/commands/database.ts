@@ -44,7 +44,7 @@ export async function withDatabase<T>(
   const logger = createLogger('silent');
   let server: DatabaseServer;
   try {
-    server = await openDatabaseServer(config, logger);
+    server = await openDatabaseServer(config, logger, { shared: true });
     if (server.embedded?.startedHere) {
       io.stderr.write(
         `the service is not running: started the embedded Postgres in ${server.embedded.clusterDir} for this command\n`,
