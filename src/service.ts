@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type pg from 'pg';
 import { createAdminApp } from './admin/adminApp';
-import { configurationWarnings, type Config } from './config';
+import { brokerUrl, configurationWarnings, writeLanes, type Config } from './config';
 import { openDatabase } from './database/bootstrap';
 import { describeDatabase, type DatabaseServer } from './database/embeddedPostgres';
 import { createDb, createPool, type Db } from './database/pool';
@@ -89,7 +89,8 @@ export async function startService(config: Config, logger: Logger = createLogger
     parts.relay?.start();
     parts.reconciler?.start();
     parts.historyMaintainer.start();
-    const brokerProblem = probeBroker(config.amqpUrl, 2000);
+    // No AMQP_URL: a pod without the relay in production, which publishes nothing.
+    const brokerProblem = config.amqpUrl === null ? undefined : probeBroker(config.amqpUrl, 2000);
     const publicPort = await listenOn(parts.publicServer, config.port, config.host, 'PORT');
     const adminPort = await listenOn(parts.adminServer, config.adminPort, config.host, 'ADMIN_PORT');
     announceStart(parts, { publicPort, adminPort }, await brokerProblem);
@@ -168,7 +169,12 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
   });
   const store = createRecorder(config, pool, metrics, logger);
   const relay = config.relayEnabled
-    ? createRelay(config, database.url, metrics, logger.child({ component: 'relay' }))
+    ? createRelay(
+        { ...config, amqpUrl: brokerUrl(config) },
+        database.url,
+        metrics,
+        logger.child({ component: 'relay' }),
+      )
     : null;
   const reconciliation = assembleReconciliation(config, database.url, metrics, logger);
   const readiness = { accepting: true };
@@ -221,9 +227,8 @@ function createRecorder(config: Config, pool: pg.Pool, metrics: Metrics, logger:
     {
       maxBatchSize: 64,
       // One lane by default: what arrives while its transaction runs shares the next one. More
-      // lanes split the same traffic into more, smaller transactions (docs/PERFORMANCE.md). One
-      // connection stays free for readiness and the admin API.
-      lanes: Math.min(config.databaseWriteLanes, Math.max(1, config.databasePoolMax - 1)),
+      // lanes split the same traffic into more, smaller transactions (docs/PERFORMANCE.md).
+      lanes: writeLanes(config),
       maxQueued: 2000,
       maxWaitMs: config.databaseTimeoutMs,
       answerWithinMs: config.databaseTimeoutMs + 1000,
@@ -276,11 +281,11 @@ async function listenOn(server: http.Server, port: number, host: string, setting
   }
 }
 
-/** The start log line: ports, what runs, where the database is, whether the broker answers. */
+/** The start log line: ports, what runs, where the database is, whether the broker answers (undefined: not used). */
 function announceStart(
   { config, logger, database, relay, reconciler }: Parts,
   ports: { publicPort: number; adminPort: number },
-  brokerProblem: string | null,
+  brokerProblem: string | null | undefined,
 ): void {
   logger.info(
     {
@@ -291,11 +296,16 @@ function announceStart(
       database: database.embedded
         ? `embedded Postgres in ${database.embedded.clusterDir} (${describeDatabase(database.url)})`
         : describeDatabase(database.url),
-      broker: brokerProblem === null ? 'reachable' : `not reachable (AMQP_URL): ${brokerProblem}`,
+      broker:
+        brokerProblem === undefined
+          ? 'not used (RELAY_ENABLED=false, no AMQP_URL)'
+          : brokerProblem === null
+            ? 'reachable'
+            : `not reachable (AMQP_URL): ${brokerProblem}`,
     },
     'service started',
   );
-  if (brokerProblem !== null)
+  if (typeof brokerProblem === 'string')
     logger.warn('the broker is not reachable (AMQP_URL): events wait in the outbox and are published once it is');
 }
 

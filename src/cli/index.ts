@@ -73,7 +73,8 @@ export async function runCli(args: readonly string[], io: CliIo = processIo()): 
   }
 }
 
-if (require.main === module) {
+/** The process entry (`node dist/cli/index.js`, and bin/notification-receiver.js once it has built). */
+export function main(): void {
   loadDotEnv();
   runCli(process.argv.slice(2)).then(
     (code) => process.exit(code),
@@ -83,3 +84,5 @@ if (require.main === module) {
     },
   );
 }
+
+if (require.main === module) main();

@@ -10,9 +10,9 @@ import { reportStartFailure } from './startFailure';
 async function main(): Promise<void> {
   loadDotEnv();
   // Migrations need only the database; the rest of the config may be absent (a Helm hook Job).
-  const config = loadConfig(process.env, { receiving: false });
+  const config = loadConfig(process.env, { receiving: false, publishing: false });
   const logger = createLogger(config.logLevel);
-  const server = await openDatabase(config, logger);
+  const server = await openDatabase(config, logger, { shared: true });
   await server.stop();
   logger.info('migrations up to date');
 }

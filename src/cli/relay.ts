@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { createAdminApp } from '../admin/adminApp';
-import { loadConfig, loadDotEnv } from '../config';
+import { brokerUrl, loadConfig, loadDotEnv } from '../config';
 import { close, listen } from '../http/server';
 import { createLogger } from '../observability/logger';
 import { createRelayMetrics } from '../observability/metrics';
@@ -17,9 +17,9 @@ import { reportStartFailure } from './startFailure';
  */
 async function main(): Promise<void> {
   loadDotEnv();
-  const config = loadConfig(process.env, { receiving: false });
+  const config = loadConfig(process.env, { receiving: false, publishing: true });
   const logger = createLogger(config.logLevel).child({ component: 'relay' });
-  const server = await openDatabase(config, logger, { prepare: false });
+  const server = await openDatabase(config, logger, { prepare: false, shared: true });
   const pool = createPool(
     {
       url: server.url,
@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   );
   const db = createDb(pool);
   const metrics = createRelayMetrics({ outboxBacklog: () => readOutboxBacklog(db) });
-  const relay = createRelay(config, server.url, metrics, logger);
+  const relay = createRelay({ ...config, amqpUrl: brokerUrl(config) }, server.url, metrics, logger);
   let accepting = true;
   const admin = http.createServer(
     createAdminApp({ probeDb: db, data: null, metrics, logger, isAccepting: () => accepting }),

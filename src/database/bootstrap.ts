@@ -42,19 +42,24 @@ export async function prepareDatabase(
   await migrate(url, logger);
 }
 
-/** Opens the database server (the embedded one without DATABASE_URL) and, unless told not to, prepares the database. */
+/**
+ * Opens the database server (the embedded one without DATABASE_URL) and, unless told not to, prepares the
+ * database. `shared`: an embedded server already running on DATA_DIR is used (migrations, the relay); the
+ * service refuses it.
+ */
 export async function openDatabase(
   settings: DatabaseSettings,
   logger: Logger,
-  { prepare = true }: { prepare?: boolean } = {},
+  { prepare = true, shared = false }: { prepare?: boolean; shared?: boolean } = {},
 ): Promise<DatabaseServer> {
-  const server = await openDatabaseServer(settings, logger);
+  const server = await openDatabaseServer(settings, logger, { shared });
   if (server.embedded) {
-    const { clusterDir, created, startedHere } = server.embedded;
+    const { clusterDir, elsewhere, created, startedHere } = server.embedded;
     logger.info(
       { dataDir: clusterDir, created, startedHere },
       `${created ? 'created and started' : startedHere ? 'started' : 'using the running'} embedded Postgres in ` +
-        `${clusterDir} (DATA_DIR); set DATABASE_URL=postgres://user@host:port/database to use a Postgres of your own`,
+        `${clusterDir} (DATA_DIR${elsewhere === null ? '' : `: ${elsewhere}`}); ` +
+        'set DATABASE_URL=postgres://user@host:port/database to use a Postgres of your own',
     );
   }
   try {

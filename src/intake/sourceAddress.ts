@@ -1,4 +1,5 @@
 import ipaddr from 'ipaddr.js';
+import { settingEntries } from '../parsing/settingList';
 
 /**
  * Who sent a request, read one way: every address (the socket peer's, each X-Forwarded-For entry, each
@@ -81,13 +82,12 @@ export interface SourceAllowlist {
 
 /** Parses ALLOWED_SOURCE_IPS: comma-separated addresses, CIDRs and the presets `production`, `sandbox` and `any`. */
 export function parseSourceAllowlist(value: string): { allowlist: SourceAllowlist; problems: string[] } {
-  const problems: string[] = [];
   const ranges: AddressRange[] = [];
   let any = false;
   let production = false;
-  const entries = entriesOf(value);
-  if (entries.length === 0) problems.push('at least one address, CIDR or preset is required');
-  for (const entry of entries) {
+  const { entries: numbered, problems } = settingEntries(value);
+  const entries = numbered.map(({ text }) => text);
+  for (const { number, text: entry } of numbered) {
     const preset = entry.toLowerCase();
     if (preset === 'any') {
       any = true;
@@ -97,7 +97,8 @@ export function parseSourceAllowlist(value: string): { allowlist: SourceAllowlis
     } else {
       const range = rangeOf(entry);
       if (range) ranges.push(range);
-      else problems.push(`"${entry}" is not an IP address, CIDR or preset (production, sandbox, any)`);
+      else
+        problems.push(`entry ${number} ("${entry}") is not an IP address, CIDR or preset (production, sandbox, any)`);
     }
   }
   return { allowlist: { any, production, ranges, entries }, problems };
@@ -116,14 +117,17 @@ export function parseTrustProxy(value: string): { trust: TrustProxy; problems: s
   if (text === '' || ['none', 'false', '0'].includes(text.toLowerCase()))
     return { trust: { kind: 'none' }, problems: [] };
   if (/^\d+$/.test(text)) return { trust: { kind: 'hops', hops: Number(text) }, problems: [] };
-  const ranges = entriesOf(text).map(rangeOf);
-  if (ranges.some((r) => r === undefined)) {
-    return {
-      trust: { kind: 'none' },
-      problems: ['must be none, a hop count, or comma-separated proxy addresses/CIDRs'],
-    };
+  const ranges: AddressRange[] = [];
+  const { entries, problems } = settingEntries(text);
+  for (const { number, text: entry } of entries) {
+    const range = rangeOf(entry);
+    if (range) ranges.push(range);
+    else
+      problems.push(
+        `entry ${number} ("${entry}") is not a proxy address or CIDR (the whole value may be none or a hop count)`,
+      );
   }
-  return { trust: { kind: 'proxies', ranges: ranges as AddressRange[] }, problems: [] };
+  return { trust: problems.length > 0 ? { kind: 'none' } : { kind: 'proxies', ranges }, problems };
 }
 
 /** Where a request came from: the sender's canonical address, or why it cannot be told. */

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { settingEntries } from '../parsing/settingList';
 import { ALGORITHM_STRENGTH, readAlgorithm, type SignatureAlgorithm } from './signatureHeader';
 
 /** A POS second key (spec, "Authentication" item 5). The key itself never leaves this object in logs. */
@@ -30,29 +31,30 @@ export const allowsAlgorithm = (key: SecondKey, algorithm: SignatureAlgorithm): 
 /**
  * Parses SECOND_KEYS: comma-separated `posId:secondKey` entries, each optionally followed by `:ALGORITHM`,
  * the weakest signature algorithm accepted with that key (e.g. `:SHA-256` refuses MD5 and SHA-1); a POS
- * may appear several times (key rotation). The key is everything between the first ':' and that suffix.
+ * may appear several times (key rotation), a key not twice for one POS. What cannot be read that way (an
+ * unknown algorithm, a third ':', an empty entry) is refused, never read as part of a key.
  */
 export function parseSecondKeys(value: string): { keys: SecondKey[]; problems: string[] } {
   const keys: SecondKey[] = [];
-  const problems: string[] = [];
-  const entries = value
-    .split(',')
-    .map((e) => e.trim())
-    .filter((e) => e !== '');
-  if (entries.length === 0) problems.push('at least one posId:secondKey entry is required');
-  entries.forEach((entry, index) => {
-    const colon = entry.indexOf(':');
-    const posId = colon === -1 ? '' : entry.slice(0, colon).trim();
-    let key = colon === -1 ? '' : entry.slice(colon + 1).trim();
-    const last = key.lastIndexOf(':');
-    const minAlgorithm = last === -1 ? null : readAlgorithm(key.slice(last + 1));
-    if (minAlgorithm !== null) key = key.slice(0, last).trim();
-    if (posId === '' || key === '') {
-      // Never echo the entry: it may hold a key.
-      problems.push(`entry ${index + 1} is not of the form posId:secondKey[:algorithm]`);
-      return;
+  const { entries, problems } = settingEntries(value);
+  for (const { number, text } of entries) {
+    // Never echo the entry: it holds a key.
+    const [posId = '', key = '', algorithm, ...rest] = text.split(':');
+    if (posId === '' || key === '' || rest.length > 0) {
+      problems.push(`entry ${number} is not of the form posId:secondKey[:algorithm]`);
+      continue;
+    }
+    const minAlgorithm = algorithm === undefined ? null : readAlgorithm(algorithm);
+    if (algorithm !== undefined && minAlgorithm === null) {
+      problems.push(`entry ${number}: the algorithm after the key is not MD5, SHA-1, SHA-256, SHA-384 or SHA-512`);
+      continue;
+    }
+    const earlier = keys.findIndex((k) => k.posId === posId && k.key.equals(Buffer.from(key, 'utf8')));
+    if (earlier !== -1) {
+      problems.push(`entry ${number} repeats the key of POS ${posId} given before`);
+      continue;
     }
     keys.push({ posId, key: Buffer.from(key, 'utf8'), fingerprint: fingerprintKey(key), minAlgorithm });
-  });
+  }
   return { keys, problems };
 }

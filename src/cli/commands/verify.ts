@@ -6,6 +6,7 @@ import { parseSecondKeys, type SecondKey } from '../../verification/secondKeys';
 import { parseSignatureHeader, type SignatureHeaderProblem } from '../../verification/signatureHeader';
 import { verifySignature, type SignatureMatch } from '../../verification/verifySignature';
 import { action, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
+import { readConfig } from './database';
 import { collect, withJson } from './options';
 import { emit } from './output';
 
@@ -356,11 +357,8 @@ export async function verify(io: CliIo, bodyFile: string, options: VerifyOptions
       keys.push(...parsed.keys);
     });
   } else {
-    const source = io.env.SECOND_KEYS ?? '';
-    if (source.trim() === '') throw new UsageError('no keys to try: set SECOND_KEYS or pass --key posId:secondKey');
-    const parsed = parseSecondKeys(source);
-    if (parsed.problems.length > 0) throw new UsageError(`SECOND_KEYS: ${parsed.problems.join('; ')}`);
-    keys.push(...parsed.keys);
+    // The service's keys, as it reads them: outside production, unset, the public sandbox key.
+    keys.push(...readConfig(io, {}, { receiving: true }).secondKeys);
   }
   const body = await readBody(bodyFile);
 
@@ -379,7 +377,8 @@ export function registerVerify(program: Command, io: CliIo, state: CliState): vo
         'order.merchantPosId), and says why it fails: the header problem, which keys were tried (POS and fingerprint, ' +
         'never the key), the algorithm, the length and SHA-256 of the hashed bytes, and whether a re-serialized copy ' +
         '(pretty-printed, trailing newline, BOM, CRLF) would have verified in its original form. ' +
-        'Keys: SECOND_KEYS, or --key posId:secondKey (repeatable) instead.\n\n' +
+        'Keys: SECOND_KEYS (as the service reads it: unset outside production, the public sandbox key), ' +
+        'or --key posId:secondKey (repeatable) instead.\n\n' +
         'Exit codes: 0 verified; 1 not verified (or the key belongs to another POS); 2 usage error.',
     )
     .argument('<bodyFile>', 'the body exactly as received (- for stdin)')

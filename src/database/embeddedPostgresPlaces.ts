@@ -1,0 +1,304 @@
+import { createHash } from 'node:crypto';
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/**
+ * Where the embedded Postgres's parts live, and as whom it runs (decision 0010): the cluster in a
+ * directory only the server's user can enter, the binaries from where npm installed them or from a
+ * verified copy nobody else can write.
+ */
+
+/** The user the server runs as. */
+export interface ServerUser {
+  uid: number;
+  gid: number;
+}
+
+/** A directory's owner and mode, as the reachability check needs them. */
+export interface EntryStat {
+  uid: number;
+  gid: number;
+  mode: number;
+}
+
+/** uid and gid of a user in /etc/passwd text. */
+export function findUser(passwd: string, name: string): ServerUser | null {
+  for (const line of passwd.split('\n')) {
+    const [user, , uid, gid] = line.split(':');
+    if (user === name && uid !== undefined && gid !== undefined) return { uid: Number(uid), gid: Number(gid) };
+  }
+  return null;
+}
+
+/** Whether `user` may search every directory on the way to a path (pure: given each ancestor's stat). */
+export function searchableBy(ancestors: readonly EntryStat[], user: ServerUser): boolean {
+  return ancestors.every(
+    (dir) =>
+      (dir.mode & 0o001) !== 0 ||
+      (dir.uid === user.uid && (dir.mode & 0o100) !== 0) ||
+      (dir.gid === user.gid && (dir.mode & 0o010) !== 0),
+  );
+}
+
+function ancestorsOf(file: string): EntryStat[] {
+  const dirs: EntryStat[] = [];
+  for (let dir = path.dirname(file); ; dir = path.dirname(dir)) {
+    dirs.push(statSync(dir));
+    if (path.dirname(dir) === dir) return dirs;
+  }
+}
+
+const reaches = (user: ServerUser, file: string): boolean => searchableBy(ancestorsOf(file), user);
+
+/** The socket's name in its directory: the server listens on no TCP port, so the port only names it. */
+export const SOCKET_PORT = 5432;
+const SOCKET_NAME = `.s.PGSQL.${SOCKET_PORT}`;
+
+/** Whether a Unix socket in `dir` has a path the kernel takes (sun_path: 108 bytes with its NUL). */
+export function socketFits(dir: string): boolean {
+  return Buffer.byteLength(path.join(dir, SOCKET_NAME)) <= 107;
+}
+
+/**
+ * Postgres refuses to run as root: as root the server runs as the owner of an existing cluster, or
+ * else as `nobody`; any other user runs it as itself (null).
+ */
+export function serverUser(clusterLink: string): ServerUser | null {
+  if (process.getuid?.() !== 0) return null;
+  const existing = existsSync(clusterLink) ? statSync(clusterLink) : null;
+  if (existing && existing.uid !== 0) return { uid: existing.uid, gid: existing.gid };
+  const passwd = existsSync('/etc/passwd') ? readFileSync('/etc/passwd', 'utf8') : '';
+  return findUser(passwd, 'nobody') ?? { uid: 65534, gid: 65534 };
+}
+
+/**
+ * Where clusters that cannot live in DATA_DIR, and private copies of the binaries, are kept: root's
+ * /var/lib/notification-receiver (the server's user may enter it, list nothing, write nothing), or
+ * the user's own ~/.local/state/notification-receiver.
+ */
+export function privateHome(user: ServerUser | null): string {
+  const home =
+    process.getuid?.() === 0
+      ? '/var/lib/notification-receiver'
+      : path.join(os.homedir(), '.local', 'state', 'notification-receiver');
+  ensurePrivateDir(home, user === null ? 0o700 : 0o711);
+  return home;
+}
+
+/** Creates a directory of this process's user, or checks one: a directory, ours, writable by no one else. */
+function ensurePrivateDir(dir: string, mode: number): void {
+  mkdirSync(dir, { recursive: true, mode });
+  const entry = lstatSync(dir);
+  if (!entry.isDirectory() || entry.uid !== process.getuid?.() || (entry.mode & 0o022) !== 0)
+    throw new Error(`${dir} is not a private directory (a link, another user's, or writable by others)`);
+  chmodSync(dir, mode);
+}
+
+/** Where the cluster is: DATA_DIR/postgres, or a private directory that DATA_DIR/postgres links to. */
+export interface ClusterPlace {
+  /** The cluster's directory (its real path). */
+  dir: string;
+  /** Why it is not DATA_DIR/postgres itself, said in the start log; null when it is. */
+  elsewhere: string | null;
+}
+
+/** Why the server cannot use DATA_DIR/postgres itself; null when it can. */
+function whyElsewhere(link: string, user: ServerUser | null): string | null {
+  if (user && !reaches(user, link))
+    return `uid ${user.uid}, the server's user (Postgres refuses root), cannot enter ${path.dirname(link)}`;
+  if (!socketFits(link)) return `${link} is too long a path for the server's Unix socket`;
+  return null;
+}
+
+/**
+ * The cluster's directory, mode 0700 and owned by the server's user, created if missing: DATA_DIR/postgres,
+ * or where the server's user cannot enter DATA_DIR (as root, a clone under /root) or its path is too long
+ * for a socket, a private directory under privateHome that DATA_DIR/postgres links to.
+ */
+export function placeCluster(dataDir: string, user: ServerUser | null): ClusterPlace {
+  const link = path.join(realpathSync(dataDir), 'postgres');
+  const owner = user?.uid ?? process.getuid?.();
+  const why = whyElsewhere(link, user);
+  const entry = lstatSync(link, { throwIfNoEntry: false });
+  if (entry?.isSymbolicLink()) {
+    const target = readlinkSync(link);
+    const home = privateHome(user);
+    const found = lstatSync(target, { throwIfNoEntry: false });
+    if (found === undefined) {
+      // Its directory is gone (deleted by hand): a new cluster, elsewhere again.
+      unlinkSync(link);
+    } else {
+      if (path.dirname(target) !== home || !found.isDirectory() || found.uid !== owner || (found.mode & 0o077) !== 0)
+        throw new Error(`${link} links to ${target}, which is not a private cluster directory of uid ${owner}`);
+      return { dir: target, elsewhere: `${why === null ? '' : `${why}; `}${link} links there` };
+    }
+  } else if (entry?.isDirectory()) {
+    if (why === null) return { dir: link, elsewhere: null };
+    // An empty directory is what an earlier, failed start left; one with a cluster in it is the user's.
+    if (readdirSync(link).length > 0)
+      throw new Error(`${link} holds files, but ${why}; move them or use another DATA_DIR`);
+    rmdirSync(link);
+  } else if (entry !== undefined) {
+    throw new Error(`${link} is neither a directory nor a link to one`);
+  }
+  if (why === null) {
+    mkdirSync(link, { mode: 0o700 });
+    if (user) chownSync(link, user.uid, user.gid);
+    return { dir: link, elsewhere: null };
+  }
+  const dir = mkdtempSync(path.join(privateHome(user), 'cluster-'));
+  if (user) chownSync(dir, user.uid, user.gid);
+  symlinkSync(dir, link);
+  return { dir, elsewhere: `${why}; ${link} links there` };
+}
+
+/** One file of the server's binaries as a copy must reproduce it. */
+export interface BinaryFile {
+  path: string;
+  /** A regular file's size and SHA-256, or a link's target. */
+  size?: number;
+  sha256?: string;
+  link?: string;
+}
+
+function walk(dir: string, base = dir, into: BinaryFile[] = []): BinaryFile[] {
+  for (const name of readdirSync(dir).sort()) {
+    const file = path.join(dir, name);
+    const entry = lstatSync(file);
+    const relative = path.relative(base, file);
+    if (entry.isDirectory()) walk(file, base, into);
+    else if (entry.isSymbolicLink()) into.push({ path: relative, link: readlinkSync(file) });
+    else
+      into.push({
+        path: relative,
+        size: entry.size,
+        sha256: createHash('sha256').update(readFileSync(file)).digest('hex'),
+      });
+  }
+  return into;
+}
+
+/** The platform package's library links (libicu.so -> libicu.so.60.2), from the list it ships. */
+function libraryLinks(nativeDir: string): Array<{ link: string; target: string }> {
+  const listFile = path.join(nativeDir, 'pg-symlinks.json');
+  if (!existsSync(listFile)) return [];
+  const links = JSON.parse(readFileSync(listFile, 'utf8')) as Array<{ source: string; target: string }>;
+  // Both are relative to the package's directory (native/lib/...).
+  return links.map(({ source, target }) => ({
+    link: path.relative('native', target),
+    target: path.relative(path.dirname(target), source),
+  }));
+}
+
+/**
+ * Makes the library links in `nativeDir` (the package's postinstall script would; npm ci denies it,
+ * package.json allowScripts) where they are missing.
+ */
+export function linkLibraries(nativeDir: string): void {
+  for (const { link, target } of libraryLinks(nativeDir)) {
+    const file = path.join(nativeDir, link);
+    if (lstatSync(file, { throwIfNoEntry: false })) continue;
+    try {
+      symlinkSync(target, file);
+    } catch {
+      // A read-only node_modules: the start fails later and says why.
+    }
+  }
+}
+
+/**
+ * What a copy of the binaries must hold, exactly: the installed package's files (same sizes and
+ * SHA-256) and its library links, nothing more.
+ */
+export function expectedBinaries(nativeDir: string): BinaryFile[] {
+  const links = libraryLinks(nativeDir);
+  const linked = new Set(links.map((l) => l.link));
+  return [
+    ...walk(nativeDir).filter((f) => f.link === undefined && !linked.has(f.path)),
+    ...links.map((l) => ({ path: l.link, link: l.target })),
+  ];
+}
+
+const byPath = (files: readonly BinaryFile[]): BinaryFile[] =>
+  [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+
+/** Whether two file lists name the same files with the same contents and links, in any order (pure). */
+export function sameBinaries(expected: readonly BinaryFile[], actual: readonly BinaryFile[]): boolean {
+  return JSON.stringify(byPath(expected)) === JSON.stringify(byPath(actual));
+}
+
+/** Every entry under `dir`: owned by this process's user and writable by no one else. */
+function writableOnlyByUs(dir: string): boolean {
+  const entry = lstatSync(dir);
+  if (entry.uid !== process.getuid?.() || (!entry.isSymbolicLink() && (entry.mode & 0o022) !== 0)) return false;
+  return !entry.isDirectory() || readdirSync(dir).every((name) => writableOnlyByUs(path.join(dir, name)));
+}
+
+/**
+ * The binaries' directory (native/, holding bin/, lib/, share/) that the server's user may run: where
+ * npm installed them, or else (as root, a clone under /root) a copy in privateHome, owned by root,
+ * writable by no one else, and checked file by file against the installed package before every use;
+ * `copied` says why a copy was made this time.
+ */
+export function serverBinaries(
+  nativeDir: string,
+  user: ServerUser | null,
+  version: string,
+): { dir: string; copied: string | null } {
+  linkLibraries(nativeDir);
+  const installed = path.join(realpathSync(nativeDir), 'bin', 'postgres');
+  if (user === null || reaches(user, installed)) return { dir: nativeDir, copied: null };
+  const home = privateHome(user);
+  const copy = path.join(home, `binaries-${os.platform()}-${os.arch()}-${version}`);
+  const expected = expectedBinaries(nativeDir);
+  const verified = (dir: string): boolean => writableOnlyByUs(dir) && sameBinaries(expected, walk(dir));
+  let copied = `uid ${user.uid}, the server's user, cannot reach ${nativeDir}`;
+  if (existsSync(copy)) {
+    if (verified(copy)) return { dir: copy, copied: null };
+    copied = `the copy there differed from ${nativeDir}`;
+    rmSync(copy, { recursive: true, force: true });
+  }
+  const partial = mkdtempSync(path.join(home, 'binaries-partial-'));
+  try {
+    cpSync(nativeDir, partial, { recursive: true, verbatimSymlinks: true });
+    linkLibraries(partial);
+    chmodTree(partial);
+    if (!verified(partial))
+      throw new Error(`the copy of the Postgres binaries in ${partial} differs from ${nativeDir}`);
+    renameSync(partial, copy);
+  } catch (error) {
+    rmSync(partial, { recursive: true, force: true });
+    throw error;
+  }
+  return { dir: copy, copied };
+}
+
+/** Readable and runnable by all (the server's user), writable by this process's user only. */
+function chmodTree(dir: string): void {
+  chmodSync(dir, 0o755);
+  for (const name of readdirSync(dir)) {
+    const file = path.join(dir, name);
+    const entry = lstatSync(file);
+    if (entry.isDirectory()) chmodTree(file);
+    else if (!entry.isSymbolicLink()) chmodSync(file, entry.mode & 0o755);
+  }
+}
