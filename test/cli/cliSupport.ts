@@ -4,10 +4,10 @@ import path from 'node:path';
 import { AMQP_URL } from '../support/broker';
 import { ROOT } from '../support/build';
 import { OTHER_KEY, OTHER_POS_ID, POS_ID, SECOND_KEY } from '../support/signing';
+import { sleep } from '../support/wait';
 
 export { ROOT };
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 export const CLI = path.join(ROOT, 'dist', 'cli', 'index.js');
 
 export interface CliRun {
@@ -97,20 +97,5 @@ export function parseJson<T>(run: CliRun): T {
     return JSON.parse(run.stdout) as T;
   } catch {
     throw new Error(`not JSON (exit ${run.code}):\nstdout: ${run.stdout}\nstderr: ${run.stderr}`);
-  }
-}
-
-/** Polls until the check passes (returns a value other than undefined/false). */
-export async function eventually<T>(
-  check: () => Promise<T | undefined | false>,
-  timeoutMs = 15_000,
-  what = 'condition',
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
   }
 }

@@ -9,7 +9,8 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { dropDatabase, freePort, start, stop, throwawayDatabaseUrl, waitForStatus, type RunningApp } from './app';
+import { freePort, start, stop, waitForStatus, type RunningApp } from './app';
+import { testDatabase, type TestDatabase } from '../support/database';
 import { copyArgs, dockerignored, execForm, readDockerfile, type Instruction, type Stage } from './dockerfile';
 import { REPO_ROOT } from './helm';
 
@@ -114,7 +115,7 @@ describe('Dockerfile', () => {
     let root: string;
     let app: RunningApp | undefined;
     let adminPort: number;
-    let database: { url: string; name: string };
+    let database: TestDatabase;
     let env: Record<string, string>;
 
     /** Stage `from`'s files at `source` (an absolute path inside that stage). */
@@ -176,7 +177,7 @@ describe('Dockerfile', () => {
         }),
       );
       adminPort = await freePort();
-      database = throwawayDatabaseUrl('helm_image_check');
+      database = testDatabase('helm_image_check');
       env = {
         ...imageEnv,
         HOST: '127.0.0.1',
@@ -192,7 +193,7 @@ describe('Dockerfile', () => {
 
     afterAll(async () => {
       if (app) await stop(app);
-      if (database) await dropDatabase(database.name);
+      if (database) await database.drop();
       if (root) rmSync(root, { recursive: true, force: true });
     });
 

@@ -14,6 +14,7 @@ import { query } from '../support/database';
 import { freePort } from '../support/net';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, SECOND_KEY, sign, uniqueId } from '../support/signing';
+import { sleep } from '../support/wait';
 import { only, render, type K8sObject } from './helm';
 
 const SENDER = '127.0.0.3';
@@ -109,7 +110,7 @@ http {
     });
     if (up) break;
     if (Date.now() > deadline || nginx.exitCode !== null) throw new Error(`nginx did not start: ${stderr}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
   return {
     port,

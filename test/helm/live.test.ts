@@ -17,9 +17,11 @@ import type { IJob } from 'kubernetes-models/batch/v1/Job';
 import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { ISecret } from 'kubernetes-models/v1/Secret';
-import { dropDatabase, freePort, start, stop, throwawayDatabaseUrl, waitForStatus, type RunningApp } from './app';
+import { freePort, start, stop, waitForStatus, type RunningApp } from './app';
+import { testDatabase } from '../support/database';
 import { AMQP_URL, EventConsumer, uniqueExchange } from '../support/broker';
 import { contractFetch } from '../support/contracts';
+import { sleep } from '../support/wait';
 import { ALL_FEATURES_VALUES, MONITORING_API_VERSIONS, REPO_ROOT, only, render, type K8sObject } from './helm';
 import {
   alertRulesOf,
@@ -114,7 +116,7 @@ function dashboardExpressions(): string[] {
 }
 
 describe('the chart against the running app', () => {
-  const database = throwawayDatabaseUrl('helm_metrics_check');
+  const database = testDatabase('helm_metrics_check');
   let workdir: string;
   let app: RunningApp | undefined;
   let publicPort: number;
@@ -127,7 +129,7 @@ describe('the chart against the running app', () => {
 
   afterAll(async () => {
     if (app) await stop(app);
-    await dropDatabase(database.name);
+    await database.drop();
     rmSync(workdir, { recursive: true, force: true });
   });
 
@@ -323,7 +325,7 @@ describe('the chart against the running app', () => {
       holder.write(`POST /notifications HTTP/1.1\r\n${headers}Content-Length: 65500\r\n\r\n{"or`);
       let busy = 0;
       for (let attempt = 0; attempt < 50 && busy !== 503; attempt += 1) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await sleep(50);
         busy = (
           await contractFetch(`http://127.0.0.1:${publicPort}/notifications`, 'public', {
             method: 'POST',
@@ -382,7 +384,7 @@ describe('the chart against the running app', () => {
       };
       let remaining = await problems();
       for (let round = 0; round < 60 && remaining.length > 0; round += 1) {
-        await new Promise((resolve) => setTimeout(resolve, 1000));
+        await sleep(1000);
         remaining = await problems();
       }
       expect(remaining).toEqual([]);

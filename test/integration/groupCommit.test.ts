@@ -6,6 +6,7 @@ import type { OrderNotification, RefundNotification } from '../../src/parsing/no
 import { query, whileOrderLocked } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { uniqueId } from '../support/signing';
+import { sleep } from '../support/wait';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -172,7 +173,7 @@ describe('group commit deadlines', () => {
       );
     });
     // The lock is released: the batch's statements can finish now, but it must not commit.
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     await expect(store.record(delivery(other), order(other, 'PENDING'))).resolves.toMatchObject({
       outcome: 'accepted',
     });

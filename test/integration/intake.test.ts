@@ -1,6 +1,7 @@
 import { fixture, fixtures, signatureHeaderOf, type Fixture } from '../support/fixtures';
 import { query, whileOrderLocked } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
+import { waitUntil } from '../support/wait';
 import { exactBytes, orderBody, POS_ID, SECOND_KEY, OTHER_KEY, sign, uniqueId } from '../support/signing';
 
 /** Keys that verify the captured fixtures: POS 300746 (public sandbox), 387171, the SHA-256 docs vector, and the
@@ -228,11 +229,10 @@ describe('POST /notifications: request checks before the signature', () => {
       const waiting = [0, 1, 2].map(() =>
         svc.post(orderBody({ orderId: uniqueId('WAIT'), status: 'PENDING' })).then((r) => r.status),
       );
-      let seen = 0;
-      for (let i = 0; i < 100 && seen < 3; i++) {
-        seen = await queued();
-        if (seen < 3) await new Promise((r) => setTimeout(r, 20));
-      }
+      const seen = await waitUntil('three notifications queued', async () => {
+        const now = await queued();
+        return now >= 3 && now;
+      });
       expect(seen).toBe(3);
       return { answers: Promise.all([first, ...waiting]) };
     });

@@ -28,13 +28,13 @@ export function testDatabase(prefix = 'nr_test'): TestDatabase {
   };
 }
 
-/** Runs one query against a test database (for assertions on what was stored). */
+/** Runs one query against a test database, on a short connection of its own (for assertions on what was stored). */
 export async function query<T extends pg.QueryResultRow>(
   url: string,
   text: string,
   values: unknown[] = [],
 ): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
   await client.connect();
   try {
     return (await client.query<T>(text, values)).rows;
