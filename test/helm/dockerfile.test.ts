@@ -12,7 +12,7 @@ import { parse } from 'yaml';
 import { freePort, start, stop, waitForStatus, type RunningApp } from './app';
 import { testDatabase, type TestDatabase } from '../support/database';
 import { copyArgs, dockerignored, execForm, readDockerfile, type Instruction, type Stage } from './dockerfile';
-import { REPO_ROOT } from './helm';
+import { ROOT } from '../support/build';
 
 /** The npm inside the runtime's base image (node:22 ships npm 10). */
 const IMAGE_NPM = 'npm@10';
@@ -34,7 +34,7 @@ describe('Dockerfile', () => {
     expect(runtime.image).toMatch(/^node:(22|24)[\w.-]*-slim$/);
     expect(stages.some((s) => all(s, 'RUN').some((r) => /npm run build/.test(r.rest)))).toBe(true);
     // package.json's engines admits it (and this machine's Node 20, which the code and tests keep working on).
-    const { engines } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
+    const { engines } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
       engines: { node: string };
     };
     expect(engines.node).toBe('>=20');
@@ -55,15 +55,15 @@ describe('Dockerfile', () => {
   });
 
   test('the chart deploys the version the package builds', () => {
-    const { version } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
-    const chart = parse(readFileSync(path.join(REPO_ROOT, 'helm', 'notification-receiver', 'Chart.yaml'), 'utf8')) as {
+    const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const chart = parse(readFileSync(path.join(ROOT, 'helm', 'notification-receiver', 'Chart.yaml'), 'utf8')) as {
       appVersion: string;
     };
     expect(chart.appVersion).toBe(version);
   });
 
   test('npm start runs node with the same V8 flag as the image, exec-ed so that SIGTERM reaches it', () => {
-    const { scripts } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
+    const { scripts } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
       scripts: Record<string, string>;
     };
     expect(scripts.start).toBe('tsc -b tsconfig.build.json && exec node --no-allocation-site-pretenuring dist/main.js');
@@ -103,7 +103,7 @@ describe('Dockerfile', () => {
       .flatMap((c) => copyArgs(c.rest).sources);
     expect(sources.length).toBeGreaterThan(0);
     for (const source of sources) {
-      expect([source, existsSync(path.join(REPO_ROOT, source))]).toEqual([source, true]);
+      expect([source, existsSync(path.join(ROOT, source))]).toEqual([source, true]);
       expect([source, dockerignored(source)]).toEqual([source, false]);
     }
     for (const local of ['node_modules', 'dist', 'dist-bench', '.env', '.git', 'test/helm/chart.test.ts']) {
@@ -123,7 +123,7 @@ describe('Dockerfile', () => {
       const stage = stageNamed(from);
       const relative = path.posix.relative(workdirOf(stage), source);
       // The build stage is this checkout after `npm run build`.
-      if (all(stage, 'RUN').some((r) => /npm run build/.test(r.rest))) return path.join(REPO_ROOT, relative);
+      if (all(stage, 'RUN').some((r) => /npm run build/.test(r.rest))) return path.join(ROOT, relative);
       // Any other stage is reproduced: its context COPYs, then its RUN commands.
       const dir = path.join(scratch, from);
       if (!existsSync(dir)) {
@@ -132,7 +132,7 @@ describe('Dockerfile', () => {
           if (instruction.keyword === 'COPY') {
             if (instruction.flags.from !== undefined) throw new Error('nested stage copies are not reproduced');
             for (const s of copyArgs(instruction.rest).sources)
-              cpSync(path.join(REPO_ROOT, s), path.join(dir, path.basename(s)), { recursive: true });
+              cpSync(path.join(ROOT, s), path.join(dir, path.basename(s)), { recursive: true });
           } else if (instruction.keyword === 'RUN') {
             // Run npm as the base image ships it (node:22 comes with npm 10), not this
             // machine's npm: npm 11 `npm ci` rejects a lock file that lacks other platforms'
@@ -160,9 +160,7 @@ describe('Dockerfile', () => {
           if (path.isAbsolute(dest)) throw new Error(`runtime COPY to an absolute path: ${copy.rest}`);
           for (const source of sources) {
             const from =
-              copy.flags.from === undefined
-                ? path.join(REPO_ROOT, source)
-                : fromStage(copy.flags.from, source, scratch);
+              copy.flags.from === undefined ? path.join(ROOT, source) : fromStage(copy.flags.from, source, scratch);
             const target = dest.endsWith('/') ? path.join(root, dest, path.basename(source)) : path.join(root, dest);
             cpSync(from, target, { recursive: true });
           }
@@ -198,7 +196,7 @@ describe('Dockerfile', () => {
     });
 
     test('has no dev dependency installed', () => {
-      const { devDependencies } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
+      const { devDependencies } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
         devDependencies: Record<string, string>;
       };
       for (const name of ['typescript', 'jest', 'kubernetes-models']) {
