@@ -2,9 +2,9 @@
  * The reliability suite (issue 4): the service attacked and broken on purpose, each scenario an
  * automated check with figures. One orchestrating file so the scenarios run one after another
  * (faults and floods must not overlap) and the report is rendered once, at the end. Only
- * `npm run test:faults` (RELIABILITY_REPORT=write) replaces the tracked docs/RELIABILITY.md; any
- * other run, `npm test` included, writes its report under the OS temp dir, so a test run leaves
- * `git status` clean.
+ * `npm run test:faults` (RELIABILITY_REPORT=write, its default) replaces the tracked docs/RELIABILITY.md;
+ * any other run (`.ci/run` sets RELIABILITY_REPORT=temp, a partial run with `jest -t`) writes its report
+ * under the OS temp dir.
  */
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
