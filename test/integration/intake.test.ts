@@ -36,22 +36,25 @@ async function metricValues<Name extends string>(...names: Name[]): Promise<Reco
 }
 
 describe('POST /notifications: verification', () => {
-  it.each(fixtures.filter((f) => f.signatureVerifies === true).map((f) => [f.id, f]))(
-    'When the captured notification %s is delivered, then it is accepted (200) and its body kept byte for byte',
-    async (_id, f) => {
+  // Each captured order is another order, or the next status of one: accepted. The one without a status, the
+  // unit-test vector {"order": { "orderId": "orderId"}}, is authentic but of no known shape: quarantined.
+  it.each(
+    fixtures
+      .filter((f) => f.signatureVerifies === true)
+      .map((f) => [f.id, f.status === null ? 'quarantined' : 'accepted', f] as const),
+  )(
+    'When the captured notification %s is delivered, then it is answered 200 %s and its body kept byte for byte',
+    async (_id, outcome, f) => {
       const res = await sendFixture(f);
-      expect(res.status).toBe(200);
-      expect(['accepted', 'duplicate', 'stale', 'conflict', 'quarantined']).toContain(res.body.outcome);
+      expect([res.status, res.body.outcome]).toEqual([200, outcome]);
       const sent = Buffer.from(f.body, 'utf8');
       const stored = await query<{ body: Buffer }>(
         svc.database.url,
-        `SELECT body FROM notifications WHERE body_sha256 = sha256($1)
-         UNION ALL SELECT body FROM notification_variants WHERE body_sha256 = sha256($1)
-         UNION ALL SELECT body FROM quarantined_notifications WHERE body_sha256 = sha256($1)`,
+        `SELECT body FROM ${outcome === 'accepted' ? 'notifications' : 'quarantined_notifications'}
+         WHERE body_sha256 = sha256($1)`,
         [sent],
       );
-      expect(stored.length).toBeGreaterThan(0);
-      for (const { body } of stored) expect(body.equals(sent)).toBe(true);
+      expect(stored.map(({ body }) => body.equals(sent))).toEqual([true]);
     },
   );
 
