@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { isPublicSandboxKey, parseSecondKeys, PUBLIC_SANDBOX_KEY, type SecondKey } from './verification/secondKeys';
 import { parsePaymentApiCredentials } from './paymentApi/credentials';
 import type { ReconciliationSettings } from './reconciliation/reconciliation';
+import { parseBasicCredentials } from './intake/requestChecks';
 import { parseSourceAllowlist, parseTrustProxy, type SourceAllowlist, type TrustProxy } from './intake/sourceAddress';
 
 /** The whole configuration, read once from the environment at start (documented in .env.example). */
@@ -157,12 +158,9 @@ const schema = z.object({
     .optional()
     .transform((value, ctx) => {
       if (value === undefined || value === '') return null;
-      const colon = value.indexOf(':');
-      if (colon <= 0) {
-        ctx.addIssue({ code: 'custom', message: 'must be user:password' });
-        return null;
-      }
-      return { user: value.slice(0, colon), password: value.slice(colon + 1) };
+      const credentials = parseBasicCredentials(value);
+      if (!credentials) ctx.addIssue({ code: 'custom', message: 'must be user:password' });
+      return credentials;
     }),
   BODY_LIMIT: size('64kb', 1024, 64 * 1024 * 1024),
   UNVERIFIED_BODIES_LIMIT: size('32mb', 64 * 1024, 1024 * 1024 * 1024),
