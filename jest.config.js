@@ -1,6 +1,6 @@
 /**
  * The test tiers, one jest project each (`jest --selectProjects <name>`; package.json's scripts):
- * - unit: the pure modules; nothing but Node (`npm run test:unit`).
+ * - unit: the pure modules, and the docs checked against the code; nothing but Node (`npm run test:unit`).
  * - integration: the service, the command line, the contracts and the chart, against Postgres and RabbitMQ
  *   (`npm test` runs unit and integration, after lint and the type check).
  * - tools: what needs a program beyond Node, Postgres and RabbitMQ: nginx, promtool, prometheus
@@ -23,7 +23,7 @@ const shared = {
 /** @type {import('jest').Config} */
 module.exports = {
   projects: [
-    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/test/{unit,docs}/**/*.test.ts'] },
     {
       ...shared,
       displayName: 'integration',
