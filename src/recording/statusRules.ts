@@ -4,8 +4,10 @@ import type { OrderStatus, RefundStatus } from '../parsing/notification';
  * Status projections never move backwards (spec, "States and transitions"; "Events" delivery rule 4):
  *   order:  NEW < PENDING < WAITING_FOR_CONFIRMATION < COMPLETED | CANCELED
  *   refund: PENDING < FINALIZED | CANCELED
- * The final statuses share the highest rank, so "rank goes up" is the whole rule for applying;
- * the database re-checks exactly that comparison to stay atomic under concurrent deliveries.
+ * The final statuses share the highest rank, so "rank goes up" is the whole rule for applying. It is
+ * applied here only, in the batch decision; concurrent deliveries of one order cannot both decide on the
+ * same state because the recording transaction holds the order's advisory lock (lockOrders in
+ * batchStatements.ts). The database stores status_rank with the projection and writes what it is given.
  */
 export const ORDER_STATUS_RANK: Readonly<Record<OrderStatus | 'NEW', number>> = {
   NEW: 0,
