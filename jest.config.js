@@ -1,7 +1,7 @@
 /**
  * The test tiers, one jest project each (`jest --selectProjects <name>`; package.json's scripts):
- * - unit: the pure modules, and the docs checked against the code; nothing but Node (`npm run test:unit`).
- * - integration: the service, the command line, the contracts and the chart, against Postgres and RabbitMQ
+ * - unit: the pure modules; nothing but Node (`npm run test:unit`).
+ * - integration: the service, the command line, the contracts, the docs and the chart, against Postgres and RabbitMQ
  *   (`npm test` runs unit and integration, after lint and the type check).
  * - tools: what needs a program beyond Node, Postgres and RabbitMQ: nginx, promtool, prometheus
  *   (`npm run test:tools`; test/toolsSetup.ts fails at once, naming what to install, when one is missing).
@@ -23,11 +23,11 @@ const shared = {
 /** @type {import('jest').Config} */
 module.exports = {
   projects: [
-    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/test/{unit,docs}/**/*.test.ts'] },
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     {
       ...shared,
       displayName: 'integration',
-      testMatch: ['<rootDir>/test/{integration,cli,contracts,helm}/**/*.test.ts'],
+      testMatch: ['<rootDir>/test/{integration,cli,contracts,docs,helm}/**/*.test.ts'],
       testPathIgnorePatterns: ['/node_modules/', ...TOOL_TESTS],
       // Builds dist/ once before the workers start (the CLI, chart and relay tests run the built app).
       globalSetup: '<rootDir>/test/globalSetup.ts',
