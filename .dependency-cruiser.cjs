@@ -1,6 +1,7 @@
 /**
  * Import rules, checked by `npm run lint`: no cycles between files (type-only imports count), and the
- * folders of src/ import one way only, down the flow of a notification (README, "Code layout").
+ * folders of src/ import one way only, down the flow of a notification (ARCHITECTURE.md, "Layers": the same
+ * table, which test/docs/layers.test.ts checks against LAYERS).
  */
 
 /** From the entry points down; a module may import its own layer and the layers below it, never above. */
@@ -16,7 +17,7 @@ const LAYERS = [
   ['database', '^src/database/'],
   ['payment API client', '^src/paymentApi/'],
   ['HTTP helpers', '^src/(http/|errors\\.ts)'],
-  ['pure and leaf modules', '^src/(domain|verification|parsing|observability|simulator)/'],
+  ['leaf modules', '^src/(domain|verification|parsing|observability|simulator)/'],
 ];
 
 const layerRules = LAYERS.slice(1).map(([name, path], index) => ({

@@ -1,13 +1,45 @@
+/**
+ * The test tiers, one jest project each (`jest --selectProjects <name>`; package.json's scripts):
+ * - unit: the pure modules; nothing but Node (`npm run test:unit`).
+ * - integration: the service, the command line, the contracts, the docs and the chart, against Postgres and RabbitMQ
+ *   (`npm test` runs unit and integration, after lint and the type check).
+ * - tools: what needs a program beyond Node, Postgres and RabbitMQ: nginx, promtool, prometheus
+ *   (`npm run test:tools`; test/toolsSetup.ts fails at once, naming what to install, when one is missing).
+ * - faults: the reliability scenarios, one after another (`npm run test:faults`).
+ */
+const TOOL_TESTS = [
+  '<rootDir>/test/helm/ingressProxy.test.ts', // nginx
+  '<rootDir>/test/helm/alerts.test.ts', // promtool
+  '<rootDir>/test/helm/liveDashboard.test.ts', // prometheus
+];
+
+/** @type {import('jest').Config} */
+const shared = {
+  testEnvironment: 'node',
+  // Transpile only: the tiers type-check the whole project with tsc first.
+  transform: { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] },
+};
+
 /** @type {import('jest').Config} */
 module.exports = {
-  testEnvironment: 'node',
-  roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
-  // Transpile only: `npm test` type-checks the whole project with tsc first.
-  transform: { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] },
+  projects: [
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    {
+      ...shared,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/test/{integration,cli,contracts,docs,helm}/**/*.test.ts'],
+      testPathIgnorePatterns: ['/node_modules/', ...TOOL_TESTS],
+      // Builds dist/ once before the workers start (the CLI, chart and relay tests run the built app).
+      globalSetup: '<rootDir>/test/globalSetup.ts',
+    },
+    { ...shared, displayName: 'tools', testMatch: TOOL_TESTS, globalSetup: '<rootDir>/test/toolsSetup.ts' },
+    {
+      ...shared,
+      displayName: 'faults',
+      testMatch: ['<rootDir>/test/reliability/**/*.test.ts'],
+    },
+  ],
   // Integration tests share one Postgres server and one broker; each file makes its own database and exchange.
   maxWorkers: 2,
-  // Builds dist/ once before the workers start (the CLI, chart and relay tests run the built app).
-  globalSetup: '<rootDir>/test/globalSetup.ts',
   testTimeout: 30000,
 };

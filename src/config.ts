@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { isPublicSandboxKey, parseSecondKeys, PUBLIC_SANDBOX_KEY } from './verification/secondKeys';
 import { parsePaymentApiCredentials } from './paymentApi/credentials';
 import type { ReconciliationSettings } from './reconciliation/reconciliation';
+import { parseBasicCredentials } from './intake/requestChecks';
 import { parseSourceAllowlist, parseTrustProxy } from './intake/sourceAddress';
 import { MIN_HISTORY_RETENTION_MS } from './history/days';
 
@@ -41,13 +42,6 @@ export function parseDuration(value: string): number | null {
   const match = DURATION.exec(value.trim());
   if (!match) return null;
   return Number(match[1]) * (DURATION_UNIT_MS[match[2] ?? 's'] ?? 1000);
-}
-
-/** `user:password` (the password may hold ':'), or null when there is no user before the first ':'. */
-export function parseUserPassword(value: string): { user: string; password: string } | null {
-  const colon = value.indexOf(':');
-  if (colon <= 0) return null;
-  return { user: value.slice(0, colon), password: value.slice(colon + 1) };
 }
 
 const boolean = z
@@ -208,7 +202,7 @@ const settings = z.object({
     z
       .string()
       .transform((value, ctx) => {
-        const credentials = parseUserPassword(value);
+        const credentials = parseBasicCredentials(value);
         if (credentials === null) ctx.addIssue({ code: 'custom', message: 'must be user:password' });
         return credentials;
       })

@@ -23,13 +23,29 @@ export function declaredLengthExceeds(header: string | undefined, limit: number)
   return Number.isFinite(length) && length > limit;
 }
 
+/** The Basic auth the receiver expects (NOTIFY_BASIC_AUTH) and the simulator sends. */
+export interface BasicCredentials {
+  user: string;
+  password: string;
+}
+
+/**
+ * `user:password`, as NOTIFY_BASIC_AUTH and `simulate --basic-auth` take it: the user is what comes before
+ * the first colon and may not be empty; the password is the rest, colons included. Null when not of that form.
+ */
+export function parseBasicCredentials(value: string): BasicCredentials | null {
+  const colon = value.indexOf(':');
+  if (colon <= 0) return null;
+  return { user: value.slice(0, colon), password: value.slice(colon + 1) };
+}
+
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 
 /**
  * `Authorization: Basic <base64(user:password)>` (spec, "Authentication" item 8), compared in
  * constant time over digests so neither length nor content leaks through timing.
  */
-export function basicAuthMatches(header: string | undefined, expected: { user: string; password: string }): boolean {
+export function basicAuthMatches(header: string | undefined, expected: BasicCredentials): boolean {
   if (header === undefined) return false;
   const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
   if (!match?.[1]) return false;

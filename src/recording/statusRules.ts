@@ -5,9 +5,10 @@ import type { OrderStatus, RefundStatus } from '../parsing/notification';
  * Status projections never move backwards (spec, "States and transitions"; "Events" delivery rule 4):
  *   order:  NEW < PENDING < WAITING_FOR_CONFIRMATION < COMPLETED | CANCELED
  *   refund: PENDING < FINALIZED | CANCELED
- * The final statuses share the highest rank, so "rank goes up" is the whole rule for applying. The rule is
- * applied here only: the recorder decides under its orders' locks (src/recording/batchStatements.ts,
- * lockOrders), so no concurrent delivery can move a projection between the read and the write.
+ * The final statuses share the highest rank, so "rank goes up" is the whole rule for applying. It is
+ * applied here only, in the batch decision; concurrent deliveries of one order cannot both decide on the
+ * same state because the recording transaction holds the order's advisory lock (lockOrders in
+ * batchStatements.ts). The database stores status_rank with the projection and writes what it is given.
  */
 export const ORDER_STATUS_RANK: Readonly<Record<OrderStatus | 'NEW', number>> = {
   NEW: 0,
@@ -26,11 +27,9 @@ export const REFUND_STATUS_RANK: Readonly<Record<RefundStatus, number>> = {
 const FINAL_STATUSES: ReadonlySet<string> = new Set(['COMPLETED', 'CANCELED', 'FINALIZED']);
 
 /**
- * The transition of a status seen for the first time:
- * applied:  the projection moves to the incoming status;
- * stale:    it would move backwards, or out of a final status into a non-final one (recorded, ignored);
- * conflict: one final status after another (COMPLETED then CANCELED, FINALIZED then CANCELED, or the
- *           reverse): recorded, ignored, and raised for a human.
+ * The transition of a status seen for the first time (src/domain/outcomes.ts): applied, the projection moves
+ * to it; stale, it would move backwards or out of a final status (recorded, ignored); conflict, one final
+ * status after another (recorded, ignored, raised for a human).
  */
 export function decideTransition(
   ranks: Readonly<Record<string, number>>,

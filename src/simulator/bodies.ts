@@ -139,17 +139,24 @@ export function newBuyer(random: Random): Buyer {
   };
 }
 
+/** The order's own fields, written in every one of its notifications as the shop created it. */
+export type OrderFields = Omit<OrderData, 'buyer' | 'payMethod' | 'paymentId'>;
+
 /**
- * An order status notification body. COMPLETED carries the buyer, the pay method type and
- * localReceiptDateTime; PENDING may have no PAYMENT_ID yet; CANCELED has no buyer.
+ * What an order notification carries besides the order's own fields; a part not given is not written. The
+ * writer takes any status: judging one is the receiver's job, and its tests send some the sender would not.
  */
-export function orderNotificationBody(
-  order: OrderData,
-  status: OrderStatus,
-  extra: { localReceiptDateTime?: string; withPaymentId: boolean },
-): Buffer {
-  const completed = status === 'COMPLETED';
-  const payMethodType = NOTIFIED_PAY_METHOD_TYPE[order.payMethod];
+export interface OrderNotificationParts {
+  status: string;
+  buyer?: Partial<Buyer>;
+  payMethod?: { amount?: string; type: string };
+  localReceiptDateTime?: string;
+  /** The one PAYMENT_ID property; none: `properties` is empty. */
+  paymentId?: string;
+}
+
+/** An order notification body: compact JSON, the fields in the sender's order. */
+export function writeOrderNotification(order: OrderFields, parts: OrderNotificationParts): Buffer {
   const body = {
     order: {
       orderId: order.orderId,
@@ -161,22 +168,41 @@ export function orderNotificationBody(
       description: order.description,
       currencyCode: order.currencyCode,
       totalAmount: order.totalAmount,
-      ...(completed ? { buyer: order.buyer } : {}),
-      ...(completed
-        ? {
-            payMethod:
-              payMethodType === 'PBL' ? { amount: order.totalAmount, type: payMethodType } : { type: payMethodType },
-          }
-        : {}),
-      status,
+      ...(parts.buyer ? { buyer: parts.buyer } : {}),
+      ...(parts.payMethod ? { payMethod: parts.payMethod } : {}),
+      status: parts.status,
       products: order.products,
     },
-    ...(completed && extra.localReceiptDateTime !== undefined
-      ? { localReceiptDateTime: extra.localReceiptDateTime }
-      : {}),
-    properties: extra.withPaymentId ? [{ name: 'PAYMENT_ID', value: order.paymentId }] : [],
+    ...(parts.localReceiptDateTime !== undefined ? { localReceiptDateTime: parts.localReceiptDateTime } : {}),
+    properties: parts.paymentId !== undefined ? [{ name: 'PAYMENT_ID', value: parts.paymentId }] : [],
   };
   return Buffer.from(JSON.stringify(body), 'utf8');
+}
+
+/**
+ * An order status notification body as the payment service sends it for `status`. COMPLETED carries the
+ * buyer, the pay method type and localReceiptDateTime; PENDING may have no PAYMENT_ID yet; CANCELED has no
+ * buyer.
+ */
+export function orderNotificationBody(
+  order: OrderData,
+  status: OrderStatus,
+  extra: { localReceiptDateTime?: string; withPaymentId: boolean },
+): Buffer {
+  const type = NOTIFIED_PAY_METHOD_TYPE[order.payMethod];
+  const completed =
+    status === 'COMPLETED'
+      ? {
+          buyer: order.buyer,
+          payMethod: type === 'PBL' ? { amount: order.totalAmount, type } : { type },
+          ...(extra.localReceiptDateTime !== undefined ? { localReceiptDateTime: extra.localReceiptDateTime } : {}),
+        }
+      : {};
+  return writeOrderNotification(order, {
+    status,
+    ...completed,
+    ...(extra.withPaymentId ? { paymentId: order.paymentId } : {}),
+  });
 }
 
 export interface RefundData {
@@ -191,8 +217,11 @@ export interface RefundData {
   refundDate: string;
 }
 
-/** A refund status notification body (spec, "Refund status notification"). */
-export function refundNotificationBody(order: Pick<OrderData, 'orderId' | 'extOrderId'>, refund: RefundData): Buffer {
+/** A refund status notification body (spec, "Refund status notification"); any status, as for orders. */
+export function refundNotificationBody(
+  order: Pick<OrderData, 'orderId' | 'extOrderId'>,
+  refund: Omit<RefundData, 'status'> & { status: string },
+): Buffer {
   const body = {
     orderId: order.orderId,
     extOrderId: order.extOrderId,

@@ -9,6 +9,7 @@ import autocannon from 'autocannon';
 import { orderBody, refundBody, sign } from '../support/signing';
 import { CONNECTIONS, KEY } from './options';
 import { quantile } from './stats';
+import { sleep } from '../support/wait';
 
 /** One signed notification: its body and its signature header. */
 export interface Notification {
@@ -123,7 +124,7 @@ export async function openLoop(port: number, notifications: Notification[], rate
     const due = start + (i * 1000) / rate;
     // Never before its time (timers fire on whole milliseconds, and a request sent early would
     // count less than it took); a request that leaves late counts from its scheduled time.
-    while (performance.now() < due) await new Promise((r) => setTimeout(r, Math.ceil(due - performance.now())));
+    while (performance.now() < due) await sleep(Math.ceil(due - performance.now()));
     const n = notifications[i % notifications.length] as Notification;
     inFlight.push(
       new Promise<void>((resolve) => {

@@ -9,6 +9,7 @@ import { AHEAD_PER_SECOND, RATE, ROUNDS, SECONDS } from './options';
 import type { Service } from './receivers';
 import { cpuPerRequest, cpuReading, idlePercent, type CpuByGroup, type ServiceWatcher } from './resources';
 import { gcSoFar, metricsText, recorderFigures, serviceCounters } from './serviceMetrics';
+import { sleep } from '../support/wait';
 
 /** The benchmark's other processes, whose CPU the rounds account for beside the service's. */
 export interface OtherReceivers {
@@ -178,7 +179,7 @@ export async function latencyPhase(
  * generator at that moment, the floor under the service's figure.
  */
 export async function referenceLatencyPhase(port: number, seed: string) {
-  await new Promise((r) => setTimeout(r, 2000));
+  await sleep(2000);
   return openLoop(port, take(workload(seed), RATE * SECONDS), RATE, SECONDS);
 }
 
@@ -192,7 +193,7 @@ async function commitToConfirmLag(databaseUrl: string, since: Date, until: Date)
       'SELECT count(*) AS n FROM outbox_events WHERE published_at IS NULL',
     );
     if (rows[0]?.n === '0') break;
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   const { rows } = await client.query<{ p50: number; p99: number; n: string }>(
     `SELECT count(*) AS n,

@@ -12,6 +12,7 @@ import pg from 'pg';
 import { freePort } from '../support/net';
 import { AMQP, KEY, PG, POS_ID, ROOT, SERVICE_NODE_FLAGS } from './options';
 import type { MemoryCgroup } from './resources';
+import { sleep } from '../support/wait';
 
 /**
  * A plain node:http receiver on 127.0.0.1:port that reads each request's body whole and hands it to
@@ -94,7 +95,7 @@ async function waitFor(url: string, timeoutMs = 20_000): Promise<void> {
     });
     if (ok) return;
     if (Date.now() > deadline) throw new Error(`${url} not ready`);
-    await new Promise((r) => setTimeout(r, 10));
+    await sleep(10);
   }
 }
 
@@ -109,7 +110,7 @@ export async function waitForPort(port: number): Promise<void> {
       socket.on('error', () => resolve(false));
     });
     if (open) return;
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
   throw new Error(`port ${port} never opened`);
 }

@@ -40,6 +40,7 @@ import { duplicatesRounds, latencyPhase, referenceLatencyPhase, throughputRounds
 import { admin, runBare, runConsumer, runReference, startService, stop, waitForPort } from './receivers';
 import { printReport } from './report';
 import { CGROUP_PREFIX, memoryCgroup, memoryMb, watchService, type MemoryCgroup } from './resources';
+import { sleep } from '../support/wait';
 
 async function main(): Promise<void> {
   const suffix = randomBytes(3).toString('hex');
@@ -96,7 +97,7 @@ async function main(): Promise<void> {
     // Latency at a fixed rate, twice: on the warmed-up service (steady), and again after the
     // saturating rounds below, while the database still works off their aftermath (autovacuum
     // of the rows they added, the checkpoint their WAL triggers).
-    await new Promise((r) => setTimeout(r, 2000));
+    await sleep(2000);
     const steady = await latencyPhase(service, watcher, 'open loop, steady', serviceUrl, `${suffix}steady`);
     const referenceSteady = await referenceLatencyPhase(referencePort, `${suffix}refsteady`);
     const others: OtherReceivers = {
@@ -109,7 +110,7 @@ async function main(): Promise<void> {
     const throughput = await throughputRounds(service, others, watcher, suffix);
     const duplicates = await duplicatesRounds(service, others, watcher, suffix);
 
-    await new Promise((r) => setTimeout(r, 2000));
+    await sleep(2000);
     const afterBursts = await latencyPhase(
       service,
       watcher,

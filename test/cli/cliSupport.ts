@@ -1,13 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
+import { runCli as runProgramInProcess } from '../../src/cli/index';
 import { AMQP_URL } from '../support/broker';
 import { ROOT } from '../support/build';
 import { OTHER_KEY, OTHER_POS_ID, POS_ID, SECOND_KEY } from '../support/signing';
+import { sleep } from '../support/wait';
 
 export { ROOT };
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 export const CLI = path.join(ROOT, 'dist', 'cli', 'index.js');
 
 export interface CliRun {
@@ -33,6 +35,28 @@ export function cliEnv(vars: Record<string, string | undefined>): Record<string,
 export interface RunOptions {
   input?: Buffer | string;
   timeoutMs?: number;
+}
+
+/**
+ * Runs the command line's program in this process (src/cli/index.ts's runCli, with only `env` and its output
+ * collected): for help and usage errors, which parse the arguments and touch nothing else. Anything that
+ * reads configuration files, connects or signals runs the built CLI with runCli.
+ */
+export async function runProgram(args: string[], env: Record<string, string>): Promise<CliRun> {
+  const collect = (): { stream: Writable; text: () => string } => {
+    let text = '';
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        text += chunk.toString('utf8');
+        done();
+      },
+    });
+    return { stream, text: () => text };
+  };
+  const stdout = collect();
+  const stderr = collect();
+  const code = await runProgramInProcess(args, { stdout: stdout.stream, stderr: stderr.stream, env });
+  return { code, stdout: stdout.text(), stderr: stderr.text() };
 }
 
 /**
@@ -97,20 +121,5 @@ export function parseJson<T>(run: CliRun): T {
     return JSON.parse(run.stdout) as T;
   } catch {
     throw new Error(`not JSON (exit ${run.code}):\nstdout: ${run.stdout}\nstderr: ${run.stderr}`);
-  }
-}
-
-/** Polls until the check passes (returns a value other than undefined/false). */
-export async function eventually<T>(
-  check: () => Promise<T | undefined | false>,
-  timeoutMs = 15_000,
-  what = 'condition',
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
   }
 }

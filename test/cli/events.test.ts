@@ -6,7 +6,8 @@ import { FaultProxy } from '../support/faultProxy';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, refundBody, uniqueId } from '../support/signing';
-import { cliEnv, eventually, parseJson, runCli, startCli } from './cliSupport';
+import { waitUntil } from '../support/wait';
+import { cliEnv, parseJson, runCli, startCli } from './cliSupport';
 
 interface ReplayReport {
   dryRun: boolean;
@@ -43,7 +44,7 @@ beforeAll(async () => {
     expect((await svc.post(body)).status).toBe(200);
   }
   await consumer.waitFor(4);
-  stored = await eventually(async () => {
+  stored = await waitUntil('the four events stored and published', async () => {
     const rows = await query<Stored & { published: boolean }>(
       svc.database.url,
       'SELECT id, order_id, type, message, published_at IS NOT NULL AS published FROM outbox_events ORDER BY order_id, sequence',

@@ -4,7 +4,8 @@ import { EventConsumer } from '../support/broker';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, POS_ID, refundBody, SECOND_KEY, uniqueId } from '../support/signing';
-import { cliEnv, eventually, parseJson, runCli } from './cliSupport';
+import { waitUntil } from '../support/wait';
+import { cliEnv, parseJson, runCli } from './cliSupport';
 
 interface Inspection {
   projection: Record<string, unknown> | null;
@@ -77,7 +78,8 @@ beforeAll(async () => {
     'accepted',
   );
   await consumer.waitFor(2);
-  await eventually(
+  await waitUntil(
+    'the refund event to be returned once',
     async () =>
       (
         await query<{ attempts: number }>(
@@ -87,7 +89,6 @@ beforeAll(async () => {
         )
       )[0]?.attempts,
     15_000,
-    'the refund event to be returned once',
   );
 }, 180_000);
 afterAll(async () => {

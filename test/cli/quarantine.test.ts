@@ -23,8 +23,10 @@ async function quarantineAsOlderVersion(body: string, posId = POS_ID, sourceAddr
   const id = (row as { id: string }).id;
   await query(
     svc.database.url,
-    `INSERT INTO deliveries (received_at, source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, quarantine_id)
-     VALUES (now() - interval '1 hour', $5, 321, $1, $2, $3, 'quarantined', $4)`,
+    `INSERT INTO deliveries (received_at, source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, quarantine_id,
+                             notification_received_at)
+     SELECT now() - interval '1 hour', $5, 321, $1, $2, $3, 'quarantined', $4, received_at
+       FROM quarantined_notifications WHERE id = $4`,
     [posId, fingerprintKey(SECOND_KEY), sha256(body), id, sourceAddress],
   );
   return id;

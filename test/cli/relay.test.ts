@@ -5,6 +5,7 @@ import { contractFetch } from '../support/contracts';
 import { freePort } from '../support/net';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, uniqueId } from '../support/signing';
+import { waitUntil } from '../support/wait';
 import { cliEnv, ROOT } from './cliSupport';
 
 let svc: TestService;
@@ -13,16 +14,6 @@ beforeAll(async () => {
   svc = await startTestService({ env: { RELAY_ENABLED: 'false' } });
 }, 180_000);
 afterAll(() => svc.stop());
-
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('npm run relay (the relay alone)', () => {
   it('When it runs, then it publishes what the service recorded and serves metrics and probes on ADMIN_PORT until SIGTERM', async () => {
@@ -41,7 +32,13 @@ describe('npm run relay (the relay alone)', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
       const admin = `http://127.0.0.1:${adminPort}`;
-      await until(async () => ((await contractFetch(`${admin}/readyz`, 'admin')).status === 200 ? true : undefined));
+      // Until the relay listens: a refused connection is a not yet.
+      await waitUntil('the relay ready', () =>
+        contractFetch(`${admin}/readyz`, 'admin').then(
+          (r) => r.status === 200,
+          () => false,
+        ),
+      );
       expect((await contractFetch(`${admin}/livez`, 'admin')).status).toBe(200);
       // No data routes in the relay alone: 404 not_found, as docs/openapi.yaml says.
       expect((await contractFetch(`${admin}/orders/1`, 'admin')).status).toBe(404);
@@ -54,7 +51,7 @@ describe('npm run relay (the relay alone)', () => {
         subject: orderId,
       });
 
-      const metrics = await until(async () => {
+      const metrics = await waitUntil('order.pending counted as published', async () => {
         const text = await (await contractFetch(`${admin}/metrics`, 'admin')).text();
         return /outbox_events_published_total\{type="order\.pending"\} [1-9]/.test(text) ? text : undefined;
       });

@@ -27,6 +27,7 @@ import { parseSignatureHeader } from '../../src/verification/signatureHeader';
 import { verifySignature } from '../../src/verification/verifySignature';
 import { EventConsumer } from '../support/broker';
 import { startTestService, type TestService } from '../support/service';
+import { waitUntil } from '../support/wait';
 import { OTHER_KEY, OTHER_POS_ID, POS_ID, SECOND_KEY } from '../support/signing';
 
 const MINUTE = 60_000;
@@ -470,15 +471,11 @@ describe('simulator: against the real service', () => {
     }
 
     const expectedFinalEvents = lifecycles.length + lifecycles.reduce((n, l) => n + l.expected.refunds.length, 0);
-    const events = await (async () => {
-      const deadline = Date.now() + 15_000;
-      for (;;) {
-        const bodies = consumer.bodies<{ id: string; type: string; subject: string; data: { refundId?: string } }>();
-        const finals = bodies.filter((b) => /\.(completed|canceled|finalized)$/.test(b.type));
-        if (finals.length >= expectedFinalEvents || Date.now() > deadline) return bodies;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    })();
+    const events = await waitUntil('the final event of every order and refund', () => {
+      const bodies = consumer.bodies<{ id: string; type: string; subject: string; data: { refundId?: string } }>();
+      const finals = bodies.filter((b) => /\.(completed|canceled|finalized)$/.test(b.type));
+      return finals.length >= expectedFinalEvents && bodies;
+    });
     expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
     expect(events.filter((e) => e.type.endsWith('status_conflict'))).toEqual([]);
     for (const lifecycle of lifecycles) {

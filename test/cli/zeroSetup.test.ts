@@ -23,7 +23,8 @@ import { testDatabase } from '../support/database';
 import { fingerprintKey } from '../../src/verification/secondKeys';
 import { freePort } from '../support/net';
 import { orderBody, POS_ID, SECOND_KEY, sign, uniqueId } from '../support/signing';
-import { CLI, eventually, ROOT } from './cliSupport';
+import { waitUntil } from '../support/wait';
+import { CLI, ROOT } from './cliSupport';
 
 /**
  * Issues 25 and 32: a fresh clone runs with no configuration at all (the embedded Postgres in ./.data,
@@ -94,7 +95,8 @@ function startBuiltService(
 }
 
 async function untilLogged(run: ServiceRun, message: string): Promise<LogLine> {
-  return eventually(
+  return waitUntil(
+    `"${message}" in the log`,
     async () => {
       const found = parsed(run).find((line) => line.msg === message);
       if (found) return found;
@@ -103,7 +105,6 @@ async function untilLogged(run: ServiceRun, message: string): Promise<LogLine> {
       return undefined;
     },
     90_000,
-    `"${message}" in the log`,
   );
 }
 

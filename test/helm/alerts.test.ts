@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { ALL_FEATURES_VALUES, CI_VALUES, MONITORING_API_VERSIONS, render } from './helm';
-import { alertRulesOf, prometheusBinary, ruleGroupsOf, withBoolComparison, writeRulesFile } from './prometheus';
+import { alertRulesOf, ruleGroupsOf, withBoolComparison, writeRulesFile } from './prometheus';
+import { toolPath } from '../support/tools';
 
 const UNIT_TESTS = path.join(__dirname, 'alerts', 'alerts.test.yaml');
 
@@ -25,7 +26,7 @@ beforeAll(() => {
 afterAll(() => rmSync(workdir, { recursive: true, force: true }));
 
 function promtool(args: string[]): { status: number | null; output: string } {
-  const result = spawnSync(prometheusBinary('promtool'), args, { cwd: workdir, encoding: 'utf8' });
+  const result = spawnSync(toolPath('promtool'), args, { cwd: workdir, encoding: 'utf8' });
   if (result.error) throw result.error;
   return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }

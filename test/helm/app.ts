@@ -1,14 +1,11 @@
 /**
  * Test support for running the real app the way the image and the chart run it (dist/ is
  * built by jest's globalSetup): find free ports, start a command as a child process with only
- * the given environment, wait for an HTTP answer, stop it with SIGTERM, and make/drop a throwaway
- * database on the local Postgres (127.0.0.1:5432, trust auth).
+ * the given environment, wait for an HTTP answer, stop it with SIGTERM. The databases it runs against come
+ * from testDatabase() (test/support/database.ts): created by the app itself, dropped by the test.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { Client } from 'pg';
-
-const POSTGRES = 'postgres://postgres@127.0.0.1:5432';
+import { sleep } from '../support/wait';
 
 export { freePort } from '../support/net';
 
@@ -53,7 +50,7 @@ export async function waitForStatus(app: RunningApp, url: string, status: number
     } catch (error) {
       last = (error as Error).message;
     }
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
   }
   throw new Error(`${url} did not answer ${status} within ${timeoutMs} ms (last: ${last}):\n${app.output()}`);
 }
@@ -67,22 +64,5 @@ export async function stop(app: RunningApp, timeoutMs = 25_000): Promise<number 
     return await app.exited;
   } finally {
     clearTimeout(timer);
-  }
-}
-
-/** A database URL for a fresh, not yet existing database (the app creates it). */
-export function throwawayDatabaseUrl(prefix: string): { url: string; name: string } {
-  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
-  return { url: `${POSTGRES}/${name}`, name };
-}
-
-export async function dropDatabase(name: string): Promise<void> {
-  if (!/^[a-z0-9_]+$/.test(name)) throw new Error(`refusing to drop ${name}`);
-  const client = new Client({ connectionString: `${POSTGRES}/postgres` });
-  await client.connect();
-  try {
-    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  } finally {
-    await client.end();
   }
 }

@@ -5,13 +5,25 @@
  * started with the image's exact CMD and probed with the image's HEALTHCHECK command.
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createHash, type Hash } from 'node:crypto';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { dropDatabase, freePort, start, stop, throwawayDatabaseUrl, waitForStatus, type RunningApp } from './app';
+import { freePort, start, stop, waitForStatus, type RunningApp } from './app';
+import { testDatabase, type TestDatabase } from '../support/database';
 import { copyArgs, dockerignored, execForm, readDockerfile, type Instruction, type Stage } from './dockerfile';
-import { REPO_ROOT } from './helm';
+import { ROOT } from '../support/build';
 
 /** The npm inside the runtime's base image (node:22 ships npm 10). */
 const IMAGE_NPM = 'npm@10';
@@ -27,13 +39,39 @@ const stageNamed = (name: string): Stage => {
 };
 const workdirOf = (stage: Stage): string => last(stage, 'WORKDIR')?.rest ?? '/';
 
+/** Where reproduced stages are kept between runs (node_modules/.cache: npm ci starts afresh). */
+const STAGE_CACHE = path.join(ROOT, 'node_modules', '.cache', 'image-stages');
+
+/** A file's or folder's content, for the stage key. */
+function hashContent(hash: Hash, target: string): void {
+  if (!statSync(target).isDirectory()) {
+    hash.update(readFileSync(target));
+    return;
+  }
+  for (const entry of readdirSync(target).sort()) {
+    hash.update(`\0${entry}\0`);
+    hashContent(hash, path.join(target, entry));
+  }
+}
+
+/** What a reproduced stage depends on: the npm it runs, its instructions and the content of what it copies. */
+function stageKey(stage: Stage): string {
+  const hash = createHash('sha256').update(IMAGE_NPM);
+  for (const instruction of stage.instructions) {
+    hash.update(`\0${instruction.keyword} ${JSON.stringify(instruction.flags)} ${instruction.rest}`);
+    if (instruction.keyword === 'COPY' && instruction.flags.from === undefined)
+      for (const source of copyArgs(instruction.rest).sources) hashContent(hash, path.join(ROOT, source));
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
 describe('Dockerfile', () => {
   test('is multi-stage: a build stage, then a runtime on the same slim Node base, a supported LTS', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
     expect(runtime.image).toMatch(/^node:(22|24)[\w.-]*-slim$/);
     expect(stages.some((s) => all(s, 'RUN').some((r) => /npm run build/.test(r.rest)))).toBe(true);
     // package.json's engines admits it (and this machine's Node 20, which the code and tests keep working on).
-    const { engines } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
+    const { engines } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
       engines: { node: string };
     };
     expect(engines.node).toBe('>=20');
@@ -54,15 +92,15 @@ describe('Dockerfile', () => {
   });
 
   test('the chart deploys the version the package builds', () => {
-    const { version } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
-    const chart = parse(readFileSync(path.join(REPO_ROOT, 'helm', 'notification-receiver', 'Chart.yaml'), 'utf8')) as {
+    const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const chart = parse(readFileSync(path.join(ROOT, 'helm', 'notification-receiver', 'Chart.yaml'), 'utf8')) as {
       appVersion: string;
     };
     expect(chart.appVersion).toBe(version);
   });
 
   test('npm start runs node with the same V8 flag as the image, exec-ed so that SIGTERM reaches it', () => {
-    const { scripts } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
+    const { scripts } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
       scripts: Record<string, string>;
     };
     expect(scripts.start).toBe('tsc -b tsconfig.build.json && exec node --no-allocation-site-pretenuring dist/main.js');
@@ -102,7 +140,7 @@ describe('Dockerfile', () => {
       .flatMap((c) => copyArgs(c.rest).sources);
     expect(sources.length).toBeGreaterThan(0);
     for (const source of sources) {
-      expect([source, existsSync(path.join(REPO_ROOT, source))]).toEqual([source, true]);
+      expect([source, existsSync(path.join(ROOT, source))]).toEqual([source, true]);
       expect([source, dockerignored(source)]).toEqual([source, false]);
     }
     for (const local of ['node_modules', 'dist', 'dist-bench', '.env', '.git', 'test/helm/chart.test.ts']) {
@@ -114,60 +152,57 @@ describe('Dockerfile', () => {
     let root: string;
     let app: RunningApp | undefined;
     let adminPort: number;
-    let database: { url: string; name: string };
+    let database: TestDatabase;
     let env: Record<string, string>;
 
-    /** Stage `from`'s files at `source` (an absolute path inside that stage). */
-    function fromStage(from: string, source: string, scratch: string): string {
+    /**
+     * Stage `from`'s files at `source` (an absolute path inside that stage). The build stage is this checkout
+     * after `npm run build`; any other stage is reproduced (its context COPYs, then its RUN commands) once per
+     * content of what it copies and runs, and kept in node_modules/.cache as Docker keeps a layer.
+     */
+    function fromStage(from: string, source: string): string {
       const stage = stageNamed(from);
       const relative = path.posix.relative(workdirOf(stage), source);
-      // The build stage is this checkout after `npm run build`.
-      if (all(stage, 'RUN').some((r) => /npm run build/.test(r.rest))) return path.join(REPO_ROOT, relative);
-      // Any other stage is reproduced: its context COPYs, then its RUN commands.
-      const dir = path.join(scratch, from);
+      if (all(stage, 'RUN').some((r) => /npm run build/.test(r.rest))) return path.join(ROOT, relative);
+      const dir = path.join(STAGE_CACHE, `${from}-${stageKey(stage)}`);
       if (!existsSync(dir)) {
-        mkdirSync(dir, { recursive: true });
+        const partial = `${dir}.${process.pid}.partial`;
+        rmSync(partial, { recursive: true, force: true });
+        mkdirSync(partial, { recursive: true });
         for (const instruction of stage.instructions) {
           if (instruction.keyword === 'COPY') {
             if (instruction.flags.from !== undefined) throw new Error('nested stage copies are not reproduced');
             for (const s of copyArgs(instruction.rest).sources)
-              cpSync(path.join(REPO_ROOT, s), path.join(dir, path.basename(s)), { recursive: true });
+              cpSync(path.join(ROOT, s), path.join(partial, path.basename(s)), { recursive: true });
           } else if (instruction.keyword === 'RUN') {
             // Run npm as the base image ships it (node:22 comes with npm 10), not this
             // machine's npm: npm 11 `npm ci` rejects a lock file that lacks other platforms'
             // optional binaries (npm/cli#4828), which npm 10 and the image build accept.
             const command = instruction.rest.replace(/^npm /, `npx --yes ${IMAGE_NPM} `);
             const result = spawnSync('sh', ['-c', command], {
-              cwd: dir,
+              cwd: partial,
               encoding: 'utf8',
               env: { ...process.env, npm_config_prefer_offline: 'true', npm_config_update_notifier: 'false' },
             });
             if (result.status !== 0) throw new Error(`${instruction.rest} failed:\n${result.stdout}\n${result.stderr}`);
           }
         }
+        renameSync(partial, dir);
       }
       return path.join(dir, relative);
     }
 
     beforeAll(async () => {
-      const scratch = mkdtempSync(path.join(tmpdir(), 'image-stages-'));
       // root stands for the runtime stage's WORKDIR: every COPY there has a relative destination.
       root = mkdtempSync(path.join(tmpdir(), 'image-app-'));
-      try {
-        for (const copy of all(runtime, 'COPY')) {
-          const { sources, dest } = copyArgs(copy.rest);
-          if (path.isAbsolute(dest)) throw new Error(`runtime COPY to an absolute path: ${copy.rest}`);
-          for (const source of sources) {
-            const from =
-              copy.flags.from === undefined
-                ? path.join(REPO_ROOT, source)
-                : fromStage(copy.flags.from, source, scratch);
-            const target = dest.endsWith('/') ? path.join(root, dest, path.basename(source)) : path.join(root, dest);
-            cpSync(from, target, { recursive: true });
-          }
+      for (const copy of all(runtime, 'COPY')) {
+        const { sources, dest } = copyArgs(copy.rest);
+        if (path.isAbsolute(dest)) throw new Error(`runtime COPY to an absolute path: ${copy.rest}`);
+        for (const source of sources) {
+          const from = copy.flags.from === undefined ? path.join(ROOT, source) : fromStage(copy.flags.from, source);
+          const target = dest.endsWith('/') ? path.join(root, dest, path.basename(source)) : path.join(root, dest);
+          cpSync(from, target, { recursive: true });
         }
-      } finally {
-        rmSync(scratch, { recursive: true, force: true });
       }
       const imageEnv = Object.fromEntries(
         all(runtime, 'ENV').map((e) => {
@@ -176,7 +211,7 @@ describe('Dockerfile', () => {
         }),
       );
       adminPort = await freePort();
-      database = throwawayDatabaseUrl('helm_image_check');
+      database = testDatabase('helm_image_check');
       env = {
         ...imageEnv,
         HOST: '127.0.0.1',
@@ -192,12 +227,12 @@ describe('Dockerfile', () => {
 
     afterAll(async () => {
       if (app) await stop(app);
-      if (database) await dropDatabase(database.name);
+      if (database) await database.drop();
       if (root) rmSync(root, { recursive: true, force: true });
     });
 
     test('has no dev dependency installed', () => {
-      const { devDependencies } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
+      const { devDependencies } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
         devDependencies: Record<string, string>;
       };
       for (const name of ['typescript', 'jest', 'kubernetes-models']) {

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { REPO_ROOT } from './helm';
+import { ROOT } from '../support/build';
 
 export interface Instruction {
   keyword: string;
@@ -20,7 +20,7 @@ export interface Stage {
   instructions: Instruction[];
 }
 
-export function readDockerfile(file = path.join(REPO_ROOT, 'Dockerfile')): Stage[] {
+export function readDockerfile(file = path.join(ROOT, 'Dockerfile')): Stage[] {
   // Join continuation lines, drop comments and blank lines.
   const lines = readFileSync(file, 'utf8')
     .replace(/\\\r?\n/g, ' ')
@@ -83,7 +83,7 @@ function globToRegExp(pattern: string): RegExp {
 }
 
 /** Whether the build context leaves `relativePath` out (a path is out when it or a parent matches). */
-export function dockerignored(relativePath: string, file = path.join(REPO_ROOT, '.dockerignore')): boolean {
+export function dockerignored(relativePath: string, file = path.join(ROOT, '.dockerignore')): boolean {
   const rules = readFileSync(file, 'utf8')
     .split(/\r?\n/)
     .map((l) => l.trim())

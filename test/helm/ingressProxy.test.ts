@@ -5,7 +5,7 @@
  * service started with the ConfigMap the chart renders. Senders go through it and around it, each from an
  * address of its own on the loopback network.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -15,17 +15,13 @@ import { freePort } from '../support/net';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, SECOND_KEY, sign, uniqueId } from '../support/signing';
 import { only, render, type K8sObject } from './helm';
+import { sleep } from '../support/wait';
+import { toolPath } from '../support/tools';
 
 const SENDER = '127.0.0.3';
 const STRANGER = '127.0.0.4';
 /** The address nginx connects to the service from: the ingress controller pod's, in the chart's terms. */
 const CONTROLLER = '127.0.0.1';
-
-function nginxBinary(): string {
-  const found = spawnSync('sh', ['-c', 'command -v nginx || ls /usr/sbin/nginx'], { encoding: 'utf8' }).stdout.trim();
-  if (!found) throw new Error('nginx is not installed: apt-get install nginx-light (as .ci/run does)');
-  return found.split('\n')[0] as string;
-}
 
 const configOf = (objects: K8sObject[]): Record<string, string> =>
   (only(objects, 'ConfigMap', '-notification-receiver') as K8sObject & { data: Record<string, string> }).data;
@@ -90,7 +86,7 @@ http {
 `,
   );
   const nginx: ChildProcess = spawn(
-    nginxBinary(),
+    toolPath('nginx'),
     ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'],
     {
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -109,7 +105,7 @@ http {
     });
     if (up) break;
     if (Date.now() > deadline || nginx.exitCode !== null) throw new Error(`nginx did not start: ${stderr}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
   return {
     port,

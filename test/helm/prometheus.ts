@@ -1,30 +1,12 @@
 /**
- * Test support for checking the chart's monitoring with Prometheus itself: the `promtool` and `prometheus`
- * binaries of Debian's `prometheus` package (.ci/run installs it), and the PrometheusRule's rule groups as a
- * plain Prometheus rules file.
+ * Test support for checking the chart's monitoring with Prometheus itself (the `promtool` and `prometheus`
+ * binaries: test/support/tools.ts): the PrometheusRule's rule groups as a plain Prometheus rules file, and
+ * instant queries.
  */
-import { accessSync, constants, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { writeFileSync } from 'node:fs';
 import type { IPrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { stringify } from 'yaml';
 import { only, type K8sObject } from './helm';
-
-/** Path to a Prometheus binary on PATH (or /usr/bin); throws saying how to get it. */
-export function prometheusBinary(name: 'promtool' | 'prometheus'): string {
-  const directories = [...(process.env.PATH ?? '').split(path.delimiter), '/usr/bin'];
-  for (const directory of directories.filter(Boolean)) {
-    const candidate = path.join(directory, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // Not here.
-    }
-  }
-  throw new Error(
-    `${name} not found: install Debian's prometheus package (apt-get install prometheus), as .ci/run does`,
-  );
-}
 
 type RuleGroups = NonNullable<IPrometheusRule['spec']['groups']>;
 

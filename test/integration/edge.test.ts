@@ -3,6 +3,7 @@ import pg from 'pg';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { exactBytes, orderBody, POS_ID, SECOND_KEY, sign, uniqueId } from '../support/signing';
+import { sleep } from '../support/wait';
 
 // The public edge's trust boundaries: who sent a request (whatever spelling its address comes in),
 // how much of unverified bodies is held at once, which algorithms a POS's key accepts; and the admin
@@ -76,7 +77,7 @@ describe('bounded memory before verification', () => {
       'POST /notifications HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
         `OpenSvc-Signature: ${sign('x', SECOND_KEY)}\r\nContent-Length: 65500\r\n\r\n{"or`,
     );
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     const body = orderBody({ orderId: uniqueId('BUSY'), status: 'PENDING' });
     expect(body.length).toBeGreaterThan(36);
     const refused = await svc.post(body);
@@ -86,7 +87,7 @@ describe('bounded memory before verification', () => {
     const metrics = (await svc.admin.get('/metrics')).text;
     expect(metrics).toMatch(/^intake_unverified_body_bytes 65500$/m);
     holder.destroy();
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     expect((await svc.post(body)).status).toBe(200);
     expect((await svc.admin.get('/metrics')).text).toMatch(/^intake_unverified_body_bytes 0$/m);
   });
@@ -143,7 +144,7 @@ describe('the admin port', () => {
       await blocker.query('BEGIN');
       await blocker.query('LOCK TABLE orders IN ACCESS EXCLUSIVE MODE');
       const slow = svc.admin.get(`/orders/${orderId}`).set('Authorization', `Bearer ${TOKEN}`).then();
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       const refused = await svc.admin.get(`/orders/${orderId}`).set('Authorization', `Bearer ${TOKEN}`);
       expect(refused.status).toBe(503);
       expect(refused.body.error.code).toBe('admin_busy');

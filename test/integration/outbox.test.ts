@@ -6,16 +6,9 @@ import { query, watchQueryOverlap } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, refundBody, uniqueId } from '../support/signing';
 import { FaultProxy } from '../support/faultProxy';
+import { sleep, waitUntil } from '../support/wait';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-async function waitUntil(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const pendingEvents = async (url: string): Promise<number> =>
   Number((await query<{ n: string }>(url, 'SELECT count(*) AS n FROM outbox_events WHERE published_at IS NULL'))[0]?.n);
@@ -53,7 +46,7 @@ describe('events of a lifecycle', () => {
     for (const body of deliveries) await svc.post(body).expect(200);
 
     const messages = (await consumer.waitFor(3)).filter((m) => JSON.parse(m.content.toString()).subject === orderId);
-    await new Promise((r) => setTimeout(r, 300)); // nothing more may arrive
+    await sleep(300); // nothing more may arrive
     expect(consumer.messages.filter((m) => JSON.parse(m.content.toString()).subject === orderId)).toHaveLength(3);
 
     expect(messages.map((m) => m.fields.routingKey)).toEqual(['order.pending', 'order.completed', 'refund.finalized']);
@@ -138,6 +131,7 @@ describe('events of a lifecycle', () => {
     const orderId = uniqueId('CEVT');
     for (const status of ['COMPLETED', 'CANCELED']) await svc.post(orderBody({ orderId, status })).expect(200);
     await waitUntil(
+      'both events of the order consumed',
       async () => consumer.bodies<{ subject: string }>().filter((b) => b.subject === orderId).length === 2,
     );
     const events = consumer
@@ -150,7 +144,7 @@ describe('events of a lifecycle', () => {
   });
 
   it('When events were published, then the metrics show them and the backlog is empty', async () => {
-    await waitUntil(async () => (await pendingEvents(svc.database.url)) === 0);
+    await waitUntil('no event pending', async () => (await pendingEvents(svc.database.url)) === 0);
     const text = (await svc.admin.get('/metrics')).text;
     expect(text).toMatch(/outbox_events_published_total\{type="order.completed"\} [1-9]/);
     expect(text).toMatch(/outbox_pending_events 0/);
@@ -172,7 +166,7 @@ describe('without pipelining', () => {
       await Promise.all(orderIds.map((orderId) => svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200)));
       await Promise.all(orderIds.map((orderId) => svc.post(orderBody({ orderId, status: 'COMPLETED' })).expect(200)));
       await consumer.waitFor(40);
-      await waitUntil(async () => (await pendingEvents(svc.database.url)) === 0);
+      await waitUntil('no event pending', async () => (await pendingEvents(svc.database.url)) === 0);
       expect(new Set(consumer.bodies<{ subject: string }>().map((e) => e.subject))).toEqual(new Set(orderIds));
       expect(overlap.most()).toBe(1);
     } finally {
@@ -191,7 +185,7 @@ describe('unroutable events', () => {
     try {
       const orderId = uniqueId('UNR');
       await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
-      await waitUntil(async () =>
+      await waitUntil('a returned publish counted', async () =>
         /outbox_publish_failures_total\{reason="returned"\} [1-9]/.test((await svc.admin.get('/metrics')).text),
       );
       const [row] = await query<{ published_at: Date | null; attempts: number; last_error: string }>(
@@ -234,7 +228,7 @@ describe('broker outage', () => {
 
       proxy.pass();
       await consumer.waitFor(30, 30_000);
-      await waitUntil(async () => (await pendingEvents(svc.database.url)) === 0, 30_000);
+      await waitUntil('no event pending', async () => (await pendingEvents(svc.database.url)) === 0, 30_000);
       const events = consumer.bodies<{ id: string; subject: string; type: string; data: { sequence: number } }>();
       const ids = new Set(events.map((e) => e.id));
       const [{ n: committed } = { n: '0' }] = await query<{ n: string }>(
@@ -312,7 +306,11 @@ describe('several relays', () => {
       await wasActive?.stop();
       const orderId = uniqueId('TAKE');
       await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
-      await waitUntil(async () => consumer.bodies<{ subject: string }>().some((e) => e.subject === orderId), 10_000);
+      await waitUntil(
+        'an event of the order consumed',
+        async () => consumer.bodies<{ subject: string }>().some((e) => e.subject === orderId),
+        10_000,
+      );
       expect(standby?.isActive).toBe(true);
     } finally {
       await second.stop();

@@ -186,7 +186,7 @@ describe('payment API client', () => {
       details: { endpoint: 'token', posId: POS_B.posId, httpStatus: 401 },
     });
     expect(error.message).not.toContain('wrong-secret-value');
-    await expect(api.retrieveOrder(POS_A.posId, orderId)).resolves.toBeDefined();
+    await expect(api.retrieveOrder(POS_A.posId, orderId)).resolves.toMatchObject({ value: { orderId } });
     expect(await count(metrics.tokenFetches, { pos_id: POS_B.posId, result: 'unauthorized' })).toBe(1);
     expect(await count(metrics.tokenFetches, { pos_id: POS_A.posId, result: 'ok' })).toBe(1);
   });
@@ -267,7 +267,7 @@ describe('payment API client', () => {
   it('When the token endpoint fails with 503 first, then the token fetch is retried too', async () => {
     const { orderId } = completedOrder('ORDER00010261125GUEST000P01');
     double.injectFaults({ endpoint: 'token', status: 503 });
-    await expect(client().api.retrieveOrder(POS_A.posId, orderId)).resolves.toBeDefined();
+    await expect(client().api.retrieveOrder(POS_A.posId, orderId)).resolves.toMatchObject({ value: { orderId } });
     expect(double.requests.filter((r) => r.endpoint === 'token').map((r) => r.status)).toEqual([503, 200]);
   });
 

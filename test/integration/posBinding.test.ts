@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { EventConsumer } from '../support/broker';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
+import { waitUntil } from '../support/wait';
 import {
   exactBytes,
   OTHER_KEY,
@@ -146,15 +147,15 @@ describe('Facts that do not change are never rewritten', () => {
       { field: 'currencyCode', kept: 'PLN', received: 'EUR' },
     ]);
     await consumer.waitFor(1);
-    const deadline = Date.now() + 10_000;
-    let completed: { data: { totalAmount: string } } | undefined;
-    while (!completed && Date.now() < deadline) {
-      completed = consumer
-        .bodies<{ subject: string; type: string; data: { totalAmount: string } }>()
-        .find((e) => e.subject === orderId && e.type === 'order.completed');
-      if (!completed) await new Promise((r) => setTimeout(r, 25));
-    }
-    expect(completed?.data.totalAmount).toBe('15000');
+    const completed = await waitUntil(
+      'order.completed consumed',
+      () =>
+        consumer
+          .bodies<{ subject: string; type: string; data: { totalAmount: string } }>()
+          .find((e) => e.subject === orderId && e.type === 'order.completed'),
+      10_000,
+    );
+    expect(completed.data.totalAmount).toBe('15000');
     const metrics = (await svc.admin.get('/metrics')).text;
     expect(metrics).toMatch(/payment_notification_disagreements_total\{kind="order",field="totalAmount"\} [1-9]/);
     expect(svc.logs.some((l) => l.includes('"disagreements":["totalAmount","currencyCode"]'))).toBe(true);

@@ -2,6 +2,7 @@ import { PaymentServiceDouble, type DoubleClient, type DoubleFault } from '../..
 import { EventConsumer } from '../support/broker';
 import { query, testDatabase, type TestDatabase } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
+import { waitUntil } from '../support/wait';
 import { exactBytes, OTHER_KEY, OTHER_POS_ID, orderBody, POS_ID, refundBody, sign, uniqueId } from '../support/signing';
 
 /**
@@ -44,14 +45,6 @@ async function metric(svc: TestService, name: string, labels: Record<string, str
   return (found?.values ?? [])
     .filter((v) => Object.entries(labels).every(([k, value]) => v.labels[k] === value))
     .reduce((sum, v) => sum + v.value, 0);
-}
-
-async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    if (await condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`never happened: ${what}`);
 }
 
 /** The double's exact answer to an order retrieval with a token of the POS: what the service must store. */
@@ -259,13 +252,15 @@ describe('reconciliation against the payment API', () => {
       double.setOrder({ orderId: refundOrder, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '13' });
       double.setRefund(refundOrder, { refundId: `${refundOrder}R`, status: 'FINALIZED', amount: '5000' });
 
-      await until(
-        async () => (await metric(svc, 'reconciliation_repairs_total')) >= 3,
+      await waitUntil(
         'three statuses repaired by the sweep',
+        async () => (await metric(svc, 'reconciliation_repairs_total')) >= 3,
+        30_000,
       );
-      await until(
-        async () => (await metric(svc, 'reconciliation_checks_total', { result: 'unauthorized' })) >= 1,
+      await waitUntil(
         'the POS with wrong credentials counted',
+        async () => (await metric(svc, 'reconciliation_checks_total', { result: 'unauthorized' })) >= 1,
+        30_000,
       );
 
       const statuses = await query<{ order_id: string; status: string }>(
@@ -320,7 +315,11 @@ describe('reconciliation against the payment API', () => {
         await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
         double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '1' });
 
-        await until(async () => svc.logs.some((l) => l.includes('reconciliation backs off')), 'the sweep backing off');
+        await waitUntil(
+          'the sweep backing off',
+          async () => svc.logs.some((l) => l.includes('reconciliation backs off')),
+          30_000,
+        );
         const backoff = svc.logs.find((l) => l.includes('reconciliation backs off')) as string;
         expect((JSON.parse(backoff) as { retryInMs: number }).retryInMs).toBeGreaterThanOrEqual(leastBackoffMs);
         expect(await metric(svc, 'reconciliation_checks_total', { result: 'unavailable' })).toBe(1);
@@ -331,9 +330,10 @@ describe('reconciliation against the payment API', () => {
         await svc.post(orderBody({ orderId: other, status: 'COMPLETED', paymentId: '2' })).expect(200);
 
         double.clearFaults();
-        await until(
-          async () => (await metric(svc, 'reconciliation_repairs_total', { kind: 'order', status: 'COMPLETED' })) === 1,
+        await waitUntil(
           'the order repaired once the API is back',
+          async () => (await metric(svc, 'reconciliation_repairs_total', { kind: 'order', status: 'COMPLETED' })) === 1,
+          30_000,
         );
         const [order] = await query<{ status: string }>(
           svc.database.url,
@@ -365,16 +365,17 @@ describe('reconciliation against the payment API', () => {
     const first = await startReconciling({ RECONCILE_INTERVAL: '100ms' }, database);
     const second = await startReconciling({ RECONCILE_INTERVAL: '100ms' }, database);
     try {
-      await until(
-        async () => first.service.reconciler?.isActive === true || second.service.reconciler?.isActive === true,
+      await waitUntil(
         'a reconciler active',
+        async () => first.service.reconciler?.isActive === true || second.service.reconciler?.isActive === true,
+        30_000,
       );
       expect([first, second].filter((s) => s.service.reconciler?.isActive)).toHaveLength(1);
 
       const active = first.service.reconciler?.isActive ? first : second;
       const standby = active === first ? second : first;
       await active.service.stop();
-      await until(async () => standby.service.reconciler?.isActive === true, 'the standby taking over');
+      await waitUntil('the standby taking over', async () => standby.service.reconciler?.isActive === true, 30_000);
       await active.stop();
     } finally {
       await second.stop();

@@ -2,15 +2,15 @@
  * The reliability suite (issue 4): the service attacked and broken on purpose, each scenario an
  * automated check with figures. One orchestrating file so the scenarios run one after another
  * (faults and floods must not overlap) and the report is rendered once, at the end. Only
- * `npm run test:faults` (RELIABILITY_REPORT=write) replaces the tracked docs/RELIABILITY.md; any
- * other run, `npm test` included, writes its report under the OS temp dir, so a test run leaves
- * `git status` clean.
+ * `npm run test:faults` (RELIABILITY_REPORT=write, its default) replaces the tracked docs/RELIABILITY.md;
+ * any other run (`.ci/run` sets RELIABILITY_REPORT=temp, a partial run with `jest -t`) writes its report
+ * under the OS temp dir.
  */
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import amqp from 'amqplib';
 import { AMQP_URL } from '../support/broker';
-import { PG_SERVER } from '../support/database';
+import { PG_SERVER, query } from '../support/database';
 import { newRunId, pruneOldResults, renderMarkdown, RunReport, writeMarkdown, type ScenarioDefinition } from './report';
 import { brokerOutageScenario, BROKER_OUTAGE } from './scenarios/brokerOutage';
 import { databaseOutageScenario, DATABASE_OUTAGE } from './scenarios/databaseOutage';
@@ -23,8 +23,8 @@ import { reconciliationScenario, RECONCILIATION } from './scenarios/reconciliati
 import { replicasScenario, REPLICAS_SCENARIO } from './scenarios/replicas';
 import { secretsScenario, SECRETS } from './scenarios/secretsInLogs';
 import { trustBoundariesScenario, TRUST_BOUNDARIES } from './scenarios/trustBoundaries';
-import { ensureBuilt, REPO_ROOT } from './support/build';
-import { sql } from './support/store';
+import { ROOT } from '../support/build';
+import { ensureBuilt } from './support/build';
 
 const SCENARIOS: ScenarioDefinition[] = [
   DATABASE_OUTAGE,
@@ -46,10 +46,10 @@ const startedAt = new Date();
 
 function describeSource(): string {
   try {
-    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
     const dirty =
       execFileSync('git', ['status', '--porcelain', '--', 'src', 'sql'], {
-        cwd: REPO_ROOT,
+        cwd: ROOT,
         encoding: 'utf8',
       }).trim() !== '';
     return `node dist/main.js built from src/ at commit ${commit}${dirty ? ' plus uncommitted changes' : ''}`;
@@ -62,7 +62,7 @@ beforeAll(async () => {
   pruneOldResults();
   await ensureBuilt();
   report.machine('service', describeSource());
-  const [pgVersion] = await sql<{ v: string }>(
+  const [pgVersion] = await query<{ v: string }>(
     `${PG_SERVER}/postgres`,
     `SELECT current_setting('server_version') AS v`,
   );
@@ -93,7 +93,7 @@ afterAll(() => {
   // (npm run test:faults), and never by a partial run (jest -t).
   const target =
     ranAll && process.env.RELIABILITY_REPORT === 'write'
-      ? path.join(REPO_ROOT, 'docs', 'RELIABILITY.md')
+      ? path.join(ROOT, 'docs', 'RELIABILITY.md')
       : report.file.replace(/\.jsonl$/, '.md');
   writeMarkdown(target, text);
   process.stdout.write(`reliability report: ${target}\n`);

@@ -129,7 +129,7 @@ export function renderMarkdown(
   out.push('# Reliability: faults, floods and hostile input');
   out.push('');
   out.push(
-    'Written by `npm run test:faults` (`npm test` runs the same suite but leaves this file alone): every row below',
+    'Written by `npm run test:faults` (with `RELIABILITY_REPORT=temp`, as in `.ci/run`, it leaves this file alone): every row below',
   );
   out.push(
     'is an automated scenario in `test/reliability/`, and its figures are the ones measured in this run. Do not edit by hand.',

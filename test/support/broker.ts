@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import amqp, { type ChannelModel, type ConsumeMessage } from 'amqplib';
 import { eventContractProblems } from './contracts';
+import { sleep } from './wait';
 
 export const AMQP_URL = process.env.TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 
@@ -76,7 +77,7 @@ export class EventConsumer {
     const deadline = Date.now() + timeoutMs;
     while (this.messages.length < count) {
       if (Date.now() > deadline) throw new Error(`expected ${count} messages, got ${this.messages.length}`);
-      await new Promise((r) => setTimeout(r, 25));
+      await sleep(25);
     }
     return this.messages;
   }

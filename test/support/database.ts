@@ -28,14 +28,14 @@ export function testDatabase(prefix = 'nr_test'): TestDatabase {
   };
 }
 
-/** Runs one query against a test database (for assertions on what was stored). */
+/** Runs one query against a test database, on a short connection of its own (for assertions on what was stored). */
 export async function query<T extends pg.QueryResultRow>(
   url: string,
   text: string,
   values: unknown[] = [],
 ): Promise<T[]> {
   // Without JIT, as the service's own pools: compiling a plan over many day partitions costs seconds.
-  const client = new pg.Client({ connectionString: url, options: '-c jit=off' });
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000, options: '-c jit=off' });
   await client.connect();
   try {
     return (await client.query<T>(text, values)).rows;

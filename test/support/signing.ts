@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { refundNotificationBody, writeOrderNotification, type Buyer } from '../../src/simulator';
 
 /** Signs like the payment service: hex(hash(body bytes + second key)). */
 export function sign(body: Buffer | string, key: string, algorithm = 'MD5'): string {
@@ -24,17 +25,21 @@ export interface OrderFields {
   status: string;
   extOrderId?: string;
   merchantPosId?: string;
-  totalAmount?: string | number;
+  totalAmount?: string;
   currencyCode?: string;
   paymentId?: string;
+  /** payMethod.type, written whatever the status (the sender writes it for COMPLETED). */
   payMethodType?: string;
   localReceiptDateTime?: string;
-  buyer?: Record<string, string>;
+  buyer?: Partial<Buyer>;
 }
 
-/** A realistic order notification body, in the sender's compact JSON. */
+/**
+ * An order notification body written by the simulator (src/simulator/bodies.ts), with the fields a test
+ * names and fixed values for the others; unlike the simulator's lifecycles, any status may carry any part.
+ */
 export function orderBody(f: OrderFields): string {
-  const order: Record<string, unknown> = {
+  const order = {
     orderId: f.orderId,
     extOrderId: f.extOrderId ?? `ext-${f.orderId}`,
     orderCreateDate: '2026-11-01T10:00:00.000+01:00',
@@ -44,16 +49,15 @@ export function orderBody(f: OrderFields): string {
     description: 'Order',
     currencyCode: f.currencyCode ?? 'PLN',
     totalAmount: f.totalAmount ?? '15000',
-    ...(f.buyer ? { buyer: f.buyer } : {}),
-    ...(f.payMethodType ? { payMethod: { type: f.payMethodType } } : {}),
-    status: f.status,
     products: [{ name: 'Item', unitPrice: '15000', quantity: '1' }],
   };
-  return JSON.stringify({
-    order,
+  return writeOrderNotification(order, {
+    status: f.status,
+    ...(f.buyer ? { buyer: f.buyer } : {}),
+    ...(f.payMethodType ? { payMethod: { type: f.payMethodType } } : {}),
     ...(f.localReceiptDateTime ? { localReceiptDateTime: f.localReceiptDateTime } : {}),
-    properties: f.paymentId ? [{ name: 'PAYMENT_ID', value: f.paymentId }] : [],
-  });
+    ...(f.paymentId ? { paymentId: f.paymentId } : {}),
+  }).toString('utf8');
 }
 
 export interface RefundFields {
@@ -66,11 +70,11 @@ export interface RefundFields {
   extRefundId?: string;
 }
 
+/** A refund notification body written by the simulator, with fixed values for the fields a test leaves out. */
 export function refundBody(f: RefundFields): string {
-  return JSON.stringify({
-    orderId: f.orderId,
-    extOrderId: f.extOrderId ?? `ext-${f.orderId}`,
-    refund: {
+  return refundNotificationBody(
+    { orderId: f.orderId, extOrderId: f.extOrderId ?? `ext-${f.orderId}` },
+    {
       refundId: f.refundId,
       ...(f.extRefundId ? { extRefundId: f.extRefundId } : {}),
       amount: f.amount ?? '5000',
@@ -81,7 +85,7 @@ export function refundBody(f: RefundFields): string {
       reasonDescription: 'customer request',
       refundDate: '2026-11-02T11:59:59.000+01:00',
     },
-  });
+  ).toString('utf8');
 }
 
 /**

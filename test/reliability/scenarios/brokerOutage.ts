@@ -1,7 +1,8 @@
 import { EventConsumer } from '../../support/broker';
 import type { RunReport, ScenarioDefinition } from '../report';
 import { FaultProxy } from '../../support/faultProxy';
-import { getJson, sleep, waitUntil } from '../support/http';
+import { getJson } from '../support/http';
+import { sleep, waitUntil } from '../../support/wait';
 import { harness, seconds } from '../support/scenario';
 import { NoteStream, Sender } from '../support/sender';
 import type { ServiceProcess } from '../support/serviceProcess';

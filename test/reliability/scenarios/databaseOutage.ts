@@ -1,7 +1,8 @@
 import { EventConsumer } from '../../support/broker';
 import type { RunReport, ScenarioDefinition } from '../report';
 import { FaultProxy } from '../../support/faultProxy';
-import { getJson, send, sleep } from '../support/http';
+import { getJson, send } from '../support/http';
+import { sleep } from '../../support/wait';
 import { harness, seconds } from '../support/scenario';
 import { NoteStream, Sender } from '../support/sender';
 import type { ServiceProcess } from '../support/serviceProcess';

@@ -1,12 +1,13 @@
 import http from 'node:http';
 import { EventConsumer, uniqueExchange } from '../../support/broker';
-import type { TestDatabase } from '../../support/database';
+import { query, type TestDatabase } from '../../support/database';
 import type { RunReport, ScenarioDefinition } from '../report';
 import { FaultProxy } from '../../support/faultProxy';
-import { pool, postNotification, send, sleep } from '../support/http';
+import { pool, postNotification, send } from '../support/http';
+import { sleep } from '../../support/wait';
 import { harness, percentile, seconds } from '../support/scenario';
 import { RssSampler, ServiceProcess } from '../support/serviceProcess';
-import { consistencyViolations, counts, scenarioDatabase, sql } from '../support/store';
+import { consistencyViolations, counts, scenarioDatabase } from '../support/store';
 import { cardLifecycles, checkCommitted, Ledger, shuffle, waitForEvents, type Note } from '../support/traffic';
 
 const ORDERS = 300;
@@ -251,11 +252,11 @@ export function floodScenario(report: RunReport): void {
           expect(events.problems).toEqual([]);
           expect(events.pending).toBe(0);
           if (!variant.retryAll) return;
-          const orders = await sql<{ status: string; n: string }>(
+          const orders = await query<{ status: string; n: string }>(
             database.url,
             'SELECT status, count(*) AS n FROM orders GROUP BY status',
           );
-          const refunds = await sql<{ status: string; n: string }>(
+          const refunds = await query<{ status: string; n: string }>(
             database.url,
             'SELECT status, count(*) AS n FROM refunds GROUP BY status',
           );

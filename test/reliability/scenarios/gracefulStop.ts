@@ -6,12 +6,11 @@ import {
   notificationHeaders,
   portAccepts,
   send,
-  sleep,
   summarizeAnswers,
-  waitUntil,
   type HeldRequest,
   type HttpResult,
 } from '../support/http';
+import { sleep, waitUntil } from '../../support/wait';
 import { harness, seconds } from '../support/scenario';
 import { NoteStream, Sender } from '../support/sender';
 import type { ServiceProcess } from '../support/serviceProcess';
@@ -85,13 +84,14 @@ export function gracefulStopScenario(report: RunReport): void {
 
         termAt = Date.now();
         service.kill('SIGTERM');
-        readinessOffMs = await waitUntil(
+        await waitUntil(
           'readiness false after SIGTERM',
           async () =>
             (await send({ port: service.adminPort, method: 'GET', path: '/readyz', timeoutMs: 2_000 })).status === 503,
           3_000,
           20,
         );
+        readinessOffMs = Date.now() - termAt;
         refusedNew = !(await portAccepts(service.publicPort));
         // Readiness was already false while these requests were still being read.
         for (const x of held) x.request.complete();

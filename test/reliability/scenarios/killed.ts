@@ -1,6 +1,6 @@
 import { EventConsumer } from '../../support/broker';
 import type { RunReport, ScenarioDefinition } from '../report';
-import { sleep } from '../support/http';
+import { sleep } from '../../support/wait';
 import { harness, seconds } from '../support/scenario';
 import { NoteStream, Sender } from '../support/sender';
 import type { ServiceProcess } from '../support/serviceProcess';

@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { EventConsumer } from '../../support/broker';
 import { uniqueId } from '../../support/signing';
 import type { RunReport, ScenarioDefinition } from '../report';
-import { getJson, postNotification, sleep, waitUntil } from '../support/http';
+import { getJson, postNotification } from '../support/http';
+import { sleep, waitUntil } from '../../support/wait';
 import {
   applyDelivery,
   emptyModel,

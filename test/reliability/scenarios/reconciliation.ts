@@ -3,7 +3,8 @@ import { pick, seededRandom, type Random } from '../../../src/simulator/random';
 import { EventConsumer } from '../../support/broker';
 import { OTHER_POS_ID, POS_ID, uniqueId } from '../../support/signing';
 import type { RunReport, ScenarioDefinition } from '../report';
-import { getJson, pool, postNotification, sleep } from '../support/http';
+import { getJson, pool, postNotification } from '../support/http';
+import { sleep } from '../../support/wait';
 import {
   lifecycle,
   type ModelNotification,

@@ -5,7 +5,8 @@ import { EventConsumer } from '../../support/broker';
 import { POS_ID } from '../../support/signing';
 import { FaultProxy } from '../../support/faultProxy';
 import type { RunReport, ScenarioDefinition } from '../report';
-import { getJson, pool, postNotification, sleep, summarizeAnswers, waitUntil, type HttpResult } from '../support/http';
+import { getJson, pool, postNotification, summarizeAnswers, type HttpResult } from '../support/http';
+import { sleep, waitUntil } from '../../support/wait';
 import { Ingress } from '../support/ingress';
 import { harness, seconds } from '../support/scenario';
 import { NoteStream, Sender } from '../support/sender';
@@ -144,13 +145,16 @@ export function replicasScenario(report: RunReport): void {
     };
 
     /** Until exactly one replica in rotation holds the lock behind `name`; the wait in ms. */
-    const oneHolder = (name: string, timeoutMs = TAKEOVER_BOUND_MS): Promise<number> =>
-      waitUntil(
+    const oneHolder = async (name: string, timeoutMs = TAKEOVER_BOUND_MS): Promise<number> => {
+      const from = Date.now();
+      await waitUntil(
         `exactly one replica reports ${name} 1`,
         async () => (await holdersOf(name)).length === 1,
         timeoutMs,
         50,
       );
+      return Date.now() - from;
+    };
 
     /**
      * SIGKILL of the replica holding the lock behind gauge `name`, at the first moment `when` is
@@ -375,7 +379,7 @@ export function replicasScenario(report: RunReport): void {
         }
         proxy.pass();
         const to = Date.now();
-        const recoveredMs = await waitUntil(
+        await waitUntil(
           'every replica ready again',
           async () =>
             (
@@ -384,6 +388,7 @@ export function replicasScenario(report: RunReport): void {
           30_000,
           100,
         );
+        const recoveredMs = Date.now() - to;
         const relayBackMs = (await oneHolder(RELAY_ACTIVE, 30_000)) + recoveredMs;
         await sleep(1_000);
         const attempts = ledger.attempts.filter((a) => a.result.startedAt >= from);

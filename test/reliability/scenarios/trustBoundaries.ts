@@ -5,8 +5,9 @@ import { holdRequest, RowCounter, type HeldRequest } from '../support/rawHttp';
 import { fingerprintKey } from '../../../src/verification/secondKeys';
 import { harness, percentile } from '../support/scenario';
 import { RssSampler, type ServiceProcess } from '../support/serviceProcess';
-import { sql } from '../support/store';
+import { query } from '../../support/database';
 import { ScenarioWorld } from '../support/world';
+import { sleep } from '../../support/wait';
 
 /** The admin API's bearer token in this scenario (ADMIN_TOKEN). */
 const ADMIN_TOKEN = 'adm-3c9f0b7e-reliability-token';
@@ -249,7 +250,7 @@ export function trustBoundariesScenario(report: RunReport): void {
       async () => {
         const problems: string[] = [];
         const audited = async (orderId: string): Promise<string | null> => {
-          const [row] = await sql<{ address: string | null }>(
+          const [row] = await query<{ address: string | null }>(
             world.database.url,
             `SELECT host(d.source_address) AS address FROM deliveries d
                JOIN notifications n ON n.id = d.notification_id WHERE n.order_id = $1`,
@@ -336,7 +337,7 @@ export function trustBoundariesScenario(report: RunReport): void {
         const held: HeldRequest[] = [];
         try {
           for (let i = 0; i < HELD_WITHIN; i += 1) held.push(holdRequest(service.publicPort, head(), half));
-          await new Promise((resolve) => setTimeout(resolve, 2_000));
+          await sleep(2_000);
           const within = await Promise.all(
             Array.from({ length: 20 }, () =>
               post(orderBody({ orderId: uniqueId('HELD'), status: 'PENDING' }), SECOND_KEY),
@@ -378,7 +379,7 @@ export function trustBoundariesScenario(report: RunReport): void {
         // Once the held connections are gone, their reservations are given back.
         let after: HttpResult | null = null;
         for (let attempt = 0; attempt < 50 && after?.status !== 200; attempt += 1) {
-          if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+          if (attempt > 0) await sleep(200);
           after = await post(orderBody({ orderId: uniqueId('HELD'), status: 'PENDING' }), SECOND_KEY);
         }
         if (after?.status !== 200)

@@ -171,23 +171,6 @@ export function portAccepts(port: number, timeoutMs = 2000): Promise<boolean> {
 
 export { freePort } from '../../support/net';
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** Polls until `check` is true; throws with `what` when it is not within `timeoutMs`. */
-export async function waitUntil(
-  what: string,
-  check: () => Promise<boolean> | boolean,
-  timeoutMs = 20_000,
-  everyMs = 100,
-): Promise<number> {
-  const started = Date.now();
-  while (!(await check())) {
-    if (Date.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(everyMs);
-  }
-  return Date.now() - started;
-}
-
 export interface HeldRequest {
   /** Sends the rest of the body: the request is then complete. */
   complete(): void;

@@ -1,4 +1,5 @@
-import { postNotification, sleep, type HttpResult } from './http';
+import { postNotification, type HttpResult } from './http';
+import { sleep } from '../../support/wait';
 import type { Ingress } from './ingress';
 import { cardLifecycles, shuffle, type Ledger, type Note } from './traffic';
 

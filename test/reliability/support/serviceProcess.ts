@@ -6,7 +6,8 @@ import readline from 'node:readline';
 import { AMQP_URL } from '../../support/broker';
 import { OTHER_KEY, OTHER_POS_ID, POS_ID, SECOND_KEY } from '../../support/signing';
 import { ensureBuilt } from './build';
-import { freePort, getJson, send, sleep } from './http';
+import { freePort, getJson, send } from './http';
+import { sleep } from '../../support/wait';
 import { secrets } from './secrets';
 
 export interface ServiceProcessOptions {

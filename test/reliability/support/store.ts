@@ -1,24 +1,8 @@
-import pg from 'pg';
-import { testDatabase, type TestDatabase } from '../../support/database';
+import { query, testDatabase, type TestDatabase } from '../../support/database';
 
 /** A database of the scenario's own, created empty (the service migrates it) and dropped at the end. */
 export function scenarioDatabase(scenario: string): TestDatabase {
   return testDatabase(`nr_rel_${scenario}`);
-}
-
-/** Read-only views of what the service stored, for assertions (one short connection per call). */
-export async function sql<T extends pg.QueryResultRow>(
-  url: string,
-  text: string,
-  values: unknown[] = [],
-): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
-  await client.connect();
-  try {
-    return (await client.query<T>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
 }
 
 export interface StoredCounts {
@@ -33,7 +17,7 @@ export interface StoredCounts {
 }
 
 export async function counts(url: string): Promise<StoredCounts> {
-  const [row] = await sql<Record<keyof StoredCounts, string>>(
+  const [row] = await query<Record<keyof StoredCounts, string>>(
     url,
     `SELECT (SELECT count(*) FROM notifications) AS notifications,
             (SELECT count(*) FROM quarantined_notifications) AS quarantined,
@@ -51,7 +35,7 @@ export async function counts(url: string): Promise<StoredCounts> {
 
 /** Deliveries recorded per body (sha256 hex): each 200 must have written exactly one. */
 export async function deliveriesByBody(url: string): Promise<Map<string, number>> {
-  const rows = await sql<{ sha: string; n: string }>(
+  const rows = await query<{ sha: string; n: string }>(
     url,
     `SELECT encode(body_sha256, 'hex') AS sha, count(*) AS n FROM deliveries GROUP BY 1`,
   );
@@ -60,7 +44,7 @@ export async function deliveriesByBody(url: string): Promise<Map<string, number>
 
 /** `kind|subject|status` of every recorded notification. */
 export async function meanings(url: string): Promise<Set<string>> {
-  const rows = await sql<{ m: string }>(
+  const rows = await query<{ m: string }>(
     url,
     `SELECT kind || '|' || subject_id || '|' || status AS m FROM notifications`,
   );
@@ -77,7 +61,7 @@ export interface RecordOfMeaning {
 
 /** One row per recorded notification with one of these meanings (`kind|subject|status`). */
 export async function recordsOf(url: string, wanted: readonly string[]): Promise<RecordOfMeaning[]> {
-  const rows = await sql<{ meaning: string; deliveries: string; events: string }>(
+  const rows = await query<{ meaning: string; deliveries: string; events: string }>(
     url,
     `SELECT n.kind || '|' || n.subject_id || '|' || n.status AS meaning,
             (SELECT count(*) FROM deliveries d WHERE d.notification_id = n.id) AS deliveries,
@@ -95,7 +79,7 @@ export async function recordsOf(url: string, wanted: readonly string[]): Promise
  * splits the bigint key: classid the high 32 bits, objid the low ones.
  */
 export async function advisoryLockHolders(url: string, lockKey: number): Promise<number> {
-  const [row] = await sql<{ n: string }>(
+  const [row] = await query<{ n: string }>(
     url,
     `SELECT count(*) AS n FROM pg_locks
       WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
@@ -115,12 +99,12 @@ export interface OutboxRow {
 
 /** Ids of the events not yet marked published. */
 export async function pendingEventIds(url: string): Promise<Set<string>> {
-  const rows = await sql<{ id: string }>(url, 'SELECT id::text FROM outbox_events WHERE published_at IS NULL');
+  const rows = await query<{ id: string }>(url, 'SELECT id::text FROM outbox_events WHERE published_at IS NULL');
   return new Set(rows.map((r) => r.id));
 }
 
 export async function outbox(url: string): Promise<OutboxRow[]> {
-  return sql<OutboxRow>(
+  return query<OutboxRow>(
     url,
     'SELECT id::text, order_id, sequence::text, type, published_at IS NOT NULL AS published FROM outbox_events ORDER BY order_id, sequence',
   );
@@ -141,25 +125,25 @@ export async function consistencyViolations(url: string): Promise<string[]> {
   };
   add(
     'notifications without a delivery',
-    await sql(
+    await query(
       url,
       'SELECT n.id FROM notifications n WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id)',
     ),
   );
   add(
     'quarantined bodies without a delivery',
-    await sql(
+    await query(
       url,
       'SELECT q.id FROM quarantined_notifications q WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.quarantine_id = q.id)',
     ),
   );
   add(
     'deliveries pointing nowhere',
-    await sql(url, 'SELECT id FROM deliveries WHERE notification_id IS NULL AND quarantine_id IS NULL'),
+    await query(url, 'SELECT id FROM deliveries WHERE notification_id IS NULL AND quarantine_id IS NULL'),
   );
   add(
     'applied or conflicting notifications without exactly one event',
-    await sql(
+    await query(
       url,
       `SELECT n.id, count(o.id) AS events FROM notifications n
          LEFT JOIN outbox_events o ON (o.message::jsonb -> 'data' ->> 'notificationId') = n.id::text
@@ -168,7 +152,7 @@ export async function consistencyViolations(url: string): Promise<string[]> {
   );
   add(
     'stale notifications with an event',
-    await sql(
+    await query(
       url,
       `SELECT n.id FROM notifications n JOIN outbox_events o ON (o.message::jsonb -> 'data' ->> 'notificationId') = n.id::text
         WHERE n.outcome = 'stale'`,
@@ -176,7 +160,7 @@ export async function consistencyViolations(url: string): Promise<string[]> {
   );
   add(
     'events of no notification',
-    await sql(
+    await query(
       url,
       `SELECT o.id FROM outbox_events o
         WHERE NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id::text = o.message::jsonb -> 'data' ->> 'notificationId')`,
@@ -184,7 +168,7 @@ export async function consistencyViolations(url: string): Promise<string[]> {
   );
   add(
     'orders whose event sequence is not 1..n or disagrees with event_streams',
-    await sql(
+    await query(
       url,
       `SELECT o.order_id, count(*) AS n, min(o.sequence) AS lo, max(o.sequence) AS hi, s.last_sequence
          FROM outbox_events o LEFT JOIN event_streams s USING (order_id)
@@ -194,7 +178,10 @@ export async function consistencyViolations(url: string): Promise<string[]> {
   );
   add(
     'events whose stored sequence differs from their message',
-    await sql(url, `SELECT id FROM outbox_events WHERE (message::jsonb -> 'data' ->> 'sequence')::bigint <> sequence`),
+    await query(
+      url,
+      `SELECT id FROM outbox_events WHERE (message::jsonb -> 'data' ->> 'sequence')::bigint <> sequence`,
+    ),
   );
 
   // Each projection holds the highest-ranked status applied to it, and exists when one was applied.
@@ -202,7 +189,7 @@ export async function consistencyViolations(url: string): Promise<string[]> {
     ['order', 'orders', 'order_id', ORDER_RANK],
     ['refund', 'refunds', 'refund_id', REFUND_RANK],
   ] as const) {
-    const applied = await sql<{ subject_id: string; status: string }>(
+    const applied = await query<{ subject_id: string; status: string }>(
       url,
       `SELECT subject_id, status FROM notifications WHERE kind = $1 AND outcome = 'applied'`,
       [kind],
@@ -212,7 +199,7 @@ export async function consistencyViolations(url: string): Promise<string[]> {
       const current = expected.get(subject);
       if (current === undefined || (ranks[status] ?? 0) > (ranks[current] ?? 0)) expected.set(subject, status);
     }
-    const rows = await sql<{ id: string; status: string }>(url, `SELECT ${key} AS id, status FROM ${table}`);
+    const rows = await query<{ id: string; status: string }>(url, `SELECT ${key} AS id, status FROM ${table}`);
     const actual = new Map(rows.map((r) => [r.id, r.status]));
     const wrong: Array<Record<string, unknown>> = [];
     for (const [subject, status] of expected)

@@ -4,6 +4,7 @@ import { orderBody, refundBody, uniqueId, type OrderFields, type RefundFields } 
 import type { HttpResult } from './http';
 import { deliveriesByBody, meanings, outbox } from './store';
 import { BUYER } from './secrets';
+import { sleep } from '../../support/wait';
 
 /** One notification the payment service would send, with what it means. */
 export interface Note {
@@ -272,6 +273,6 @@ export async function waitForEvents(
     const result = await checkEvents(url, messages);
     const complete = result.pending === 0 && result.distinctConsumed >= result.outboxEvents;
     if (complete || Date.now() - started > timeoutMs) return { ...result, waitedMs: Date.now() - started };
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
 }

@@ -1,0 +1,133 @@
+import { Option, type Command } from 'commander';
+import { RETRY_SCHEDULE_MS } from '../../../simulator';
+import { readConfig } from '../database';
+import { action, type CliIo, type CliState, type ExitCode } from '../io';
+import { choiceOption, collect, durationOption, integerOption, numberOption, withJson } from '../options';
+import { planSimulation, type SimulateOptions } from './plan';
+import { runPlan, startDouble } from './run';
+
+/**
+ * `simulate`: plays the payment service. Its options (here), the plan they make (plan.ts), the run that sends
+ * it (run.ts) and what it prints (output.ts).
+ */
+export async function simulate(io: CliIo, options: SimulateOptions): Promise<ExitCode> {
+  // Without --key, the service's own SECOND_KEYS, or its local default outside production.
+  const config = readConfig(io, {}, { receiving: options.key === undefined });
+  const plan = planSimulation(config, options);
+  const double =
+    options.apiPort === undefined ? null : await startDouble(io, config, options.apiPort, options.json === true);
+  try {
+    return await runPlan(io, options, config, plan, double);
+  } finally {
+    await double?.stop();
+  }
+}
+
+export function registerSimulate(program: Command, io: CliIo, state: CliState): void {
+  const command = program
+    .command('simulate')
+    .summary('play the payment service: send signed notifications of realistic order and refund lifecycles')
+    .description(
+      'Plays the payment service: sends signed notifications for realistic order lifecycles (and refunds) to the ' +
+        "receiver, each on the sender's retry schedule (20 attempts over 72 hours, from the status change) until it is " +
+        'answered 200, optionally with duplicates, reordering and delays, and reports every attempt and answer. ' +
+        'The POS and key default to the first entry of SECOND_KEYS (or the first key of --pos-id).\n\n' +
+        'Lifecycles: auto-receive on: PENDING, COMPLETED (or CANCELED with --cancel); --no-auto-receive: PENDING, ' +
+        'WAITING_FOR_CONFIRMATION, then COMPLETED or CANCELED; then one notification per --refund.\n\n' +
+        'Lost notifications: --drop 0.3 never sends 30 % of them, while the payment-service double (--api-port) ' +
+        'knows every status, so a receiver with PAYMENT_API_URL pointing at it can repair what was lost.\n\n' +
+        'Exit codes: 0 every notification was answered 200; 1 some were given up; 2 usage error.',
+    )
+    .option('--url <url>', 'the receiver (default http://127.0.0.1:$PORT/notifications)')
+    .option('--pos-id <posId>', 'POS the notifications come from (default: from SECOND_KEYS)')
+    .option('--key <secondKey>', 'second key to sign with (default: from SECOND_KEYS; prefer that: a flag shows in ps)')
+    .option('--orders <n>', 'number of orders', integerOption(1, 100_000), 1)
+    .option('--random', 'a random realistic lifecycle per order (pay method, auto-receive, outcome, refunds)')
+    .addOption(
+      new Option('--pay-method <method>', 'pbl (hosted bank transfer), card (CARD_TOKEN) or blik (code, PBL blik)')
+        .argParser(choiceOption(['pbl', 'card', 'blik'] as const))
+        .default('pbl'),
+    )
+    .option('--no-auto-receive', 'auto-receive off: WAITING_FOR_CONFIRMATION before the final status')
+    .option('--cancel', 'the payment ends CANCELED instead of COMPLETED')
+    .option(
+      '--refund <spec>',
+      'refund the completed order: full, partial or an amount, with :canceled for a rejected refund (repeatable)',
+      collect((v: string) => v),
+    )
+    .option('--amount <minor>', 'order total in minor units', '15000')
+    .option('--currency <code>', 'ISO 4217 currency', 'PLN')
+    .option('--algorithm <name>', 'signature algorithm: MD5, SHA-1, SHA-256, SHA-384, SHA-512', 'MD5')
+    .addOption(
+      new Option('--signature-header <which>', 'signature header spelling to send')
+        .argParser(choiceOption(['both', 'OpenSvc-Signature', 'X-OpenSvc-Signature'] as const))
+        .default('both'),
+    )
+    .option('--no-processing-time', 'never send Svc-Processing-Time (sent by default for statuses after PENDING)')
+    .option('--basic-auth <user:password>', 'Authorization: Basic to send (default NOTIFY_BASIC_AUTH)')
+    .option(
+      '--time-scale <factor>',
+      'simulated time runs this many times faster (3600: an hour per second)',
+      numberOption(0, 1e9, { exclusiveMin: true }),
+      1,
+    )
+    .addOption(
+      new Option('--gap <duration>', 'simulated time between status changes of one order')
+        .argParser(durationOption)
+        .default(2000, '2s'),
+    )
+    .addOption(
+      new Option('--spread <duration>', 'start the orders evenly over this simulated time')
+        .argParser(durationOption)
+        .default(0, '0s'),
+    )
+    .option('--duplicates <probability>', 'chance that a notification is sent twice (0..1)', numberOption(0, 1), 0)
+    .option(
+      '--reorder <probability>',
+      'chance that two statuses of an order go out in the wrong order (0..1)',
+      numberOption(0, 1),
+      0,
+    )
+    .addOption(
+      new Option('--max-delay <duration>', 'delay each first attempt by a random simulated time up to this')
+        .argParser(durationOption)
+        .default(0, '0s'),
+    )
+    .option(
+      '--max-attempts <n>',
+      'give up after this many attempts (the spec: 20)',
+      integerOption(1, RETRY_SCHEDULE_MS.length),
+      RETRY_SCHEDULE_MS.length,
+    )
+    .addOption(
+      new Option('--timeout <duration>', 'real time an attempt may take before it counts as unanswered')
+        .argParser(durationOption)
+        .default(10_000, '10s'),
+    )
+    .option('--concurrency <n>', 'requests in flight at once', integerOption(1, 1000), 8)
+    .option('--seed <n>', 'random seed, to repeat a run exactly', integerOption(0, 2 ** 31 - 1))
+    .option(
+      '--drop <share>',
+      'share of notifications lost for good, never sent (0..1); the payment API (--api-port) still knows them',
+      numberOption(0, 1),
+      0,
+    )
+    .option(
+      '--api-port <port>',
+      'run the payment-service double (OAuth, order retrieval, refund list) on this port, learning every status as it happens; it accepts PAYMENT_API_CREDENTIALS',
+      integerOption(0, 65535),
+    )
+    .addOption(
+      new Option(
+        '--api-hold <duration>',
+        'with --api-port, keep the double answering this long after the last notification',
+      )
+        .argParser(durationOption)
+        .default(600_000, '10m'),
+    )
+    .option(
+      '--keep-retrying',
+      "keep the sender's full retry schedule even when the very first attempt cannot connect (default: stop at once)",
+    );
+  withJson(command).action(action(state, (options: SimulateOptions) => simulate(io, options)));
+}

@@ -1,0 +1,158 @@
+import type { Config } from '../../../config';
+import { parseBasicCredentials, type BasicCredentials } from '../../../intake/requestChecks';
+import {
+  buildTraffic,
+  freshSeed,
+  parseSimulatorAlgorithm,
+  PlanError,
+  seededRandom,
+  type Lifecycle,
+  type LifecyclePlan,
+  type PayMethodKind,
+  type PlanBase,
+  type RefundPlan,
+  type SignatureHeaders,
+  type SimulatorAlgorithm,
+} from '../../../simulator';
+import { UsageError } from '../io';
+
+/** The options of `simulate`, as commander parses them (index.ts declares them). */
+export interface SimulateOptions {
+  url?: string;
+  posId?: string;
+  key?: string;
+  orders: number;
+  random?: boolean;
+  payMethod: PayMethodKind;
+  autoReceive: boolean;
+  cancel?: boolean;
+  refund?: string[];
+  amount: string;
+  currency: string;
+  algorithm: string;
+  signatureHeader: SignatureHeaders;
+  processingTime: boolean;
+  basicAuth?: string;
+  timeScale: number;
+  gap: number;
+  spread: number;
+  duplicates: number;
+  reorder: number;
+  maxDelay: number;
+  maxAttempts: number;
+  timeout: number;
+  concurrency: number;
+  seed?: number;
+  drop: number;
+  apiPort?: number;
+  apiHold: number;
+  keepRetrying?: boolean;
+  json?: boolean;
+}
+
+/** What to send, where and as whom: everything the options decide before the first request. */
+export interface SimulationPlan {
+  url: string;
+  posId: string;
+  key: string;
+  basicAuth: BasicCredentials | null;
+  algorithm: SimulatorAlgorithm;
+  seed: number;
+  random: ReturnType<typeof seededRandom>;
+  lifecycles: Lifecycle[];
+}
+
+interface RefundSpec {
+  /** `full`, `partial` or minor units. */
+  amount: string;
+  status: 'FINALIZED' | 'CANCELED';
+}
+
+/** `full`, `partial` or an amount in minor units, optionally followed by `:canceled` (default `:finalized`). */
+function refundSpec(value: string): RefundSpec {
+  const match = /^(full|partial|\d{1,18})(?::(finalized|canceled))?$/i.exec(value.trim());
+  if (!match)
+    throw new UsageError(
+      `--refund ${value}: must be full, partial or an amount, optionally with :finalized or :canceled`,
+    );
+  const amount = (match[1] as string).toLowerCase();
+  return { amount, status: match[2]?.toLowerCase() === 'canceled' ? 'CANCELED' : 'FINALIZED' };
+}
+
+function algorithmOption(value: string): SimulatorAlgorithm {
+  const algorithm = parseSimulatorAlgorithm(value);
+  if (!algorithm) throw new UsageError(`--algorithm ${value}: must be MD5, SHA-1, SHA-256, SHA-384 or SHA-512`);
+  return algorithm;
+}
+
+/** The POS and key: the flags, else the service's own SECOND_KEYS (the POS's first key, or the first entry). */
+function signer(config: Config, options: SimulateOptions): { posId: string; key: string } {
+  if (options.key !== undefined) {
+    if (options.posId === undefined) throw new UsageError('--key needs --pos-id');
+    return { posId: options.posId, key: options.key };
+  }
+  const configured = config.secondKeys.find((k) => options.posId === undefined || k.posId === options.posId);
+  if (!configured) {
+    throw new UsageError(
+      options.posId === undefined
+        ? 'no second key: pass --pos-id and --key, or set SECOND_KEYS'
+        : `no second key for POS ${options.posId} in SECOND_KEYS: pass --key`,
+    );
+  }
+  return { posId: configured.posId, key: configured.key.toString('utf8') };
+}
+
+/** The plan of a run, from the options and the service's configuration; a UsageError for what does not fit. */
+export function planSimulation(config: Config, options: SimulateOptions): SimulationPlan {
+  const url = options.url ?? `http://127.0.0.1:${config.port}/notifications`;
+  try {
+    new URL(url);
+  } catch {
+    throw new UsageError(`--url ${url}: not a URL`);
+  }
+  const { posId, key } = signer(config, options);
+
+  let basicAuth = config.notifyBasicAuth;
+  if (options.basicAuth !== undefined) {
+    basicAuth = parseBasicCredentials(options.basicAuth);
+    if (!basicAuth) throw new UsageError('--basic-auth must be user:password');
+  }
+  const algorithm = algorithmOption(options.algorithm);
+  if (!/^\d{1,18}$/.test(options.amount) || BigInt(options.amount) < 1n)
+    throw new UsageError('--amount must be a positive whole number of minor units');
+  if (!/^[A-Z]{3}$/.test(options.currency)) throw new UsageError('--currency must be an ISO 4217 code such as PLN');
+  if (options.random && (options.refund?.length || options.cancel || options.autoReceive === false)) {
+    throw new UsageError('--random chooses the lifecycle itself: drop --refund, --cancel and --no-auto-receive');
+  }
+
+  const refunds: RefundPlan[] = (options.refund ?? []).map(refundSpec).map((spec) => {
+    if (spec.amount === 'full') return { status: spec.status };
+    const amount = spec.amount === 'partial' ? String((BigInt(options.amount) * 3n) / 10n || 1n) : spec.amount;
+    return { amount, status: spec.status };
+  });
+  const seed = options.seed ?? freshSeed();
+  const random = seededRandom(seed);
+  const base: Omit<PlanBase, 'startMs'> = {
+    posId,
+    notifyUrl: url,
+    gapMs: options.gap,
+    runStartedAt: new Date(),
+    currencyCode: options.currency,
+  };
+  const plan: Omit<LifecyclePlan, keyof PlanBase> | 'random' = options.random
+    ? 'random'
+    : {
+        payMethod: options.payMethod,
+        autoReceive: options.autoReceive,
+        outcome: options.cancel ? 'CANCELED' : 'COMPLETED',
+        totalAmount: options.amount,
+        refunds,
+      };
+  try {
+    const lifecycles = buildTraffic({ orders: options.orders, plan, base, spreadMs: options.spread, random });
+    return { url, posId, key, basicAuth, algorithm, seed, random, lifecycles };
+  } catch (error) {
+    if (error instanceof PlanError) throw new UsageError(error.message);
+    throw error;
+  }
+}
