@@ -120,15 +120,16 @@ export class HistoryMaintainer {
     await this.lock.release();
   }
 
-  /** One round: the days ahead, then the bodies and the days past their retentions; then the gauges. */
+  /** One round: the days ahead, then the days and the bodies past their retentions; then the gauges. */
   async round(session: HistorySession): Promise<MaintenanceRound> {
     const { metrics, logger, historyRetentionMs, bodyRetentionMs } = this.options;
     const started = performance.now();
     const done = await withWorkLock(session, async () => {
       const now = this.now();
       const daysMade = await makeDays(session, now);
-      const bodies = bodyRetentionMs === null ? null : await purgeBodiesPast(session, bodyRetentionMs, now);
+      // Days about to go are not purged first.
       const removed = historyRetentionMs === null ? null : await removeDaysPast(session, historyRetentionMs, now);
+      const bodies = bodyRetentionMs === null ? null : await purgeBodiesPast(session, bodyRetentionMs, now);
       const partitions = await historyPartitions(session);
       const days = [...partitions.values()].flatMap((list) => list.map((p) => p.day));
       return { now, daysMade, bodies, removed, days };

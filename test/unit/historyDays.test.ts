@@ -1,0 +1,48 @@
+import {
+  addDays,
+  dayOf,
+  daysAhead,
+  daysPast,
+  daysToMake,
+  parsePartitionName,
+  partitionName,
+} from '../../src/history/days';
+
+const at = (iso: string): number => Date.parse(iso);
+const DAY = 86_400_000;
+
+describe('history days', () => {
+  it('When a time is given, then its day is the UTC date, whatever the hour', () => {
+    expect(dayOf(at('2026-11-26T00:00:00Z'))).toBe('2026-11-26');
+    expect(dayOf(at('2026-11-26T23:59:59.999Z'))).toBe('2026-11-26');
+    expect(dayOf(at('2026-11-26T00:30:00+01:00'))).toBe('2026-11-25');
+    expect(addDays('2026-12-31', 1)).toBe('2027-01-01');
+    expect(addDays('2024-03-01', -1)).toBe('2024-02-29');
+  });
+
+  it('When a partition is named, then its name reads back as its table and day; other names are not partitions', () => {
+    expect(partitionName('deliveries', '2026-11-26')).toBe('deliveries_p20261126');
+    expect(parsePartitionName('notification_variants_p20261126')).toEqual({
+      table: 'notification_variants',
+      day: '2026-11-26',
+    });
+    for (const name of ['orders_p20261126', 'notifications_p20261332', 'notifications_p2026112', 'notifications'])
+      expect(parsePartitionName(name)).toBeNull();
+  });
+
+  it('When days are past a retention, then only those wholly older are: rows are kept at least the retention, at most a day more', () => {
+    const days = ['2026-11-20', '2026-11-21', '2026-11-22', '2026-11-23'];
+    // 3 days before 2026-11-25T12:00 is 2026-11-22T12:00: the 22nd is not wholly before it.
+    expect(daysPast(days, at('2026-11-25T12:00:00Z'), 3 * DAY)).toEqual(['2026-11-20', '2026-11-21']);
+    expect(daysPast(days, at('2026-11-26T00:00:00Z'), 3 * DAY)).toEqual(['2026-11-20', '2026-11-21', '2026-11-22']);
+    expect(daysPast(days, at('2026-11-20T00:00:00Z'), 0)).toEqual([]);
+  });
+
+  it('When days are made, then from yesterday to a week ahead; days ahead count whole days after today', () => {
+    expect(daysToMake(at('2026-11-26T08:00:00Z'))).toEqual({ first: '2026-11-25', last: '2026-12-03' });
+    const now = at('2026-11-26T08:00:00Z');
+    expect(daysAhead(['2026-11-25', '2026-11-26', '2026-12-03'], now)).toBe(7);
+    expect(daysAhead(['2026-11-26'], now)).toBe(0);
+    expect(daysAhead(['2026-11-24'], now)).toBe(-1);
+  });
+});
