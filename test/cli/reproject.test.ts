@@ -173,4 +173,30 @@ describe('reproject', () => {
     expect(apply.stdout).toContain('Repaired 2 row(s) in one transaction.');
     expect(await projections()).toEqual(before);
   });
+
+  it("When retention removed part of an order's history, then reproject leaves that projection as it is, and re-creates a missing refund with its recorded statuses", async () => {
+    const orderId = uniqueId('KEPT');
+    expect((await svc.post(orderBody({ orderId, status: 'PENDING' }))).status).toBe(200);
+    expect((await svc.post(orderBody({ orderId, status: 'COMPLETED' }))).status).toBe(200);
+    // Its PENDING's day is gone, as retention removes one (the projection still records it).
+    await query(svc.database.url, `DELETE FROM notifications WHERE order_id = $1 AND status = 'PENDING'`, [orderId]);
+    const before = await projections();
+    const dry = parseJson<Report>(await runCli(['reproject', '--json'], env));
+    expect(dry.partialHistory).toEqual({ orders: 1, refunds: 0 });
+    expect(dry.differences).toEqual([]);
+    expect((await runCli(['reproject', '--apply'], env)).code).toBe(0);
+    expect(await projections()).toEqual(before);
+
+    const [refund] = await query<{ refund_id: string; recorded: unknown }>(
+      svc.database.url,
+      'SELECT refund_id, recorded FROM refunds ORDER BY refund_id LIMIT 1',
+    );
+    await query(svc.database.url, 'DELETE FROM refunds WHERE refund_id = $1', [refund?.refund_id]);
+    expect((await runCli(['reproject', '--apply'], env)).code).toBe(0);
+    expect(
+      await query(svc.database.url, 'SELECT refund_id, recorded FROM refunds WHERE refund_id = $1', [
+        refund?.refund_id,
+      ]),
+    ).toEqual([refund]);
+  });
 });

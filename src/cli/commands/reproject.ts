@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Command } from 'commander';
 import { ORDER_STATUSES, REFUND_STATUSES, type Notification } from '../../parsing/notification';
 import type { Db } from '../../database/pool';
-import type { Database } from '../../database/schema';
+import type { Database, RecordedStatuses } from '../../database/schema';
 import { applyOrder, applyRefund, type OrderProjection, type RefundProjection } from '../../recording/projection';
 import { orderToRow, refundToRow, type OrderRow, type RefundRow } from '../../recording/projectionRows';
 import { readConfig, withDatabase } from './database';
@@ -118,15 +118,31 @@ export interface Reprojection {
   notifications: number;
   orders: Map<string, OrderRow>;
   refunds: Map<string, RefundRow>;
+  /** The statuses each rebuilt projection recorded (for a projection that was missing). */
+  recorded: { orders: Map<string, RecordedStatuses>; refunds: Map<string, RecordedStatuses> };
+  /** The notifications history still holds, by id. */
+  seen: Set<string>;
   /** Rows of `parsed` that are not a notification: nothing is applied while there are any. */
   unreadable: string[];
+}
+
+/** A status recorded for a subject, as a projection's `recorded` keeps it. */
+function record(into: Map<string, RecordedStatuses>, subject: string, status: string, id: string, at: string): void {
+  into.set(subject, { ...into.get(subject), [status]: { id, at } });
 }
 
 const BATCH = 5000;
 
 /** Folds every stored notification, in arrival order (notifications.id), into fresh projections. */
 export async function rebuildProjections(db: Kysely<Database>, progress: Progress): Promise<Reprojection> {
-  const result: Reprojection = { notifications: 0, orders: new Map(), refunds: new Map(), unreadable: [] };
+  const result: Reprojection = {
+    notifications: 0,
+    orders: new Map(),
+    refunds: new Map(),
+    recorded: { orders: new Map(), refunds: new Map() },
+    seen: new Set(),
+    unreadable: [],
+  };
   // The same pure rules the recorder applies (projection.ts), folded over the notifications.
   const orders = new Map<string, OrderProjection>();
   const refunds = new Map<string, RefundProjection>();
@@ -139,11 +155,14 @@ export async function rebuildProjections(db: Kysely<Database>, progress: Progres
     const rows = await db
       .selectFrom('notifications')
       .select(['id', 'parsed', 'pos_id'])
+      // As text: a Date would drop the microseconds the projections' recorded statuses keep.
+      .select(sql<string>`to_json(received_at)#>>'{}'`.as('at'))
       .where('id', '>', lastId)
       .orderBy('id')
       .limit(BATCH)
       .execute();
     for (const row of rows) {
+      result.seen.add(row.id);
       const n = notificationFromParsed(row.parsed);
       if (!n) {
         result.unreadable.push(row.id);
@@ -152,8 +171,10 @@ export async function rebuildProjections(db: Kysely<Database>, progress: Progres
       if (n.kind === 'order') {
         const owner = owners.get(n.orderId) ?? n.merchantPosId ?? row.pos_id;
         orders.set(n.orderId, applyOrder(orders.get(n.orderId), n, owner).projection);
+        record(result.recorded.orders, n.orderId, n.status, row.id, row.at);
       } else {
         refunds.set(n.refundId, applyRefund(refunds.get(n.refundId), n).projection);
+        record(result.recorded.refunds, n.refundId, n.status, row.id, row.at);
       }
     }
     result.notifications += rows.length;
@@ -211,29 +232,47 @@ function compareRows<Row extends object>(
   return differences.sort((a, b) => a.table.localeCompare(b.table) || a.id.localeCompare(b.id));
 }
 
-async function storedProjections(
-  db: Kysely<Database>,
-): Promise<{ orders: Map<string, OrderRow>; refunds: Map<string, RefundRow> }> {
+interface StoredProjections {
+  orders: Map<string, OrderRow>;
+  refunds: Map<string, RefundRow>;
+  /** Projections some of whose recorded statuses history retention removed: not rebuilt (their history is partial). */
+  partial: { orders: Set<string>; refunds: Set<string> };
+}
+
+async function storedProjections(db: Kysely<Database>, seen: ReadonlySet<string>): Promise<StoredProjections> {
   const [orders, refunds] = await Promise.all([
     db
       .selectFrom('orders')
-      .select(['order_id', ...ORDER_COLUMNS])
+      .select(['order_id', 'recorded', ...ORDER_COLUMNS])
       .execute(),
     db
       .selectFrom('refunds')
-      .select(['refund_id', ...REFUND_COLUMNS])
+      .select(['refund_id', 'recorded', ...REFUND_COLUMNS])
       .execute(),
   ]);
+  const partial = (recorded: RecordedStatuses) => Object.values(recorded).some((entry) => !seen.has(entry.id));
   return {
-    orders: new Map(orders.map((o) => [o.order_id, { ...o, status_rank: Number(o.status_rank) }])),
-    refunds: new Map(refunds.map((r) => [r.refund_id, { ...r, status_rank: Number(r.status_rank) }])),
+    orders: new Map(orders.map(({ recorded: _, ...o }) => [o.order_id, { ...o, status_rank: Number(o.status_rank) }])),
+    refunds: new Map(
+      refunds.map(({ recorded: _, ...r }) => [r.refund_id, { ...r, status_rank: Number(r.status_rank) }]),
+    ),
+    partial: {
+      orders: new Set(orders.filter((o) => partial(o.recorded)).map((o) => o.order_id)),
+      refunds: new Set(refunds.filter((r) => partial(r.recorded)).map((r) => r.refund_id)),
+    },
   };
 }
+
+/** The rows of a map but those named. */
+const without = <Row>(rows: Map<string, Row>, left: ReadonlySet<string>): Map<string, Row> =>
+  new Map([...rows].filter(([id]) => !left.has(id)));
 
 export interface ReprojectResult {
   notifications: number;
   stored: { orders: number; refunds: number };
   rebuilt: { orders: number; refunds: number };
+  /** Projections left as they are: history retention removed part of what they were built from. */
+  partialHistory: { orders: number; refunds: number };
   differences: ProjectionDifference[];
 }
 
@@ -248,14 +287,26 @@ async function compute(
         `(ids ${rebuilt.unreadable.slice(0, 10).join(', ')}${rebuilt.unreadable.length > 10 ? ', ...' : ''}); nothing was compared or changed`,
     );
   }
-  const stored = await storedProjections(db);
+  const stored = await storedProjections(db, rebuilt.seen);
+  const { partial } = stored;
   const report: ReprojectResult = {
     notifications: rebuilt.notifications,
     stored: { orders: stored.orders.size, refunds: stored.refunds.size },
     rebuilt: { orders: rebuilt.orders.size, refunds: rebuilt.refunds.size },
+    partialHistory: { orders: partial.orders.size, refunds: partial.refunds.size },
     differences: [
-      ...compareRows<OrderRow>('orders', ORDER_COLUMNS, stored.orders, rebuilt.orders),
-      ...compareRows<RefundRow>('refunds', REFUND_COLUMNS, stored.refunds, rebuilt.refunds),
+      ...compareRows<OrderRow>(
+        'orders',
+        ORDER_COLUMNS,
+        without(stored.orders, partial.orders),
+        without(rebuilt.orders, partial.orders),
+      ),
+      ...compareRows<RefundRow>(
+        'refunds',
+        REFUND_COLUMNS,
+        without(stored.refunds, partial.refunds),
+        without(rebuilt.refunds, partial.refunds),
+      ),
     ],
   };
   return { report, rebuilt };
@@ -269,18 +320,19 @@ async function repair(db: Kysely<Database>, differences: ProjectionDifference[],
       else await db.deleteFrom('refunds').where('refund_id', '=', d.id).execute();
       continue;
     }
+    // A missing projection gets the statuses it was rebuilt from, for dedup; a stored one keeps its own.
     if (d.table === 'orders') {
       const row = rebuilt.orders.get(d.id) as OrderRow;
       await db
         .insertInto('orders')
-        .values(row)
+        .values({ ...row, recorded: rebuilt.recorded.orders.get(d.id) ?? {} })
         .onConflict((oc) => oc.column('order_id').doUpdateSet({ ...row, updated_at: sql`now()` }))
         .execute();
     } else {
       const row = rebuilt.refunds.get(d.id) as RefundRow;
       await db
         .insertInto('refunds')
-        .values(row)
+        .values({ ...row, recorded: rebuilt.recorded.refunds.get(d.id) ?? {} })
         .onConflict((oc) => oc.column('refund_id').doUpdateSet({ ...row, updated_at: sql`now()` }))
         .execute();
     }
@@ -332,6 +384,12 @@ export async function reproject(io: CliIo, options: ReprojectOptions): Promise<E
   emit(io, json, { applied: apply, ...report }, () => [
     `Rebuilt from ${report.notifications} notification(s): ${report.rebuilt.orders} order(s), ${report.rebuilt.refunds} refund(s); ` +
       `stored: ${report.stored.orders} order(s), ${report.stored.refunds} refund(s).`,
+    ...(report.partialHistory.orders + report.partialHistory.refunds > 0
+      ? [
+          `Left as they are: ${report.partialHistory.orders} order(s) and ${report.partialHistory.refunds} refund(s) ` +
+            'whose history retention removed in part (HISTORY_RETENTION).',
+        ]
+      : []),
     ...(differences.length === 0
       ? ['No differences: the projections equal what the notifications imply.']
       : [`${differences.length} difference(s) (stored -> rebuilt):`, ...differences.map(differenceLine)]),
@@ -355,7 +413,8 @@ export function registerReproject(program: Command, io: CliIo, state: CliState):
         'order) with the same status rules and field merging as live recording, and compares them with the stored ' +
         'projections. By default (--dry-run) it only shows the differences; --apply repairs exactly the rows that ' +
         'differ (inserts missing ones, deletes ones no notification supports) in one transaction, during which ' +
-        'recording waits. Timestamps (created_at, updated_at) are not compared.\n\n' +
+        'recording waits. Timestamps (created_at, updated_at) are not compared. A projection whose history retention ' +
+        'removed in part is left as it is.\n\n' +
         'Exit codes: 0 no differences (or, with --apply, repaired); 1 differences found (dry run) or stored data ' +
         'that cannot be read; 2 usage error.',
     )
