@@ -7,7 +7,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import type { IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
-import type { ICronJob } from 'kubernetes-models/batch/v1/CronJob';
 import type { IJob } from 'kubernetes-models/batch/v1/Job';
 import type { IIngress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
 import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
@@ -19,6 +18,7 @@ import type { ISecret } from 'kubernetes-models/v1/Secret';
 import type { IService } from 'kubernetes-models/v1/Service';
 import type { IServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import { parse } from 'yaml';
+import { parseDuration } from '../../src/config';
 import { SOURCE_ADDRESS_PRESETS } from '../../src/intake/sourceAddress';
 import { strictFieldErrors } from './strictFields';
 import {
@@ -34,6 +34,7 @@ import {
   validateManifests,
   type K8sObject,
 } from './helm';
+import { ruleGroupsOf } from './prometheus';
 
 const allFeatures = { valuesFiles: [ALL_FEATURES_VALUES], apiVersions: MONITORING_API_VERSIONS };
 const SECRET_KEYS = [
@@ -59,13 +60,7 @@ const containerOf = (spec: IPodSpec | undefined): IContainer => {
 };
 const configOf = (objects: K8sObject[]): Record<string, string> =>
   as<IConfigMap>(only(objects, 'ConfigMap', '-notification-receiver')).data ?? {};
-const cronJobOf = (objects: K8sObject[]): ICronJob => as<ICronJob>(only(objects, 'CronJob'));
-const purgePodSpecOf = (objects: K8sObject[]): IPodSpec => {
-  const spec = cronJobOf(objects).spec?.jobTemplate.spec?.template.spec;
-  if (!spec) throw new Error('CronJob has no pod spec');
-  return spec;
-};
-/** The server pods' NetworkPolicy (the purge pods have their own, named *-purge). */
+/** The server pods' NetworkPolicy (the migration pods have their own, named *-migrations). */
 const serverPolicyOf = (objects: K8sObject[]): INetworkPolicy =>
   as<INetworkPolicy>(only(objects, 'NetworkPolicy', '-notification-receiver'));
 /** Whether a matchLabels selector selects pods with these labels. */
@@ -126,7 +121,6 @@ describe('rendered objects', () => {
     expect([...new Set(features.map((o) => o.kind))].sort()).toEqual(
       [
         'ConfigMap',
-        'CronJob',
         'Deployment',
         'HorizontalPodAutoscaler',
         'Ingress',
@@ -253,8 +247,6 @@ describe('Deployment', () => {
     ['server pods, defaults', () => podSpecOf(defaults)],
     ['server pods, every feature on', () => podSpecOf(features)],
     ['migration Job, every feature on', () => as<IJob>(only(features, 'Job')).spec?.template.spec],
-    ['purge CronJob, every feature on', () => purgePodSpecOf(features)],
-    ['purge CronJob, defaults + purge.enabled', () => purgePodSpecOf(render({ set: ['purge.enabled=true'] }))],
   ])('%s: security context is hardened', (_name, specOf) => {
     const spec = specOf();
     const container = containerOf(spec);
@@ -352,10 +344,10 @@ describe('secrets', () => {
   });
 
   test('with secrets.existingSecret the chart makes no Secret and every reference names it', () => {
-    const objects = render({ set: ['secrets.existingSecret=receiver-credentials', 'purge.enabled=true'] });
+    const objects = render({ set: ['secrets.existingSecret=receiver-credentials'] });
     expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
     const refs = JSON.stringify(objects).match(/"secretKeyRef":\{"name":"[^"]+"/g) ?? [];
-    expect(refs.length).toBeGreaterThanOrEqual(6); // 4 in the Deployment, 1 in the Job, 1 in the CronJob
+    expect(refs.length).toBeGreaterThanOrEqual(7); // 6 in the Deployment, 1 in the Job
     expect(new Set(refs)).toEqual(new Set(['"secretKeyRef":{"name":"receiver-credentials"']));
   });
 
@@ -479,232 +471,117 @@ describe('migrations hook', () => {
   });
 });
 
-describe('purge CronJob', () => {
-  interface PurgeValues {
-    schedule: string;
-    timeZone: string;
-    retentionDays: number;
-    concurrencyPolicy: string;
-    startingDeadlineSeconds: number;
-    successfulJobsHistoryLimit: number;
-    failedJobsHistoryLimit: number;
-    backoffLimit: number;
-    activeDeadlineSeconds: number;
-    resources: unknown;
-  }
-  const purgeValues = (): PurgeValues =>
-    (parse(readFileSync(ALL_FEATURES_VALUES, 'utf8')) as { purge: PurgeValues }).purge;
-  const purgeContainerOf = (objects: K8sObject[]): IContainer => containerOf(purgePodSpecOf(objects));
-  const envOf = (container: IContainer, name: string) => container.env?.find((e) => e.name === name);
-  const databaseUrlRef = (container: IContainer) => envOf(container, 'DATABASE_URL')?.valueFrom?.secretKeyRef;
-  const purgeOnly = (): K8sObject[] => render({ set: ['purge.enabled=true'] });
-
-  test('with default values there is no CronJob and no purge NetworkPolicy', () => {
-    expect(defaults.filter((o) => o.kind === 'CronJob')).toEqual([]);
-    expect(defaults.filter((o) => o.metadata.name.endsWith('-purge'))).toEqual([]);
+describe('retention', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'chart-retention-'));
   });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  /** A values file with these lines (YAML as a user writes it: `--set` would read a bare number as one). */
+  const valuesFile = (name: string, yaml: string): string => {
+    const file = path.join(dir, `${name}.yaml`);
+    writeFileSync(file, yaml);
+    return file;
+  };
 
-  test('purge.enabled alone renders a valid batch/v1 CronJob with the documented defaults', () => {
-    const objects = purgeOnly();
-    const cronJob = cronJobOf(objects);
-    expect(only(objects, 'CronJob').apiVersion).toBe('batch/v1');
-    expect(cronJob.spec).toMatchObject({ schedule: '17 3 * * *', concurrencyPolicy: 'Forbid' });
-    expect(cronJob.spec).not.toHaveProperty('timeZone');
-    expect(envOf(purgeContainerOf(objects), 'RETENTION_DAYS')?.value).toBe('90');
-    const reports = validateManifests(objects);
-    expect(reports.filter((r) => r.errors.length > 0)).toEqual([]);
-    expect(reports.map((r) => r.kind)).toContain('batch/v1/CronJob');
-    expect(strictFieldErrors(objects)).toEqual([]);
-  });
+  const historyRules = (objects: K8sObject[]): Array<{ alert?: string; expr: string }> =>
+    ruleGroupsOf(objects)
+      .filter((g) => g.name.endsWith('.history'))
+      .flatMap((g) => g.rules ?? [])
+      .map((r) => ({ alert: r.alert, expr: String(r.expr) }));
+  const retentionThreshold = (objects: K8sObject[]): number | undefined => {
+    const expr = historyRules(objects).find((r) => r.alert === 'PaymentHistoryRetentionNotApplied')?.expr;
+    return expr === undefined ? undefined : Number(/> (\d+)$/.exec(expr)?.[1]);
+  };
+  const monitored = (set: string[], valuesFiles: string[] = []): K8sObject[] =>
+    render({ valuesFiles, set: ['prometheusRule.enabled=true', ...set] });
 
-  test('every purge value reaches the CronJob and its Job', () => {
-    const values = purgeValues();
-    const cronJob = cronJobOf(features);
-    expect(cronJob.spec).toMatchObject({
-      schedule: values.schedule,
-      timeZone: values.timeZone,
-      concurrencyPolicy: 'Forbid',
-      startingDeadlineSeconds: values.startingDeadlineSeconds,
-      successfulJobsHistoryLimit: values.successfulJobsHistoryLimit,
-      failedJobsHistoryLimit: values.failedJobsHistoryLimit,
-    });
-    expect(cronJob.spec?.jobTemplate.spec).toMatchObject({
-      backoffLimit: values.backoffLimit,
-      activeDeadlineSeconds: values.activeDeadlineSeconds,
-    });
-    expect(purgeContainerOf(features).resources).toEqual(values.resources);
-    // Not the chart's default, so the test sees the value and not a hard-coded 90.
-    expect(values.retentionDays).not.toBe(90);
-    expect(envOf(purgeContainerOf(features), 'RETENTION_DAYS')).toEqual({
-      name: 'RETENTION_DAYS',
-      value: String(values.retentionDays),
-    });
-  });
-
-  test('the CronJob validates against the Kubernetes schema, and the validator does check CronJobs', () => {
-    const cronJob = only(features, 'CronJob');
-    expect(validateManifests([cronJob])).toEqual([
-      { kind: 'batch/v1/CronJob', name: cronJob.metadata.name, errors: [] },
-    ]);
-    const broken = structuredClone(cronJob) as unknown as ICronJob;
-    (broken.spec as unknown as Record<string, unknown>).concurrencyPolicy = 'Sometimes';
-    const [report] = validateManifests([broken as unknown as K8sObject]);
-    expect(report?.errors.join('\n')).toMatch(/concurrencyPolicy/);
-    const misplaced = structuredClone(cronJob) as unknown as ICronJob;
-    Object.assign(misplaced.spec?.jobTemplate.spec ?? {}, { restartPolicy: 'Never' }); // belongs in the pod spec
-    expect(strictFieldErrors([misplaced as unknown as K8sObject])).toEqual([
-      expect.stringMatching(/^CronJob\/.*restartPolicy/s),
-    ]);
-  });
-
-  test('runs `node dist/cli/index.js purge` from the server image, once per run, without retrying a usage error', () => {
-    for (const objects of [features, purgeOnly()]) {
-      const container = purgeContainerOf(objects);
-      expect(container.command).toEqual(['node', 'dist/cli/index.js', 'purge']);
-      expect(container.args).toBeUndefined();
-      expect(container.image).toBe(containerOf(podSpecOf(objects)).image);
-      expect(container.imagePullPolicy).toBe(containerOf(podSpecOf(objects)).imagePullPolicy);
-      const jobSpec = cronJobOf(objects).spec?.jobTemplate.spec;
-      expect(jobSpec?.template.spec?.restartPolicy).toBe('Never');
-      expect(jobSpec?.podFailurePolicy?.rules).toEqual([
-        { action: 'FailJob', onExitCodes: { containerName: container.name, operator: 'In', values: [2] } },
-      ]);
-    }
-  });
-
-  test('its environment is RETENTION_DAYS, LOG_LEVEL and DATABASE_URL, the URL only from a Secret', () => {
-    for (const objects of [features, purgeOnly()]) {
-      const container = purgeContainerOf(objects);
-      expect((container.env ?? []).map((e) => e.name).sort()).toEqual(['DATABASE_URL', 'LOG_LEVEL', 'RETENTION_DAYS']);
-      expect(container.envFrom).toBeUndefined();
-      expect(envOf(container, 'LOG_LEVEL')?.value).toBe(configOf(objects).LOG_LEVEL);
-      const url = envOf(container, 'DATABASE_URL');
-      expect(url?.value).toBeUndefined();
-      expect(url?.valueFrom?.secretKeyRef?.key).toBe('DATABASE_URL');
-    }
-  });
-
-  test('it reads DATABASE_URL from the Secret the Deployment uses: chart-made, the default name, or existingSecret', () => {
-    const deploymentRef = (objects: K8sObject[]) => databaseUrlRef(containerOf(podSpecOf(objects)));
-    // Chart-made: the ordinary Secret, not the migration hook's (which is deleted after the hooks).
-    const chartMade = databaseUrlRef(purgeContainerOf(features));
-    expect(chartMade).toEqual(deploymentRef(features));
-    expect(chartMade?.name).toBe(only(features, 'Secret', '-notification-receiver').metadata.name);
-    expect(chartMade?.name).not.toBe(only(features, 'Secret', '-migrations').metadata.name);
-    // A Secret you manage, named like the release.
-    expect(databaseUrlRef(purgeContainerOf(purgeOnly()))).toEqual(deploymentRef(purgeOnly()));
-    // secrets.existingSecret.
-    const existing = render({ set: ['purge.enabled=true', 'secrets.existingSecret=receiver-credentials'] });
-    expect(databaseUrlRef(purgeContainerOf(existing))).toEqual({ name: 'receiver-credentials', key: 'DATABASE_URL' });
-  });
-
-  test('it is an ordinary resource, not a hook, and runs in the release namespace', () => {
-    const cronJob = only(features, 'CronJob');
-    expect(Object.keys(cronJob.metadata.annotations ?? {}).filter((k) => k.startsWith('helm.sh/hook'))).toEqual([]);
-    expect((cronJob.metadata as { namespace?: string }).namespace).toBeUndefined(); // helm install -n decides
-  });
-
-  test('its pods carry component "purge": not selected by the server NetworkPolicy, Service or PDB', () => {
-    const podLabels = cronJobOf(features).spec?.jobTemplate.spec?.template.metadata?.labels;
-    expect(podLabels).toMatchObject({
-      'app.kubernetes.io/component': 'purge',
-      'app.kubernetes.io/instance': 'receiver',
-    });
-    expect(selects(serverPolicyOf(features).spec?.podSelector?.matchLabels, podLabels)).toBe(false);
-    expect(selects(as<IService>(only(features, 'Service')).spec?.selector, podLabels)).toBe(false);
-    expect(
-      selects(as<IPodDisruptionBudget>(only(features, 'PodDisruptionBudget')).spec?.selector?.matchLabels, podLabels),
-    ).toBe(false);
-  });
-
-  test('its own NetworkPolicy admits nothing in and lets it out only to DNS and Postgres', () => {
+  test('the service applies HISTORY_RETENTION and BODY_RETENTION itself: the ConfigMap carries them, and no CronJob duplicates it', () => {
+    expect(configOf(defaults)).toMatchObject({ HISTORY_RETENTION: '180d', BODY_RETENTION: '30d' });
     const values = parse(readFileSync(ALL_FEATURES_VALUES, 'utf8')) as {
-      networkPolicy: { egress: { dns: { to: unknown[] }; postgres: { to: unknown[] } } };
+      config: { historyRetention: string; bodyRetention: string };
     };
-    for (const objects of [features, purgeOnly()]) {
-      const policy = as<INetworkPolicy>(only(objects, 'NetworkPolicy', '-purge'));
-      const podLabels = cronJobOf(objects).spec?.jobTemplate.spec?.template.metadata?.labels;
-      expect(selects(policy.spec?.podSelector?.matchLabels, podLabels)).toBe(true);
-      expect(
-        selects(policy.spec?.podSelector?.matchLabels, deploymentOf(objects).spec?.template.metadata?.labels),
-      ).toBe(false);
-      expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
-      expect(policy.spec?.ingress ?? []).toEqual([]); // Ingress listed with no rule: nothing may connect
-      const egress = policy.spec?.egress ?? [];
-      expect(egress.map((r) => (r.ports ?? []).map((p) => `${p.port}/${p.protocol}`))).toEqual([
-        ['53/UDP', '53/TCP'],
-        ['5432/TCP'],
-      ]);
-      for (const rule of egress) expect(JSON.stringify(rule)).not.toMatch(/5672|5671|4317/); // no broker, no server extras
-    }
-    const egress = as<INetworkPolicy>(only(features, 'NetworkPolicy', '-purge')).spec?.egress ?? [];
-    expect(egress.map((r) => r.to)).toEqual([
-      values.networkPolicy.egress.dns.to,
-      values.networkPolicy.egress.postgres.to,
-    ]);
-    // The server pods' policy is unchanged by it.
-    expect(serverPolicyOf(features).spec?.egress).toEqual(
-      serverPolicyOf(render({ ...allFeatures, set: ['purge.enabled=false'] })).spec?.egress,
-    );
-  });
-
-  test('with the PrometheusRule, a failed or overdue purge alerts (kube-state-metrics series of this CronJob)', () => {
-    interface Rule {
-      alert?: string;
-      expr?: string;
-    }
-    const purgeRules = (objects: K8sObject[]): Rule[] => {
-      const rule = objects.find((o) => o.kind === 'PrometheusRule') as unknown as
-        { spec: { groups: Array<{ name: string; rules: Rule[] }> } } | undefined;
-      return rule?.spec.groups.filter((g) => g.name.endsWith('.purge')).flatMap((g) => g.rules) ?? [];
-    };
-    const cronJob = only(features, 'CronJob').metadata.name;
-    const rules = purgeRules(features);
-    expect(rules.map((r) => r.alert)).toEqual(['PaymentPurgeFailed', 'PaymentPurgeOverdue']);
-    expect(rules[0]?.expr).toContain(`job_name=~"${cronJob}-[0-9]+"`);
-    expect(rules[1]?.expr).toContain(`cronjob="${cronJob}"`);
-    expect(rules[1]?.expr).toMatch(/> 172800$/);
-    expect(purgeRules(render({ ...allFeatures, set: ['purge.enabled=false'] }))).toEqual([]);
-  });
-
-  test('with the PrometheusRule, a saturated recorder alerts per pod, as a share of the lanes the pod really runs', () => {
-    const saturation = (set: string[]): string | undefined => {
-      const rule = render({ ...allFeatures, set }).find((o) => o.kind === 'PrometheusRule') as unknown as {
-        spec: { groups: Array<{ rules: Array<{ alert?: string; expr?: string }> }> };
-      };
-      return rule.spec.groups.flatMap((g) => g.rules).find((r) => r.alert === 'PaymentNotificationRecorderSaturated')
-        ?.expr;
-    };
-    expect(saturation([])).toMatch(/^max by \(pod\) \(rate\(recorder_busy_seconds_total\{.*\}\[5m\]\)\) \/ 1 > 0\.9$/);
-    expect(saturation(['config.databaseWriteLanes=3'])).toMatch(/ \/ 3 > 0\.9$/);
-    // The service runs at most DATABASE_POOL_MAX - 1 lanes.
-    expect(saturation(['config.databaseWriteLanes=3', 'config.databasePoolMax=3'])).toMatch(/ \/ 2 > 0\.9$/);
-  });
-
-  test('without the NetworkPolicy there is no purge policy either', () => {
-    const objects = render({ set: ['purge.enabled=true', 'networkPolicy.enabled=false'] });
-    expect(objects.map((o) => o.kind)).toContain('CronJob');
-    expect(objects.map((o) => o.kind)).not.toContain('NetworkPolicy');
-  });
-
-  test('its name leaves the CronJob controller room for the Jobs it names (52 characters at most)', () => {
-    const objects = render({ set: ['purge.enabled=true', `fullnameOverride=${'r'.repeat(60)}`] });
-    const name = only(objects, 'CronJob').metadata.name;
-    expect(name.length).toBeLessThanOrEqual(52);
-    expect(name).toMatch(/^r+-purge$/);
-    expect(only(objects, 'NetworkPolicy', '-purge').metadata.name).toBe(name);
-  });
-
-  test('the schema requires the retention and the schedule, and takes a time zone', () => {
-    for (const set of [['purge.retentionDays=null'], ['purge.schedule=null']]) {
-      const result = helmTemplate({ set: ['purge.enabled=true', ...set] });
-      expect(result.status).not.toBe(0);
-      expect(result.stderr).toMatch(/schema/i);
-    }
-    const zoned = render({
-      set: ['purge.enabled=true', 'purge.timeZone=America/Argentina/Buenos_Aires', 'purge.schedule=@daily'],
+    // Not the chart's defaults, so the test sees the values and not hard-coded ones.
+    expect([values.config.historyRetention, values.config.bodyRetention]).not.toEqual(['180d', '30d']);
+    expect(configOf(features)).toMatchObject({
+      HISTORY_RETENTION: values.config.historyRetention,
+      BODY_RETENTION: values.config.bodyRetention,
     });
-    expect(cronJobOf(zoned).spec).toMatchObject({ timeZone: 'America/Argentina/Buenos_Aires', schedule: '@daily' });
+    for (const objects of [defaults, features]) {
+      expect(objects.filter((o) => o.kind === 'CronJob' || o.metadata.name.endsWith('-purge'))).toEqual([]);
+    }
+  });
+
+  test('off keeps history or bodies for ever, quoted or bare in a values file (which YAML reads as false)', () => {
+    const bare = valuesFile('bare-off', 'config:\n  historyRetention: off\n  bodyRetention: off\n');
+    const quoted = valuesFile('quoted-off', "config:\n  historyRetention: 'off'\n  bodyRetention: 'off'\n");
+    for (const objects of [monitored([], [bare]), monitored([], [quoted])]) {
+      expect(configOf(objects)).toMatchObject({ HISTORY_RETENTION: 'off', BODY_RETENTION: 'off' });
+      expect(historyRules(objects).map((r) => r.alert)).toEqual([
+        'PaymentHistoryPartitionsRunningOut',
+        'PaymentHistoryMaintainerAbsent',
+        'PaymentHistoryMaintenanceFailing',
+      ]);
+    }
+  });
+
+  test.each(['180d', '4320h', '259200', '72h', '15552000s', '259200000ms', '10000m'])(
+    "with historyRetention '%s', the retention alert's threshold is the retention as the app reads it, and two days",
+    (retention) => {
+      const seconds = (parseDuration(retention) ?? Number.NaN) / 1000;
+      const file = valuesFile(`history-${retention}`, `config:\n  historyRetention: '${retention}'\n`);
+      expect(retentionThreshold(monitored([], [file]))).toBe(seconds + 2 * 86_400);
+    },
+  );
+
+  test('a retention the app would refuse is refused by the chart, saying why', () => {
+    const refusals: Array<[string, RegExp]> = [
+      ['config.historyRetention=71h', /config\.historyRetention must be at least 72h/],
+      ['config.historyRetention=2d', /config\.historyRetention must be at least 72h/],
+      ['config.bodyRetention=23h', /config\.bodyRetention must be at least 1d/],
+      ['config.bodyRetention=0s', /config\.bodyRetention must be at least 1d/],
+    ];
+    for (const [set, message] of refusals) {
+      const result = helmTemplate({ set: [set] });
+      expect([set, result.status, result.stderr]).toEqual([set, 1, expect.stringMatching(message)]);
+    }
+    expect(configOf(render({ set: ['config.historyRetention=3d', 'config.bodyRetention=1d'] }))).toMatchObject({
+      HISTORY_RETENTION: '3d',
+      BODY_RETENTION: '1d',
+    });
+  });
+
+  test('the history alerts read the active maintainer, and are rendered whatever else is on', () => {
+    for (const objects of [features, monitored(['config.relayEnabled=false'])]) {
+      const rules = historyRules(objects);
+      expect(rules.map((r) => r.alert)).toEqual([
+        'PaymentHistoryPartitionsRunningOut',
+        'PaymentHistoryMaintainerAbsent',
+        'PaymentHistoryMaintenanceFailing',
+        'PaymentHistoryRetentionNotApplied',
+      ]);
+      for (const rule of rules.filter((r) => /days_ahead|oldest_day/.test(r.expr ?? '')))
+        expect(rule.expr).toMatch(/and \(history_maintainer_active\{[^}]*\} == 1\)/);
+    }
+    expect(retentionThreshold(features)).toBe(4320 * 3600 + 2 * 86_400);
+  });
+
+  test('the install notes tell the retentions and the purge command that applies them now, rounded to keep more', () => {
+    const notes = (set: string[]): string => {
+      const result = helm(['install', 'receiver', CHART_DIR, '--dry-run=client', '--namespace', 'payments', ...set]);
+      expect(result.status).toBe(0);
+      return result.stdout.slice(result.stdout.indexOf('NOTES:'));
+    };
+    const command = 'kubectl -n payments exec deploy/receiver-notification-receiver -- node dist/cli/index.js purge';
+    expect(notes([])).toContain(`${command} --days 30 --history-days 180 --dry-run`);
+    // 36h and 100h: whole days, upwards, so the command never removes what the service still keeps.
+    expect(notes(['--set', 'config.bodyRetention=36h,config.historyRetention=100h'])).toContain(
+      `${command} --days 2 --history-days 5 --dry-run`,
+    );
+    expect(notes(['--set', 'config.historyRetention=off'])).toContain(`${command} --days 30 --dry-run`);
+    const off = notes(['--set', 'config.historyRetention=off,config.bodyRetention=off']);
+    expect(off).toMatch(/history .*: kept for ever[\s\S]*raw bodies .*: kept for ever/);
+    expect(off).not.toContain('purge');
   });
 });
 
@@ -720,8 +597,6 @@ describe('Service and Ingress', () => {
     expect(podLabels).toMatchObject(service.spec?.selector ?? { missing: 'selector' });
     const jobPodLabels = as<IJob>(only(features, 'Job')).spec?.template.metadata?.labels ?? {};
     expect(selects(service.spec?.selector, jobPodLabels)).toBe(false);
-    const purgePodLabels = cronJobOf(features).spec?.jobTemplate.spec?.template.metadata?.labels;
-    expect(selects(service.spec?.selector, purgePodLabels)).toBe(false);
   });
 
   test('the Ingress routes only POST /notifications (exact) to the public port, over TLS', () => {
@@ -884,11 +759,11 @@ describe('values.schema.json', () => {
     ['a string for an integer', ['replicaCount=two']],
     ['a string for a boolean', ['config.relayEnabled=maybe']],
     ['a value outside its enum', ['config.logLevel=verbose']],
-    ['a purge retention of 0 days', ['purge.retentionDays=0']],
-    ['a purge retention that is not a whole number', ['purge.retentionDays=7.5']],
-    ['an unknown key under purge', ['purge.retentionDay=30']],
-    ['a purge concurrency policy Kubernetes does not know', ['purge.concurrencyPolicy=Never']],
-    ['a time zone prefix in the purge schedule (timeZone is the field for it)', ['purge.schedule=TZ=UTC 17 3 * * *']],
+    ['the purge CronJob, gone (the service purges and removes history itself)', ['purge.enabled=true']],
+    ['a history retention in words', ['config.historyRetention=180 days']],
+    ['a history retention of a negative duration', ['config.historyRetention=-1d']],
+    ['a body retention other than a duration or off', ['config.bodyRetention=forever']],
+    ['a body retention of true', ['config.bodyRetention=true']],
   ];
 
   test.each(schemaFailures)('helm template and lint reject %s', (_name, set) => {

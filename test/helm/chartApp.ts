@@ -71,6 +71,10 @@ export async function runToEnd(
   return { code, output: run.output() };
 }
 
+/** The Deployment's server container, as rendered. */
+export const serverContainer = (): IContainer =>
+  firstContainer(as<IDeployment>(only(objects, 'Deployment')).spec?.template.spec?.containers);
+
 /** The migration Job's container, run with its environment against `databaseUrl`. */
 export async function runMigrationJob(
   cwd: string,
@@ -92,7 +96,7 @@ export interface RunningServer {
 
 /** The Deployment's server container with its environment, on free loopback ports, ready. */
 export async function startServer(cwd: string, databaseUrl: string): Promise<RunningServer> {
-  const container = firstContainer(as<IDeployment>(only(objects, 'Deployment')).spec?.template.spec?.containers);
+  const container = serverContainer();
   const chartEnv = environmentOf(container);
   const publicPort = await freePort();
   const adminPort = await freePort();

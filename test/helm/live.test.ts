@@ -1,19 +1,19 @@
 /**
  * The chart against the real app: the migration Job's command and environment migrate a fresh database, the
- * purge CronJob's command and environment run against it (exit 0; a usage error exits 2, which its
- * podFailurePolicy does not retry), the server container's environment (ConfigMap + Secret, as rendered)
- * starts the app with MIGRATE_ON_START=false, and the probe paths answer. A real Prometheus over the same
- * workloads: liveDashboard.test.ts (`npm run test:tools`).
+ * purge command the install notes give runs in the server container's environment, the server container's
+ * environment (ConfigMap + Secret, as rendered) starts the app with MIGRATE_ON_START=false and its history
+ * maintainer, and the probe paths answer. A real Prometheus over the same workloads: liveDashboard.test.ts
+ * (`npm run test:tools`).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { ICronJob } from 'kubernetes-models/batch/v1/CronJob';
 import { freePort, stop, type RunningApp } from './app';
 import { testDatabase } from '../support/database';
-import { as, environmentOf, firstContainer, objects, runMigrationJob, runToEnd, startServer } from './chartApp';
+import { environmentOf, NAMESPACE, runMigrationJob, runToEnd, serverContainer, startServer } from './chartApp';
 import { contractFetch } from '../support/contracts';
-import { only } from './helm';
+import { ALL_FEATURES_VALUES, CHART_DIR, helm } from './helm';
+import { waitUntil } from '../support/wait';
 
 describe('the chart against the running app', () => {
   const database = testDatabase('helm_metrics_check');
@@ -38,26 +38,36 @@ describe('the chart against the running app', () => {
     expect({ code: job.code, output: job.code === 0 ? '' : job.output }).toEqual({ code: 0, output: '' });
   }, 60_000);
 
-  test("the purge CronJob's command and environment purge the migrated database; usage errors exit 2, failures 1", async () => {
-    const cronJob = as<ICronJob>(only(objects, 'CronJob'));
-    const container = firstContainer(cronJob.spec?.jobTemplate.spec?.template.spec?.containers);
-    const chartEnv = environmentOf(container);
-    expect(Object.keys(chartEnv).sort()).toEqual(['DATABASE_URL', 'LOG_LEVEL', 'RETENTION_DAYS']);
-    const env: Record<string, string> = { ...chartEnv, DATABASE_URL: database.url };
-    const command = container.command ?? [];
+  test("the install notes' purge command runs in the server container's environment; without a retention it exits 2", async () => {
+    // The chart runs no purge of its own (the service applies BODY_RETENTION and HISTORY_RETENTION); its notes
+    // give the command that applies them now, in a server pod (kubectl exec: the container's environment).
+    const installed = helm([
+      ...['install', 'receiver', CHART_DIR, '--dry-run=client', '--namespace', NAMESPACE],
+      ...['--values', ALL_FEATURES_VALUES],
+    ]);
+    expect(installed.status).toBe(0);
+    const command = (/ exec deploy\/\S+ -- (.+)$/m.exec(installed.stdout)?.[1] ?? '').split(' ');
+    expect(command).toEqual([
+      'node',
+      'dist/cli/index.js',
+      'purge',
+      '--days',
+      '14',
+      '--history-days',
+      '180',
+      '--dry-run',
+    ]);
+    const env = { ...environmentOf(serverContainer()), DATABASE_URL: database.url };
 
-    const purged = await runToEnd(command, workdir, env);
-    expect({ code: purged.code, output: purged.code === 0 ? '' : purged.output }).toEqual({ code: 0, output: '' });
-    expect(purged.output).toContain(`older than ${chartEnv.RETENTION_DAYS} day(s)`); // RETENTION_DAYS was read
+    const counted = await runToEnd(command, workdir, env);
+    expect({ code: counted.code, output: counted.code === 0 ? '' : counted.output }).toEqual({ code: 0, output: '' });
+    expect(counted.output).toContain('Dry run: would purge raw bodies of 0 day(s)');
+    expect(counted.output).toContain('older than 180 day(s)');
+    const applied = await runToEnd(command.slice(0, -1), workdir, env);
+    expect({ code: applied.code, output: applied.code === 0 ? '' : applied.output }).toEqual({ code: 0, output: '' });
+    expect(applied.output).toContain('Removed the history of 0 day(s)');
 
-    // The podFailurePolicy fails the Job at once on exit code 2 and retries anything else.
-    const exitCodes = cronJob.spec?.jobTemplate.spec?.podFailurePolicy?.rules?.flatMap(
-      (r) => r.onExitCodes?.values ?? [],
-    );
-    const withoutRetention = Object.fromEntries(Object.entries(env).filter(([name]) => name !== 'RETENTION_DAYS'));
-    const usage = await runToEnd(command, workdir, withoutRetention);
-    expect(usage.code).toBe(2);
-    expect(exitCodes).toEqual([usage.code]);
+    expect((await runToEnd(command.slice(0, 3), workdir, env)).code).toBe(2);
     const unreachable = await runToEnd(command, workdir, {
       ...env,
       DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/x`,
@@ -70,6 +80,12 @@ describe('the chart against the running app', () => {
     app = server.app;
     publicPort = server.publicPort;
     expect(server.chartEnv.MIGRATE_ON_START).toBe('false');
+    // The retentions the chart sets are the service's to apply: its history maintainer runs, with them.
+    expect(server.chartEnv).toMatchObject({ HISTORY_RETENTION: '4320h', BODY_RETENTION: '14d' });
+    await waitUntil('the history maintainer active, its first round done', async () => {
+      const metrics = await (await contractFetch(`http://127.0.0.1:${server.adminPort}/metrics`, 'admin')).text();
+      return /^history_maintainer_active 1$/m.test(metrics) && /^history_partition_days_ahead 7$/m.test(metrics);
+    });
     const { container, adminPort } = server;
     const probes = [container.startupProbe, container.livenessProbe, container.readinessProbe];
     for (const probe of probes) {

@@ -30,15 +30,10 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
-{{/* The server pods (Deployment); the migration Job's pods carry component "migrations", the purge CronJob's "purge". */}}
+{{/* The server pods (Deployment); the migration Job's pods carry component "migrations". */}}
 {{- define "notification-receiver.serverSelectorLabels" -}}
 {{ include "notification-receiver.selectorLabels" . }}
 app.kubernetes.io/component: server
-{{- end }}
-
-{{/* The purge CronJob's name: at most 52 characters, as the CronJob controller appends 11 to name its Jobs. */}}
-{{- define "notification-receiver.purgeName" -}}
-{{- printf "%s-purge" (include "notification-receiver.fullname" . | trunc 46 | trimSuffix "-") }}
 {{- end }}
 
 {{- define "notification-receiver.image" -}}
@@ -69,6 +64,29 @@ app.kubernetes.io/component: server
 {{- default (include "notification-receiver.fullname" .) .Values.secrets.existingSecret }}
 {{- end }}
 
+{{/*
+A retention value (config.historyRetention, config.bodyRetention) as the app reads it: a duration, or off.
+YAML reads an unquoted off as false, so false means off too.
+*/}}
+{{- define "notification-receiver.retention" -}}
+{{- if or (eq (toString .) "false") (eq (toString .) "off") }}off{{ else }}{{ . }}{{ end }}
+{{- end }}
+
+{{/*
+A duration as the app reads it (`500ms`, `30s`, `15m`, `12h`, `180d`; a bare number is seconds) in whole
+seconds; nothing for a retention that is off. The alerts' thresholds follow the configured retentions with it.
+*/}}
+{{- define "notification-receiver.durationSeconds" -}}
+{{- $value := include "notification-receiver.retention" . }}
+{{- if ne $value "off" }}
+{{- $number := regexFind "^[0-9]+" $value }}
+{{- $unit := default "s" (trimPrefix $number $value) }}
+{{- if eq $unit "ms" }}{{ div (int64 $number) 1000 }}
+{{- else }}{{ mul (int64 $number) (get (dict "s" 1 "m" 60 "h" 3600 "d" 86400) $unit) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Fails the render on contradictory or missing values the schema cannot express. */}}
 {{- define "notification-receiver.validate" -}}
 {{- $s := .Values.secrets }}
@@ -89,6 +107,14 @@ app.kubernetes.io/component: server
 {{- end }}
 {{- if regexMatch "^[0-9]+$" (toString .Values.config.trustProxy) }}
 {{- fail "config.trustProxy must be none or proxy addresses/CIDRs, not a hop count: any pod that reaches the public port directly could choose its source address" }}
+{{- end }}
+{{- $history := include "notification-receiver.durationSeconds" .Values.config.historyRetention }}
+{{- if and $history (lt (int64 $history) 259200) }}
+{{- fail "config.historyRetention must be at least 72h (the sender retries for 72 hours), or off" }}
+{{- end }}
+{{- $bodies := include "notification-receiver.durationSeconds" .Values.config.bodyRetention }}
+{{- if and $bodies (lt (int64 $bodies) 86400) }}
+{{- fail "config.bodyRetention must be at least 1d, or off" }}
 {{- end }}
 {{- if lt (int .Values.autoscaling.maxReplicas) (int .Values.autoscaling.minReplicas) }}
 {{- fail "autoscaling.maxReplicas must be >= autoscaling.minReplicas" }}
@@ -134,7 +160,7 @@ app.kubernetes.io/component: server
       optional: {{ not .Values.config.paymentApiUrl }}
 {{- end }}
 
-{{/* NetworkPolicy egress rules to DNS and Postgres (server pods and purge pods). */}}
+{{/* NetworkPolicy egress rules to DNS and Postgres (server pods and migration pods). */}}
 {{- define "notification-receiver.dnsAndPostgresEgress" -}}
 {{- $np := .Values.networkPolicy -}}
 - ports:
@@ -155,7 +181,7 @@ app.kubernetes.io/component: server
   {{- end }}
 {{- end }}
 
-{{/* Pod-level security context shared by the server pods, the migration Job and the purge CronJob. */}}
+{{/* Pod-level security context shared by the server pods and the migration Job. */}}
 {{- define "notification-receiver.podSecurityContext" -}}
 runAsNonRoot: true
 runAsUser: {{ .Values.podSecurityContext.runAsUser }}
