@@ -39,8 +39,8 @@ export interface Reconciliation {
    * the only POS configured) and records what the API says; or why it cannot ask.
    */
   reconcileOrder(orderId: string, posId?: string, dryRun?: boolean): Promise<OrderCheck | { problem: PosProblem }>;
-  /** The background sweep (one active across replicas). */
-  createReconciler(databaseUrl: string): Reconciler;
+  /** The background sweep (one active across replicas); `now` is its clock (tests run the schedule faster). */
+  createReconciler(databaseUrl: string, now?: () => Date): Reconciler;
 }
 
 export interface ReconciliationDependencies {
@@ -74,8 +74,9 @@ export function createReconciliation(
       const pos = posToAsk(await ownerOf(db, orderId), posId, configured);
       return 'problem' in pos ? pos : checkOrder(check, orderId, pos.posId, dryRun);
     },
-    createReconciler: (databaseUrl) =>
+    createReconciler: (databaseUrl, now) =>
       new Reconciler({
+        ...(now ? { now } : {}),
         databaseUrl,
         db,
         check,

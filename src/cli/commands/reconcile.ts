@@ -97,8 +97,8 @@ async function reconcile(io: CliIo, options: ReconcileOptions): Promise<ExitCode
     const progress = startProgress(io, json, dryRun ? 'asking' : 'reconciling', stuck.length);
     const done: ReconcileLine[] = [];
     try {
-      for (const order of stuck) {
-        done.push(await checkLine(reconciliation, order.orderId, undefined, dryRun));
+      for (const orderId of stuck) {
+        done.push(await checkLine(reconciliation, orderId, undefined, dryRun));
         progress.increment();
       }
     } finally {
