@@ -234,6 +234,13 @@ describe('parseRetryAfter', () => {
     ['soon', null],
     ['-1', null],
     ['1.5', null],
+    // Past 15 minutes the wait is cut: neither a weeks-long pause nor a timer overflowing into a busy loop.
+    ['900', 900_000],
+    ['901', 900_000],
+    ['2147483', 900_000],
+    ['999999999', 900_000],
+    ['99999999999999999999999', 900_000],
+    ['Fri, 01 Jan 2100 00:00:00 GMT', 900_000],
   ])('When Retry-After is %p, then the wait is %p ms', (value, ms) => {
     expect(parseRetryAfter(value, now)).toBe(ms);
   });
