@@ -293,6 +293,8 @@ export const CHECK_RESULTS = [
   'unavailable',
   'invalid_answer',
   'no_credentials',
+  'invalid_order_id',
+  'cancelled',
 ] as const;
 export type CheckResult = (typeof CHECK_RESULTS)[number];
 

@@ -347,6 +347,33 @@ describe('reconciliation against the payment API', () => {
     },
   );
 
+  it.each(['999999999', '2147483'])(
+    'When the API answers 429 with Retry-After: %s, then the sweep pauses 15 minutes, after one call: no timer overflow, no busy loop',
+    async (retryAfter) => {
+      const warnings: string[] = [];
+      const onWarning = (warning: Error): void => void warnings.push(warning.name);
+      process.on('warning', onWarning);
+      double.injectFaults({ endpoint: 'order', status: 429, retryAfter, times: 1000 });
+      const svc = await startReconciling({ RECONCILE_AFTER: '1s', RECONCILE_INTERVAL: '100ms' });
+      try {
+        const orderId = uniqueId('ABSURD');
+        await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+        await until(async () => svc.logs.some((l) => l.includes('reconciliation backs off')), 'the sweep backing off');
+        const backoff = svc.logs.find((l) => l.includes('reconciliation backs off')) as string;
+        expect((JSON.parse(backoff) as { retryInMs: number }).retryInMs).toBe(15 * 60_000);
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        expect(double.count('order')).toBe(1);
+        expect(warnings).toEqual([]);
+
+        const api = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(503);
+        expect(api.headers['retry-after']).toBe('900');
+      } finally {
+        process.off('warning', onWarning);
+        await svc.stop();
+      }
+    },
+  );
+
   it('When the API does not answer an on-demand check, then it is 503 payment_api_unavailable', async () => {
     double.injectFaults({ endpoint: 'order', status: 503, times: 1000 });
     const svc = await startReconciling();
