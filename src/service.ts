@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type pg from 'pg';
 import { createAdminApp } from './admin/adminApp';
+import { createAdminServer } from './admin/adminListener';
 import { ConfigError, configurationWarnings, type Config } from './config';
 import { close, listen } from './http/server';
 import { createPublicListener } from './intake/publicListener';
@@ -314,7 +315,7 @@ async function startOn(server: DatabaseServer, config: Config, logger: Logger): 
     },
     publicListener,
   );
-  const adminServer = http.createServer(adminApp);
+  const adminServer = createAdminServer(adminApp, metrics);
 
   const brokerProblem = probeBroker(config.amqpUrl, 2000);
   let publicPort: number;

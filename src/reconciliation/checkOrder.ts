@@ -53,12 +53,12 @@ export function uncheckedOrder(orderId: string, posId: string, result: CheckResu
 type Asked = { ok: true; order: RetrievedOrder; observations: Observation[] } | { ok: false; error: PaymentApiError };
 
 /** The order and, for a completed one, its refunds, as observations; the order's own POS's credentials ask. */
-async function ask(api: PaymentApi, orderId: string, posId: string): Promise<Asked> {
+async function ask(api: PaymentApi, orderId: string, posId: string, signal?: AbortSignal): Promise<Asked> {
   try {
-    const answer = await api.retrieveOrder(posId, orderId);
+    const answer = await api.retrieveOrder(posId, orderId, signal);
     const order = orderObservation(posId, answer);
     const refunds = hasRefunds(answer.value)
-      ? refundObservations(posId, answer.value, await api.listRefunds(posId, orderId))
+      ? refundObservations(posId, answer.value, await api.listRefunds(posId, orderId, signal))
       : [];
     return { ok: true, order: answer.value, observations: [...(order ? [order] : []), ...refunds] };
   } catch (error) {
@@ -70,16 +70,18 @@ async function ask(api: PaymentApi, orderId: string, posId: string): Promise<Ask
 /**
  * Checks one order against the payment API with its POS's credentials and, unless dryRun, records what the
  * API says through the recorder, as observations of the same meanings as notifications (observations.ts).
- * An answer about another POS's order is refused, nothing recorded.
+ * An answer about another POS's order is refused, nothing recorded. A `signal` that aborts (the caller left)
+ * stops the questions where they are: the check ends `cancelled`.
  */
 export async function checkOrder(
   deps: CheckDependencies,
   orderId: string,
   posId: string,
   dryRun = false,
+  signal?: AbortSignal,
 ): Promise<OrderCheck> {
   const check = uncheckedOrder(orderId, posId, 'unchanged');
-  const asked = await ask(deps.api, orderId, posId);
+  const asked = await ask(deps.api, orderId, posId, signal);
   if (!asked.ok) {
     check.result = asked.error.kind;
     check.retryAfterMs = asked.error.details.retryAfterMs;

@@ -8,6 +8,7 @@ import { posToAsk } from './observations';
 import { Reconciler } from './reconciler';
 import { schedulePolicy } from './schedule';
 import { ownerOf } from './scheduleQueries';
+import { SharedWork } from './sharedWork';
 
 /** The reconciliation settings, read by config.ts (ReconciliationConfig). */
 export interface ReconciliationSettings {
@@ -36,9 +37,15 @@ export interface Reconciliation {
   api: PaymentApi;
   /**
    * Checks one order now with the credentials of the POS it belongs to (or, never seen, of `posId`, or of
-   * the only POS configured) and records what the API says; or why it cannot ask.
+   * the only POS configured) and records what the API says; or why it cannot ask. Callers asking the same at
+   * once share one check; it is cancelled once every one of them has left (`clientLeft` aborted).
    */
-  reconcileOrder(orderId: string, posId?: string, dryRun?: boolean): Promise<OrderCheck | { problem: PosProblem }>;
+  reconcileOrder(
+    orderId: string,
+    posId?: string,
+    dryRun?: boolean,
+    clientLeft?: AbortSignal,
+  ): Promise<OrderCheck | { problem: PosProblem }>;
   /** The background sweep (one active across replicas); `now` is its clock (tests run the schedule faster). */
   createReconciler(databaseUrl: string, now?: () => Date): Reconciler;
 }
@@ -68,12 +75,19 @@ export function createReconciliation(
   });
   const check = { api, store, logger, metrics: metrics.reconciliation };
   const configured = settings.credentials.map((c) => c.posId);
+  const shared = new SharedWork<OrderCheck | { problem: PosProblem }>();
   return {
     api,
-    async reconcileOrder(orderId, posId, dryRun = false) {
-      const pos = posToAsk(await ownerOf(db, orderId), posId, configured);
-      return 'problem' in pos ? pos : checkOrder(check, orderId, pos.posId, dryRun);
-    },
+    reconcileOrder: (orderId, posId, dryRun = false, clientLeft) =>
+      shared.run(
+        // U+001F never occurs in an id (idProblem).
+        [orderId, posId ?? '', String(dryRun)].join('\u001f'),
+        async (cancelled) => {
+          const pos = posToAsk(await ownerOf(db, orderId), posId, configured);
+          return 'problem' in pos ? pos : checkOrder(check, orderId, pos.posId, dryRun, cancelled);
+        },
+        clientLeft,
+      ),
     createReconciler: (databaseUrl, now) =>
       new Reconciler({
         ...(now ? { now } : {}),

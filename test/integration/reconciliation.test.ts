@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { PaymentServiceDouble, type DoubleClient, type DoubleFault } from '../../src/simulator';
 import { EventConsumer } from '../support/broker';
 import { query, testDatabase, type TestDatabase } from '../support/database';
@@ -52,6 +53,23 @@ async function until(condition: () => Promise<boolean>, what: string): Promise<v
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error(`never happened: ${what}`);
+}
+
+/** A POST that its client abandons after `ms`, closing the connection. */
+function hangUp(port: number, path: string, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path, agent: false });
+    req.on('error', () => resolve());
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', resolve);
+    });
+    req.end();
+    setTimeout(() => {
+      req.destroy();
+      resolve();
+    }, ms);
+  });
 }
 
 /** The double's exact answer to an order retrieval with a token of the POS: what the service must store. */
@@ -382,6 +400,65 @@ describe('reconciliation against the payment API', () => {
       await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
       const api = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(503);
       expect(api.body.error.code).toBe('payment_api_unavailable');
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('When a hundred reconcile clients hang up after 100 ms, then checks start as the port admits them, at most ADMIN_CONCURRENCY at once, each is cancelled, and nothing is asked once they are gone', async () => {
+    const svc = await startReconciling();
+    try {
+      const orders = Array.from({ length: 100 }, () => uniqueId('GONE'));
+      for (const orderId of orders) {
+        await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+        double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '4' });
+      }
+      await svc.admin.post(`/orders/${orders[0] as string}/reconcile`).expect(200); // the token first
+      const asked = double.count('order');
+      double.injectFaults({ endpoint: 'order', delayMs: 3000, times: 1000 });
+
+      // Clients that give up after 100 ms and close their connection (as curl --max-time does).
+      await Promise.all(
+        orders.slice(1).map((orderId) => hangUp(svc.service.adminPort, `/orders/${orderId}/reconcile`, 100)),
+      );
+      await until(
+        async () => (await metric(svc, 'reconciliation_checks_total', { result: 'cancelled' })) >= 1,
+        'the checks cancelled',
+      );
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const started = double.count('order') - asked;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+
+      expect(started).toBeGreaterThan(0);
+      expect(started).toBeLessThan(40);
+      expect(double.peakInFlight).toBeLessThanOrEqual(4);
+      expect(double.count('order') - asked).toBe(started);
+      // Each check that started was cancelled (some before they reached the API); none ran to its end.
+      expect(await metric(svc, 'reconciliation_checks_total', { result: 'cancelled' })).toBeGreaterThanOrEqual(started);
+      expect(await metric(svc, 'reconciliation_checks_total', { result: 'repaired' })).toBe(1);
+      // Every place is free again: the next check is admitted.
+      double.clearFaults();
+      await svc.admin.post(`/orders/${orders[1] as string}/reconcile`).expect(200);
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('When three clients reconcile one order at once, then one check asks the API and each gets its answer', async () => {
+    const svc = await startReconciling();
+    try {
+      const orderId = uniqueId('SHARED');
+      await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+      double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '5' });
+      double.injectFaults({ endpoint: 'order', delayMs: 500 });
+
+      const answers = await Promise.all(
+        [1, 2, 3].map(() => svc.admin.post(`/orders/${orderId}/reconcile`).expect(200)),
+      );
+
+      expect(answers.map((a) => (a.body as { result: string }).result)).toEqual(['repaired', 'repaired', 'repaired']);
+      expect(double.count('order')).toBe(1);
+      expect(await metric(svc, 'reconciliation_checks_total')).toBe(1);
     } finally {
       await svc.stop();
     }
