@@ -1,6 +1,7 @@
 import type { Logger } from '../observability/logger';
 import type { CheckResult, ReconciliationMetrics } from '../observability/metrics';
 import { PaymentApiError, type PaymentApi, type RetrievedOrder } from '../paymentApi/paymentApi';
+import { meaningOf } from '../recording/decideBatch';
 import type { NotificationStore, RecordResult } from '../recording/notificationStore';
 import { hasRefunds, orderObservation, refundObservations, type Observation } from './observations';
 
@@ -35,6 +36,11 @@ export interface CheckDependencies {
   store: NotificationStore;
   logger: Logger;
   metrics?: ReconciliationMetrics;
+  /**
+   * What is recorded for an order already, as meaning keys (meaningKey): those statuses are not recorded again,
+   * so a check that learns nothing writes nothing (not even a delivery row). Without it, everything is recorded.
+   */
+  recorded?: (orderId: string) => Promise<ReadonlySet<string>>;
 }
 
 const FINAL = new Set(['COMPLETED', 'CANCELED', 'FINALIZED']);
@@ -93,7 +99,18 @@ export async function checkOrder(
     ];
     check.final = check.said.every((s) => FINAL.has(s.status));
     if (order.merchantPosId !== posId) check.result = 'pos_mismatch';
-    else if (!dryRun) await record(deps.store, observations, check);
+    else if (!dryRun) {
+      const known = (await deps.recorded?.(orderId)) ?? new Set<string>();
+      const news = observations.filter((o) => !known.has(meaningOf(o.notification)));
+      const disagreed = await record(deps.store, news, check);
+      for (const { kind, field } of disagreed) deps.metrics?.disagreements.inc({ kind, field });
+      if (disagreed.length > 0)
+        // Field names only: never a value of the answer.
+        deps.logger.warn(
+          { orderId, posId, disagreements: disagreed.map((d) => `${d.kind} ${d.field}`) },
+          "the payment API states facts otherwise than the order's notifications; the first ones are kept",
+        );
+    }
   }
   deps.metrics?.checks.inc({ result: check.result });
   for (const s of check.applied) deps.metrics?.repairs.inc({ kind: s.kind, status: s.status });
@@ -107,20 +124,28 @@ export async function checkOrder(
   return check;
 }
 
-/** Records the observations in order (the order's status first, its refunds after) and sorts the outcomes. */
+/**
+ * Records the observations in order (the order's status first, its refunds after) and sorts the outcomes;
+ * answers the facts they stated otherwise than the projections keep.
+ */
 async function record(
   store: NotificationStore,
   observations: readonly Observation[],
   check: OrderCheck,
-): Promise<void> {
+): Promise<Array<{ kind: 'order' | 'refund'; field: string }>> {
   const outcomes: RecordResult[] = [];
   for (const o of observations) outcomes.push(await store.record(o.delivery, o.notification));
+  const disagreed: Array<{ kind: 'order' | 'refund'; field: string }> = [];
   outcomes.forEach((outcome, index) => {
     const status = statusOf(observations[index] as Observation);
     if (outcome.outcome === 'refused') check.result = 'pos_mismatch';
-    else if (outcome.outcome === 'accepted') check.applied.push(status);
-    else if (outcome.outcome === 'stale') check.stale.push(status);
-    else if (outcome.outcome === 'conflict') check.conflicts.push(status);
+    else {
+      if (outcome.outcome === 'accepted') check.applied.push(status);
+      else if (outcome.outcome === 'stale') check.stale.push(status);
+      else if (outcome.outcome === 'conflict') check.conflicts.push(status);
+      for (const field of outcome.disagreements) disagreed.push({ kind: status.kind, field });
+    }
   });
   if (check.result !== 'pos_mismatch' && check.applied.length > 0) check.result = 'repaired';
+  return disagreed;
 }

@@ -7,7 +7,7 @@ import { checkOrder, type OrderCheck } from './checkOrder';
 import { posToAsk } from './observations';
 import { Reconciler } from './reconciler';
 import { schedulePolicy } from './schedule';
-import { ownerOf } from './scheduleQueries';
+import { ownerOf, recordedMeanings } from './scheduleQueries';
 import { SharedWork } from './sharedWork';
 
 /** The reconciliation settings, read by config.ts (ReconciliationConfig). */
@@ -73,7 +73,13 @@ export function createReconciliation(
     logger: logger.child({ component: 'payment-api' }),
     metrics: metrics.paymentApi,
   });
-  const check = { api, store, logger, metrics: metrics.reconciliation };
+  const check = {
+    api,
+    store,
+    logger,
+    metrics: metrics.reconciliation,
+    recorded: (orderId: string) => recordedMeanings(db, orderId),
+  };
   const configured = settings.credentials.map((c) => c.posId);
   const shared = new SharedWork<OrderCheck | { problem: PosProblem }>();
   return {

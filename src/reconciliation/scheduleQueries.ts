@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../database/pool';
+import { meaningKey } from '../recording/decideBatch';
 
 /**
  * The reconciler's reads and writes of its schedule (reconciliation_checks, sql/006), on its own pool. A row
@@ -202,6 +203,16 @@ export async function forgetGivenUp(db: Db, before: Date, limit: number): Promis
     )
     SELECT count(*) AS forgotten FROM gone`.execute(db);
   return Number(rows[0]?.forgotten ?? 0);
+}
+
+/** What is recorded for an order and its refunds, as meaning keys: a check records only what is new. */
+export async function recordedMeanings(db: Db, orderId: string): Promise<Set<string>> {
+  const rows = await db
+    .selectFrom('notifications')
+    .select(['kind', 'subject_id', 'status'])
+    .where('order_id', '=', orderId)
+    .execute();
+  return new Set(rows.map((r) => meaningKey(r.kind, r.subject_id, r.status)));
 }
 
 /** The POS an order belongs to, when anything was recorded for it. */

@@ -269,6 +269,7 @@ export function decideBatch(
           nextSequence(orderId),
           id,
           delivery.observedVia,
+          transition.disagreements,
         );
         event = buildEvent(
           eventSource,
@@ -291,6 +292,7 @@ export function decideBatch(
           nextSequence(orderId),
           id,
           delivery.observedVia,
+          transition.disagreements,
         );
         event = buildEvent(
           eventSource,

@@ -115,6 +115,7 @@ export function orderEventData(
   sequence: number,
   notificationId: string,
   observedVia: ObservedVia,
+  disagreements: readonly Disagreement[] = [],
 ): OrderEventData {
   return {
     orderId: n.orderId,
@@ -130,6 +131,7 @@ export function orderEventData(
     sequence,
     notificationId,
     observedVia,
+    ...(disagreements.length > 0 ? { disagreements: [...disagreements] } : {}),
   };
 }
 
@@ -141,6 +143,7 @@ export function refundEventData(
   sequence: number,
   notificationId: string,
   observedVia: ObservedVia,
+  disagreements: readonly Disagreement[] = [],
 ): RefundEventData {
   return {
     orderId: projection.orderId,
@@ -158,5 +161,6 @@ export function refundEventData(
     sequence,
     notificationId,
     observedVia,
+    ...(disagreements.length > 0 ? { disagreements: [...disagreements] } : {}),
   };
 }

@@ -70,6 +70,8 @@ export interface DoubleOrderInput {
   currencyCode?: string;
   /** The PAYMENT_ID property; none for NEW and usually PENDING. */
   paymentId?: string | null;
+  /** payMethod.type (PBL, CARD_TOKEN, ...); kept from before when left out. */
+  payMethodType?: string;
 }
 
 export interface DoubleRefundInput {
@@ -203,6 +205,11 @@ export class PaymentServiceDouble {
       totalAmount: input.totalAmount ?? previous?.order.totalAmount ?? '15000',
       status: input.status,
       products: [{ name: 'Wireless mouse', unitPrice: input.totalAmount ?? '15000', quantity: '1' }],
+      ...(input.payMethodType !== undefined
+        ? { payMethod: { type: input.payMethodType } }
+        : isJson(previous?.order.payMethod)
+          ? { payMethod: previous.order.payMethod }
+          : {}),
     };
     const paymentId =
       input.paymentId !== undefined

@@ -158,6 +158,93 @@ describe('reconciliation against the payment API', () => {
     }
   });
 
+  it('When the API confirms what is recorded, then the check writes nothing, not even a delivery row', async () => {
+    const svc = await startReconciling();
+    try {
+      const orderId = uniqueId('SAME');
+      await svc.post(orderBody({ orderId, status: 'COMPLETED', paymentId: '61' })).expect(200);
+      double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '61' });
+      const rows = async (): Promise<unknown[]> =>
+        query(
+          svc.database.url,
+          `SELECT d.id::text FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE n.order_id = $1
+           UNION ALL SELECT id::text FROM notifications WHERE order_id = $1`,
+          [orderId],
+        );
+      const before = await rows();
+
+      for (let i = 0; i < 3; i++)
+        expect((await svc.admin.post(`/orders/${orderId}/reconcile`).expect(200)).body).toMatchObject({
+          result: 'unchanged',
+          said: [{ kind: 'order', id: orderId, status: 'COMPLETED' }],
+          applied: [],
+        });
+
+      expect(await rows()).toEqual(before);
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('When a repaired status comes with the payment method, then the projection and the event carry it', async () => {
+    const svc = await startReconciling();
+    const consumer = await new EventConsumer(svc.exchange).start();
+    try {
+      const orderId = uniqueId('PAYM');
+      await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+      double.setOrder({
+        orderId,
+        merchantPosId: POS_ID,
+        status: 'COMPLETED',
+        paymentId: '62',
+        payMethodType: 'CARD_TOKEN',
+      });
+
+      const res = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(200);
+
+      expect(res.body).toMatchObject({
+        result: 'repaired',
+        order: { status: 'COMPLETED', payMethodType: 'CARD_TOKEN' },
+      });
+      const events = (await consumer.waitFor(2)).map((m) => JSON.parse(m.content.toString()) as EventBody);
+      expect(events[1]).toMatchObject({ type: 'order.completed', data: { payMethodType: 'CARD_TOKEN' } });
+    } finally {
+      await consumer.stop();
+      await svc.stop();
+    }
+  });
+
+  it("When the API's amount disagrees with the notified order, then the status is recorded with the notified amount kept, and the event says so, counted", async () => {
+    const svc = await startReconciling();
+    const consumer = await new EventConsumer(svc.exchange).start();
+    try {
+      const orderId = uniqueId('DISAGREE');
+      await svc.post(orderBody({ orderId, status: 'PENDING', totalAmount: '15000' })).expect(200);
+      double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '63', totalAmount: '99900' });
+
+      const res = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(200);
+
+      expect(res.body).toMatchObject({ result: 'repaired', order: { status: 'COMPLETED', totalAmount: '15000' } });
+      const events = (await consumer.waitFor(2)).map(
+        (m) => JSON.parse(m.content.toString()) as EventBody & { data: { disagreements?: unknown } },
+      );
+      expect(events[0]?.data.disagreements).toBeUndefined();
+      expect(events[1]).toMatchObject({
+        type: 'order.completed',
+        data: {
+          totalAmount: '15000',
+          observedVia: 'reconciliation',
+          disagreements: [{ field: 'totalAmount', kept: '15000', received: '99900' }],
+        },
+      });
+      expect(await metric(svc, 'reconciliation_disagreements_total', { kind: 'order', field: 'totalAmount' })).toBe(1);
+      expect(svc.logs.some((l) => l.includes('states facts otherwise') && !l.includes('99900'))).toBe(true);
+    } finally {
+      await consumer.stop();
+      await svc.stop();
+    }
+  });
+
   it('When the API lags (PENDING after a COMPLETED notification), then its answer is stale and changes nothing', async () => {
     const svc = await startReconciling();
     try {
@@ -363,6 +450,7 @@ describe('reconciliation against the payment API', () => {
         await svc.stop();
       }
     },
+    60_000,
   );
 
   it.each(['999999999', '2147483'])(
@@ -390,6 +478,7 @@ describe('reconciliation against the payment API', () => {
         await svc.stop();
       }
     },
+    60_000,
   );
 
   it('When the API does not answer an on-demand check, then it is 503 payment_api_unavailable', async () => {
