@@ -196,6 +196,7 @@ const schema = z.object({
       for (const message of problems) ctx.addIssue({ code: 'custom', message });
       return credentials;
     }),
+  PAYMENT_API_ALLOW_HTTP: boolean.default(false),
   PAYMENT_API_TIMEOUT: duration.default(10_000).pipe(z.number().min(100).max(300_000)),
   PAYMENT_API_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(64).default(4),
   PAYMENT_API_MAX_PER_SECOND: z.coerce.number().min(0.1).max(1000).default(10),
@@ -211,6 +212,16 @@ function isBaseUrl(value: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** This machine only: localhost, 127.0.0.0/8 or ::1 (a URL's hostname brackets IPv6). */
+const isLoopbackHost = (host: string): boolean => /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i.test(host);
+
+/** An http:// address of another host than this one (loopback: a local double, or a sidecar that adds TLS). */
+function inClear(url: string | undefined): boolean {
+  if (url === undefined) return false;
+  const { protocol, hostname } = new URL(url);
+  return protocol === 'http:' && !isLoopbackHost(hostname);
 }
 
 /** Loads ./.env for local runs (Node's own loader); variables already set win. */
@@ -263,6 +274,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, { receiving = true }: { recei
     );
   if (result.success && result.data.RECONCILE_GIVE_UP <= result.data.RECONCILE_AFTER)
     problems.push('RECONCILE_GIVE_UP: must be longer than RECONCILE_AFTER');
+  if (result.success && inClear(result.data.PAYMENT_API_URL) && !result.data.PAYMENT_API_ALLOW_HTTP)
+    problems.push(
+      'PAYMENT_API_URL: is http:// to another host than this one, so the client secrets and tokens would travel in ' +
+        'clear; use https://, or set PAYMENT_API_ALLOW_HTTP=true if that is meant (a test double)',
+    );
   if (!result.success || problems.length > 0) throw new ConfigError(problems);
   const c = result.data;
   return {
@@ -320,6 +336,13 @@ export function configurationWarnings(config: Config): string[] {
     warnings.push(
       `SECOND_KEYS holds the public sandbox key of POS ${PUBLIC_SANDBOX_KEY.posId} (published in the payment ` +
         "service's documentation) while production senders are allowed: anyone can sign with it; remove it",
+    );
+  }
+  if (config.reconciliation && config.adminToken === null && !isLoopbackHost(config.host)) {
+    warnings.push(
+      `PAYMENT_API_URL is set (reconciliation on) and ADMIN_TOKEN is not, while the admin port listens on ` +
+        `HOST=${config.host}: whoever reaches ADMIN_PORT can read every order and make this service ask the payment ` +
+        'API with its credentials; set ADMIN_TOKEN, or HOST=127.0.0.1',
     );
   }
   if (config.trustProxy.kind === 'hops') {

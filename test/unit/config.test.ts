@@ -1,5 +1,7 @@
 import { resolveSource } from '../../src/intake/sourceAddress';
 import { ConfigError, configurationWarnings, loadConfig, parseDuration } from '../../src/config';
+import { createLogger } from '../../src/observability/logger';
+import { reportStartFailure } from '../../src/service';
 
 const problemsOf = (env: Record<string, string>): string[] => {
   try {
@@ -225,6 +227,27 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it.each(['http://secure.example.com', 'http://10.0.0.7:8080', 'HTTP://payments.internal'])(
+    'When PAYMENT_API_URL is %s (in clear, to another host), then the service refuses to start (exit 78) unless PAYMENT_API_ALLOW_HTTP=true',
+    (url) => {
+      const env = { SECOND_KEYS: '1:k', PAYMENT_API_URL: url, PAYMENT_API_CREDENTIALS: '1:c:topsecret' };
+      const problems = problemsOf(env);
+      expect(problems).toEqual([
+        expect.stringMatching(/^PAYMENT_API_URL: is http:\/\/ .* PAYMENT_API_ALLOW_HTTP=true/),
+      ]);
+      expect(problems.join()).not.toContain('topsecret');
+      expect(reportStartFailure(new ConfigError(problems), createLogger('silent'))).toBe(78);
+      expect(loadConfig({ ...env, PAYMENT_API_ALLOW_HTTP: 'true' }).reconciliation?.paymentApiUrl).toBe(url);
+    },
+  );
+
+  it.each(['https://secure.example.com', 'http://127.0.0.1:8090', 'http://localhost:8090', 'http://[::1]:8090'])(
+    'When PAYMENT_API_URL is %s (TLS, or this machine), then it is taken without PAYMENT_API_ALLOW_HTTP',
+    (url) => {
+      expect(problemsOf({ SECOND_KEYS: '1:k', PAYMENT_API_URL: url, PAYMENT_API_CREDENTIALS: '1:c:s' })).toEqual([]);
+    },
+  );
+
   it.each([
     ['7d', 604_800_000],
     ['12h', 43_200_000],
@@ -250,6 +273,23 @@ describe('configurationWarnings', () => {
     expect(
       warningsOf({ SECOND_KEYS: '300746:b6ca15b0d1020e8094d9b5f8d163db54', ALLOWED_SOURCE_IPS: 'sandbox' }),
     ).toEqual([]);
+  });
+
+  it('When reconciliation is on, ADMIN_TOKEN unset and the admin port beyond loopback, then a warning names both settings', () => {
+    const reconciling = {
+      SECOND_KEYS: '1:k',
+      PAYMENT_API_URL: 'https://api.example.com',
+      PAYMENT_API_CREDENTIALS: '1:c:s',
+    };
+    const [warning] = warningsOf({ ...reconciling, HOST: '0.0.0.0' });
+    expect(warning).toMatch(
+      /PAYMENT_API_URL is set .* ADMIN_TOKEN is not, while the admin port listens on HOST=0\.0\.0\.0/,
+    );
+    expect(warningsOf({ ...reconciling, HOST: '10.1.2.3' })).toHaveLength(1);
+    expect(warningsOf({ ...reconciling, HOST: '127.0.0.1' })).toEqual([]);
+    expect(warningsOf({ ...reconciling, HOST: '::1' })).toEqual([]);
+    expect(warningsOf({ ...reconciling, ADMIN_TOKEN: 'a-token-of-sixteen-chars' })).toEqual([]);
+    expect(warningsOf({ SECOND_KEYS: '1:k', HOST: '0.0.0.0' })).toEqual([]);
   });
 
   it('When TRUST_PROXY is a hop count, then a warning says any peer can choose its address; CIDRs do not warn', () => {
