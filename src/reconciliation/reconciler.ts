@@ -9,7 +9,9 @@ import {
   countOpenOrders,
   dueOrders,
   forgetGivenUp,
+  forgetIfClosed,
   forgetOrder,
+  pruneClosed,
   recordCheck,
   takeInObservations,
   type ScheduledOrder,
@@ -18,6 +20,8 @@ import {
 /** Given-up rows dropped per statement, and statements per housekeeping at most (the rest go at the next). */
 const FORGET_BATCH = 1000;
 const FORGET_BATCHES = 10;
+/** Rows looked at per housekeeping for orders a notification closed since (a cursor goes round the table). */
+const PRUNE_BATCH = 10_000;
 
 /** Only one reconciler checks at a time, across every replica (a session advisory lock, as the relay's). */
 export const RECONCILER_LOCK = 7_316_003;
@@ -65,6 +69,8 @@ export class Reconciler {
   private databaseBackoffMs = 0;
   /** When the gauges were counted and old given-up rows dropped (housekeeping); 0: not yet. */
   private housekeptAt = 0;
+  /** Where the next housekeeping goes on looking for rows of closed orders. */
+  private pruneCursor = '';
 
   constructor(private readonly options: ReconcilerOptions) {
     this.batchSize = options.batchSize ?? 50;
@@ -152,6 +158,8 @@ export class Reconciler {
       round.checked += 1;
       if (check.result === 'repaired') round.repaired += 1;
       if (await this.reschedule(order, posId, check)) round.givenUp += 1;
+      // What it learned may have closed the order: its row goes now rather than when next due.
+      if (check.applied.length > 0) await forgetIfClosed(db, order.orderId, order.observation);
       if (check.result === 'unavailable') {
         // The API (not this order) is failing: stop the round and back off.
         round.unavailable = true;
@@ -164,8 +172,9 @@ export class Reconciler {
   }
 
   /**
-   * At most once a minute (or every fourth interval, when shorter): drops rows given up RECONCILE_GIVE_UP ago
-   * or more, and counts the open orders for the gauges. Both read the schedule's partial indexes only.
+   * At most once a minute (or every fourth interval, when shorter): drops rows given up RECONCILE_GIVE_UP ago or
+   * more, and rows of orders a notification has closed since (PRUNE_BATCH rows looked at each time, round the
+   * table), and counts the rest for the gauges.
    */
   private async housekeep(): Promise<void> {
     const { db, policy, metrics, intervalMs } = this.options;
@@ -175,6 +184,7 @@ export class Reconciler {
     const givenUpBefore = new Date(now.getTime() - policy.giveUpMs);
     for (let batch = 0; batch < FORGET_BATCHES; batch++)
       if ((await forgetGivenUp(db, givenUpBefore, FORGET_BATCH)) < FORGET_BATCH) break;
+    this.pruneCursor = (await pruneClosed(db, this.pruneCursor, PRUNE_BATCH)).next;
     const counts = await countOpenOrders(db);
     metrics.stuckOrders.set(counts.stuck);
     metrics.givenUpOrders.set(counts.givenUp);

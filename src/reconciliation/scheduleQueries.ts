@@ -53,6 +53,11 @@ const scheduled = (r: ScheduleRow): ScheduledOrder => ({
 
 const milliseconds = (ms: number) => sql`${ms}::int * interval '1 millisecond'`;
 
+/** Whether the order, or a refund of it, is still open here, as SQL over the order id given. */
+const stillOpen = (orderId: RawBuilder<unknown>) => sql`(
+  EXISTS (SELECT 1 FROM orders o WHERE o.order_id = ${orderId} AND o.status NOT IN ('COMPLETED', 'CANCELED'))
+  OR EXISTS (SELECT 1 FROM refunds r WHERE r.order_id = ${orderId} AND r.status = 'PENDING'))`;
+
 /**
  * Recording transactions still running when a round looks are caught by the next one, which looks this much
  * further back than the last: longer than a recording transaction can last (its statements time out at
@@ -107,8 +112,7 @@ export async function takeInObservations(db: Db, now: Date, afterMs: number): Pr
  */
 export const dueOrdersQuery = (now: Date, limit: number): RawBuilder<ScheduleRow> => sql<ScheduleRow>`
     SELECT c.order_id, w.pos_id, c.observed_at, c.observation::text, c.attempts, c.next_check_at, c.given_up_at,
-           EXISTS (SELECT 1 FROM orders o WHERE o.order_id = c.order_id AND o.status NOT IN ('COMPLETED', 'CANCELED'))
-             OR EXISTS (SELECT 1 FROM refunds r WHERE r.order_id = c.order_id AND r.status = 'PENDING') AS open
+           ${stillOpen(sql`c.order_id`)} AS open
       FROM reconciliation_checks c LEFT JOIN order_owners w ON w.order_id = c.order_id
      WHERE c.next_check_at <= ${now}::timestamptz
      ORDER BY c.next_check_at, c.order_id
@@ -184,6 +188,36 @@ export async function forgetOrder(db: Db, orderId: string, observation: string):
     .where('order_id', '=', orderId)
     .where('observation', '=', observation)
     .execute();
+}
+
+/** Drops an order's row, about this observation, when nothing of the order is open here any more (its repair). */
+export async function forgetIfClosed(db: Db, orderId: string, observation: string): Promise<void> {
+  await sql`
+    DELETE FROM reconciliation_checks c
+     WHERE c.order_id = ${orderId} AND c.observation = ${observation}::bigint
+       AND NOT ${stillOpen(sql`c.order_id`)}`.execute(db);
+}
+
+/**
+ * Looks at up to `limit` rows after `after` (in order_id order, a cursor that goes round the table) and drops
+ * those of orders final here now (a notification closed them since): rows, and the gauges they feed, stay those
+ * of open orders. Answers where to go on from ('' once round), and how many went.
+ */
+export async function pruneClosed(db: Db, after: string, limit: number): Promise<{ next: string; pruned: number }> {
+  const { rows } = await sql<{ last: string | null; seen: string; pruned: string }>`
+    WITH batch AS (
+      SELECT order_id, observation FROM reconciliation_checks WHERE order_id > ${after} ORDER BY order_id
+       LIMIT ${limit}::int
+    ), pruned AS (
+      DELETE FROM reconciliation_checks c USING batch b
+       WHERE c.order_id = b.order_id AND c.observation = b.observation AND NOT ${stillOpen(sql`b.order_id`)}
+      RETURNING 1
+    )
+    SELECT (SELECT max(order_id) FROM batch) AS last, (SELECT count(*) FROM batch) AS seen,
+           (SELECT count(*) FROM pruned) AS pruned`.execute(db);
+  const row = rows[0];
+  const seen = Number(row?.seen ?? 0);
+  return { next: seen < limit ? '' : (row?.last ?? ''), pruned: Number(row?.pruned ?? 0) };
 }
 
 /**
