@@ -11,7 +11,7 @@ import {
   type PayMethod,
   type RefundPlan,
 } from '../support/lifecycleModel';
-import { harness, percentile, seconds } from '../support/scenario';
+import { harness, percentile, POD_LIMIT_MB, seconds } from '../support/scenario';
 import { secrets } from '../support/secrets';
 import { RssSampler, type ServiceProcess } from '../support/serviceProcess';
 import { consistencyViolations, sql } from '../support/store';
@@ -289,8 +289,6 @@ const HOSTILE_AFTER_MS = 1000;
 const HOSTILE_GIVE_UP_MS = 60_000;
 /** Checks of an order the schedule allows before it gives up: 1, 3, 7, 15, 30, 45 and 60 s after its observation. */
 const SCHEDULED_CHECKS = 7;
-/** The pod's memory limit in the chart (resources.limits.memory). */
-const POD_LIMIT_MB = 384;
 /** Notifications timed per second while the phase runs (fresh orders, COMPLETED at once: nothing to reconcile). */
 const INTAKE_PER_SECOND = 10;
 

@@ -3,7 +3,7 @@ import type { RunReport, ScenarioDefinition } from '../report';
 import { send, signatureFor, type HttpResult } from '../support/http';
 import { holdRequest, RowCounter, type HeldRequest } from '../support/rawHttp';
 import { fingerprintKey } from '../../../src/verification/secondKeys';
-import { harness, percentile } from '../support/scenario';
+import { harness, percentile, POD_LIMIT_MB } from '../support/scenario';
 import { RssSampler, type ServiceProcess } from '../support/serviceProcess';
 import { sql } from '../support/store';
 import { ScenarioWorld } from '../support/world';
@@ -17,8 +17,6 @@ const ATTACKER_ADDRESS = '127.0.0.3';
 const HELD_WITHIN = 400;
 const HELD_BEYOND = 250;
 const HELD_DECLARED_BYTES = 60_000;
-/** The pod's memory limit in the chart (resources.limits.memory). */
-const POD_LIMIT_MB = 384;
 const ADMIN_FLOOD_CLIENTS = 32;
 const LATENCY_SAMPLES = 300;
 /** Idle and flooded alternate this many times (LATENCY_SAMPLES split between the rounds on each side). */
