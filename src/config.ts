@@ -9,7 +9,9 @@ import { parseSourceAllowlist, parseTrustProxy } from './intake/sourceAddress';
 import { MIN_HISTORY_RETENTION_MS } from './history/days';
 
 /** The reconciliation settings (PAYMENT_API_*, RECONCILE_*), as src/reconciliation/ takes them. */
-export type ReconciliationConfig = z.output<typeof reconciliationSettings> & { paymentApiUrl: string };
+export type ReconciliationConfig = Omit<z.output<typeof reconciliationSettings>, 'allowHttp' | 'paymentApiUrl'> & {
+  paymentApiUrl: string;
+};
 
 /**
  * The whole configuration, read once from the environment at start (documented in .env.example): every
@@ -298,6 +300,11 @@ const reconciliationSettings = z.object({
       return { value: credentials, problems };
     }).default([]),
   ),
+  /**
+   * PAYMENT_API_ALLOW_HTTP: take an http:// PAYMENT_API_URL in production (a TLS sidecar on this host, say);
+   * without it production refuses one: the client secrets and tokens would travel in clear.
+   */
+  allowHttp: fromEnv('PAYMENT_API_ALLOW_HTTP', boolean.default(false)),
   /** PAYMENT_API_TIMEOUT: longest one payment API attempt may take, answer included. */
   timeoutMs: fromEnv('PAYMENT_API_TIMEOUT', durationMs(10_000, 100, 300_000)),
   /** PAYMENT_API_MAX_IN_FLIGHT: API requests at once, per process. */
@@ -311,6 +318,19 @@ const reconciliationSettings = z.object({
   /** RECONCILE_INTERVAL: how often the sweep looks for due work. */
   intervalMs: fromEnv('RECONCILE_INTERVAL', durationMs(30_000, 100, 86_400_000)),
 });
+
+/** This machine only: localhost, 127.0.0.0/8 or ::1. */
+const isLoopbackHost = (host: string): boolean => /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i.test(host);
+
+/**
+ * An http:// address the client secrets must not go to without PAYMENT_API_ALLOW_HTTP: any in production; outside
+ * it, one of another host (a double on this machine is what local runs and the tests use).
+ */
+function inClear(url: string | undefined, production: boolean): boolean {
+  if (url === undefined) return false;
+  const { protocol, hostname } = new URL(url);
+  return protocol === 'http:' && (production || !isLoopbackHost(hostname));
+}
 
 function isBaseUrl(value: string): boolean {
   try {
@@ -396,15 +416,20 @@ export function loadConfig(env: NodeJS.ProcessEnv, needs: Partial<ProcessNeeds> 
     );
   if (reconciliation && reconciliation.giveUpMs <= reconciliation.afterMs)
     problems.push('RECONCILE_GIVE_UP: must be longer than RECONCILE_AFTER');
+  if (reconciliation && inClear(reconciliation.paymentApiUrl, production) && !reconciliation.allowHttp)
+    problems.push(
+      'PAYMENT_API_URL: is http:// (in clear): the client secrets and tokens would travel unencrypted; use https://, or set ' +
+        'PAYMENT_API_ALLOW_HTTP=true if that is meant (a TLS sidecar on this host, a test double)',
+    );
   if (base === null || reconciliation === null || problems.length > 0) throw new ConfigError(problems);
-  const { paymentApiUrl } = reconciliation;
+  const { paymentApiUrl, allowHttp: _checkedAbove, ...client } = reconciliation;
   return {
     ...base,
     production,
     localDefaults,
     // What src/reconciliation/ takes, checked here: a setting added to one side only fails tsc.
     reconciliation:
-      paymentApiUrl === undefined ? null : ({ ...reconciliation, paymentApiUrl } satisfies ReconciliationSettings),
+      paymentApiUrl === undefined ? null : ({ ...client, paymentApiUrl } satisfies ReconciliationSettings),
   };
 }
 
@@ -439,6 +464,13 @@ export function configurationWarnings(config: Config): string[] {
     warnings.push(
       `SECOND_KEYS holds the public sandbox key of POS ${PUBLIC_SANDBOX_KEY.posId} (published in the payment ` +
         "service's documentation) while production senders are allowed: anyone can sign with it; remove it",
+    );
+  }
+  if (config.reconciliation && config.adminToken === null && !isLoopbackHost(config.host)) {
+    warnings.push(
+      `PAYMENT_API_URL is set (reconciliation on) and ADMIN_TOKEN is not, while the admin port listens on ` +
+        `HOST=${config.host}: whoever reaches ADMIN_PORT can read every order and make this service ask the payment ` +
+        'API with its credentials; set ADMIN_TOKEN, or HOST=127.0.0.1',
     );
   }
   if (config.trustProxy.kind === 'hops') {

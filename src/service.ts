@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type pg from 'pg';
 import { createAdminApp } from './admin/adminApp';
+import { createAdminServer } from './admin/adminListener';
 import { brokerUrl, configurationWarnings, writeLanes, type Config } from './config';
 import { openDatabase } from './database/bootstrap';
 import { describeDatabase, type DatabaseServer } from './database/embeddedPostgres';
@@ -205,7 +206,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
       },
       createPublicListener({ config, store, unverified, metrics, logger, onEventsWritten: () => relay?.wake() }),
     ),
-    adminServer: http.createServer(
+    adminServer: createAdminServer(
       createAdminApp({
         probeDb: db,
         data: { db: adminDb, token: config.adminToken, concurrency: config.adminConcurrency },
@@ -214,6 +215,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
         logger,
         isAccepting: () => readiness.accepting,
       }),
+      metrics,
     ),
     readiness,
   };

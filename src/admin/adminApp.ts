@@ -8,16 +8,17 @@ import { answerError, sendError } from '../http/answers';
 import { beginRequest } from '../http/requestContext';
 import type { Logger } from '../observability/logger';
 import type { ProcessMetrics } from '../observability/metrics';
+import { idProblem } from '../parsing/identifiers';
 import type { OrderCheck } from '../reconciliation/checkOrder';
 import type { PosProblem, Reconciliation } from '../reconciliation/reconciliation';
 import { findOrder, findRefund, type OrderView } from './projectionQueries';
 
-/** The admin port's data routes: their own small pool, a cap on requests at once, and an optional token. */
+/** The admin port's data routes: their own small pool, a cap on work at once, and an optional token. */
 export interface AdminData {
   db: Db;
   /** Bearer token the data routes require (ADMIN_TOKEN); null: open. */
   token: string | null;
-  /** Data requests served at once (ADMIN_CONCURRENCY); past it, 503. */
+  /** Data requests worked on at once (ADMIN_CONCURRENCY); past it, 503. */
   concurrency: number;
 }
 
@@ -36,14 +37,9 @@ export interface AdminOptions {
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 
-/**
- * What guards the data routes, so that reading projections can never starve the intake: a bearer token
- * when one is configured (compared in constant time), and a cap on requests at once, past which the
- * answer is 503 at once rather than a queue on the database.
- */
-function dataGate({ token, concurrency }: AdminData) {
+/** The bearer token when one is configured (compared in constant time); 401 without it. */
+function authorize({ token }: AdminData) {
   const expected = token === null ? null : digest(token);
-  let inFlight = 0;
   return (req: Request, res: Response, next: NextFunction): void => {
     if (expected) {
       const presented = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
@@ -53,13 +49,45 @@ function dataGate({ token, concurrency }: AdminData) {
         });
       }
     }
-    if (inFlight >= concurrency) {
-      return sendError(res, 503, 'admin_busy', 'too many admin requests at once; retry later', { 'Retry-After': '1' });
-    }
-    inFlight += 1;
-    res.once('close', () => (inFlight -= 1));
     next();
   };
+}
+
+/**
+ * A cap on the data routes' work at once, so that reading projections or asking the payment API can never
+ * starve the intake: past it, 503 at once. A place is held until the work ends, not until its client leaves
+ * (leaving does not free a place); the work gets a signal that aborts when its client leaves, so it stops.
+ */
+function workLimit({ concurrency }: AdminData) {
+  let working = 0;
+  return async <T>(res: Response, work: (clientLeft: AbortSignal) => Promise<T>): Promise<T> => {
+    if (working >= concurrency)
+      throw new RequestError(503, 'admin_busy', 'too many admin requests at once; retry later', null, {
+        'Retry-After': '1',
+      });
+    working += 1;
+    const left = new AbortController();
+    const onClose = (): void => {
+      if (!res.writableEnded) left.abort();
+    };
+    // Its client may have left already, while the request waited or its body was read.
+    if (res.destroyed) left.abort();
+    else res.once('close', onClose);
+    try {
+      return await work(left.signal);
+    } finally {
+      working -= 1;
+      res.off('close', onClose);
+    }
+  };
+}
+
+/** The id of a path, or 400 when it cannot be an order or refund id (idProblem). */
+function validId(value: unknown, kind: 'order' | 'refund'): string {
+  const id = typeof value === 'string' ? value : '';
+  const problem = idProblem(id);
+  if (problem !== null) throw new RequestError(400, `invalid_${kind}_id`, `not a valid ${kind} id: ${problem}`);
+  return id;
 }
 
 /** What POST /orders/{orderId}/reconcile answers: the check, and the projection after it. */
@@ -128,33 +156,59 @@ export function createAdminApp({
   });
 
   if (data) {
-    const gate = dataGate(data);
-    app.get('/orders/:orderId', gate, async (req, res) => {
-      const order = await findOrder(data.db, req.params.orderId as string);
+    const authorized = authorize(data);
+    const limited = workLimit(data);
+    app.get('/orders/:orderId', authorized, async (req, res) => {
+      const orderId = validId(req.params.orderId, 'order');
+      const order = await limited(res, () => findOrder(data.db, orderId));
       if (!order) throw new RequestError(404, 'order_not_found', 'no notification has been recorded for this order');
       res.json(order);
     });
 
-    app.post('/orders/:orderId/reconcile', gate, express.json({ limit: 1024, strict: true }), async (req, res) => {
-      const orderId = req.params.orderId as string;
-      if (!reconciliation)
-        throw new RequestError(409, 'reconciliation_off', 'reconciliation is off: PAYMENT_API_URL is not set');
-      const checked = await reconciliation.reconcileOrder(orderId, requestedPosId(req.body));
-      if ('problem' in checked) throw POS_PROBLEMS[checked.problem];
-      if (checked.result === 'unavailable')
-        throw new RequestError(503, 'payment_api_unavailable', 'the payment API does not answer; retry later', null, {
-          'Retry-After': String(Math.max(1, Math.ceil((checked.retryAfterMs ?? 5000) / 1000))),
+    app.post(
+      '/orders/:orderId/reconcile',
+      authorized,
+      express.json({ limit: 1024, strict: true }),
+      async (req, res) => {
+        const orderId = validId(req.params.orderId, 'order');
+        if (!reconciliation)
+          throw new RequestError(409, 'reconciliation_off', 'reconciliation is off: PAYMENT_API_URL is not set');
+        const posId = requestedPosId(req.body);
+        const answer = await limited(res, async (clientLeft) => {
+          const checked = await reconciliation.reconcileOrder(orderId, posId, false, clientLeft);
+          if ('problem' in checked) throw POS_PROBLEMS[checked.problem];
+          if (checked.result === 'unavailable')
+            throw new RequestError(
+              503,
+              'payment_api_unavailable',
+              'the payment API does not answer; retry later',
+              null,
+              {
+                'Retry-After': String(Math.max(1, Math.ceil((checked.retryAfterMs ?? 5000) / 1000))),
+              },
+            );
+          const order = await findOrder(data.db, orderId);
+          if (!order && checked.result === 'not_found')
+            throw new RequestError(404, 'order_not_found', 'neither this service nor the payment API knows this order');
+          const { result, posId: askedWith, said, applied, stale, conflicts } = checked;
+          return {
+            orderId,
+            posId: askedWith,
+            result,
+            said,
+            applied,
+            stale,
+            conflicts,
+            order,
+          } satisfies ReconcileAnswer;
         });
-      const order = await findOrder(data.db, orderId);
-      if (!order && checked.result === 'not_found')
-        throw new RequestError(404, 'order_not_found', 'neither this service nor the payment API knows this order');
-      const { result, posId, said, applied, stale, conflicts } = checked;
-      const answer: ReconcileAnswer = { orderId, posId, result, said, applied, stale, conflicts, order };
-      res.json(answer);
-    });
+        res.json(answer);
+      },
+    );
 
-    app.get('/refunds/:refundId', gate, async (req, res) => {
-      const refund = await findRefund(data.db, req.params.refundId as string);
+    app.get('/refunds/:refundId', authorized, async (req, res) => {
+      const refundId = validId(req.params.refundId, 'refund');
+      const refund = await limited(res, () => findRefund(data.db, refundId));
       if (!refund) throw new RequestError(404, 'refund_not_found', 'no notification has been recorded for this refund');
       res.json(refund);
     });

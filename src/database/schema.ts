@@ -121,15 +121,23 @@ export interface RefundsTable {
   updated_at: Timestamp;
 }
 
-/** An order's place in the reconciliation schedule since its last observation (sql/005). */
+/** An open order's place in the reconciliation schedule since its last observation (sql/005, sql/006). */
 export interface ReconciliationChecksTable {
   order_id: string;
   observed_at: Date;
+  /** Bumped when a newer observation replaces observed_at; bigint, as text. */
+  observation: ColumnType<string, never, never>;
   attempts: Generated<number>;
   next_check_at: Date | null;
   last_checked_at: Date | null;
   last_result: string | null;
   given_up_at: Date | null;
+}
+
+/** How far the reconciler has taken new observations into its schedule (sql/006): one row. */
+export interface ReconciliationProgressTable {
+  singleton: Generated<boolean>;
+  observed_through: Date;
 }
 
 /** The POS each order belongs to, bound by its first authentic notification (sql/004). */
@@ -193,4 +201,5 @@ export interface Database {
   event_streams: EventStreamsTable;
   outbox_events: OutboxEventsTable;
   reconciliation_checks: ReconciliationChecksTable;
+  reconciliation_progress: ReconciliationProgressTable;
 }

@@ -29,6 +29,8 @@ export interface ReconciliationMetrics {
   checks: Counter<'result'>;
   /** Statuses learned from the API that no notification brought: each one a notification lost on its way. */
   repairs: Counter<'kind' | 'status'>;
+  /** Facts the API's answer stated otherwise than the order's notifications (the first ones are kept). */
+  disagreements: Counter<'kind' | 'field'>;
   /** Orders given up (RECONCILE_GIVE_UP passed, still not final). */
   givenUp: Counter;
   /** Set by the active reconciler after each sweep. */
@@ -341,6 +343,8 @@ export const CHECK_RESULTS = [
   'unavailable',
   'invalid_answer',
   'no_credentials',
+  'invalid_order_id',
+  'cancelled',
 ] as const;
 export type CheckResult = (typeof CHECK_RESULTS)[number];
 
@@ -361,6 +365,19 @@ export function createReconciliationMetrics(registry: Registry): ReconciliationM
   });
   for (const kind of ['order', 'refund'])
     repairs.inc({ kind, status: kind === 'order' ? 'COMPLETED' : 'FINALIZED' }, 0);
+  const disagreements = new Counter({
+    name: 'reconciliation_disagreements_total',
+    help: "Facts (amount, currency, extOrderId, POS, a refund's order) the payment API stated otherwise than the order's notifications, by kind and field; the status is recorded, the first facts kept, and the event lists the disagreement.",
+    labelNames: ['kind', 'field'] as const,
+    registers: [registry],
+  });
+  for (const [kind, field] of [
+    ['order', 'totalAmount'],
+    ['order', 'currencyCode'],
+    ['refund', 'amount'],
+    ['refund', 'currencyCode'],
+  ] as const)
+    disagreements.inc({ kind, field }, 0);
   const givenUp = new Counter({
     name: 'reconciliation_given_up_total',
     help: 'Orders given up: still not final RECONCILE_GIVE_UP after their last observation.',
@@ -381,7 +398,7 @@ export function createReconciliationMetrics(registry: Registry): ReconciliationM
     help: '1 while this process is the active reconciler (holds the reconciler lock).',
     registers: [registry],
   });
-  return { checks, repairs, givenUp, stuckOrders, givenUpOrders, reconcilerActive };
+  return { checks, repairs, disagreements, givenUp, stuckOrders, givenUpOrders, reconcilerActive };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ObservedVia } from '../database/schema';
+import type { Disagreement, ObservedVia } from '../database/schema';
 
 /**
  * Domain events as CloudEvents 1.0 in structured JSON mode (README, "AMQP interface").
@@ -35,6 +35,11 @@ export interface OrderEventData {
   notificationId: string;
   /** How the status was learned: a notification, or reconciliation against the payment API. */
   observedVia: ObservedVia;
+  /**
+   * Facts this status's notification (or the payment API's answer) stated otherwise than the order keeps:
+   * present only when there are some (docs/decisions/0011). The event's facts are the kept ones.
+   */
+  disagreements?: Disagreement[];
 }
 
 export interface RefundEventData {
@@ -54,6 +59,8 @@ export interface RefundEventData {
   notificationId: string;
   /** How the status was learned: a notification, or reconciliation against the payment API. */
   observedVia: ObservedVia;
+  /** As for an order: facts stated otherwise than the refund keeps, present only when there are some. */
+  disagreements?: Disagreement[];
 }
 
 export interface CloudEvent<T> {

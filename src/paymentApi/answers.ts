@@ -36,6 +36,8 @@ export interface RetrievedOrder {
   currencyCode: string;
   /** properties[name=PAYMENT_ID].value; PENDING may have none yet. */
   paymentId: string | null;
+  /** payMethod.type (PBL, CARD_TOKEN, INSTALLMENTS, ...), when the answer has it (a paid order). */
+  payMethodType: string | null;
   orderCreateDate: string | null;
 }
 
@@ -131,6 +133,7 @@ export function parseOrderAnswer(body: Buffer, orderId: string): RetrievedOrder 
     if (!Array.isArray(orders)) throw new FieldError('orders must be an array');
     const order: unknown = orders.find((o) => isObject(o) && id(o, 'orders[].', 'orderId') === orderId);
     if (!isObject(order)) throw new FieldError('orders does not hold the order asked for');
+    const payMethod = field(order, 'payMethod');
     return {
       orderId: requiredId(order, 'orders[].', 'orderId'),
       extOrderId: id(order, 'orders[].', 'extOrderId'),
@@ -139,6 +142,7 @@ export function parseOrderAnswer(body: Buffer, orderId: string): RetrievedOrder 
       totalAmount: required(readAmount(field(order, 'totalAmount'), 'orders[].totalAmount'), 'orders[].totalAmount'),
       currencyCode: required(currency(order, 'orders[].'), 'orders[].currencyCode'),
       paymentId: paymentIdOf(field(json, 'properties')),
+      payMethodType: isObject(payMethod) ? id(payMethod, 'orders[].payMethod.', 'type') : null,
       orderCreateDate: readTimestamp(field(order, 'orderCreateDate'), 'orders[].orderCreateDate'),
     };
   });

@@ -1,4 +1,5 @@
 import type { Logger } from '../observability/logger';
+import { idProblem } from '../parsing/identifiers';
 import type { PaymentApiEndpoint, PaymentApiMetrics, TokenFetchResult } from '../observability/metrics';
 import {
   AnswerError,
@@ -10,7 +11,7 @@ import {
   type RetrievedRefund,
 } from './answers';
 import type { PaymentApiCredential } from './credentials';
-import { createRequestLimiter, type AcquireRequestSlot } from './requestLimiter';
+import { abortReason, createRequestLimiter, type AcquireRequestSlot } from './requestLimiter';
 import { backoffDelayMs, isRetryableStatus, parseRetryAfter, type BackoffPolicy } from './retryPolicy';
 
 export type { RetrievedOrder, RetrievedRefund, RetrievedOrderStatus } from './answers';
@@ -23,12 +24,15 @@ export interface ApiAnswer<T> {
   correlationId: string | null;
 }
 
-/** The payment service's API as the reconciler uses it (spec, "Endpoints" 3 and 7), with the POS's own token. */
+/**
+ * The payment service's API as the reconciler uses it (spec, "Endpoints" 3 and 7), with the POS's own token. A
+ * call whose `signal` aborts (its caller left) stops where it is, waiting or reading, and fails `cancelled`.
+ */
 export interface PaymentApi {
   /** GET /api/v2_1/orders/{orderId} */
-  retrieveOrder(posId: string, orderId: string): Promise<ApiAnswer<RetrievedOrder>>;
+  retrieveOrder(posId: string, orderId: string, signal?: AbortSignal): Promise<ApiAnswer<RetrievedOrder>>;
   /** GET /api/v2_1/orders/{orderId}/refunds */
-  listRefunds(posId: string, orderId: string): Promise<ApiAnswer<RetrievedRefund[]>>;
+  listRefunds(posId: string, orderId: string, signal?: AbortSignal): Promise<ApiAnswer<RetrievedRefund[]>>;
 }
 
 /**
@@ -37,11 +41,21 @@ export interface PaymentApi {
  * - forbidden: 403, e.g. INVALID_AUTH_FOR_THIS_ORDER (the order belongs to another POS);
  * - unauthorized: the POS's credentials are refused (the token endpoint, or a 401 after one token refresh);
  * - unavailable: retries exhausted on network errors, timeouts, 429 or 5xx (or a Retry-After too long to wait);
- * - invalid_answer: the answer is not in the spec's shape, or has a status the spec does not give;
- * - no_credentials: no credentials configured for that POS.
+ * - invalid_answer: the answer is not in the spec's shape, has a status the spec does not give, or is larger
+ *   than MAX_ANSWER_BYTES;
+ * - no_credentials: no credentials configured for that POS;
+ * - invalid_order_id: the id cannot be a path segment (idProblem), nothing was sent;
+ * - cancelled: the caller's signal aborted (its client left).
  */
 export type PaymentApiErrorKind =
-  'not_found' | 'forbidden' | 'unauthorized' | 'unavailable' | 'invalid_answer' | 'no_credentials';
+  | 'not_found'
+  | 'forbidden'
+  | 'unauthorized'
+  | 'unavailable'
+  | 'invalid_answer'
+  | 'no_credentials'
+  | 'invalid_order_id'
+  | 'cancelled';
 
 export interface PaymentApiErrorDetails {
   endpoint: PaymentApiEndpoint;
@@ -102,9 +116,18 @@ export interface PaymentApiOptions {
 
 const TOKEN_PATH = '/pl/standard/user/oauth/authorize';
 
+/**
+ * The largest answer read (declared by Content-Length or counted as it arrives); past it the connection is
+ * dropped and the answer is invalid. The largest the spec's answers get (an order, a refund list) is a few KiB.
+ */
+export const MAX_ANSWER_BYTES = 1024 * 1024;
+
+/** Why an attempt got no usable answer; `too_large` and `cancelled` are not retried. */
+type AttemptFailure = 'network' | 'timeout' | 'too_large' | 'cancelled';
+
 type Attempt =
   | { answered: true; status: number; body: Buffer; headers: Headers; correlationId: string | null }
-  | { answered: false; failure: 'network' | 'timeout' };
+  | { answered: false; failure: AttemptFailure };
 
 type Answered = Extract<Attempt, { answered: true }>;
 
@@ -116,6 +139,38 @@ interface CachedToken {
 // Node's fetch rejects with the signal's reason, a DOMException (not always an Error instance).
 const isTimeout = (error: unknown): boolean =>
   typeof error === 'object' && error !== null && 'name' in error && error.name === 'TimeoutError';
+
+/** The answer's bytes, or null when it declares or sends more than `limit` (the caller then drops it). */
+async function readAnswer(response: Response, limit: number): Promise<Buffer | null> {
+  const declared = response.headers.get('content-length');
+  if (declared !== null && Number(declared) > limit) return null;
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = response.body?.getReader();
+  for (let read = await reader?.read(); read && !read.done; read = await reader?.read()) {
+    total += read.value.byteLength;
+    if (total > limit) {
+      void reader?.cancel().catch(() => undefined);
+      return null;
+    }
+    chunks.push(read.value);
+  }
+  return Buffer.concat(chunks, total);
+}
+
+/** Resolves after `wait`, or rejects with the signal's reason as soon as it aborts. */
+function abortable(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return wait;
+  signal.throwIfAborted();
+  return new Promise((resolve, reject) => {
+    const abort = (): void => reject(abortReason(signal));
+    signal.addEventListener('abort', abort, { once: true });
+    void wait.then(() => {
+      signal.removeEventListener('abort', abort);
+      resolve();
+    });
+  });
+}
 
 /**
  * The payment-API client: OAuth client_credentials per POS (one cached token each, fetched again
@@ -161,25 +216,39 @@ export function createPaymentApi(options: PaymentApiOptions): PaymentApi {
       ...details,
     });
 
-  /** One attempt, within the limits and the timeout; never throws. */
-  async function attempt(endpoint: PaymentApiEndpoint, url: string, init: RequestInit): Promise<Attempt> {
-    const release = await acquire();
+  /** One attempt, within the limits, the timeout and the answer cap; throws only when `cancel` aborts first. */
+  async function attempt(
+    endpoint: PaymentApiEndpoint,
+    url: string,
+    init: RequestInit,
+    cancel: AbortSignal | undefined,
+  ): Promise<Attempt> {
+    const release = await acquire(cancel);
     const started = performance.now();
-    const signal = AbortSignal.timeout(options.timeoutMs);
+    const timeout = AbortSignal.timeout(options.timeoutMs);
+    const drop = new AbortController();
+    const signal = AbortSignal.any([timeout, drop.signal, ...(cancel ? [cancel] : [])]);
     let result: Attempt;
     try {
       const response = await fetchAnswer(url, { ...init, redirect: 'manual', signal });
-      // The timeout's signal also bounds reading the body.
-      const body = Buffer.from(await response.arrayBuffer());
-      result = {
-        answered: true,
-        status: response.status,
-        body,
-        headers: response.headers,
-        correlationId: response.headers.get('correlation-id'),
-      };
+      // The signal also bounds reading the body.
+      const body = await readAnswer(response, MAX_ANSWER_BYTES);
+      if (body === null) drop.abort();
+      result =
+        body === null
+          ? { answered: false, failure: 'too_large' }
+          : {
+              answered: true,
+              status: response.status,
+              body,
+              headers: response.headers,
+              correlationId: response.headers.get('correlation-id'),
+            };
     } catch (error) {
-      result = { answered: false, failure: signal.aborted || isTimeout(error) ? 'timeout' : 'network' };
+      result = {
+        answered: false,
+        failure: cancel?.aborted ? 'cancelled' : timeout.aborted || isTimeout(error) ? 'timeout' : 'network',
+      };
     } finally {
       release();
     }
@@ -189,14 +258,37 @@ export function createPaymentApi(options: PaymentApiOptions): PaymentApi {
     return result;
   }
 
-  /** Attempts until an answer that is not worth retrying, or throws `unavailable`. */
-  async function send(endpoint: PaymentApiEndpoint, posId: string, url: string, init: RequestInit): Promise<Answered> {
+  /**
+   * Attempts until an answer that is not worth retrying, or throws: `unavailable` once retries are spent,
+   * `invalid_answer` for an answer past MAX_ANSWER_BYTES, `cancelled` when `cancel` aborts.
+   */
+  async function send(
+    endpoint: PaymentApiEndpoint,
+    posId: string,
+    url: string,
+    init: RequestInit,
+    cancel?: AbortSignal,
+  ): Promise<Answered> {
+    const cancelled = (): PaymentApiError =>
+      failure('cancelled', `payment API ${endpoint}: cancelled, the caller left`, { endpoint, posId });
     for (let attemptNumber = 1; ; attemptNumber++) {
-      const result = await attempt(endpoint, url, init);
+      let result: Attempt;
+      try {
+        result = await attempt(endpoint, url, init, cancel);
+      } catch (error) {
+        if (cancel?.aborted) throw cancelled();
+        throw error;
+      }
       const status = result.answered ? result.status : result.failure;
       const correlationId = result.answered ? result.correlationId : null;
       logger.debug({ endpoint, posId, attempt: attemptNumber, status, correlationId }, 'payment API answer');
       if (result.answered && !isRetryableStatus(result.status)) return result;
+      if (!result.answered && result.failure === 'cancelled') throw cancelled();
+      if (!result.answered && result.failure === 'too_large')
+        throw failure('invalid_answer', `payment API ${endpoint}: answer larger than ${MAX_ANSWER_BYTES} bytes`, {
+          endpoint,
+          posId,
+        });
 
       const retryAfterMs = result.answered ? parseRetryAfter(result.headers.get('retry-after'), now()) : null;
       const details = {
@@ -213,7 +305,11 @@ export function createPaymentApi(options: PaymentApiOptions): PaymentApi {
         throw failure('unavailable', `payment API ${endpoint}: ${status}, asked to wait ${retryAfterMs} ms`, details);
       const delayMs = Math.max(retryAfterMs ?? 0, backoffDelayMs(attemptNumber, retry, random));
       logger.debug({ endpoint, posId, attempt: attemptNumber, status, delayMs }, 'payment API retry');
-      await sleep(delayMs);
+      try {
+        await abortable(sleep(delayMs), cancel);
+      } catch {
+        throw cancelled();
+      }
     }
   }
 
@@ -295,19 +391,29 @@ export function createPaymentApi(options: PaymentApiOptions): PaymentApi {
   async function get<T>(
     endpoint: Exclude<PaymentApiEndpoint, 'token'>,
     posId: string,
-    path: string,
+    orderId: string,
+    path: (orderSegment: string) => string,
     parse: (body: Buffer) => T,
+    cancel: AbortSignal | undefined,
   ): Promise<ApiAnswer<T>> {
     const credential = credentials.get(posId);
     if (!credential)
       throw failure('no_credentials', `no payment API credentials for POS ${posId}`, { endpoint, posId });
+    // Never a path of another meaning (`..` is the parent, `/` another level): refused before a byte is sent.
+    const problem = idProblem(orderId);
+    if (problem !== null) throw failure('invalid_order_id', `payment API ${endpoint}: ${problem}`, { endpoint, posId });
+    if (cancel?.aborted)
+      throw failure('cancelled', `payment API ${endpoint}: cancelled, the caller left`, { endpoint, posId });
     for (let refreshed = false; ; refreshed = true) {
       const accessToken = await tokenFor(credential);
       // A GET must carry no body (spec, "Endpoints": a GET with a body is answered 403).
-      const answer = await send(endpoint, posId, `${baseUrl}${path}`, {
-        method: 'GET',
-        headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' },
-      });
+      const answer = await send(
+        endpoint,
+        posId,
+        `${baseUrl}${path(encodeURIComponent(orderId))}`,
+        { method: 'GET', headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' } },
+        cancel,
+      );
       const details = {
         endpoint,
         posId,
@@ -339,11 +445,12 @@ export function createPaymentApi(options: PaymentApiOptions): PaymentApi {
     }
   }
 
-  const orderPath = (orderId: string): string => `/api/v2_1/orders/${encodeURIComponent(orderId)}`;
+  const orderPath = (segment: string): string => `/api/v2_1/orders/${segment}`;
 
   return {
-    retrieveOrder: (posId, orderId) =>
-      get('order', posId, orderPath(orderId), (body) => parseOrderAnswer(body, orderId)),
-    listRefunds: (posId, orderId) => get('refunds', posId, `${orderPath(orderId)}/refunds`, parseRefundsAnswer),
+    retrieveOrder: (posId, orderId, signal) =>
+      get('order', posId, orderId, orderPath, (body) => parseOrderAnswer(body, orderId), signal),
+    listRefunds: (posId, orderId, signal) =>
+      get('refunds', posId, orderId, (segment) => `${orderPath(segment)}/refunds`, parseRefundsAnswer, signal),
   };
 }

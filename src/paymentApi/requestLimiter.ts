@@ -1,7 +1,10 @@
 import { nextRequestStart } from './retryPolicy';
 
-/** Takes a place for one request (waiting for it); the function it resolves to gives the place back. */
-export type AcquireRequestSlot = () => Promise<() => void>;
+/**
+ * Takes a place for one request (waiting for it); the function it resolves to gives the place back. A waiter
+ * whose signal aborts leaves the queue and rejects with the signal's reason.
+ */
+export type AcquireRequestSlot = (signal?: AbortSignal) => Promise<() => void>;
 
 export interface RequestLimits {
   maxInFlight: number;
@@ -9,6 +12,10 @@ export interface RequestLimits {
   now: () => number;
   sleep: (ms: number) => Promise<void>;
 }
+
+/** Why a signal aborted, as an Error (its reason is usually a DOMException, which is one). */
+export const abortReason = (signal: AbortSignal): Error =>
+  signal.reason instanceof Error ? signal.reason : new Error('aborted');
 
 /**
  * At most `maxInFlight` requests at once and `maxPerSecond` starts per second, first come first
@@ -26,9 +33,25 @@ export function createRequestLimiter(limits: RequestLimits): AcquireRequestSlot 
     else inFlight--;
   };
 
-  return async () => {
+  const wait = (signal: AbortSignal | undefined): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      const leave = (): void => {
+        const index = waiting.indexOf(take);
+        if (index !== -1) waiting.splice(index, 1);
+        if (signal) reject(abortReason(signal));
+      };
+      function take(): void {
+        signal?.removeEventListener('abort', leave);
+        resolve();
+      }
+      waiting.push(take);
+      signal?.addEventListener('abort', leave, { once: true });
+    });
+
+  return async (signal) => {
+    signal?.throwIfAborted();
     if (inFlight < limits.maxInFlight) inFlight++;
-    else await new Promise<void>((resolve) => waiting.push(resolve));
+    else await wait(signal);
     const now = limits.now();
     const next = nextRequestStart(theoreticalArrivalMs, now, limits.maxPerSecond);
     theoreticalArrivalMs = next.theoreticalArrivalMs;

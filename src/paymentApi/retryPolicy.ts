@@ -19,14 +19,23 @@ export function backoffDelayMs(retry: number, policy: BackoffPolicy, random: () 
   return Math.floor(random() * ceiling);
 }
 
-/** Retry-After: seconds or an HTTP date (RFC 9110 10.2.3); null when absent or unreadable. */
+/**
+ * The longest wait a Retry-After can ask of us. Longer ones are cut to it: a huge value must neither pause
+ * reconciliation for weeks nor overflow a timer (Node turns a delay past 2^31-1 ms into 1 ms, a busy loop).
+ */
+export const MAX_RETRY_AFTER_MS = 15 * 60_000;
+
+/**
+ * Retry-After: seconds or an HTTP date (RFC 9110 10.2.3), at most MAX_RETRY_AFTER_MS; null when absent or
+ * unreadable. The only place the client reads it, so every wait it asks for is bounded.
+ */
 export function parseRetryAfter(value: string | null, nowMs: number): number | null {
   if (value === null) return null;
   const trimmed = value.trim();
-  if (/^\d{1,9}$/.test(trimmed)) return Number(trimmed) * 1000;
+  if (/^\d+$/.test(trimmed)) return Math.min(Number(trimmed) * 1000, MAX_RETRY_AFTER_MS);
   const date = Date.parse(trimmed);
   if (Number.isNaN(date) || !/[a-z]/i.test(trimmed)) return null;
-  return Math.max(0, date - nowMs);
+  return Math.min(Math.max(0, date - nowMs), MAX_RETRY_AFTER_MS);
 }
 
 /** Answers worth another attempt: a timeout (408, spec "Errors"), too many requests, and the 5xx. */

@@ -1,6 +1,7 @@
 import type { Logger } from '../observability/logger';
 import type { CheckResult, ReconciliationMetrics } from '../observability/metrics';
 import { PaymentApiError, type PaymentApi, type RetrievedOrder } from '../paymentApi/paymentApi';
+import { meaningOf } from '../recording/batch';
 import type { NotificationStore, RecordResult } from '../recording/notificationStore';
 import { hasRefunds, orderObservation, refundObservations, type Observation } from './observations';
 
@@ -35,6 +36,11 @@ export interface CheckDependencies {
   store: NotificationStore;
   logger: Logger;
   metrics?: ReconciliationMetrics;
+  /**
+   * What is recorded for an order already, as meaning keys (meaningKey): those statuses are not recorded again,
+   * so a check that learns nothing writes nothing (not even a delivery row). Without it, everything is recorded.
+   */
+  recorded?: (orderId: string) => Promise<ReadonlySet<string>>;
 }
 
 const FINAL = new Set(['COMPLETED', 'CANCELED', 'FINALIZED']);
@@ -53,12 +59,12 @@ export function uncheckedOrder(orderId: string, posId: string, result: CheckResu
 type Asked = { ok: true; order: RetrievedOrder; observations: Observation[] } | { ok: false; error: PaymentApiError };
 
 /** The order and, for a completed one, its refunds, as observations; the order's own POS's credentials ask. */
-async function ask(api: PaymentApi, orderId: string, posId: string): Promise<Asked> {
+async function ask(api: PaymentApi, orderId: string, posId: string, signal?: AbortSignal): Promise<Asked> {
   try {
-    const answer = await api.retrieveOrder(posId, orderId);
+    const answer = await api.retrieveOrder(posId, orderId, signal);
     const order = orderObservation(posId, answer);
     const refunds = hasRefunds(answer.value)
-      ? refundObservations(posId, answer.value, await api.listRefunds(posId, orderId))
+      ? refundObservations(posId, answer.value, await api.listRefunds(posId, orderId, signal))
       : [];
     return { ok: true, order: answer.value, observations: [...(order ? [order] : []), ...refunds] };
   } catch (error) {
@@ -70,16 +76,18 @@ async function ask(api: PaymentApi, orderId: string, posId: string): Promise<Ask
 /**
  * Checks one order against the payment API with its POS's credentials and, unless dryRun, records what the
  * API says through the recorder, as observations of the same meanings as notifications (observations.ts).
- * An answer about another POS's order is refused, nothing recorded.
+ * An answer about another POS's order is refused, nothing recorded. A `signal` that aborts (the caller left)
+ * stops the questions where they are: the check ends `cancelled`.
  */
 export async function checkOrder(
   deps: CheckDependencies,
   orderId: string,
   posId: string,
   dryRun = false,
+  signal?: AbortSignal,
 ): Promise<OrderCheck> {
   const check = uncheckedOrder(orderId, posId, 'unchanged');
-  const asked = await ask(deps.api, orderId, posId);
+  const asked = await ask(deps.api, orderId, posId, signal);
   if (!asked.ok) {
     check.result = asked.error.kind;
     check.retryAfterMs = asked.error.details.retryAfterMs;
@@ -91,7 +99,18 @@ export async function checkOrder(
     ];
     check.final = check.said.every((s) => FINAL.has(s.status));
     if (order.merchantPosId !== posId) check.result = 'pos_mismatch';
-    else if (!dryRun) await record(deps.store, observations, check);
+    else if (!dryRun) {
+      const known = (await deps.recorded?.(orderId)) ?? new Set<string>();
+      const news = observations.filter((o) => !known.has(meaningOf(o.notification)));
+      const disagreed = await record(deps.store, news, check);
+      for (const { kind, field } of disagreed) deps.metrics?.disagreements.inc({ kind, field });
+      if (disagreed.length > 0)
+        // Field names only: never a value of the answer.
+        deps.logger.warn(
+          { orderId, posId, disagreements: disagreed.map((d) => `${d.kind} ${d.field}`) },
+          "the payment API states facts otherwise than the order's notifications; the first ones are kept",
+        );
+    }
   }
   deps.metrics?.checks.inc({ result: check.result });
   for (const s of check.applied) deps.metrics?.repairs.inc({ kind: s.kind, status: s.status });
@@ -105,20 +124,28 @@ export async function checkOrder(
   return check;
 }
 
-/** Records the observations in order (the order's status first, its refunds after) and sorts the outcomes. */
+/**
+ * Records the observations in order (the order's status first, its refunds after) and sorts the outcomes;
+ * answers the facts they stated otherwise than the projections keep.
+ */
 async function record(
   store: NotificationStore,
   observations: readonly Observation[],
   check: OrderCheck,
-): Promise<void> {
+): Promise<Array<{ kind: 'order' | 'refund'; field: string }>> {
   const outcomes: RecordResult[] = [];
   for (const o of observations) outcomes.push(await store.record(o.delivery, o.notification));
+  const disagreed: Array<{ kind: 'order' | 'refund'; field: string }> = [];
   outcomes.forEach((outcome, index) => {
     const status = statusOf(observations[index] as Observation);
     if (outcome.outcome === 'refused') check.result = 'pos_mismatch';
-    else if (outcome.outcome === 'accepted') check.applied.push(status);
-    else if (outcome.outcome === 'stale') check.stale.push(status);
-    else if (outcome.outcome === 'conflict') check.conflicts.push(status);
+    else {
+      if (outcome.outcome === 'accepted') check.applied.push(status);
+      else if (outcome.outcome === 'stale') check.stale.push(status);
+      else if (outcome.outcome === 'conflict') check.conflicts.push(status);
+      for (const field of outcome.disagreements) disagreed.push({ kind: status.kind, field });
+    }
   });
   if (check.result !== 'pos_mismatch' && check.applied.length > 0) check.result = 'repaired';
+  return disagreed;
 }

@@ -50,8 +50,9 @@ export function orderObservation(posId: string, answer: ApiAnswer<RetrievedOrder
       totalAmount: order.totalAmount,
       currencyCode: order.currencyCode,
       paymentId: order.paymentId,
-      // Order retrieval does not give these: a null keeps what a notification told (projection.ts).
-      payMethodType: null,
+      // Null when the answer has none: the projection keeps what a notification told (projection.ts).
+      payMethodType: order.payMethodType,
+      // Order retrieval does not give it.
       localReceiptDateTime: null,
     },
   };

@@ -5,7 +5,23 @@ import type { Logger } from '../observability/logger';
 import type { CheckResult, ReconciliationMetrics } from '../observability/metrics';
 import { checkOrder, uncheckedOrder, type CheckDependencies, type OrderCheck } from './checkOrder';
 import { afterCheck, sweepBackoffMs, type SchedulePolicy } from './schedule';
-import { countOpenOrders, dueOrders, recordCheck, type OpenOrder } from './scheduleQueries';
+import {
+  countOpenOrders,
+  dueOrders,
+  forgetGivenUp,
+  forgetIfClosed,
+  forgetOrder,
+  pruneClosed,
+  recordCheck,
+  takeInObservations,
+  type ScheduledOrder,
+} from './scheduleQueries';
+
+/** Given-up rows dropped per statement, and statements per housekeeping at most (the rest go at the next). */
+const FORGET_BATCH = 1000;
+const FORGET_BATCHES = 10;
+/** Rows looked at per housekeeping for orders a notification closed since (a cursor goes round the table). */
+const PRUNE_BATCH = 10_000;
 
 /** Only one reconciler checks at a time, across every replica (a session advisory lock, as the relay's). */
 export const RECONCILER_LOCK = 7_316_003;
@@ -51,6 +67,10 @@ export class Reconciler {
   private wakeUp: (() => void) | null = null;
   private failedRounds = 0;
   private databaseBackoffMs = 0;
+  /** When the gauges were counted and old given-up rows dropped (housekeeping); 0: not yet. */
+  private housekeptAt = 0;
+  /** Where the next housekeeping goes on looking for rows of closed orders. */
+  private pruneCursor = '';
 
   constructor(private readonly options: ReconcilerOptions) {
     this.batchSize = options.batchSize ?? 50;
@@ -113,25 +133,33 @@ export class Reconciler {
     await this.lock.release();
   }
 
-  /** One round: the due orders, soonest first, each checked and rescheduled; then the gauges. */
+  /** One round: the due orders, soonest first, each checked and rescheduled; then the housekeeping. */
   async sweep(): Promise<SweepRound> {
-    const { db, policy, metrics } = this.options;
+    const { db, policy } = this.options;
     const round: SweepRound = { checked: 0, repaired: 0, givenUp: 0, unavailable: false, retryAfterMs: null };
-    const due = await dueOrders(db, this.now(), policy.afterMs, this.batchSize);
+    await takeInObservations(db, this.now(), policy.afterMs);
+    const due = await dueOrders(db, this.now(), this.batchSize);
     // A POS whose credentials were refused (or are missing) this round is not asked again in it: its other
     // orders count the same result and keep their schedule, and the token endpoint is not hammered.
     const refusedPos = new Map<string, CheckResult>();
     for (const order of due) {
       if (this.stopping) break;
-      const refused = refusedPos.get(order.posId);
+      const { posId } = order;
+      if (posId === null || !order.open) {
+        // Closed by a notification since (nothing left to learn), or bound to no POS (none may ask about it).
+        await forgetOrder(db, order.orderId, order.observation);
+        continue;
+      }
+      const refused = refusedPos.get(posId);
       const check = refused
-        ? this.notAsked(order, refused)
-        : await checkOrder(this.options.check, order.orderId, order.posId);
-      if (check.result === 'unauthorized' || check.result === 'no_credentials')
-        refusedPos.set(order.posId, check.result);
+        ? this.notAsked(order.orderId, posId, refused)
+        : await checkOrder(this.options.check, order.orderId, posId);
+      if (check.result === 'unauthorized' || check.result === 'no_credentials') refusedPos.set(posId, check.result);
       round.checked += 1;
       if (check.result === 'repaired') round.repaired += 1;
-      if (await this.reschedule(order, check)) round.givenUp += 1;
+      if (await this.reschedule(order, posId, check)) round.givenUp += 1;
+      // What it learned may have closed the order: its row goes now rather than when next due.
+      if (check.applied.length > 0) await forgetIfClosed(db, order.orderId, order.observation);
       if (check.result === 'unavailable') {
         // The API (not this order) is failing: stop the round and back off.
         round.unavailable = true;
@@ -139,36 +167,56 @@ export class Reconciler {
         break;
       }
     }
-    const counts = await countOpenOrders(db, this.now(), policy.afterMs);
-    metrics.stuckOrders.set(counts.stuck);
-    metrics.givenUpOrders.set(counts.givenUp);
+    await this.housekeep();
     return round;
   }
 
-  /** A check skipped because its POS was refused earlier in the round: counted with that result. */
-  private notAsked(order: OpenOrder, result: CheckResult): OrderCheck {
-    this.options.metrics.checks.inc({ result });
-    return uncheckedOrder(order.orderId, order.posId, result);
+  /**
+   * At most once a minute (or every fourth interval, when shorter): drops rows given up RECONCILE_GIVE_UP ago or
+   * more, and rows of orders a notification has closed since (PRUNE_BATCH rows looked at each time, round the
+   * table), and counts the rest for the gauges.
+   */
+  private async housekeep(): Promise<void> {
+    const { db, policy, metrics, intervalMs } = this.options;
+    const now = this.now();
+    if (this.housekeptAt !== 0 && now.getTime() - this.housekeptAt < Math.min(60_000, 4 * intervalMs)) return;
+    this.housekeptAt = now.getTime();
+    const givenUpBefore = new Date(now.getTime() - policy.giveUpMs);
+    for (let batch = 0; batch < FORGET_BATCHES; batch++)
+      if ((await forgetGivenUp(db, givenUpBefore, FORGET_BATCH)) < FORGET_BATCH) break;
+    this.pruneCursor = (await pruneClosed(db, this.pruneCursor, PRUNE_BATCH)).next;
+    const counts = await countOpenOrders(db);
+    metrics.stuckOrders.set(counts.stuck);
+    metrics.givenUpOrders.set(counts.givenUp);
   }
 
-  /** Writes the order's next check, or gives it up; answers whether it was given up now. */
-  private async reschedule(order: OpenOrder, check: OrderCheck): Promise<boolean> {
+  /** A check skipped because its POS was refused earlier in the round: counted with that result. */
+  private notAsked(orderId: string, posId: string, result: CheckResult): OrderCheck {
+    this.options.metrics.checks.inc({ result });
+    return uncheckedOrder(orderId, posId, result);
+  }
+
+  /**
+   * Writes the order's next check, or gives it up; answers whether it was given up now. Nothing is written
+   * when a newer observation came during the check (its repair, or a notification): its schedule stands.
+   */
+  private async reschedule(order: ScheduledOrder, posId: string, check: OrderCheck): Promise<boolean> {
     const checkedAt = this.now();
     const checks = order.checks + 1;
     const next = afterCheck(order.observedAt, checks, checkedAt, this.options.policy, check.retryAfterMs);
-    await recordCheck(this.options.db, {
+    const written = await recordCheck(this.options.db, {
       orderId: order.orderId,
-      observedAt: order.observedAt,
+      observation: order.observation,
       checks,
       checkedAt,
       nextCheckAt: next.givenUp ? null : next.nextCheckAt,
       result: check.result,
       givenUp: next.givenUp,
     });
-    if (!next.givenUp) return false;
+    if (!written || !next.givenUp) return false;
     this.options.metrics.givenUp.inc();
     this.options.logger.warn(
-      { orderId: order.orderId, posId: order.posId, checks, result: check.result },
+      { orderId: order.orderId, posId, checks, result: check.result },
       'order still not final after RECONCILE_GIVE_UP; reconciliation gave it up',
     );
     return true;

@@ -7,7 +7,8 @@ import { checkOrder, type OrderCheck } from './checkOrder';
 import { posToAsk } from './observations';
 import { Reconciler } from './reconciler';
 import { schedulePolicy } from './schedule';
-import { ownerOf } from './scheduleQueries';
+import { ownerOf, recordedMeanings } from './scheduleQueries';
+import { SharedWork } from './sharedWork';
 
 /** The reconciliation settings, read by config.ts (ReconciliationConfig). */
 export interface ReconciliationSettings {
@@ -36,11 +37,17 @@ export interface Reconciliation {
   api: PaymentApi;
   /**
    * Checks one order now with the credentials of the POS it belongs to (or, never seen, of `posId`, or of
-   * the only POS configured) and records what the API says; or why it cannot ask.
+   * the only POS configured) and records what the API says; or why it cannot ask. Callers asking the same at
+   * once share one check; it is cancelled once every one of them has left (`clientLeft` aborted).
    */
-  reconcileOrder(orderId: string, posId?: string, dryRun?: boolean): Promise<OrderCheck | { problem: PosProblem }>;
-  /** The background sweep (one active across replicas). */
-  createReconciler(databaseUrl: string): Reconciler;
+  reconcileOrder(
+    orderId: string,
+    posId?: string,
+    dryRun?: boolean,
+    clientLeft?: AbortSignal,
+  ): Promise<OrderCheck | { problem: PosProblem }>;
+  /** The background sweep (one active across replicas); `now` is its clock (tests run the schedule faster). */
+  createReconciler(databaseUrl: string, now?: () => Date): Reconciler;
 }
 
 export interface ReconciliationDependencies {
@@ -66,16 +73,30 @@ export function createReconciliation(
     logger: logger.child({ component: 'payment-api' }),
     metrics: metrics.paymentApi,
   });
-  const check = { api, store, logger, metrics: metrics.reconciliation };
+  const check = {
+    api,
+    store,
+    logger,
+    metrics: metrics.reconciliation,
+    recorded: (orderId: string) => recordedMeanings(db, orderId),
+  };
   const configured = settings.credentials.map((c) => c.posId);
+  const shared = new SharedWork<OrderCheck | { problem: PosProblem }>();
   return {
     api,
-    async reconcileOrder(orderId, posId, dryRun = false) {
-      const pos = posToAsk(await ownerOf(db, orderId), posId, configured);
-      return 'problem' in pos ? pos : checkOrder(check, orderId, pos.posId, dryRun);
-    },
-    createReconciler: (databaseUrl) =>
+    reconcileOrder: (orderId, posId, dryRun = false, clientLeft) =>
+      shared.run(
+        // U+001F never occurs in an id (idProblem).
+        [orderId, posId ?? '', String(dryRun)].join('\u001f'),
+        async (cancelled) => {
+          const pos = posToAsk(await ownerOf(db, orderId), posId, configured);
+          return 'problem' in pos ? pos : checkOrder(check, orderId, pos.posId, dryRun, cancelled);
+        },
+        clientLeft,
+      ),
+    createReconciler: (databaseUrl, now) =>
       new Reconciler({
+        ...(now ? { now } : {}),
         databaseUrl,
         db,
         check,

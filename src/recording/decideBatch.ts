@@ -235,13 +235,13 @@ class BatchDecider {
             n,
             orderId,
             this.orders.apply(orderId, applyOrder(this.orders.get(orderId), n, ownerPosId)),
-            (t, seq) => orderEventData(n, t.projection, t.previousStatus, seq, id, via),
+            (t, seq) => orderEventData(n, t.projection, t.previousStatus, seq, id, via, t.disagreements),
           )
         : this.applied(
             n,
             orderId,
             this.refunds.apply(n.refundId, applyRefund(this.refunds.get(n.refundId), n)),
-            (t, seq) => refundEventData(n, t.projection, t.previousStatus, seq, id, via),
+            (t, seq) => refundEventData(n, t.projection, t.previousStatus, seq, id, via, t.disagreements),
           );
     if (n.kind === 'order') this.orders.record(orderId, n.status, { id, at: receivedAt });
     else this.refunds.record(n.refundId, n.status, { id, at: receivedAt });

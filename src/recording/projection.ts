@@ -110,6 +110,7 @@ export function orderEventData(
   sequence: number,
   notificationId: string,
   observedVia: ObservedVia,
+  disagreements: readonly Disagreement[] = [],
 ): OrderEventData {
   return {
     orderId: n.orderId,
@@ -125,6 +126,7 @@ export function orderEventData(
     sequence,
     notificationId,
     observedVia,
+    ...(disagreements.length > 0 ? { disagreements: [...disagreements] } : {}),
   };
 }
 
@@ -136,6 +138,7 @@ export function refundEventData(
   sequence: number,
   notificationId: string,
   observedVia: ObservedVia,
+  disagreements: readonly Disagreement[] = [],
 ): RefundEventData {
   return {
     orderId: projection.orderId,
@@ -153,5 +156,6 @@ export function refundEventData(
     sequence,
     notificationId,
     observedVia,
+    ...(disagreements.length > 0 ? { disagreements: [...disagreements] } : {}),
   };
 }

@@ -32,6 +32,12 @@ export interface DoubleFault {
   delayMs?: number;
   /** Close the connection without an answer (a network error). */
   reset?: boolean;
+  /**
+   * Answer 200 with a body of this many bytes (Infinity: endless), streamed as fast as the client reads it;
+   * with a Content-Length saying so when `declared` (and finite).
+   */
+  hugeBody?: number;
+  declared?: boolean;
   times?: number;
 }
 
@@ -64,6 +70,8 @@ export interface DoubleOrderInput {
   currencyCode?: string;
   /** The PAYMENT_ID property; none for NEW and usually PENDING. */
   paymentId?: string | null;
+  /** payMethod.type (PBL, CARD_TOKEN, ...); kept from before when left out. */
+  payMethodType?: string;
 }
 
 export interface DoubleRefundInput {
@@ -197,6 +205,11 @@ export class PaymentServiceDouble {
       totalAmount: input.totalAmount ?? previous?.order.totalAmount ?? '15000',
       status: input.status,
       products: [{ name: 'Wireless mouse', unitPrice: input.totalAmount ?? '15000', quantity: '1' }],
+      ...(input.payMethodType !== undefined
+        ? { payMethod: { type: input.payMethodType } }
+        : isJson(previous?.order.payMethod)
+          ? { payMethod: previous.order.payMethod }
+          : {}),
     };
     const paymentId =
       input.paymentId !== undefined
@@ -341,6 +354,11 @@ export class PaymentServiceDouble {
       req.socket.destroy();
       return;
     }
+    if (fault?.hugeBody !== undefined) {
+      record.status = 200;
+      await sendHuge(res, fault.hugeBody, fault.declared === true);
+      return;
+    }
     if (fault?.status !== undefined) {
       send(
         fault.status,
@@ -430,6 +448,21 @@ function endpointOf(
   if (method !== 'GET' || !match) return null;
   const orderId = decodeURIComponent(match[1] as string);
   return match[2] ? { name: 'refunds', orderId } : { name: 'order', orderId };
+}
+
+/** A 200 of `bytes` spaces (Infinity: endless), written as the client reads, until it is done or the client leaves. */
+async function sendHuge(res: http.ServerResponse, bytes: number, declared: boolean): Promise<void> {
+  res.writeHead(200, {
+    'content-type': 'application/json;charset=UTF-8',
+    ...(declared && Number.isFinite(bytes) ? { 'content-length': String(bytes) } : {}),
+  });
+  const closed = new Promise<void>((resolve) => res.once('close', resolve));
+  const chunk = Buffer.alloc(64 * 1024, ' ');
+  for (let sent = 0; sent < bytes && !res.destroyed; sent += chunk.length) {
+    const part = bytes - sent < chunk.length ? chunk.subarray(0, bytes - sent) : chunk;
+    if (!res.write(part)) await Promise.race([new Promise((resolve) => res.once('drain', resolve)), closed]);
+  }
+  if (!res.destroyed) res.end();
 }
 
 function status(statusCode: string, statusDesc: string): Json {

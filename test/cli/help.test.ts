@@ -47,6 +47,8 @@ describe('command line: help and usage errors', () => {
     ['--dry-run with --apply', ['reproject', '--dry-run', '--apply']],
     ['quarantine retry with neither ids nor --all', ['quarantine', 'retry']],
     ['a refund of a cancelled order', ['simulate', '--cancel', '--refund', 'full']],
+    ['an order id of ..', ['inspect', 'order', '..']],
+    ['a refund id with a /', ['inspect', 'refund', 'a/b']],
   ])('When given %s, then it exits 2 without touching anything', async (_, args) => {
     const run = await runProgram(args, env);
     expect(run.code).toBe(2);

@@ -97,8 +97,14 @@ describe('command line: reconcile', () => {
     ['neither --order nor --stuck', ['reconcile'], {}],
     ['both --order and --stuck', ['reconcile', '--order', 'X', '--stuck'], {}],
     ['--pos-id without --order', ['reconcile', '--stuck', '--pos-id', POS_ID], {}],
+    ['an --order of ..', ['reconcile', '--order', '..'], {}],
+    ['an --order with a /', ['reconcile', '--order', 'a/b'], {}],
+    ['an --order with a control character', ['reconcile', '--order', 'a\nb'], {}],
+    ['an --order over 128 characters', ['reconcile', '--order', 'x'.repeat(129)], {}],
   ])('When %s, then it is a usage error (exit 2)', async (_, args, vars) => {
+    const before = double.requests.length;
     const run = await runCli(args, cliEnv({ ...env, ...vars }));
     expect(run.code).toBe(2);
+    expect(double.requests.length).toBe(before);
   });
 });

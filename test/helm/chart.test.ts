@@ -367,6 +367,7 @@ describe('secrets', () => {
     const config = configOf(features);
     expect(config).toMatchObject({
       PAYMENT_API_URL: 'https://secure.payments.example.com',
+      PAYMENT_API_ALLOW_HTTP: 'false',
       PAYMENT_API_TIMEOUT: '10s',
       PAYMENT_API_MAX_IN_FLIGHT: '4',
       PAYMENT_API_MAX_PER_SECOND: '10',

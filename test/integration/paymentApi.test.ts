@@ -3,6 +3,7 @@ import { createLogger } from '../../src/observability/logger';
 import { createPaymentApiMetrics, type PaymentApiMetrics } from '../../src/observability/metrics';
 import {
   createPaymentApi,
+  MAX_ANSWER_BYTES,
   PaymentApiError,
   type PaymentApi,
   type PaymentApiOptions,
@@ -321,6 +322,74 @@ describe('payment API client', () => {
       kind: 'invalid_answer',
       details: { httpStatus: 400 },
     });
+  });
+});
+
+describe('payment API answers, ids and callers that leave', () => {
+  it('When the API sends an endless answer, then the client stops reading at 1 MiB, fails invalid_answer without retrying, and its RSS grows by under 64 MB', async () => {
+    const { api, metrics } = client();
+    double.setOrder({ orderId: 'ENDLESS', merchantPosId: POS_A.posId, status: 'PENDING' });
+    await api.retrieveOrder(POS_A.posId, 'ENDLESS'); // the token first, outside the fault
+    double.injectFaults({ endpoint: 'order', hugeBody: Infinity, times: 10 });
+    const rssBefore = process.memoryUsage().rss;
+
+    await expect(failureOf(api.retrieveOrder(POS_A.posId, 'ENDLESS'))).resolves.toMatchObject({
+      kind: 'invalid_answer',
+      message: expect.stringContaining(`larger than ${MAX_ANSWER_BYTES} bytes`) as unknown,
+    });
+
+    expect(process.memoryUsage().rss - rssBefore).toBeLessThan(64 * 1024 * 1024);
+    expect(double.count('order')).toBe(2);
+    expect(await count(metrics.requests, { endpoint: 'order', status: 'too_large' })).toBe(1);
+  });
+
+  it('When the API declares an answer past 1 MiB, then the client refuses it from its Content-Length, unread', async () => {
+    const { api } = client();
+    double.setOrder({ orderId: 'DECLARED', merchantPosId: POS_A.posId, status: 'PENDING' });
+    double.injectFaults({ endpoint: 'order', hugeBody: 200 * 1024 * 1024, declared: true });
+    await expect(failureOf(api.retrieveOrder(POS_A.posId, 'DECLARED'))).resolves.toMatchObject({
+      kind: 'invalid_answer',
+    });
+  });
+
+  it.each(['.', '..', 'a/b', '../../oauth', 'tab\there', 'nul\u0000', 'x'.repeat(129), ''])(
+    'When the order id is %j, then the call fails invalid_order_id and nothing reaches the API',
+    async (orderId) => {
+      const { api } = client();
+      await expect(failureOf(api.retrieveOrder(POS_A.posId, orderId))).resolves.toMatchObject({
+        kind: 'invalid_order_id',
+      });
+      await expect(failureOf(api.listRefunds(POS_A.posId, orderId))).resolves.toMatchObject({
+        kind: 'invalid_order_id',
+      });
+      expect(double.requests).toEqual([]);
+    },
+  );
+
+  it('When an id holds characters a path gives meaning to, then they are sent encoded in one segment', async () => {
+    const { api } = client();
+    const orderId = 'A?b#c%2e d\\e';
+    double.setOrder({ orderId, merchantPosId: POS_A.posId, status: 'PENDING' });
+    await expect(api.retrieveOrder(POS_A.posId, orderId)).resolves.toMatchObject({ value: { orderId } });
+    expect(double.requests.at(-1)?.path).toBe(`/api/v2_1/orders/${encodeURIComponent(orderId)}`);
+  });
+
+  it('When the caller leaves during a slow answer or a retry wait, then the call fails cancelled at once and asks nothing more', async () => {
+    const { api } = client({ sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) });
+    double.setOrder({ orderId: 'LEFT', merchantPosId: POS_A.posId, status: 'PENDING' });
+    await api.retrieveOrder(POS_A.posId, 'LEFT'); // the token first
+    const asked = double.count('order');
+
+    double.injectFaults({ endpoint: 'order', delayMs: 3000 });
+    const slow = failureOf(api.retrieveOrder(POS_A.posId, 'LEFT', AbortSignal.timeout(100)));
+    await expect(slow).resolves.toMatchObject({ kind: 'cancelled' });
+
+    double.clearFaults();
+    double.injectFaults({ endpoint: 'order', status: 503, retryAfter: '2', times: 10 });
+    const waiting = failureOf(api.retrieveOrder(POS_A.posId, 'LEFT', AbortSignal.timeout(300)));
+    await expect(waiting).resolves.toMatchObject({ kind: 'cancelled' });
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    expect(double.count('order')).toBe(asked + 2);
   });
 });
 

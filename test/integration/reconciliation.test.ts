@@ -1,8 +1,9 @@
+import http from 'node:http';
 import { PaymentServiceDouble, type DoubleClient, type DoubleFault } from '../../src/simulator';
 import { EventConsumer } from '../support/broker';
 import { query, testDatabase, type TestDatabase } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
-import { waitUntil } from '../support/wait';
+import { sleep, waitUntil } from '../support/wait';
 import { exactBytes, OTHER_KEY, OTHER_POS_ID, orderBody, POS_ID, refundBody, sign, uniqueId } from '../support/signing';
 
 /**
@@ -45,6 +46,23 @@ async function metric(svc: TestService, name: string, labels: Record<string, str
   return (found?.values ?? [])
     .filter((v) => Object.entries(labels).every(([k, value]) => v.labels[k] === value))
     .reduce((sum, v) => sum + v.value, 0);
+}
+
+/** A POST that its client abandons after `ms`, closing the connection. */
+function hangUp(port: number, path: string, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path, agent: false });
+    req.on('error', () => resolve());
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', resolve);
+    });
+    req.end();
+    setTimeout(() => {
+      req.destroy();
+      resolve();
+    }, ms);
+  });
 }
 
 /** The double's exact answer to an order retrieval with a token of the POS: what the service must store. */
@@ -127,6 +145,93 @@ describe('reconciliation against the payment API', () => {
       // Checking again changes nothing.
       const again = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(200);
       expect(again.body).toMatchObject({ result: 'unchanged', applied: [] });
+    } finally {
+      await consumer.stop();
+      await svc.stop();
+    }
+  });
+
+  it('When the API confirms what is recorded, then the check writes nothing, not even a delivery row', async () => {
+    const svc = await startReconciling();
+    try {
+      const orderId = uniqueId('SAME');
+      await svc.post(orderBody({ orderId, status: 'COMPLETED', paymentId: '61' })).expect(200);
+      double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '61' });
+      const rows = async (): Promise<unknown[]> =>
+        query(
+          svc.database.url,
+          `SELECT d.id::text FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE n.order_id = $1
+           UNION ALL SELECT id::text FROM notifications WHERE order_id = $1`,
+          [orderId],
+        );
+      const before = await rows();
+
+      for (let i = 0; i < 3; i++)
+        expect((await svc.admin.post(`/orders/${orderId}/reconcile`).expect(200)).body).toMatchObject({
+          result: 'unchanged',
+          said: [{ kind: 'order', id: orderId, status: 'COMPLETED' }],
+          applied: [],
+        });
+
+      expect(await rows()).toEqual(before);
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('When a repaired status comes with the payment method, then the projection and the event carry it', async () => {
+    const svc = await startReconciling();
+    const consumer = await new EventConsumer(svc.exchange).start();
+    try {
+      const orderId = uniqueId('PAYM');
+      await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+      double.setOrder({
+        orderId,
+        merchantPosId: POS_ID,
+        status: 'COMPLETED',
+        paymentId: '62',
+        payMethodType: 'CARD_TOKEN',
+      });
+
+      const res = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(200);
+
+      expect(res.body).toMatchObject({
+        result: 'repaired',
+        order: { status: 'COMPLETED', payMethodType: 'CARD_TOKEN' },
+      });
+      const events = (await consumer.waitFor(2)).map((m) => JSON.parse(m.content.toString()) as EventBody);
+      expect(events[1]).toMatchObject({ type: 'order.completed', data: { payMethodType: 'CARD_TOKEN' } });
+    } finally {
+      await consumer.stop();
+      await svc.stop();
+    }
+  });
+
+  it("When the API's amount disagrees with the notified order, then the status is recorded with the notified amount kept, and the event says so, counted", async () => {
+    const svc = await startReconciling();
+    const consumer = await new EventConsumer(svc.exchange).start();
+    try {
+      const orderId = uniqueId('DISAGREE');
+      await svc.post(orderBody({ orderId, status: 'PENDING', totalAmount: '15000' })).expect(200);
+      double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '63', totalAmount: '99900' });
+
+      const res = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(200);
+
+      expect(res.body).toMatchObject({ result: 'repaired', order: { status: 'COMPLETED', totalAmount: '15000' } });
+      const events = (await consumer.waitFor(2)).map(
+        (m) => JSON.parse(m.content.toString()) as EventBody & { data: { disagreements?: unknown } },
+      );
+      expect(events[0]?.data.disagreements).toBeUndefined();
+      expect(events[1]).toMatchObject({
+        type: 'order.completed',
+        data: {
+          totalAmount: '15000',
+          observedVia: 'reconciliation',
+          disagreements: [{ field: 'totalAmount', kept: '15000', received: '99900' }],
+        },
+      });
+      expect(await metric(svc, 'reconciliation_disagreements_total', { kind: 'order', field: 'totalAmount' })).toBe(1);
+      expect(svc.logs.some((l) => l.includes('states facts otherwise') && !l.includes('99900'))).toBe(true);
     } finally {
       await consumer.stop();
       await svc.stop();
@@ -345,6 +450,37 @@ describe('reconciliation against the payment API', () => {
         await svc.stop();
       }
     },
+    60_000,
+  );
+
+  it.each(['999999999', '2147483'])(
+    'When the API answers 429 with Retry-After: %s, then the sweep pauses 15 minutes, after one call: no timer overflow, no busy loop',
+    async (retryAfter) => {
+      const warnings: string[] = [];
+      const onWarning = (warning: Error): void => void warnings.push(warning.name);
+      process.on('warning', onWarning);
+      double.injectFaults({ endpoint: 'order', status: 429, retryAfter, times: 1000 });
+      const svc = await startReconciling({ RECONCILE_AFTER: '1s', RECONCILE_INTERVAL: '100ms' });
+      try {
+        const orderId = uniqueId('ABSURD');
+        await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+        await waitUntil('the sweep backing off', async () =>
+          svc.logs.some((l) => l.includes('reconciliation backs off')),
+        );
+        const backoff = svc.logs.find((l) => l.includes('reconciliation backs off')) as string;
+        expect((JSON.parse(backoff) as { retryInMs: number }).retryInMs).toBe(15 * 60_000);
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        expect(double.count('order')).toBe(1);
+        expect(warnings).toEqual([]);
+
+        const api = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(503);
+        expect(api.headers['retry-after']).toBe('900');
+      } finally {
+        process.off('warning', onWarning);
+        await svc.stop();
+      }
+    },
+    60_000,
   );
 
   it('When the API does not answer an on-demand check, then it is 503 payment_api_unavailable', async () => {
@@ -355,6 +491,65 @@ describe('reconciliation against the payment API', () => {
       await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
       const api = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(503);
       expect(api.body.error.code).toBe('payment_api_unavailable');
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('When a hundred reconcile clients hang up after 100 ms, then checks start as the port admits them, at most ADMIN_CONCURRENCY at once, each is cancelled, and nothing is asked once they are gone', async () => {
+    const svc = await startReconciling();
+    try {
+      const orders = Array.from({ length: 100 }, () => uniqueId('GONE'));
+      for (const orderId of orders) {
+        await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+        double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '4' });
+      }
+      await svc.admin.post(`/orders/${orders[0] as string}/reconcile`).expect(200); // the token first
+      const asked = double.count('order');
+      double.injectFaults({ endpoint: 'order', delayMs: 3000, times: 1000 });
+
+      // Clients that give up after 100 ms and close their connection (as curl --max-time does).
+      await Promise.all(
+        orders.slice(1).map((orderId) => hangUp(svc.service.adminPort, `/orders/${orderId}/reconcile`, 100)),
+      );
+      await waitUntil(
+        'the checks cancelled',
+        async () => (await metric(svc, 'reconciliation_checks_total', { result: 'cancelled' })) >= 1,
+      );
+      await sleep(500);
+      const started = double.count('order') - asked;
+      await sleep(1000);
+
+      expect(started).toBeGreaterThan(0);
+      expect(started).toBeLessThan(40);
+      expect(double.peakInFlight).toBeLessThanOrEqual(4);
+      expect(double.count('order') - asked).toBe(started);
+      // Each check that started was cancelled (some before they reached the API); none ran to its end.
+      expect(await metric(svc, 'reconciliation_checks_total', { result: 'cancelled' })).toBeGreaterThanOrEqual(started);
+      expect(await metric(svc, 'reconciliation_checks_total', { result: 'repaired' })).toBe(1);
+      // Every place is free again: the next check is admitted.
+      double.clearFaults();
+      await svc.admin.post(`/orders/${orders[1] as string}/reconcile`).expect(200);
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('When three clients reconcile one order at once, then one check asks the API and each gets its answer', async () => {
+    const svc = await startReconciling();
+    try {
+      const orderId = uniqueId('SHARED');
+      await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+      double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '5' });
+      double.injectFaults({ endpoint: 'order', delayMs: 500 });
+
+      const answers = await Promise.all(
+        [1, 2, 3].map(() => svc.admin.post(`/orders/${orderId}/reconcile`).expect(200)),
+      );
+
+      expect(answers.map((a) => (a.body as { result: string }).result)).toEqual(['repaired', 'repaired', 'repaired']);
+      expect(double.count('order')).toBe(1);
+      expect(await metric(svc, 'reconciliation_checks_total')).toBe(1);
     } finally {
       await svc.stop();
     }

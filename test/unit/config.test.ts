@@ -1,5 +1,7 @@
 import { resolveSource } from '../../src/intake/sourceAddress';
+import { reportStartFailure } from '../../src/cli/startFailure';
 import { brokerUrl, ConfigError, configurationWarnings, loadConfig, parseDuration } from '../../src/config';
+import { createLogger } from '../../src/observability/logger';
 
 /** What production needs, besides the broker. */
 const PRODUCTION = { NODE_ENV: 'production', SECOND_KEYS: '1:k', DATABASE_URL: 'postgres://u@db:5432/n' };
@@ -282,6 +284,41 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it.each(['http://secure.example.com', 'http://10.0.0.7:8080', 'HTTP://payments.internal'])(
+    'When PAYMENT_API_URL is %s (in clear, to another host), then the service refuses to start (exit 78) unless PAYMENT_API_ALLOW_HTTP=true',
+    (url) => {
+      const env = { SECOND_KEYS: '1:k', PAYMENT_API_URL: url, PAYMENT_API_CREDENTIALS: '1:c:topsecret' };
+      const problems = problemsOf(env);
+      expect(problems).toEqual([
+        expect.stringMatching(/^PAYMENT_API_URL: is http:\/\/ .* PAYMENT_API_ALLOW_HTTP=true/),
+      ]);
+      expect(problems.join()).not.toContain('topsecret');
+      expect(reportStartFailure(new ConfigError(problems), createLogger('silent'))).toBe(78);
+      expect(loadConfig({ ...env, PAYMENT_API_ALLOW_HTTP: 'true' }).reconciliation?.paymentApiUrl).toBe(url);
+    },
+  );
+
+  it.each(['https://secure.example.com', 'http://127.0.0.1:8090', 'http://localhost:8090', 'http://[::1]:8090'])(
+    'When PAYMENT_API_URL is %s (TLS, or this machine), then it is taken without PAYMENT_API_ALLOW_HTTP outside production',
+    (url) => {
+      expect(problemsOf({ SECOND_KEYS: '1:k', PAYMENT_API_URL: url, PAYMENT_API_CREDENTIALS: '1:c:s' })).toEqual([]);
+    },
+  );
+
+  it('When production is given an http:// PAYMENT_API_URL, even of this machine, then only PAYMENT_API_ALLOW_HTTP=true lets it start', () => {
+    const env = {
+      ...PRODUCTION,
+      AMQP_URL: 'amqp://u:p@mq:5672',
+      PAYMENT_API_URL: 'http://127.0.0.1:8443',
+      PAYMENT_API_CREDENTIALS: '1:c:s',
+    };
+    expect(problemsOf(env)).toEqual([
+      expect.stringMatching(/^PAYMENT_API_URL: is http:\/\/ .* PAYMENT_API_ALLOW_HTTP=true/),
+    ]);
+    expect(problemsOf({ ...env, PAYMENT_API_ALLOW_HTTP: 'true' })).toEqual([]);
+    expect(problemsOf({ ...env, PAYMENT_API_URL: 'https://secure.example.com' })).toEqual([]);
+  });
+
   it.each([
     ['7d', 604_800_000],
     ['12h', 43_200_000],
@@ -315,6 +352,23 @@ describe('configurationWarnings', () => {
     ]);
     expect(warningsOf({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: '2', DATABASE_POOL_MAX: '3' })).toEqual([]);
     expect(warningsOf({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: '1', DATABASE_POOL_MAX: '1' })).toEqual([]);
+  });
+
+  it('When reconciliation is on, ADMIN_TOKEN unset and the admin port beyond loopback, then a warning names both settings', () => {
+    const reconciling = {
+      SECOND_KEYS: '1:k',
+      PAYMENT_API_URL: 'https://api.example.com',
+      PAYMENT_API_CREDENTIALS: '1:c:s',
+    };
+    const [warning] = warningsOf({ ...reconciling, HOST: '0.0.0.0' });
+    expect(warning).toMatch(
+      /PAYMENT_API_URL is set .* ADMIN_TOKEN is not, while the admin port listens on HOST=0\.0\.0\.0/,
+    );
+    expect(warningsOf({ ...reconciling, HOST: '10.1.2.3' })).toHaveLength(1);
+    expect(warningsOf({ ...reconciling, HOST: '127.0.0.1' })).toEqual([]);
+    expect(warningsOf({ ...reconciling, HOST: '::1' })).toEqual([]);
+    expect(warningsOf({ ...reconciling, ADMIN_TOKEN: 'a-token-of-sixteen-chars' })).toEqual([]);
+    expect(warningsOf({ SECOND_KEYS: '1:k', HOST: '0.0.0.0' })).toEqual([]);
   });
 
   it('When TRUST_PROXY is a hop count, then a warning says any peer can choose its address; CIDRs do not warn', () => {

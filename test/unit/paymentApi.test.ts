@@ -17,6 +17,7 @@ const ORDER = {
   totalAmount: '3200',
   status: 'COMPLETED',
   buyer: { email: 'john.doe@example.com', firstName: 'John' },
+  payMethod: { type: 'PBL' },
   products: [{ name: 'Product1', unitPrice: '1000', quantity: '1' }],
 };
 const orderAnswer = (order: object = ORDER, extra: object = {}): Buffer =>
@@ -28,7 +29,7 @@ const orderAnswer = (order: object = ORDER, extra: object = {}): Buffer =>
   });
 
 describe('parseOrderAnswer', () => {
-  it('When the answer has the spec shape, then the order, its PAYMENT_ID and amounts as digit strings are read, without buyer data', () => {
+  it('When the answer has the spec shape, then the order, its PAYMENT_ID, its payment method and amounts as digit strings are read, without buyer data', () => {
     const order = parseOrderAnswer(orderAnswer(), ORDER.orderId);
     expect(order).toEqual({
       orderId: ORDER.orderId,
@@ -38,9 +39,12 @@ describe('parseOrderAnswer', () => {
       totalAmount: '3200',
       currencyCode: 'PLN',
       paymentId: '1234567890',
+      payMethodType: 'PBL',
       orderCreateDate: '2014-10-27T14:58:17.443+01:00',
     });
     expect(JSON.stringify(order)).not.toContain('john');
+    const { payMethod: _none, ...unpaid } = ORDER;
+    expect(parseOrderAnswer(orderAnswer({ ...unpaid, status: 'PENDING' }), ORDER.orderId).payMethodType).toBeNull();
   });
 
   it('When the order is NEW or PENDING without properties, then the status is read and paymentId is null', () => {
@@ -235,6 +239,13 @@ describe('parseRetryAfter', () => {
     ['soon', null],
     ['-1', null],
     ['1.5', null],
+    // Past 15 minutes the wait is cut: neither a weeks-long pause nor a timer overflowing into a busy loop.
+    ['900', 900_000],
+    ['901', 900_000],
+    ['2147483', 900_000],
+    ['999999999', 900_000],
+    ['99999999999999999999999', 900_000],
+    ['Fri, 01 Jan 2100 00:00:00 GMT', 900_000],
   ])('When Retry-After is %p, then the wait is %p ms', (value, ms) => {
     expect(parseRetryAfter(value, now)).toBe(ms);
   });

@@ -3,6 +3,7 @@ import { createLogger } from '../../src/observability/logger';
 import type { Notification } from '../../src/parsing/notification';
 import type { ApiAnswer, PaymentApi, RetrievedOrder, RetrievedRefund } from '../../src/paymentApi/paymentApi';
 import type { NotificationStore, RecordResult } from '../../src/recording/notificationStore';
+import { meaningKey } from '../../src/recording/batch';
 import { checkOrder } from '../../src/reconciliation/checkOrder';
 import {
   hasRefunds,
@@ -98,6 +99,7 @@ describe('what the API says, as observations', () => {
     totalAmount: '15000',
     currencyCode: 'PLN',
     paymentId: '5000001',
+    payMethodType: 'CARD_TOKEN',
     orderCreateDate: null,
   };
   const answer = <T>(value: T, text: string): ApiAnswer<T> => ({
@@ -106,7 +108,7 @@ describe('what the API says, as observations', () => {
     correlationId: null,
   });
 
-  it('When the API shows a completed order, then it is the order notification of that meaning, vouched for by the asking POS, with the answer as its body', () => {
+  it('When the API shows a completed order, then it is the order notification of that meaning, with its payment method, vouched for by the asking POS, with the answer as its body', () => {
     const observed = orderObservation('300746', answer(order, '{"orders":[]}'));
     expect(observed?.notification).toEqual({
       kind: 'order',
@@ -117,7 +119,7 @@ describe('what the API says, as observations', () => {
       totalAmount: '15000',
       currencyCode: 'PLN',
       paymentId: '5000001',
-      payMethodType: null,
+      payMethodType: 'CARD_TOKEN',
       localReceiptDateTime: null,
     });
     expect(observed?.delivery).toEqual({
@@ -167,6 +169,7 @@ describe('one check, with the API and the recorder faked', () => {
     totalAmount: '100',
     currencyCode: 'PLN',
     paymentId: '1',
+    payMethodType: null,
     orderCreateDate: null,
   };
   const api = (answered: RetrievedOrder, refunds: RetrievedRefund[] = []): PaymentApi => ({
@@ -228,5 +231,35 @@ describe('one check, with the API and the recorder faked', () => {
     const check = await checkOrder({ api: api(order), store, logger }, 'ORDER2', '300746');
     expect(check.result).toBe(result);
     expect(recorded.map((n) => n.status)).toEqual(['COMPLETED']);
+  });
+
+  it('When every status the API says is recorded already, then nothing goes to the recorder: no delivery row', async () => {
+    const { store, recorded } = recording('duplicate');
+    const refund: RetrievedRefund = {
+      refundId: 'R1',
+      extRefundId: null,
+      amount: '50',
+      currencyCode: 'PLN',
+      status: 'FINALIZED',
+      statusDateTime: null,
+      creationDateTime: null,
+      statusError: null,
+    };
+    const known = new Set([meaningKey('order', 'ORDER2', 'COMPLETED'), meaningKey('refund', 'R1', 'FINALIZED')]);
+    const check = await checkOrder(
+      { api: api(order, [refund]), store, logger, recorded: () => Promise.resolve(known) },
+      'ORDER2',
+      '300746',
+    );
+    expect(check).toMatchObject({ result: 'unchanged', applied: [], stale: [], conflicts: [] });
+    expect(recorded).toEqual([]);
+
+    const partly = await checkOrder(
+      { api: api(order, [refund]), store, logger, recorded: () => Promise.resolve(new Set([[...known][0] as string])) },
+      'ORDER2',
+      '300746',
+    );
+    expect(partly.result).toBe('unchanged');
+    expect(recorded.map((n) => `${n.kind} ${n.status}`)).toEqual(['refund FINALIZED']);
   });
 });

@@ -4,7 +4,7 @@ import type { Db } from '../../database/pool';
 import type { Disagreement, ObservedVia } from '../../database/schema';
 import { readConfig, withDatabase } from './database';
 import { action, EXIT_FAILURE, EXIT_OK, type CliIo, type CliState, type ExitCode } from './io';
-import { withDatabaseUrl, withJson } from './options';
+import { idOption, withDatabaseUrl, withJson } from './options';
 import { emit, iso, shortHex, table } from './output';
 
 export interface DeliveryView {
@@ -354,7 +354,7 @@ export function registerInspect(program: Command, io: CliIo, state: CliState): v
       .description(
         `Shows ${description}: projection, notifications, deliveries and events.\n\nExit codes: 0 found; 1 not found; 2 usage error.`,
       )
-      .argument(`<${name}Id>`, `the ${name === 'order' ? 'orderId' : 'refundId'} of the payment service`)
+      .argument(`<${name}Id>`, `the ${name === 'order' ? 'orderId' : 'refundId'} of the payment service`, idOption)
       .option('--show-bodies', 'also print the stored bodies, buyer data and customer IP masked');
     withJson(withDatabaseUrl(command)).action(
       action(state, (id: string, options: InspectOptions) => run(io, id, options)),

@@ -1,5 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { parseDuration } from '../../config';
+import { idProblem } from '../../parsing/identifiers';
 
 // ---- Option parsers: a bad value is reported by commander and exits 2. ----
 
@@ -43,6 +44,13 @@ export function timeOption(value: string): Date {
     if (!Number.isNaN(time.getTime())) return time;
   }
   throw new InvalidArgumentError('must be an ISO 8601 time (2026-11-22T10:00:00Z) or a duration ago (30m, 2h, 7d)');
+}
+
+/** An order or refund id that may enter a query or a payment-API path (not `.`, `..`, `/`, control characters, ...). */
+export function idOption(value: string): string {
+  const problem = idProblem(value);
+  if (problem !== null) throw new InvalidArgumentError(problem);
+  return value;
 }
 
 export function choiceOption<T extends string>(choices: readonly T[]): (value: string) => T {

@@ -10,7 +10,7 @@ import { createReconciliation, type PosProblem, type Reconciliation } from '../.
 import { stuckOrders } from '../../reconciliation/scheduleQueries';
 import { readConfig, withDatabase } from './database';
 import { action, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
-import { withDatabaseUrl, withJson } from './options';
+import { idOption, withDatabaseUrl, withJson } from './options';
 import { emit, startProgress, table } from './output';
 
 interface ReconcileOptions {
@@ -97,8 +97,8 @@ async function reconcile(io: CliIo, options: ReconcileOptions): Promise<ExitCode
     const progress = startProgress(io, json, dryRun ? 'asking' : 'reconciling', stuck.length);
     const done: ReconcileLine[] = [];
     try {
-      for (const order of stuck) {
-        done.push(await checkLine(reconciliation, order.orderId, undefined, dryRun));
+      for (const orderId of stuck) {
+        done.push(await checkLine(reconciliation, orderId, undefined, dryRun));
         progress.increment();
       }
     } finally {
@@ -137,7 +137,7 @@ export function registerReconcile(program: Command, io: CliIo, state: CliState):
         'Exit codes: 0 every order checked; 1 the API gave no usable answer for one (not found, refused, ' +
         'unavailable); 2 usage error.',
     )
-    .option('--order <orderId>', 'the order to check')
+    .option('--order <orderId>', 'the order to check', idOption)
     .option('--pos-id <posId>', 'the POS to ask with, for an order nothing was recorded for')
     .option('--stuck', 'check every open order past RECONCILE_AFTER')
     .option('--dry-run', 'ask the API, record nothing');

@@ -81,6 +81,9 @@ export function harness(report: RunReport, scenario: ScenarioDefinition): Scenar
   };
 }
 
+/** The pod's memory limit in the chart (resources.limits.memory), the bound RSS is held to. */
+export const POD_LIMIT_MB = 384;
+
 /** ms as "1.23 s" for the report. */
 export const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 

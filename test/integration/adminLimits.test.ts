@@ -1,0 +1,142 @@
+import http from 'node:http';
+import net from 'node:net';
+import { MAX_ADMIN_CONNECTIONS } from '../../src/admin/adminListener';
+import { PaymentServiceDouble, type DoubleClient } from '../../src/simulator';
+import { expectAnswerMatchesContract } from '../support/contracts';
+import { startTestService, type TestService } from '../support/service';
+import { orderBody, POS_ID, uniqueId } from '../support/signing';
+
+/**
+ * What the admin port takes before it costs the process: ids that cannot be one are refused before a query or
+ * an API call, and a flood of requests is admitted at a steady pace, the excess refused before Express.
+ */
+
+const POS: DoubleClient = { posId: POS_ID, clientId: POS_ID, clientSecret: 'pos-secret-limits-5d0c1e' };
+
+interface RawAnswer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** One request with the path exactly as written (fetch and supertest would resolve `..` first). */
+function raw(port: number, method: string, path: string): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const codeOf = (answer: RawAnswer): string | undefined =>
+  (JSON.parse(answer.body) as { error?: { code?: string } }).error?.code;
+
+let double: PaymentServiceDouble;
+let svc: TestService;
+
+beforeAll(async () => {
+  double = new PaymentServiceDouble({ clients: [POS] });
+  await double.start();
+  svc = await startTestService({
+    env: {
+      PAYMENT_API_URL: double.url,
+      PAYMENT_API_CREDENTIALS: `${POS.posId}:${POS.clientId}:${POS.clientSecret}`,
+      RECONCILE_INTERVAL: '1h',
+      ADMIN_CONCURRENCY: '64',
+    },
+  });
+});
+afterAll(async () => {
+  await svc.stop();
+  await double.stop();
+});
+
+const BAD_IDS = ['.', '..', '%2E', '%2e%2E', 'a%2Fb', '%2F', '%00', 'x%0Ay', '%7F', 'x'.repeat(129)];
+
+describe('ids on the admin port', () => {
+  it.each(BAD_IDS)(
+    'When the order or refund id is %s, then 400 invalid_order_id (invalid_refund_id) and nothing is read or asked',
+    async (id) => {
+      const answers: Array<[string, string, RawAnswer]> = [];
+      for (const [method, path] of [
+        ['GET', `/orders/${id}`],
+        ['POST', `/orders/${id}/reconcile`],
+        ['GET', `/refunds/${id}`],
+      ] as const)
+        answers.push([method, path, await raw(svc.service.adminPort, method, path)]);
+
+      for (const [method, path, answer] of answers) {
+        expectAnswerMatchesContract(method, path, answer.status, answer.headers, answer.body, 'admin');
+        expect([answer.status, codeOf(answer)]).toEqual([
+          400,
+          path.startsWith('/refunds') ? 'invalid_refund_id' : 'invalid_order_id',
+        ]);
+      }
+      expect(double.requests).toEqual([]);
+    },
+  );
+
+  it('When an id is the longest allowed, then it is looked up', async () => {
+    const answer = await raw(svc.service.adminPort, 'GET', `/orders/${'x'.repeat(128)}`);
+    expect([answer.status, codeOf(answer)]).toEqual([404, 'order_not_found']);
+  });
+});
+
+describe('a flood of admin requests', () => {
+  it('When 200 admin requests arrive at once, then the port serves them at its pace, refuses the excess 503 admin_busy before any work, and the probes answer meanwhile', async () => {
+    const orderId = uniqueId('FLOOD');
+    await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+    // Let the bucket fill again after the requests above.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+
+    const flood = Promise.all(
+      Array.from({ length: 200 }, () => raw(svc.service.adminPort, 'GET', `/orders/${orderId}`)),
+    );
+    const livez = await raw(svc.service.adminPort, 'GET', '/livez');
+    const answers = await flood;
+
+    expect(livez.status).toBe(200);
+    const byOutcome = new Map<string, number>();
+    for (const answer of answers) {
+      const key = answer.status === 200 ? '200' : `${answer.status} ${codeOf(answer)}`;
+      byOutcome.set(key, (byOutcome.get(key) ?? 0) + 1);
+    }
+    expect([...byOutcome.keys()].sort()).toEqual(['200', '503 admin_busy']);
+    // The burst (20) and the queue (64) are served; what arrived past them was refused.
+    expect(byOutcome.get('200')).toBeGreaterThanOrEqual(84);
+    expect(byOutcome.get('503 admin_busy')).toBeGreaterThan(0);
+    for (const answer of answers.filter((a) => a.status === 503)) {
+      expectAnswerMatchesContract('GET', `/orders/${orderId}`, answer.status, answer.headers, answer.body, 'admin');
+      expect(Number(answer.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  it('When as many connections are open as the port takes, then the next one is closed as it is accepted, and served once one closes', async () => {
+    const port = svc.service.adminPort;
+    const open = await Promise.all(
+      Array.from(
+        { length: MAX_ADMIN_CONNECTIONS },
+        () =>
+          new Promise<net.Socket>((resolve, reject) => {
+            const socket = net.connect(port, '127.0.0.1', () => resolve(socket));
+            socket.on('error', reject);
+          }),
+      ),
+    );
+    try {
+      // The server counts a connection once it has accepted it.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await expect(raw(port, 'GET', '/livez')).rejects.toMatchObject({ code: 'ECONNRESET' });
+    } finally {
+      for (const socket of open) socket.destroy();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await raw(port, 'GET', '/livez')).status).toBe(200);
+  });
+});
