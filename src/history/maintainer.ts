@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { LOCK_SESSION_KEEPALIVES, SessionLock } from '../database/sessionLock';
+import { Pause, SessionLock } from '../database/sessionLock';
 import type { Logger } from '../observability/logger';
 import type { HistoryMetrics } from '../observability/metrics';
 import { daysAhead, dayOf } from './days';
@@ -53,16 +53,18 @@ export class HistoryMaintainer {
   private readonly lock: SessionLock;
   private stopping = false;
   private loop: Promise<void> | null = null;
-  private wakeUp: (() => void) | null = null;
+  private readonly pause = new Pause();
   private nextRoundAt = 0;
 
   constructor(private readonly options: HistoryMaintainerOptions) {
     this.intervalMs = options.intervalMs ?? 3_600_000;
     this.now = options.now ?? Date.now;
-    this.lock = new SessionLock(
-      HISTORY_MAINTAINER_LOCK,
-      () => this.connectClient(),
-      (held) => {
+    this.lock = new SessionLock({
+      key: HISTORY_MAINTAINER_LOCK,
+      databaseUrl: options.databaseUrl,
+      job: 'history',
+      logger: options.logger,
+      onChange: (held) => {
         options.logger.info(
           { active: held },
           held ? 'history maintainer is active' : 'history maintainer is standing by',
@@ -71,7 +73,7 @@ export class HistoryMaintainer {
         // A new holder runs a round at once.
         if (held) this.nextRoundAt = 0;
       },
-    );
+    });
   }
 
   get isActive(): boolean {
@@ -81,13 +83,14 @@ export class HistoryMaintainer {
   start(): void {
     if (this.loop) return;
     this.stopping = false;
+    this.pause.resume();
     this.loop = this.run();
   }
 
   /** Finishes the round under way, releases the lock and closes its connection. */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.wakeUp?.();
+    this.pause.stop();
     await this.loop;
     this.loop = null;
   }
@@ -115,7 +118,7 @@ export class HistoryMaintainer {
         this.nextRoundAt = 0;
         delay = standbyMs;
       }
-      if (delay > 0) await this.sleep(delay);
+      if (delay > 0) await this.pause.wait(delay);
     }
     await this.lock.release();
   }
@@ -157,37 +160,5 @@ export class HistoryMaintainer {
         'history maintained',
       );
     return { daysMade: done.daysMade, daysRemoved, bodiesPurged };
-  }
-
-  private async connectClient(): Promise<pg.Client> {
-    const client = new pg.Client({
-      connectionString: this.options.databaseUrl,
-      keepAlive: true,
-      application_name: 'payment-notification-receiver:history',
-      connectionTimeoutMillis: 5000,
-      options: `-c jit=off ${LOCK_SESSION_KEEPALIVES}`,
-    });
-    client.on('error', (error) => {
-      this.options.logger.warn({ err: { message: error.message } }, 'history maintainer connection lost');
-      this.lock.lost(client);
-    });
-    await client.connect();
-    return client;
-  }
-
-  /** Waits ms, or until stop(). */
-  private sleep(ms: number): Promise<void> {
-    if (this.stopping) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wakeUp = () => {
-        this.wakeUp = null;
-        done();
-      };
-    });
   }
 }

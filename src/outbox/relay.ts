@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import pg from 'pg';
-import { LOCK_SESSION_KEEPALIVES, SessionLock } from '../database/sessionLock';
+import { SessionLock } from '../database/sessionLock';
 import { inTransaction, runOn, statement, type Statement } from '../database/transaction';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
@@ -154,14 +154,28 @@ export class OutboxRelay {
       options.metrics,
       options.logger,
     );
-    this.lock = new SessionLock(
-      RELAY_LOCK,
-      () => this.connectClient(),
-      (held) => {
+    this.lock = new SessionLock({
+      key: RELAY_LOCK,
+      databaseUrl: options.databaseUrl,
+      job: 'relay',
+      logger: options.logger,
+      onChange: (held) => {
         options.logger.info({ active: held }, held ? 'outbox relay is active' : 'outbox relay is standing by');
         options.metrics.relayActive.set(held ? 1 : 0);
       },
-    );
+      client: { pipeline: options.pipelined ?? false, statement_timeout: 30_000 },
+      // Marking events published need not wait for the WAL flush: a mark lost in a database crash only means
+      // the event is published again, with the same id (at-least-once, as documented). The claim must walk the
+      // pending index in order (an index scan, not a bitmap scan): only an index scan marks the entries of
+      // events published since as dead and skips them from then on; the planner cannot see those entries and
+      // would pick a bitmap scan that re-reads all of them on every batch until the next VACUUM
+      // (sql/003_outbox_pending_by_age.sql).
+      sessionOptions: '-c synchronous_commit=off -c enable_bitmapscan=off',
+      onConnect: async (client) => {
+        client.on('notification', () => this.wake());
+        await runOn(client, statement(sql`LISTEN ${sql.id(OUTBOX_CHANNEL)}`));
+      },
+    });
   }
 
   get isActive(): boolean {
@@ -241,33 +255,6 @@ export class OutboxRelay {
       );
       return false;
     }
-  }
-
-  private async connectClient(): Promise<pg.Client> {
-    const client = new pg.Client({
-      connectionString: this.options.databaseUrl,
-      keepAlive: true,
-      application_name: 'payment-notification-receiver:relay',
-      pipeline: this.options.pipelined ?? false,
-      connectionTimeoutMillis: 5000,
-      statement_timeout: 30_000,
-      // Marking events published need not wait for the WAL flush: a mark lost in a database crash
-      // only means the event is published again, with the same id (at-least-once, as documented).
-      // The claim must walk the pending index in order (an index scan, not a bitmap scan): only an
-      // index scan marks the entries of events published since as dead and skips them from then
-      // on; the planner cannot see those entries and would pick a bitmap scan that re-reads all
-      // of them on every batch until the next VACUUM (sql/003_outbox_pending_by_age.sql).
-      // This session holds the relay lock: keepalives let another replica take over from a dead node.
-      options: `-c synchronous_commit=off -c enable_bitmapscan=off ${LOCK_SESSION_KEEPALIVES}`,
-    });
-    client.on('error', (error) => {
-      this.options.logger.warn({ err: { message: error.message } }, 'relay database connection lost');
-      this.lock.lost(client);
-    });
-    client.on('notification', () => this.wake());
-    await client.connect();
-    await runOn(client, statement(sql`LISTEN ${sql.id(OUTBOX_CHANNEL)}`));
-    return client;
   }
 
   /**

@@ -1,6 +1,5 @@
-import pg from 'pg';
 import type { Db } from '../database/pool';
-import { LOCK_SESSION_KEEPALIVES, SessionLock } from '../database/sessionLock';
+import { Pause, SessionLock } from '../database/sessionLock';
 import type { Logger } from '../observability/logger';
 import type { CheckResult, ReconciliationMetrics } from '../observability/metrics';
 import { checkOrder, uncheckedOrder, type CheckDependencies, type OrderCheck } from './checkOrder';
@@ -64,7 +63,7 @@ export class Reconciler {
   private readonly lock: SessionLock;
   private stopping = false;
   private loop: Promise<void> | null = null;
-  private wakeUp: (() => void) | null = null;
+  private readonly pause = new Pause();
   private failedRounds = 0;
   private databaseBackoffMs = 0;
   /** When the gauges were counted and old given-up rows dropped (housekeeping); 0: not yet. */
@@ -75,10 +74,12 @@ export class Reconciler {
   constructor(private readonly options: ReconcilerOptions) {
     this.batchSize = options.batchSize ?? 50;
     this.now = options.now ?? (() => new Date());
-    this.lock = new SessionLock(
-      RECONCILER_LOCK,
-      () => this.connectClient(),
-      (held) => {
+    this.lock = new SessionLock({
+      key: RECONCILER_LOCK,
+      databaseUrl: options.databaseUrl,
+      job: 'reconciler',
+      logger: options.logger,
+      onChange: (held) => {
         options.logger.info({ active: held }, held ? 'reconciler is active' : 'reconciler is standing by');
         options.metrics.reconcilerActive.set(held ? 1 : 0);
         // Only the active reconciler reports the open orders: a former one must not keep its last figures.
@@ -87,7 +88,7 @@ export class Reconciler {
           options.metrics.givenUpOrders.set(0);
         }
       },
-    );
+    });
   }
 
   get isActive(): boolean {
@@ -97,13 +98,14 @@ export class Reconciler {
   start(): void {
     if (this.loop) return;
     this.stopping = false;
+    this.pause.resume();
     this.loop = this.run();
   }
 
   /** Finishes the check under way, releases the lock and closes its connection. */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.wakeUp?.();
+    this.pause.stop();
     await this.loop;
     this.loop = null;
   }
@@ -128,7 +130,7 @@ export class Reconciler {
         this.databaseBackoffMs = Math.min(Math.max(this.databaseBackoffMs * 2, 250), 30_000);
         delay = Math.max(this.databaseBackoffMs, intervalMs);
       }
-      if (delay > 0) await this.sleep(delay);
+      if (delay > 0) await this.pause.wait(delay);
     }
     await this.lock.release();
   }
@@ -220,37 +222,5 @@ export class Reconciler {
       'order still not final after RECONCILE_GIVE_UP; reconciliation gave it up',
     );
     return true;
-  }
-
-  private async connectClient(): Promise<pg.Client> {
-    const client = new pg.Client({
-      connectionString: this.options.databaseUrl,
-      keepAlive: true,
-      application_name: 'payment-notification-receiver:reconciler',
-      connectionTimeoutMillis: 5000,
-      options: LOCK_SESSION_KEEPALIVES,
-    });
-    client.on('error', (error) => {
-      this.options.logger.warn({ err: { message: error.message } }, 'reconciler lock connection lost');
-      this.lock.lost(client);
-    });
-    await client.connect();
-    return client;
-  }
-
-  /** Waits ms, or until stop(). */
-  private sleep(ms: number): Promise<void> {
-    if (this.stopping) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wakeUp = () => {
-        this.wakeUp = null;
-        done();
-      };
-    });
   }
 }
