@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Database } from '../database/schema';
-import { prepared, queries, statement, type Statement } from '../database/transaction';
+import { prepared, preparedStatement, queries, statement, type Slot, type Statement } from '../database/transaction';
 import type { DeliveryOutcome } from '../domain/outcomes';
 import { OUTBOX_CHANNEL } from '../outbox/notifyChannel';
 import { DELIVERY_ROWS_PER_NOTIFICATION } from './batch';
@@ -15,8 +15,6 @@ import {
   STREAM_COLUMNS,
   VARIANT_COLUMNS,
   type BatchRows,
-  type DeliveryRepeatRow,
-  type DeliveryRow,
   type HistoryRow,
   type RecordedRef,
   type StateRow,
@@ -38,13 +36,16 @@ type Table = keyof Database;
 
 const columnList = (columns: readonly string[]): RawBuilder<unknown> => sql.join(columns.map((c) => sql.ref(c)));
 
-/** A table's rows from the JSON parameter: `SELECT columns FROM json_populate_recordset(NULL::table, rows)`. */
-const fromJson = (table: Table, columns: readonly string[], rows: readonly object[]): RawBuilder<unknown> =>
-  sql`SELECT ${columnList(columns)} FROM json_populate_recordset(NULL::${sql.table(table)}, ${JSON.stringify(rows)}::json)`;
+/** A table's rows from their JSON parameter: `SELECT columns FROM json_populate_recordset(NULL::table, rows)`. */
+const fromJson = (table: Table, columns: readonly string[], rows: Slot): RawBuilder<unknown> =>
+  sql`SELECT ${columnList(columns)} FROM json_populate_recordset(NULL::${sql.table(table)}, ${rows}::json)`;
 
-/** `INSERT INTO table (columns) SELECT columns FROM` the JSON parameter. */
-const insertJson = (table: Table, columns: readonly string[], rows: readonly object[]): RawBuilder<unknown> =>
+/** `INSERT INTO table (columns) SELECT columns FROM` their JSON parameter. */
+const insertJson = (table: Table, columns: readonly string[], rows: Slot): RawBuilder<unknown> =>
   sql`INSERT INTO ${sql.table(table)} (${columnList(columns)}) ${fromJson(table, columns, rows)}`;
+
+/** Rows as their statement's JSON parameter. */
+const json = (rows: readonly object[]): string => JSON.stringify(rows);
 
 /** `SET column = excluded.column` for every column but the key (and the given extras, e.g. updated_at = now()). */
 const updateFromExcluded = (columns: readonly string[], key: string, ...extra: RawBuilder<unknown>[]) =>
@@ -63,55 +64,65 @@ const jsonObjectOf = (alias: string, columns: readonly string[], asText: readonl
  * global order (sorted keys), so two transactions holding several orders each never deadlock. Rows that
  * do not exist yet are covered too, which row locks could not do. Answers the orders it locked.
  */
-export function lockOrders(orderIds: readonly string[], refundIds: readonly string[]): Statement<{ orders: string[] }> {
-  return prepared(
-    'record_lock',
-    sql<{ orders: string[] }>`
+const lockStatement = preparedStatement<
+  { orderIds: readonly string[]; refundIds: readonly string[] },
+  { orders: string[] }
+>(
+  'record_lock',
+  (p) => sql<{ orders: string[] }>`
       WITH involved AS (
-        SELECT unnest(${orderIds}::text[]) AS order_id
+        SELECT unnest(${p.orderIds}::text[]) AS order_id
         UNION
-        SELECT order_id FROM refunds WHERE refund_id = ANY(${refundIds}::text[])
+        SELECT order_id FROM refunds WHERE refund_id = ANY(${p.refundIds}::text[])
       )
       SELECT (SELECT array_agg(order_id) FROM involved) AS orders,
              (SELECT count(*) FROM (
                 SELECT pg_advisory_xact_lock(k)
                   FROM (SELECT DISTINCT hashtextextended(order_id, ${ORDER_LOCK_SEED}) AS k FROM involved ORDER BY k) AS keys
               ) AS locks) AS locked`,
-  );
-}
+);
+
+export const lockOrders = (
+  orderIds: readonly string[],
+  refundIds: readonly string[],
+): Statement<{ orders: string[] }> => lockStatement({ orderIds, refundIds });
 
 /**
  * What the batch needs, as of after its locks were granted: the projections of its orders and refunds with the
  * statuses recorded for them, their owners and event sequences, ids for its new notifications (one per meaning,
  * at least), and the transaction's time.
  */
-export function readState(
-  orderIds: readonly string[],
-  refundIds: readonly string[],
-  meanings: number,
-): Statement<StateRow> {
-  const projected = (columns: readonly string[]) => columns.filter((c) => c !== 'status_rank');
-  return prepared(
-    'record_read',
-    sql<StateRow>`
+const projected = (columns: readonly string[]) => columns.filter((c) => c !== 'status_rank');
+
+const readStatement = preparedStatement<
+  { orderIds: readonly string[]; refundIds: readonly string[]; meanings: number },
+  StateRow
+>(
+  'record_read',
+  (p) => sql<StateRow>`
       WITH involved AS (
-        SELECT unnest(${orderIds}::text[]) AS order_id
+        SELECT unnest(${p.orderIds}::text[]) AS order_id
         UNION
-        SELECT order_id FROM refunds WHERE refund_id = ANY(${refundIds}::text[])
+        SELECT order_id FROM refunds WHERE refund_id = ANY(${p.refundIds}::text[])
       )
       SELECT
         (SELECT json_agg(${jsonObjectOf('o', projected(ORDER_COLUMNS), ['total_amount'])})
            FROM orders o WHERE o.order_id IN (SELECT order_id FROM involved)) AS orders,
         (SELECT json_agg(${jsonObjectOf('r', projected(REFUND_COLUMNS), ['amount'])})
-           FROM refunds r WHERE r.refund_id = ANY(${refundIds}::text[])) AS refunds,
+           FROM refunds r WHERE r.refund_id = ANY(${p.refundIds}::text[])) AS refunds,
         (SELECT json_agg(${jsonObjectOf('s', STREAM_COLUMNS, ['last_sequence'])})
            FROM event_streams s WHERE s.order_id IN (SELECT order_id FROM involved)) AS streams,
         (SELECT json_agg(${jsonObjectOf('w', OWNER_COLUMNS)})
            FROM order_owners w WHERE w.order_id IN (SELECT order_id FROM involved)) AS owners,
-        (SELECT array_agg(nextval('notification_ids')::text) FROM generate_series(1, ${meanings}::int)) AS new_ids,
+        (SELECT array_agg(nextval('notification_ids')::text) FROM generate_series(1, ${p.meanings}::int)) AS new_ids,
         to_json(now())#>>'{}' AS now`,
-  );
-}
+);
+
+export const readState = (
+  orderIds: readonly string[],
+  refundIds: readonly string[],
+  meanings: number,
+): Statement<StateRow> => readStatement({ orderIds, refundIds, meanings });
 
 /**
  * The notifications the batch's repeats are of, each in its own day (the receive time its projection recorded),
@@ -138,18 +149,22 @@ export function readHistory(refs: readonly RecordedRef[]): Statement<HistoryRow>
 }
 
 /** The deliveries' audit rows, and the repeats counted instead of a row. Part of a write. */
-const insertDeliveries = (rows: readonly DeliveryRow[], repeats: readonly DeliveryRepeatRow[]) => sql`
-    deliveries_added AS (${insertJson('deliveries', DELIVERY_COLUMNS, rows)}),
+const insertDeliveries = (deliveries: Slot, repeats: Slot) => sql`
+    deliveries_added AS (${insertJson('deliveries', DELIVERY_COLUMNS, deliveries)}),
     repeats_counted AS (
       ${insertJson('delivery_repeats', DELIVERY_REPEAT_COLUMNS, repeats)}
       ON CONFLICT (notification_id) WHERE notification_id IS NOT NULL
       DO UPDATE SET deliveries = delivery_repeats.deliveries + excluded.deliveries, last_at = now()
     )`;
 
+const deliveriesStatement = preparedStatement<{ deliveries: string; repeats: string }, unknown>(
+  'record_deliveries',
+  (p) => sql`WITH ${insertDeliveries(p.deliveries, p.repeats)} SELECT 1`,
+);
+
 /** A batch of known duplicates writes only their deliveries: one statement. */
-export function writeDeliveries({ deliveries, repeats }: Pick<BatchRows, 'deliveries' | 'repeats'>): Statement {
-  return prepared('record_deliveries', sql`WITH ${insertDeliveries(deliveries, repeats)} SELECT 1`);
-}
+export const writeDeliveries = ({ deliveries, repeats }: Pick<BatchRows, 'deliveries' | 'repeats'>): Statement =>
+  deliveriesStatement({ deliveries: json(deliveries), repeats: json(repeats) });
 
 /**
  * A projection's upsert: every column from the row, and `updated_at` moved only when the projection did (a status
@@ -166,27 +181,42 @@ const upsertProjection = (columns: readonly string[], key: string, table: 'order
   )}`;
 };
 
-/** Everything the decision wrote, as one statement (sent with COMMIT), and the relay's wake-up hint. */
-export function writeBatch(rows: BatchRows): Statement {
-  return prepared(
-    'record_write',
-    sql`
-      WITH notifications_added AS (${insertJson('notifications', NOTIFICATION_COLUMNS, rows.notifications)}
-      ), owners_added AS (${insertJson('order_owners', OWNER_COLUMNS, rows.owners)}
+/** The tables a batch writes, each its rows as one JSON parameter, and how many events it wrote. */
+type WriteArgs = { [Table in keyof BatchRows]: string } & { eventCount: number };
+
+const writeStatement = preparedStatement<WriteArgs, unknown>(
+  'record_write',
+  (p) => sql`
+      WITH notifications_added AS (${insertJson('notifications', NOTIFICATION_COLUMNS, p.notifications)}
+      ), owners_added AS (${insertJson('order_owners', OWNER_COLUMNS, p.owners)}
       ), orders_upserted AS (
-        ${insertJson('orders', ORDER_COLUMNS, rows.orders)} ${upsertProjection(ORDER_COLUMNS, 'order_id', 'orders')}
+        ${insertJson('orders', ORDER_COLUMNS, p.orders)} ${upsertProjection(ORDER_COLUMNS, 'order_id', 'orders')}
       ), refunds_upserted AS (
-        ${insertJson('refunds', REFUND_COLUMNS, rows.refunds)} ${upsertProjection(REFUND_COLUMNS, 'refund_id', 'refunds')}
+        ${insertJson('refunds', REFUND_COLUMNS, p.refunds)} ${upsertProjection(REFUND_COLUMNS, 'refund_id', 'refunds')}
       ), sequences_updated AS (
-        ${insertJson('event_streams', STREAM_COLUMNS, rows.streams)}
+        ${insertJson('event_streams', STREAM_COLUMNS, p.streams)}
         ON CONFLICT (order_id) DO UPDATE SET ${updateFromExcluded(STREAM_COLUMNS, 'order_id')}
-      ), events_added AS (${insertJson('outbox_events', OUTBOX_COLUMNS, rows.events)}
-      ), variants_added AS (${insertJson('notification_variants', VARIANT_COLUMNS, rows.variants)}
-      ), ${insertDeliveries(rows.deliveries, rows.repeats)}
+      ), events_added AS (${insertJson('outbox_events', OUTBOX_COLUMNS, p.events)}
+      ), variants_added AS (${insertJson('notification_variants', VARIANT_COLUMNS, p.variants)}
+      ), ${insertDeliveries(p.deliveries, p.repeats)}
       -- The relay's wake-up hint, delivered at commit; it also polls, so a lost hint costs a poll interval.
-      SELECT CASE WHEN ${rows.events.length}::int > 0 THEN pg_notify(${OUTBOX_CHANNEL}, '') END AS notified`,
-  );
-}
+      SELECT CASE WHEN ${p.eventCount}::int > 0 THEN pg_notify(${OUTBOX_CHANNEL}, '') END AS notified`,
+);
+
+/** Everything the decision wrote, as one statement (sent with COMMIT), and the relay's wake-up hint. */
+export const writeBatch = (rows: BatchRows): Statement =>
+  writeStatement({
+    notifications: json(rows.notifications),
+    owners: json(rows.owners),
+    orders: json(rows.orders),
+    refunds: json(rows.refunds),
+    streams: json(rows.streams),
+    events: json(rows.events),
+    variants: json(rows.variants),
+    deliveries: json(rows.deliveries),
+    repeats: json(rows.repeats),
+    eventCount: rows.events.length,
+  });
 
 /**
  * Keeps an authentic body that could not be read (or recorded), with the reason, and its delivery: the same
