@@ -109,18 +109,40 @@ export async function closedLoop(
   return { rps: result.requests.average, requests: result.requests.total, non2xx: result.non2xx };
 }
 
+/** One request of an open loop: when it was due (performance.now()), and what it got how long after. */
+export interface OpenLoopSample {
+  dueMs: number;
+  latencyMs: number;
+  /** The answer's status; 0: no answer (the connection failed). */
+  status: number;
+}
+
 /** Open loop: requests leave on schedule whatever the answers; latency counts from the scheduled time. */
 export async function openLoop(port: number, notifications: Notification[], rate: number, seconds: number) {
+  const { samples, loadGeneratorLagMaxMs } = await openLoopSamples(port, notifications, rate, seconds);
+  return { ...latencySummary(samples), loadGeneratorLagMaxMs };
+}
+
+/**
+ * The open loop's requests one by one, for a caller that reads a window of them: it sends for `seconds`, or
+ * until `stop` aborts. Past the end of `notifications` it starts over (repeats: duplicates).
+ */
+export async function openLoopSamples(
+  port: number,
+  notifications: Notification[],
+  rate: number,
+  seconds: number,
+  stop?: AbortSignal,
+): Promise<{ samples: OpenLoopSample[]; loadGeneratorLagMaxMs: number }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
-  const latencies: number[] = [];
-  let failures = 0;
+  const samples: OpenLoopSample[] = [];
   const total = rate * seconds;
   // The load generator's own stalls: a request that leaves late is counted late, whoever stalled.
   const ownLag = monitorEventLoopDelay({ resolution: 10 });
   ownLag.enable();
   const start = performance.now();
   const inFlight: Array<Promise<void>> = [];
-  for (let i = 0; i < total; i++) {
+  for (let i = 0; i < total && stop?.aborted !== true; i++) {
     const due = start + (i * 1000) / rate;
     // Never before its time (timers fire on whole milliseconds, and a request sent early would
     // count less than it took); a request that leaves late counts from its scheduled time.
@@ -144,14 +166,13 @@ export async function openLoop(port: number, notifications: Notification[], rate
           (res) => {
             res.resume();
             res.on('end', () => {
-              latencies.push(performance.now() - due);
-              if (res.statusCode !== 200) failures++;
+              samples.push({ dueMs: due, latencyMs: performance.now() - due, status: res.statusCode ?? 0 });
               resolve();
             });
           },
         );
         req.on('error', () => {
-          failures++;
+          samples.push({ dueMs: due, latencyMs: performance.now() - due, status: 0 });
           resolve();
         });
         req.end(n.body);
@@ -161,14 +182,21 @@ export async function openLoop(port: number, notifications: Notification[], rate
   await Promise.all(inFlight);
   ownLag.disable();
   agent.destroy();
-  const sorted = latencies.sort((a, b) => a - b);
+  return { samples, loadGeneratorLagMaxMs: ownLag.max / 1e6 };
+}
+
+/** The latency of answered requests (quantiles, ms) and how many were not answered 200. */
+export function latencySummary(samples: readonly OpenLoopSample[]) {
+  const sorted = samples
+    .filter((s) => s.status !== 0)
+    .map((s) => s.latencyMs)
+    .sort((a, b) => a - b);
   return {
-    sent: total,
-    failures,
+    sent: samples.length,
+    failures: samples.filter((s) => s.status !== 200).length,
     p50: quantile(sorted, 0.5),
     p99: quantile(sorted, 0.99),
     max: sorted[sorted.length - 1] ?? 0,
-    loadGeneratorLagMaxMs: ownLag.max / 1e6,
   };
 }
 

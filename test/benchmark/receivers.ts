@@ -130,12 +130,16 @@ export interface Service {
   readyMs: number;
 }
 
-/** Starts the built service; inside the memory cgroup when there is one (it enters it before node starts). */
+/**
+ * Starts the built service; inside the memory cgroup when there is one (it enters it before node starts).
+ * `env` adds to or overrides its settings.
+ */
 export async function startService(
   databaseUrl: string,
   exchange: string,
   cgroup: MemoryCgroup,
   profile = false,
+  env: NodeJS.ProcessEnv = {},
 ): Promise<Service> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const started = Date.now();
@@ -158,6 +162,7 @@ export async function startService(
       ALLOWED_SOURCE_IPS: '127.0.0.1',
       AMQP_URL: AMQP,
       AMQP_EXCHANGE: exchange,
+      ...env,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

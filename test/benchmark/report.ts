@@ -110,9 +110,7 @@ export function printReport(results: RunResults): void {
     ],
     ['start to ready (migrations applied)', `${figures.readyMs.median} ms`, `runs ${readyTimes.join(', ')} ms`],
   ];
-  const width = Math.max(...rows.map((r) => r[0].length));
-  process.stdout.write(`\n${'figure'.padEnd(width)}  value                     note\n`);
-  for (const [name, value, note] of rows) process.stdout.write(`${name.padEnd(width)}  ${value.padEnd(24)}  ${note}\n`);
+  printTable(rows);
   if (process.env.BENCH_PROFILE === '1') {
     process.stdout.write('\nwhere the service spent its CPU samples (whole run, self time by layer):\n');
     for (const { layer, percent } of summarizeProfile(path.join(ROOT, 'bench.cpuprofile'))) {
@@ -120,6 +118,13 @@ export function printReport(results: RunResults): void {
     }
   }
   process.stdout.write(`${JSON.stringify(figures)}\n`);
+}
+
+/** A report's table: a figure, its value and a note a row. */
+export function printTable(rows: ReadonlyArray<readonly [string, string, string]>): void {
+  const width = Math.max(...rows.map((r) => r[0].length));
+  process.stdout.write(`\n${'figure'.padEnd(width)}  value                     note\n`);
+  for (const [name, value, note] of rows) process.stdout.write(`${name.padEnd(width)}  ${value.padEnd(24)}  ${note}\n`);
 }
 
 function openLoopFigures({ open, stalls, recorder }: LatencyPhaseResult, reference: OpenLoopResult) {
