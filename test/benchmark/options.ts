@@ -31,6 +31,15 @@ export const SERVICE_NODE_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? chart
 export const SERVICE_MEMORY_LIMIT_MB = Number(
   process.env.BENCH_SERVICE_MEMORY_LIMIT_MB ?? chartMemoryLimitMb(CHART_VALUES),
 );
+/** The history mode's open-loop rate (`--history`): a busy shop's peak, well under what the service takes here. */
+export const HISTORY_RATE = Number(process.env.BENCH_HISTORY_RATE ?? 500);
+/** The history mode seeds a year; retention then removes half of it. */
+export const HISTORY_DAYS = 365;
+export const HISTORY_RETENTION_DAYS = 182;
+/** The body purge's retention, the service's default BODY_RETENTION (the seeding leaves bodies for 30 days). */
+export const BODY_RETENTION_DAYS = 30;
+/** Seeded order ids the history mode looks up on the admin port: half from the oldest month, half from the newest. */
+export const HISTORY_SAMPLE = 2000;
 /** Notifications made in advance per second of a closed-loop run: more than either receiver takes here. */
 export const AHEAD_PER_SECOND = 10_000;
 

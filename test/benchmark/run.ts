@@ -17,6 +17,10 @@
  * V8's heap from it.
  * Prints a table, then one JSON line with every figure.
  *
+ * `npm run bench -- --history <orders>` runs the history mode instead (history.ts): the service on an empty
+ * database and on one seeded with a year of <orders> orders, alternated, then admin lookups, purge and retention
+ * on the seeded one; BENCH_HISTORY_RATE (500) is its open loop's rate.
+ *
  * Options (environment): BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_RATE (1000),
  * BENCH_CONNECTIONS (32), BENCH_PROFILE=1 (write a CPU profile of the service to bench.cpuprofile),
  * BENCH_SERVICE_NODE_FLAGS (Node.js flags for the service's process only; default: the V8 heap flags
@@ -28,7 +32,7 @@
  * service, the reference, the receiver that does nothing, the consumer), load.ts (the workload and
  * the closed and open loops), resources.ts (memory cgroup, RSS, CPU by process), serviceMetrics.ts
  * (the service's own counters), phases.ts (what a run does, phase by phase), report.ts (table and
- * JSON line).
+ * JSON line); the history mode's history.ts (its run), historyDatabases.ts, historyPhases.ts, historyReport.ts.
  */
 import { fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -36,6 +40,7 @@ import amqp from 'amqplib';
 import { freePort } from '../support/net';
 import { closedLoop, openLoop, take, workload } from './load';
 import { AMQP, PG, RATE, SERVICE_MEMORY_LIMIT_MB, WARM_UP_SECONDS } from './options';
+import { runHistory } from './history';
 import { duplicatesRounds, latencyPhase, referenceLatencyPhase, throughputRounds, type OtherReceivers } from './phases';
 import { admin, runBare, runConsumer, runReference, startService, stop, waitForPort } from './receivers';
 import { printReport } from './report';
@@ -152,6 +157,16 @@ async function main(): Promise<void> {
   }
 }
 
+/** The history mode, for `--history <orders>`: at least a thousand orders, at most a hundred million. */
+function historyRun(orders: string | undefined): () => Promise<void> {
+  const count = Number(orders);
+  if (!Number.isInteger(count) || count < 1000 || count > 100_000_000) {
+    process.stderr.write('--history takes a number of orders to seed, from 1000 to 100000000\n');
+    process.exit(2);
+  }
+  return () => runHistory(count);
+}
+
 if (process.argv[2] === '--reference') {
   void runReference(Number(process.argv[3]), process.argv[4] as string);
 } else if (process.argv[2] === '--bare') {
@@ -159,7 +174,8 @@ if (process.argv[2] === '--reference') {
 } else if (process.argv[2] === '--consumer') {
   void runConsumer(process.argv[3] as string);
 } else {
-  main().catch((error: unknown) => {
+  const run = process.argv[2] === '--history' ? historyRun(process.argv[3]) : main;
+  run().catch((error: unknown) => {
     process.stderr.write(`benchmark failed: ${(error as Error).stack ?? String(error)}\n`);
     process.exit(1);
   });
