@@ -18,9 +18,12 @@ import type { Service } from './receivers';
 import { quantile, round2 } from './stats';
 import { sleep } from '../support/wait';
 
+/** The history mode's traffic: random order ids, as a shop's are, whose new orders land all over large indexes. */
+const traffic = (seed: string) => workload(seed, true);
+
 /** The service warmed up at the history rate, as the default mode warms it (JIT, pools, caches). */
 export async function warmUp(service: Service, seed: string): Promise<void> {
-  const warm = take(workload(seed), HISTORY_RATE * WARM_UP_SECONDS);
+  const warm = take(traffic(seed), HISTORY_RATE * WARM_UP_SECONDS);
   await openLoop(service.port, warm, HISTORY_RATE, WARM_UP_SECONDS);
   await sleep(2000);
 }
@@ -30,9 +33,9 @@ export async function warmUp(service: Service, seed: string): Promise<void> {
  * work to do), then the closed loop's throughput.
  */
 export async function intakeRun(service: Service, seed: string) {
-  const open = await openLoop(service.port, take(workload(`${seed}o`), HISTORY_RATE * SECONDS), HISTORY_RATE, SECONDS);
+  const open = await openLoop(service.port, take(traffic(`${seed}o`), HISTORY_RATE * SECONDS), HISTORY_RATE, SECONDS);
   // Made (signed) before the run, so that the load generator spends the run sending.
-  const stream = madeAhead(workload(`${seed}c`), AHEAD_PER_SECOND * SECONDS);
+  const stream = madeAhead(traffic(`${seed}c`), AHEAD_PER_SECOND * SECONDS);
   const closed = await closedLoop(service.port, stream, SECONDS);
   return { open, closed };
 }
@@ -148,9 +151,9 @@ const AROUND_RETENTION_SECONDS = 3;
  * starts to as long after it ends. "During" counts the requests due while it ran.
  */
 export async function retentionUnderLoad(service: Service, databaseUrl: string, seed: string) {
-  const idle = await openLoop(service.port, take(workload(`${seed}i`), HISTORY_RATE * SECONDS), HISTORY_RATE, SECONDS);
+  const idle = await openLoop(service.port, take(traffic(`${seed}i`), HISTORY_RATE * SECONDS), HISTORY_RATE, SECONDS);
   await sleep(2000);
-  const notifications = take(workload(`${seed}r`), HISTORY_RATE * RETENTION_LOOP_MAX_SECONDS);
+  const notifications = take(traffic(`${seed}r`), HISTORY_RATE * RETENTION_LOOP_MAX_SECONDS);
   const stop = new AbortController();
   const loop = openLoopSamples(service.port, notifications, HISTORY_RATE, RETENTION_LOOP_MAX_SECONDS, stop.signal);
   await sleep(AROUND_RETENTION_SECONDS * 1000);

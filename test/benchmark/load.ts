@@ -3,6 +3,7 @@
  * it: a closed loop (autocannon, as fast as the receiver answers) and an open loop (on a schedule,
  * latency counted from the scheduled time).
  */
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import autocannon from 'autocannon';
@@ -20,9 +21,10 @@ export interface Notification {
 /**
  * An endless stream of fresh notifications: order lifecycles, each step followed a quarter of the
  * time by a repeat of an earlier notification (so 20 % of the stream are duplicates, however much
- * of it a run takes).
+ * of it a run takes). Order ids are the seed and a counter; with `randomIds`, random as the payment
+ * service's are, so that new orders land all over the indexes that a long history has made large.
  */
-export function workload(seed: string): () => Notification {
+export function workload(seed: string, randomIds = false): () => Notification {
   const sent: Notification[] = [];
   const ready: Notification[] = [];
   let n = 0;
@@ -31,7 +33,8 @@ export function workload(seed: string): () => Notification {
     ready.push(notification);
   };
   const nextLifecycle = (): void => {
-    const orderId = `B${seed}${(n++).toString(36).toUpperCase()}`;
+    const orderId = randomIds ? randomOrderId() : `B${seed}${n.toString(36).toUpperCase()}`;
+    n++;
     const steps = [orderBody({ orderId, status: 'PENDING', paymentId: String(n) })];
     if (n % 5 === 0) steps.push(orderBody({ orderId, status: 'WAITING_FOR_CONFIRMATION', paymentId: String(n) }));
     steps.push(
@@ -59,6 +62,12 @@ export function workload(seed: string): () => Notification {
     return ready[next++] as Notification;
   };
 }
+
+const ID_CHARACTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+
+/** An order id like the payment service's: 24 random upper-case letters and digits. */
+const randomOrderId = (): string =>
+  Array.from(randomBytes(24), (byte) => ID_CHARACTERS[byte % ID_CHARACTERS.length]).join('');
 
 /** The first `count` notifications of a stream. */
 export const take = (stream: () => Notification, count: number): Notification[] =>
