@@ -12,6 +12,7 @@ import {
   type ExitCode,
 } from './commands/io';
 import { registerEvents } from './commands/events';
+import { registerHistory } from './commands/history';
 import { registerInspect } from './commands/inspect';
 import { registerPurge } from './commands/purge';
 import { registerQuarantine } from './commands/quarantine';
@@ -51,6 +52,7 @@ export function buildProgram(io: CliIo, state: CliState): Command {
   registerQuarantine(program, io, state);
   registerPurge(program, io, state);
   registerReconcile(program, io, state);
+  registerHistory(program, io, state);
   return program;
 }
 

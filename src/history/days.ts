@@ -17,7 +17,7 @@ export const DAYS_AHEAD = 7;
 /** The shortest history retention: the sender retries a notification for 72 hours. */
 export const MIN_HISTORY_RETENTION_MS = 72 * 3_600_000;
 
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 
 /** A day as `YYYY-MM-DD` (UTC). */
 export type Day = string;

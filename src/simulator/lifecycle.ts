@@ -19,6 +19,8 @@ import { chance, pick, randomInt, type Random } from './random';
 /** One refund of a completed order. `amount` omitted: the whole remaining amount (a full refund). */
 export interface RefundPlan {
   amount?: string;
+  /** The payment service's refund id; none: a random one. */
+  refundId?: string;
   status: RefundStatus;
   extRefundId?: string;
 }
@@ -152,7 +154,7 @@ export function buildLifecycle(plan: LifecyclePlan, random: Random): Lifecycle {
     offset += plan.gapMs;
     const amount = refund.amount ?? (BigInt(plan.totalAmount) - refunded).toString();
     if (refund.status !== 'CANCELED') refunded += BigInt(amount);
-    const refundId = newRefundId(random);
+    const refundId = refund.refundId ?? newRefundId(random);
     const statusAt = at(offset - randomInt(random, 0, 999));
     notifications.push({
       kind: 'refund',

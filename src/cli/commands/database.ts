@@ -34,12 +34,12 @@ const CLI_DATABASE_TIMEOUT_MS = 120_000;
  * Opens a small pool for one command and always closes it: Kysely for the queries, and the recorder's
  * transactions (quarantine retry records through the recorder). Without DATABASE_URL it uses the
  * embedded Postgres in DATA_DIR: the service's while it runs, or else started for this command
- * (migrated, and stopped after it).
+ * (migrated, and stopped after it). `work` gets the server's URL too, for connections of its own.
  */
 export async function withDatabase<T>(
   io: CliIo,
   config: Config,
-  work: (db: Db, transactions: PooledTransactions) => Promise<T>,
+  work: (db: Db, transactions: PooledTransactions, url: string) => Promise<T>,
 ): Promise<T> {
   const logger = createLogger('silent');
   let server: DatabaseServer;
@@ -66,7 +66,7 @@ export async function withDatabase<T>(
   );
   const db = createDb(pool);
   try {
-    return await work(db, new PooledTransactions(pool));
+    return await work(db, new PooledTransactions(pool), server.url);
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (code === '42P01')
