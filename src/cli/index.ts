@@ -75,16 +75,22 @@ export async function runCli(args: readonly string[], io: CliIo = processIo()): 
   }
 }
 
+/**
+ * Exits once stdout has taken all that was written to it: a pipe whose reader is slower than the command (a Node
+ * parent, say) holds only so much, the rest waits in the process, and process.exit would drop it. The empty
+ * write's callback runs after every write before it.
+ */
+function exitAfterOutput(code: number): void {
+  process.stdout.write('', () => process.exit(code));
+}
+
 /** The process entry (`node dist/cli/index.js`, and bin/notification-receiver.js once it has built). */
 export function main(): void {
   loadDotEnv();
-  runCli(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (error: unknown) => {
-      process.stderr.write(`error: ${(error as Error).message}\n`);
-      process.exit(EXIT_FAILURE);
-    },
-  );
+  runCli(process.argv.slice(2)).then(exitAfterOutput, (error: unknown) => {
+    process.stderr.write(`error: ${(error as Error).message}\n`);
+    exitAfterOutput(EXIT_FAILURE);
+  });
 }
 
 if (require.main === module) main();
