@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import pg from 'pg';
-import { ROOT } from './options';
+import { KEY, POS_ID, ROOT } from './options';
 
 /** What a command printed on stdout, and how long it took from spawn to exit. */
 export interface CommandRun {
@@ -18,7 +18,8 @@ async function command(script: string, args: readonly string[], databaseUrl: str
   const started = performance.now();
   const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'cli', script), ...args], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl },
+    // The service's POS and key: `history seed` gives its orders to the first POS of SECOND_KEYS.
+    env: { ...process.env, DATABASE_URL: databaseUrl, SECOND_KEYS: `${POS_ID}:${KEY}` },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const chunks: Buffer[] = [];
