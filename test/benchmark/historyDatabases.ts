@@ -87,12 +87,13 @@ export async function databaseSize(databaseUrl: string) {
   return onDatabase(databaseUrl, async (client) => {
     const database = await client.query<{ bytes: string }>('SELECT pg_database_size(current_database()) AS bytes');
     const tables = await client.query<{ table: string; bytes: string }>(
-      `SELECT c.relname AS table, sum(pg_total_relation_size(t.relid)) AS bytes
+      `SELECT c.relname AS table,
+              CASE WHEN c.relkind = 'p'
+                   THEN (SELECT sum(pg_total_relation_size(t.relid)) FROM pg_partition_tree(c.oid) t)
+                   ELSE pg_total_relation_size(c.oid) END AS bytes
          FROM pg_class c
          JOIN pg_namespace n ON n.oid = c.relnamespace
-         CROSS JOIN LATERAL pg_partition_tree(c.oid) t
         WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-        GROUP BY c.relname
         ORDER BY bytes DESC`,
     );
     return {
