@@ -36,8 +36,11 @@ export const HISTORY_RATE = Number(process.env.BENCH_HISTORY_RATE ?? 500);
 /** The history mode seeds a year; retention then removes half of it. */
 export const HISTORY_DAYS = 365;
 export const HISTORY_RETENTION_DAYS = 182;
-/** The body purge's retention, the service's default BODY_RETENTION (the seeding leaves bodies for 30 days). */
-export const BODY_RETENTION_DAYS = 30;
+/**
+ * The history mode's body purge: the seeding keeps the bodies of the last 30 days (the service's default
+ * BODY_RETENTION), so a purge at 23 days removes a week's, as when the service's purge was off for a week.
+ */
+export const BODY_PURGE_DAYS = 23;
 /** Seeded order ids the history mode looks up on the admin port: half from the oldest month, half from the newest. */
 export const HISTORY_SAMPLE = 2000;
 /** Notifications made in advance per second of a closed-loop run: more than either receiver takes here. */
