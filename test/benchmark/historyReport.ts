@@ -61,12 +61,12 @@ function targets(figures: ReturnType<typeof historyFigures>) {
   return [
     {
       target: 'throughput with history ≥ 0.9× empty',
-      value: `${intake.throughputRatio}×`,
+      value: `${intake.throughputRatio.toFixed(2)}×`,
       met: intake.throughputRatio >= 0.9,
     },
     {
       target: `p99 at ${HISTORY_RATE}/s with history ≤ 1.5× empty`,
-      value: `${intake.p99Ratio}×`,
+      value: `${intake.p99Ratio.toFixed(2)}×`,
       met: intake.p99Ratio <= 1.5,
     },
     {
@@ -81,7 +81,7 @@ function targets(figures: ReturnType<typeof historyFigures>) {
     },
     {
       target: 'intake p99 during retention ≤ 3× idle, no non-2xx',
-      value: `${during.p99Ratio}×, ${during.failures} non-2xx`,
+      value: `${during.p99Ratio.toFixed(2)}×, ${during.failures} non-2xx`,
       met: during.p99Ratio <= 3 && during.failures === 0,
     },
     {
