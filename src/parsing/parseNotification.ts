@@ -1,3 +1,4 @@
+import { MAX_ID_LENGTH } from './identifiers';
 import {
   ORDER_STATUSES,
   REFUND_STATUSES,
@@ -14,7 +15,7 @@ export type ParseResult =
 
 /** Deeper than any real notification; guards Postgres and our own walkers against hostile nesting. */
 export const MAX_JSON_DEPTH = 32;
-const MAX_ID_LENGTH = 256;
+const MAX_SHORT_TEXT_LENGTH = 256;
 const MAX_TEXT_LENGTH = 4096;
 
 export class FieldError extends Error {}
@@ -66,6 +67,8 @@ export function id(object: JsonObject, path: string, name: string): string | nul
   const value = field(object, name);
   // Identifiers occasionally arrive as JSON numbers; their decimal text is the identifier.
   if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
+  // The admin API, the command line and the payment-API client take ids up to this long: a longer one could be
+  // recorded but never looked up or reconciled, so it is quarantined (answered 200, body kept) instead.
   const identifier = text(object, path, name, MAX_ID_LENGTH);
   if (identifier !== null && CONTROL.test(identifier))
     throw new FieldError(`${path}${name} contains a control character`);
@@ -158,7 +161,7 @@ function readOrder(body: JsonObject, order: JsonObject): OrderNotification {
     totalAmount: readAmount(field(order, 'totalAmount'), 'order.totalAmount'),
     currencyCode: currency(order, 'order.'),
     paymentId: paymentIdOf(field(body, 'properties')),
-    payMethodType: isObject(payMethod) ? text(payMethod, 'order.payMethod.', 'type', MAX_ID_LENGTH) : null,
+    payMethodType: isObject(payMethod) ? text(payMethod, 'order.payMethod.', 'type', MAX_SHORT_TEXT_LENGTH) : null,
     localReceiptDateTime: readTimestamp(field(body, 'localReceiptDateTime'), 'localReceiptDateTime'),
   };
 }
@@ -175,7 +178,7 @@ function readRefund(body: JsonObject, refund: JsonObject): RefundNotification {
     currencyCode: currency(refund, 'refund.'),
     statusDateTime: readTimestamp(field(refund, 'statusDateTime'), 'refund.statusDateTime'),
     refundDate: readTimestamp(field(refund, 'refundDate'), 'refund.refundDate'),
-    reason: text(refund, 'refund.', 'reason', MAX_ID_LENGTH),
+    reason: text(refund, 'refund.', 'reason', MAX_SHORT_TEXT_LENGTH),
     reasonDescription: text(refund, 'refund.', 'reasonDescription', MAX_TEXT_LENGTH),
   };
 }

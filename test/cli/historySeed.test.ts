@@ -154,6 +154,9 @@ describe('history seed', () => {
 
   it.each([
     [['--orders', '0', '--days', '10'], /--orders/],
+    [['--orders', '-5', '--days', '10'], /--orders/],
+    [['--orders', '1000000000000', '--days', '10'], /--orders/],
+    [['--orders', '10', '--days', '0'], /--days/],
     [['--orders', '10', '--days', 'many'], /--days/],
     [['--orders', '10'], /--days/],
     [['--orders', '10', '--days', '10', '--sample', '11'], /--sample 11/],

@@ -13,15 +13,20 @@ describe('planChunks', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 200_000 }), fc.integer({ min: 1, max: 400 }), (orders, days) => {
         const from = NOW - days * DAY_MS;
-        const chunks = planChunks(orders, from, NOW, { sample: 2, random: seededRandom(1) });
+        const chunks = planChunks(orders, from, NOW, { sample: 2, random: seededRandom(1), firstId: 100n });
         expect(chunks.reduce((sum, c) => sum + c.orders, 0)).toBe(orders);
+        // Each chunk has its own block of the reserved ids, five an order, one after another.
+        expect(chunks[0]?.firstId).toBe('100');
         for (const [i, c] of chunks.entries()) {
           expect(c.index).toBe(i);
           expect(c.orders).toBeGreaterThan(0);
           expect(c.fromMs).toBeGreaterThanOrEqual(from);
           expect(c.toMs).toBeLessThanOrEqual(NOW);
           expect(Math.floor(c.fromMs / DAY_MS)).toBe(Math.floor((c.toMs - 1) / DAY_MS));
-          if (i > 0) expect(c.fromMs).toBeGreaterThanOrEqual(chunks[i - 1]!.fromMs);
+          if (i > 0) {
+            expect(c.fromMs).toBeGreaterThanOrEqual(chunks[i - 1]!.fromMs);
+            expect(BigInt(c.firstId)).toBe(BigInt(chunks[i - 1]!.firstId) + BigInt(chunks[i - 1]!.orders * 5));
+          }
         }
       }),
       { numRuns: 50 },
@@ -91,9 +96,17 @@ describe('seeded rows', () => {
       outboxFromMs: NOW - 7 * DAY_MS,
       scheduleFromMs: NOW - 7 * DAY_MS,
     };
-    const chunk = { index: 0, fromMs: NOW - 2 * DAY_MS, toMs: NOW - DAY_MS, orders: 200, seed: 7, sample: 0 };
-    const a = chunkRows(settings, chunk, 1n).rows;
-    const b = chunkRows(settings, chunk, 1n).rows;
+    const chunk = {
+      index: 0,
+      fromMs: NOW - 2 * DAY_MS,
+      toMs: NOW - DAY_MS,
+      orders: 200,
+      firstId: '1',
+      seed: 7,
+      sample: 0,
+    };
+    const a = chunkRows(settings, chunk).rows;
+    const b = chunkRows(settings, chunk).rows;
     expect(a.notifications.map((n) => n.body_sha256)).toEqual(b.notifications.map((n) => n.body_sha256));
     const ids = a.notifications.map((n) => n.id);
     expect(new Set(ids).size).toBe(ids.length);

@@ -151,6 +151,15 @@ describe('parseNotification: values Postgres or Date cannot hold', () => {
     });
   });
 
+  it('When an id is longer than the admin API and the payment-API client take (128), then it is quarantined', () => {
+    expect(order({ orderId: 'A'.repeat(128) })).toMatchObject({ ok: true });
+    expect(order({ orderId: 'A'.repeat(129) })).toMatchObject({ ok: false, reason: 'invalid_field' });
+    expect(parse({ orderId: 'O', refund: { refundId: '1'.repeat(129), status: 'FINALIZED' } })).toMatchObject({
+      ok: false,
+      reason: 'invalid_field',
+    });
+  });
+
   it('When a surrogate pair is well formed, then the text is kept', () => {
     const result = parseNotification(
       Buffer.from(

@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import { sql } from 'kysely';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { runOn, statement } from '../../../database/transaction';
+import { statement } from '../../../database/transaction';
 import type { SeedTable } from './seededOrders';
 
 /**
@@ -48,18 +48,4 @@ export async function copyRows<Row>(
     sql`COPY ${sql.table(target.table)} (${sql.join(target.columns.map((c) => sql.ref(c)))}) FROM STDIN`,
   );
   await pipeline(Readable.from([copyText(rows, target.columns)]), client.query(copyFrom(copySql)));
-}
-
-/** Reserves `count` notification ids (the recorder's sequence) and answers the first; they run on from it. */
-export async function reserveNotificationIds(client: pg.ClientBase, count: number): Promise<bigint> {
-  const [row] = await runOn(
-    client,
-    statement(
-      sql<{
-        last: string;
-      }>`SELECT setval('notification_ids', nextval('notification_ids') + ${count}::bigint - 1)::text AS last`,
-    ),
-  );
-  if (!row) throw new Error('reserving notification ids answered nothing');
-  return BigInt(row.last) - BigInt(count) + 1n;
 }

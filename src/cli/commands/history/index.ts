@@ -13,7 +13,13 @@ import { readConfig, withDatabase } from '../database';
 import { action, CliError, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from '../io';
 import { integerOption, withDatabaseUrl } from '../options';
 import type { SeedSettings } from './seededOrders';
-import type { ChunkCounts, SeedChunk, SeedWorkerData, WorkerMessage } from './seedWorker';
+import {
+  MAX_IDS_PER_ORDER,
+  type ChunkCounts,
+  type SeedChunk,
+  type SeedWorkerData,
+  type WorkerMessage,
+} from './seedWorker';
 
 /**
  * `notification-receiver history seed`: a database with a history of N orders over D days ending now, written as
@@ -41,15 +47,19 @@ const END_MARGIN_MS = 60_000;
 const inOldestMonth = (slice: { fromMs: number }, fromMs: number): boolean => slice.fromMs < fromMs + SAMPLE_WINDOW_MS;
 const inNewestMonth = (slice: { toMs: number }, toMs: number): boolean => slice.toMs > toMs - SAMPLE_WINDOW_MS;
 
-/** The chunks of a run, oldest first: the orders spread evenly over the time from fromMs to toMs, day by day. */
+/**
+ * The chunks of a run, oldest first: the orders spread evenly over the time from fromMs to toMs, day by day, each
+ * chunk with its block of the notification ids reserved from `firstId` on.
+ */
 export function planChunks(
   orders: number,
   fromMs: number,
   toMs: number,
-  options: { sample: number; random: () => number },
+  options: { sample: number; random: () => number; firstId?: bigint },
 ): SeedChunk[] {
   const chunks: SeedChunk[] = [];
   let planned = 0;
+  let nextId = options.firstId ?? 1n;
   for (let dayStart = Math.floor(fromMs / DAY_MS) * DAY_MS; dayStart < toMs; dayStart += DAY_MS) {
     const start = Math.max(fromMs, dayStart);
     const end = Math.min(toMs, dayStart + DAY_MS);
@@ -64,9 +74,11 @@ export function planChunks(
         fromMs: start + Math.floor(((end - start) * done) / dayOrders),
         toMs: start + Math.floor(((end - start) * (done + count)) / dayOrders),
         orders: count,
+        firstId: String(nextId),
         seed: Math.floor(options.random() * 2 ** 31),
         sample: inWindow ? options.sample : 0,
       });
+      nextId += BigInt(count * MAX_IDS_PER_ORDER);
     }
   }
   return chunks;
@@ -227,7 +239,14 @@ export async function seedHistory(io: CliIo, options: SeedOptions): Promise<Exit
         SELECT generate_series(${dayOf(fromMs)}::date, ${addDays(dayOf(settings.bodiesFromMs), -1)}::date, interval '1 day')::date
         ON CONFLICT (day) DO NOTHING`.execute(db);
     }
-    const chunks = planChunks(orders, fromMs, nowMs, { sample, random: seededRandom(freshSeed()) });
+    // The notification ids of the whole run, reserved at once from the recorder's sequence; unused ones are gaps.
+    const reserved = BigInt(orders * MAX_IDS_PER_ORDER);
+    const { rows } = await sql<{ last: string }>`
+      SELECT setval('notification_ids', nextval('notification_ids') + ${String(reserved)}::bigint - 1)::text AS last`.execute(
+      db,
+    );
+    const firstId = BigInt(rows[0]?.last ?? '0') - reserved + 1n;
+    const chunks = planChunks(orders, fromMs, nowMs, { sample, random: seededRandom(freshSeed()), firstId });
     io.stderr.write(
       `seeding ${orders.toLocaleString('en')} orders over ${days} day(s) in ${chunks.length} chunk(s) on ` +
         `${Math.min(threads, chunks.length)} thread(s)\n`,

@@ -1,7 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import pg from 'pg';
 import { seededRandom } from '../../../simulator/random';
-import { copyRows, reserveNotificationIds } from './copyRows';
+import { copyRows } from './copyRows';
 import { emptyRows, SEED_TABLES, seedOrder, type SeedRows, type SeedSettings } from './seededOrders';
 
 /**
@@ -17,6 +17,8 @@ export interface SeedChunk {
   fromMs: number;
   toMs: number;
   orders: number;
+  /** The first of the notification ids reserved for it: MAX_IDS_PER_ORDER for each order. */
+  firstId: string;
   seed: number;
   /** How many of its order ids to answer (--sample). */
   sample: number;
@@ -33,18 +35,14 @@ export type WorkerMessage =
   { kind: 'done'; index: number; counts: ChunkCounts; sample: string[] } | { kind: 'failed'; message: string };
 
 /** The most ids one order takes: PENDING, WAITING_FOR_CONFIRMATION, its final status, a refund's, the refund id. */
-const MAX_IDS_PER_ORDER = 5;
+export const MAX_IDS_PER_ORDER = 5;
 
-/** The rows of one chunk, with its notification ids taken from `firstId` on. */
-export function chunkRows(
-  settings: SeedSettings,
-  chunk: SeedChunk,
-  firstId: bigint,
-): { rows: SeedRows; sample: string[] } {
+/** The rows of one chunk, with the notification ids reserved for it. */
+export function chunkRows(settings: SeedSettings, chunk: SeedChunk): { rows: SeedRows; sample: string[] } {
   const random = seededRandom(chunk.seed);
   const rows = emptyRows();
   const sample: string[] = [];
-  let next = firstId;
+  let next = BigInt(chunk.firstId);
   const nextId = (): string => String(next++);
   const span = chunk.toMs - chunk.fromMs;
   for (let i = 0; i < chunk.orders; i++) {
@@ -70,8 +68,7 @@ async function writeChunk(client: pg.Client, settings: SeedSettings, chunk: Seed
   try {
     // A chunk lost to a crash is seeded again; the intake's commits keep their durability.
     await client.query('SET LOCAL synchronous_commit = off');
-    const firstId = await reserveNotificationIds(client, chunk.orders * MAX_IDS_PER_ORDER);
-    const { rows, sample } = chunkRows(settings, chunk, firstId);
+    const { rows, sample } = chunkRows(settings, chunk);
     await copyRows(client, SEED_TABLES.notifications, rows.notifications);
     await copyRows(client, SEED_TABLES.deliveries, rows.deliveries);
     await copyRows(client, SEED_TABLES.orders, rows.orders);
