@@ -1,4 +1,4 @@
-import { uniqueExchange } from '../../support/broker';
+import { deleteExchange, uniqueExchange } from '../../support/broker';
 import type { TestDatabase } from '../../support/database';
 import { ServiceProcess, type ServiceProcessOptions } from './serviceProcess';
 import { scenarioDatabase } from './store';
@@ -9,7 +9,8 @@ import { Ledger } from './traffic';
  * process it started, and whatever else must be stopped at its end (the consumer, proxies).
  * Created inside the scenario's describe block, it registers the teardown as its afterAll: first
  * what was asked to go first (a sender), then the services, then the kept things in reverse order,
- * then the database is dropped.
+ * then the database is dropped and the exchange deleted (a service declares it whether or not a consumer
+ * of the scenario's ever did).
  */
 export class ScenarioWorld {
   readonly database: TestDatabase;
@@ -47,5 +48,6 @@ export class ScenarioWorld {
     for (const service of this.services) await service.stop();
     for (const thing of [...this.kept].reverse()) await thing.stop();
     await this.database.drop();
+    await deleteExchange(this.exchange);
   }
 }
