@@ -146,7 +146,7 @@ export const VARIANT_COLUMNS = columnsOf<VariantRow>({
 });
 
 /** A bytea value as its text input (hex), for a JSON field. */
-const byteaText = (bytes: Buffer): string => `\\x${bytes.toString('hex')}`;
+export const byteaText = (bytes: Buffer): string => `\\x${bytes.toString('hex')}`;
 
 function notificationRow(r: NewRecord): NotificationRow {
   return {

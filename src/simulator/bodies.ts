@@ -26,6 +26,8 @@ const offsetFormatters = new Map<string, Intl.DateTimeFormat>();
 /** Offsets by time zone and quarter hour: every zone's offset changes only at a quarter hour. */
 const offsets = new Map<string, string>();
 const QUARTER_HOUR_MS = 900_000;
+/** Quarter hours kept (about four years' worth): past it the cache starts again, so a long run stays bounded. */
+const MAX_OFFSETS = 140_000;
 
 /** The zone's UTC offset at `ms`, as `+01:00`. */
 function offsetAt(ms: number, timeZone: string): string {
@@ -39,6 +41,7 @@ function offsetAt(ms: number, timeZone: string): string {
     }
     const name = formatter.formatToParts(ms).find((p) => p.type === 'timeZoneName')?.value ?? '';
     offset = name.replace('GMT', '') || '+00:00';
+    if (offsets.size >= MAX_OFFSETS) offsets.clear();
     offsets.set(key, offset);
   }
   return offset;

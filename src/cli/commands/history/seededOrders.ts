@@ -8,8 +8,9 @@ import type {
   ReconciliationChecksTable,
   RefundsTable,
 } from '../../../database/schema';
+import type { StatusTransition } from '../../../domain/outcomes';
 import { buildEvent, statusEventType, type OrderEventData, type RefundEventData } from '../../../outbox/events';
-import type { Notification } from '../../../parsing/notification';
+import { notificationSubject, type Notification } from '../../../parsing/notification';
 import { parseNotification } from '../../../parsing/parseNotification';
 import {
   DELIVERY_COLUMNS,
@@ -19,6 +20,7 @@ import {
   OWNER_COLUMNS,
   REFUND_COLUMNS,
   STREAM_COLUMNS,
+  byteaText,
   type DeliveryRow,
   type NotificationRow,
   type OrderWriteRow,
@@ -148,7 +150,6 @@ const PUBLISH_DELAY_MS = { min: 5, max: 200 };
 /** An open order in the reconciler's schedule is due within this long. */
 const CHECK_SPREAD_MS = 3_600_000;
 
-const byteaText = (bytes: Buffer): string => `\\x${bytes.toString('hex')}`;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** What happens to one order: completed (70 %), canceled (5 %), abandoned at PENDING (25 %). */
@@ -192,6 +193,12 @@ function repeatsOf(random: Random): number {
   return roll < 0.2 ? 1 : roll < 0.225 ? 2 : 0;
 }
 
+/** Every seeded status moves its projection forward (the simulator's lifecycles do): the rows below rely on it. */
+function appliedOrThrow(outcome: StatusTransition): void {
+  if (outcome !== 'applied')
+    throw new Error(`a seeded status was ${outcome}: the simulator's lifecycle went backwards`);
+}
+
 /** A projection and the statuses recorded for it, as an order's or refund's notifications build it. */
 interface Projected<P> {
   projection: P;
@@ -232,9 +239,10 @@ export function seedOrder(
     sequence += 1;
 
     // The event as the recorder built it, when the outbox still holds it.
-    let event: (() => OrderEventData | RefundEventData) | undefined;
+    let event: () => OrderEventData | RefundEventData;
     if (n.kind === 'order') {
       const t = applyOrder(order?.projection, n, settings.posId);
+      appliedOrThrow(t.outcome);
       order = {
         projection: t.projection,
         recorded: { ...order?.recorded, [n.status]: { id, at } },
@@ -245,6 +253,7 @@ export function seedOrder(
     } else {
       const before = refunds.get(n.refundId);
       const t = applyRefund(before?.projection, n);
+      appliedOrThrow(t.outcome);
       refunds.set(n.refundId, {
         projection: t.projection,
         recorded: { ...before?.recorded, [n.status]: { id, at } },
@@ -260,7 +269,7 @@ export function seedOrder(
       id,
       received_at: at,
       kind: n.kind,
-      subject_id: n.kind === 'order' ? n.orderId : n.refundId,
+      subject_id: notificationSubject(n),
       status: n.status,
       order_id: n.orderId,
       outcome: 'applied',
