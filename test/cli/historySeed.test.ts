@@ -160,12 +160,15 @@ describe('history seed', () => {
     [['--orders', '10', '--days', 'many'], /--days/],
     [['--orders', '10'], /--days/],
     [['--orders', '10', '--days', '10', '--sample', '11'], /--sample 11/],
-  ])('When given %p, then it refuses with exit code 2, naming the option, before it connects', async (args, message) => {
-    const run = await runProgram(
-      ['history', 'seed', ...args],
-      cliEnv({ DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }),
-    );
-    expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(message);
-  });
+  ])(
+    'When given %p, then it refuses with exit code 2, naming the option, before it connects',
+    async (args, message) => {
+      const run = await runProgram(
+        ['history', 'seed', ...args],
+        cliEnv({ DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }),
+      );
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(message);
+    },
+  );
 });
