@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Disagreement, ObservedVia } from '../database/schema';
 
 /**
- * Domain events as CloudEvents 1.0 in structured JSON mode (README, "AMQP interface").
+ * Domain events as CloudEvents 1.0 in structured JSON mode (docs/EVENTS.md).
  * The routing key and the CloudEvents type are the same string.
  */
 export type EventType =

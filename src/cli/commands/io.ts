@@ -1,6 +1,6 @@
 /** What every command shares with the program: exit codes, expected errors, where it writes. */
 
-/** Exit codes of every command (README, "Operations"). */
+/** Exit codes of every command (docs/OPERATIONS.md, "Operate"). */
 export const EXIT_OK = 0;
 /** The command ran and found a problem: a failed delivery, a signature that does not verify, differences, a failed publish, nothing found. */
 export const EXIT_FAILURE = 1;
