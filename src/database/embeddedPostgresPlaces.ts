@@ -186,13 +186,15 @@ export function describeServerUser(user: ServerUser | null): string {
  * the user's own ~/.local/state/notification-receiver.
  */
 export function privateHome(user: ServerUser | null): string {
-  const home =
-    selfUid() === 0
-      ? '/var/lib/notification-receiver'
-      : path.join(os.homedir(), '.local', 'state', 'notification-receiver');
+  const home = privateHomePath();
   ensurePrivateDir(home, user === null ? 0o700 : 0o711);
   return home;
 }
+
+const privateHomePath = (): string =>
+  selfUid() === 0
+    ? '/var/lib/notification-receiver'
+    : path.join(os.homedir(), '.local', 'state', 'notification-receiver');
 
 /** Creates a directory of this process's user, or checks one: a directory, ours, writable by no one else. */
 function ensurePrivateDir(dir: string, mode: number): void {
@@ -241,9 +243,11 @@ export function findCluster(realDataDir: string, user: ServerUser | null): Clust
   const self = selfUid();
   if (self !== undefined && entry.uid !== self) throw unsafePath(link, `is a link owned by uid ${entry.uid}`);
   const target = readlinkSync(link);
-  const home = privateHome(user);
+  const home = privateHomePath();
   if (!path.isAbsolute(target) || path.dirname(target) !== home)
     throw unsafePath(link, `links to ${target}, not to a cluster directory in ${home}`);
+  // Checked as private (ours, writable by no one else), never made here: a refusal changes nothing.
+  if (existsSync(home)) privateHome(user);
   const found = lstatSync(target, { throwIfNoEntry: false });
   // Its directory is gone (deleted by hand): a new cluster, elsewhere again.
   if (found === undefined) return { kind: 'dangling' };
