@@ -606,6 +606,10 @@ asRoot('local mode believes only what is its own (issue 37)', () => {
       new RegExp(`^DATA_DIR: ${open} is writable by other users, who could replace DATA_DIR ${open}/data inside it;`),
     );
     expect(existsSync(path.join(open, 'data'))).toBe(false);
+    // The command line refuses it too, as it refuses any configuration it cannot use (exit 2).
+    const command = await runCliIn(cwd, ['inspect', 'order', 'ANY'], { DATA_DIR: open });
+    expect(command.code).toBe(2);
+    expect(command.stderr).toContain(`DATA_DIR: ${open} is writable by other users;`);
 
     expect(runs(root.pid)).toBe(true);
   }, 120_000);
