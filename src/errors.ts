@@ -17,14 +17,19 @@ export class RequestError extends Error {
   }
 }
 
+/** The exit code of a configuration that cannot be used as given (sysexits.h EX_CONFIG). */
+export const EX_CONFIG = 78;
+
 /**
  * A start that cannot go on: names the dependency and the setting to look at, logged as one line
  * by the entry point (`cannot connect to Postgres at 127.0.0.1:5999 (DATABASE_URL): ECONNREFUSED`).
+ * `exitCode`: EX_CONFIG when the setting's value itself is refused (an unsafe DATA_DIR), not a failure.
  */
 export class StartupError extends Error {
   constructor(
     message: string,
     readonly setting: string,
+    readonly exitCode: 1 | typeof EX_CONFIG = 1,
   ) {
     super(message);
     this.name = 'StartupError';

@@ -14,7 +14,7 @@ export function reportStartFailure(error: unknown, logger: Logger = createLogger
   }
   if (error instanceof StartupError) {
     logger.fatal({ setting: error.setting }, error.message);
-    return 1;
+    return error.exitCode;
   }
   logger.fatal({ err: error }, `failed to start: ${error instanceof Error ? error.message : String(error)}`);
   return 1;

@@ -54,11 +54,11 @@ export async function openDatabase(
 ): Promise<DatabaseServer> {
   const server = await openDatabaseServer(settings, logger, { shared });
   if (server.embedded) {
-    const { clusterDir, elsewhere, created, startedHere } = server.embedded;
+    const { clusterDir, elsewhere, created, startedHere, runsAs } = server.embedded;
     logger.info(
-      { dataDir: clusterDir, created, startedHere },
+      { dataDir: clusterDir, created, startedHere, runsAs },
       `${created ? 'created and started' : startedHere ? 'started' : 'using the running'} embedded Postgres in ` +
-        `${clusterDir} (DATA_DIR${elsewhere === null ? '' : `: ${elsewhere}`}); ` +
+        `${clusterDir} (DATA_DIR${elsewhere === null ? '' : `: ${elsewhere}`}), running as ${runsAs}; ` +
         'set DATABASE_URL=postgres://user@host:port/database to use a Postgres of your own',
     );
   }

@@ -1,11 +1,25 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync, realpathSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import type { Logger } from '../observability/logger';
 import { StartupError } from '../errors';
-import { placeCluster, serverBinaries, serverUser, SOCKET_PORT, type ServerUser } from './embeddedPostgresPlaces';
+import {
+  binariesDir,
+  describeServerUser,
+  findCluster,
+  ownDataDir,
+  placeCluster,
+  readOwnFile,
+  serverBinaries,
+  serverUid,
+  serverUser,
+  SOCKET_PORT,
+  type ServerUser,
+} from './embeddedPostgresPlaces';
+import { judgePidFileProcess, ownIdentity, processIdentity, stopLeftover } from './embeddedPostgresProcess';
+import { formatOwner, ownerHolds, parseOwner, type ExpectedPostmaster } from './embeddedPostgresTrust';
 
 /**
  * A real Postgres server of the service's own, for local runs without DATA_DIR (issue 25, decision
@@ -13,7 +27,9 @@ import { placeCluster, serverBinaries, serverUser, SOCKET_PORT, type ServerUser 
  * its class is not used: it installs an exit hook that calls process.exit on SIGTERM (cutting the
  * service's drain short) and creates a `postgres` system user when run as root. The server listens on
  * no TCP port, only on a Unix socket inside its cluster's directory (mode 0700): only its own user and
- * root can connect.
+ * root can connect. Nothing another local user can write is believed: DATA_DIR must be ours, the pid and
+ * owner files are read without following links and only when ours, and a process they name is signalled only
+ * when /proc shows it is this cluster's postmaster (issue 37).
  */
 export interface EmbeddedPostgres {
   /** postgres://postgres@localhost/<database>?host=<socket directory>: through the socket. */
@@ -26,6 +42,8 @@ export interface EmbeddedPostgres {
   created: boolean;
   /** Whether this process started the server (false: it was already running, and stop() leaves it). */
   startedHere: boolean;
+  /** The user the server runs as, for the start log: `nobody (uid 65534)`. */
+  runsAs: string;
   stop(): Promise<void>;
 }
 
@@ -40,22 +58,13 @@ export interface EmbeddedPostgresOptions {
   shared: boolean;
 }
 
-/** A running server's pid and socket directory, from the first and fifth lines of postmaster.pid. */
-export function parsePostmasterPid(text: string): { pid: number; socketDir: string | null } | null {
-  const lines = text.split('\n');
-  const pid = Number(lines[0]);
-  if (!Number.isInteger(pid) || pid <= 0) return null;
-  return { pid, socketDir: lines[4]?.trim() || null };
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists, owned by another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+/**
+ * The pid on the first line of postmaster.pid. Its other lines are not used: the socket directory (line 5)
+ * is the cluster's own, never what the file says (issue 37: another user wrote one of their choosing).
+ */
+export function parsePostmasterPid(text: string): number | null {
+  const pid = Number(text.split('\n')[0]);
+  return Number.isInteger(pid) && pid > 0 ? pid : null;
 }
 
 const readText = (file: string): string => {
@@ -69,32 +78,45 @@ const readText = (file: string): string => {
 /** The file in DATA_DIR naming the process whose server runs on it (the service, or a command alone). */
 const OWNER_FILE = 'embedded-postgres.owner';
 
-/** The live process that holds DATA_DIR, or null. */
-function holder(ownerFile: string): number | null {
-  const pid = Number(readText(ownerFile).trim());
-  return Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid) ? pid : null;
+/** The owner file's record, read only if it is ours (a link or another user's file is exit 78). */
+const ownerRecord = (ownerFile: string): ReturnType<typeof parseOwner> =>
+  parseOwner(readOwnFile(ownerFile, serverUid(null)) ?? '');
+
+/**
+ * The live process that holds DATA_DIR, or null: the very process that wrote the owner file (same pid,
+ * start time and boot), not whatever has its pid now. `server`: this cluster's running postmaster.
+ */
+function holder(ownerFile: string, server: { ppid: number } | null): number | null {
+  const record = ownerRecord(ownerFile);
+  if (record === null || record.pid === process.pid) return null;
+  return ownerHolds(record, processIdentity(record.pid), server) ? record.pid : null;
 }
 
 /** Claims DATA_DIR for this process's server; the live process that holds it instead, if one does. */
 function claim(ownerFile: string): number | null {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      writeFileSync(ownerFile, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
+      // wx: O_EXCL, which also refuses to follow a link.
+      writeFileSync(ownerFile, formatOwner(ownIdentity()), { flag: 'wx', mode: 0o600 });
       return null;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    const live = holder(ownerFile);
+    const live = holder(ownerFile, null);
     if (live !== null) return live;
-    // Its process is gone (killed): the claim is free.
+    // Its process is gone (killed), or the pid is another process's now: the claim is free.
     unlinkSync(ownerFile);
   }
-  return holder(ownerFile) ?? process.pid;
+  return holder(ownerFile, null) ?? process.pid;
 }
 
 /** Gives the claim up, if it is still this process's. */
 function release(ownerFile: string): void {
-  if (Number(readText(ownerFile).trim()) === process.pid) unlinkSync(ownerFile);
+  try {
+    if (ownerRecord(ownerFile)?.pid === process.pid) unlinkSync(ownerFile);
+  } catch {
+    // Not ours to remove.
+  }
 }
 
 /** The platform package's native/ directory and version, or a StartupError saying what to do. */
@@ -125,7 +147,7 @@ const serverEnv = (): NodeJS.ProcessEnv => ({ PATH: process.env.PATH ?? '/usr/bi
 /** Runs a binary to completion in `cwd` (a directory the server's user may enter); rejects with its last output. */
 function run(file: string, args: string[], cwd: string, user: ServerUser | null): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { cwd, env: serverEnv(), stdio: ['ignore', 'pipe', 'pipe'], ...(user ?? {}) });
+    const child = spawn(file, args, { cwd, env: serverEnv(), stdio: ['ignore', 'pipe', 'pipe'], ...asUser(user) });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
@@ -159,19 +181,27 @@ async function untilReady(server: ChildProcess, url: string, output: () => strin
   }
 }
 
-/** Stops a server this process did not start (left running by a process that was killed). */
-async function stopLeftover(pid: number): Promise<void> {
-  const gone = async (ms: number): Promise<boolean> => {
-    for (const until = Date.now() + ms; Date.now() < until;) {
-      if (!isAlive(pid)) return true;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    return !isAlive(pid);
-  };
-  process.kill(pid, 'SIGINT');
-  if (await gone(15_000)) return;
-  process.kill(pid, 'SIGQUIT');
-  if (!(await gone(5000))) throw new Error(`the Postgres server left running (pid ${pid}) did not stop`);
+/** spawn's options to run a program as the server's user (nothing: as this process's). */
+const asUser = (user: ServerUser | null): { uid?: number; gid?: number } =>
+  user === null ? {} : { uid: user.uid, gid: user.gid };
+
+/** The real path of the postgres binary the server runs from (whether or not its copy exists yet). */
+function expectedExe(nativeDir: string, user: ServerUser | null, version: string): string {
+  const file = path.join(binariesDir(nativeDir, user, version), 'bin', 'postgres');
+  try {
+    return realpathSync(file);
+  } catch {
+    return file;
+  }
+}
+
+/**
+ * Removes a postmaster.pid naming a live process that is not this cluster's server (a pid reused after a
+ * reboot, or planted), which would stop postgres from starting when that process is its user's. Postgres's
+ * own interlock (its shared memory block, keyed by the data directory) still refuses a second server.
+ */
+function removeStaleLock(pidFile: string, stalePid: number, expectedUid: number | undefined): void {
+  if (parsePostmasterPid(readOwnFile(pidFile, expectedUid) ?? '') === stalePid) unlinkSync(pidFile);
 }
 
 export function socketUrl(socketDir: string, database: string): string {
@@ -183,12 +213,11 @@ export function socketUrl(socketDir: string, database: string): string {
  * Starts the server on DATA_DIR's cluster (creating it on first use), or, `shared`, uses the one
  * already running there (the service's, when the command line runs beside it). One process at a time
  * runs a server on a DATA_DIR: the service refuses a DATA_DIR another live process holds, and stops a
- * server whose process is gone (SIGKILL) before starting its own.
+ * server whose process is gone (SIGKILL) before starting its own, once /proc shows it is this cluster's
+ * postmaster. A pid file naming anything else is stale: nothing is signalled.
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
-  const dataDir = path.resolve(options.dataDir);
-  const link = path.join(dataDir, 'postgres');
-  const ownerFile = path.join(dataDir, OWNER_FILE);
+  const link = path.join(path.resolve(options.dataDir), 'postgres');
   const fail = (error: unknown): never => {
     if (error instanceof StartupError) throw error;
     throw new StartupError(
@@ -196,6 +225,16 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       'DATA_DIR',
     );
   };
+  const attempt = <T>(work: () => T): T => {
+    try {
+      return work();
+    } catch (error) {
+      return fail(error);
+    }
+  };
+  // DATA_DIR and what is in it are checked before anything in them is read (issue 37).
+  const dataDir = attempt(() => ownDataDir(options.dataDir));
+  const ownerFile = path.join(dataDir, OWNER_FILE);
   const inUse = (pid: number): never => {
     throw new StartupError(
       `DATA_DIR ${dataDir} is in use by pid ${pid} (its embedded Postgres serves another npm start or command); ` +
@@ -203,42 +242,68 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       'DATA_DIR',
     );
   };
+  const user = serverUser();
+  const runsAs = describeServerUser(user);
+  const { nativeDir, version } = installedBinaries();
 
-  const running = parsePostmasterPid(readText(path.join(link, 'postmaster.pid')));
-  if (running && isAlive(running.pid)) {
-    if (options.shared && running.socketDir !== null) {
-      const url = socketUrl(running.socketDir, options.database);
+  // A pid named in postmaster.pid that is not this cluster's server: the file is stale.
+  let stalePid: number | null = null;
+  const found = attempt(() => findCluster(dataDir, user));
+  if (found.kind === 'directory' || found.kind === 'link') {
+    const expected: ExpectedPostmaster = {
+      exe: attempt(() => expectedExe(nativeDir, user, version)),
+      uid: serverUid(user) ?? -1,
+      clusterDir: found.dir,
+    };
+    const pidFile = path.join(found.dir, 'postmaster.pid');
+    const pid = parsePostmasterPid(attempt(() => readOwnFile(pidFile, serverUid(user))) ?? '');
+    const running = pid === null ? ({ kind: 'gone' } as const) : judgePidFileProcess(pid, expected);
+    // Through the cluster's own socket: only the server's user (or root) can make one in its directory.
+    if (options.shared && (running.kind === 'ours' || running.kind === 'unverifiable'))
       return {
-        url,
-        clusterDir: running.socketDir,
+        url: socketUrl(found.dir, options.database),
+        clusterDir: found.dir,
         elsewhere: null,
         created: false,
         startedHere: false,
+        runsAs,
         stop: () => Promise.resolve(),
       };
+    if (running.kind === 'ours') {
+      const owner = attempt(() => holder(ownerFile, running));
+      if (owner !== null) inUse(owner);
+      options.logger.warn(
+        { pid: running.pid },
+        `stopping the embedded Postgres (pid ${running.pid}) left running in ${link} by a process that is gone`,
+      );
+      await stopLeftover(running.pid, expected).catch(fail);
+    } else if (running.kind === 'foreign') {
+      options.logger.warn(
+        { pid: running.pid },
+        `${pidFile} names pid ${running.pid}, which is not this cluster's server (${running.why}): ` +
+          'not signalled; the file is stale',
+      );
+      stalePid = running.pid;
+    } else if (running.kind === 'unverifiable') {
+      const owner = attempt(() => holder(ownerFile, null));
+      if (owner !== null) inUse(owner);
+      throw new StartupError(
+        `${pidFile} names pid ${running.pid}, which is alive, and without /proc it cannot be told whether it is ` +
+          'the embedded Postgres left running: stop it if it is, else remove the file',
+        'DATA_DIR',
+      );
     }
-    const owner = holder(ownerFile);
-    if (owner !== null || options.shared) inUse(owner ?? running.pid);
-    options.logger.warn(
-      { pid: running.pid },
-      `stopping the embedded Postgres (pid ${running.pid}) left running in ${link} by a process that is gone`,
-    );
-    await stopLeftover(running.pid).catch(fail);
   }
 
-  let user: ServerUser | null = null;
   let clusterDir = link;
   let elsewhere: string | null = null;
   let bin = '';
   let created = false;
   try {
-    // As root, the server's user must be able to enter DATA_DIR (and nothing more: no listing).
-    mkdirSync(dataDir, { recursive: true, mode: process.getuid?.() === 0 ? 0o711 : 0o700 });
     const other = claim(ownerFile);
     if (other !== null) inUse(other);
-    user = serverUser(link);
     ({ dir: clusterDir, elsewhere } = placeCluster(dataDir, user));
-    const { nativeDir, version } = installedBinaries();
+    if (stalePid !== null) removeStaleLock(path.join(clusterDir, 'postmaster.pid'), stalePid, serverUid(user));
     const binaries = serverBinaries(nativeDir, user, version);
     if (binaries.copied !== null)
       options.logger.info(`copied the Postgres binaries to ${binaries.dir} (${binaries.copied}), checked file by file`);
@@ -269,7 +334,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       ...['-c', `unix_socket_directories="${clusterDir}"`, '-c', 'unix_socket_permissions=0700'],
     ],
     // Its own process group: Ctrl-C in a terminal reaches the service, which drains, then stops it.
-    { cwd: clusterDir, env: serverEnv(), stdio: ['ignore', 'ignore', 'pipe'], detached: true, ...(user ?? {}) },
+    { cwd: clusterDir, env: serverEnv(), stdio: ['ignore', 'ignore', 'pipe'], detached: true, ...asUser(user) },
   );
   // Kept only to explain a failed start: the server's log may quote rows, never logged.
   server.stderr?.on('data', (chunk: Buffer) => (output = (output + chunk.toString('utf8')).slice(-4000)));
@@ -295,7 +360,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     })();
     return stopping;
   };
-  return { url, clusterDir, elsewhere, created, startedHere: true, stop };
+  return { url, clusterDir, elsewhere, created, startedHere: true, runsAs, stop };
 }
 
 /** The Postgres a process uses: DATABASE_URL's, or the embedded one in DATA_DIR. */

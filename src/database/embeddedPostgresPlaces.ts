@@ -2,13 +2,18 @@ import { createHash } from 'node:crypto';
 import {
   chmodSync,
   chownSync,
+  closeSync,
+  constants,
   cpSync,
   existsSync,
+  fstatSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
+  readSync,
   readlinkSync,
   realpathSync,
   renameSync,
@@ -20,6 +25,8 @@ import {
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { EX_CONFIG, StartupError } from '../errors';
+import { untrustedAncestor, untrustedDirectory, untrustedFile } from './embeddedPostgresTrust';
 
 /**
  * Where the embedded Postgres's parts live, and as whom it runs (decision 0010): the cluster in a
@@ -31,6 +38,79 @@ import path from 'node:path';
 export interface ServerUser {
   uid: number;
   gid: number;
+}
+
+/** This process's uid; undefined where there are no POSIX owners (Windows), and no owner to check. */
+const selfUid = (): number | undefined => process.getuid?.();
+
+/** The uid the server's files and processes belong to. */
+export const serverUid = (user: ServerUser | null): number | undefined => user?.uid ?? selfUid();
+
+/**
+ * A path under (or above) DATA_DIR that another user could write: refused with exit 78, naming it (issue 37:
+ * initdb and postgres ran as the owner of a planted `postgres` directory, who then connected as superuser).
+ */
+export function unsafePath(file: string, why: string): StartupError {
+  return new StartupError(
+    `DATA_DIR: ${file} ${why}; another user could take over the embedded Postgres through it: ` +
+      'use a directory only you can write, or set DATABASE_URL',
+    'DATA_DIR',
+    EX_CONFIG,
+  );
+}
+
+/**
+ * DATA_DIR's real path, created (as root 0711: the server's user may pass, not list) if missing. It must be
+ * ours and writable by no one else, and so must every directory above it (root's, or sticky like /tmp), else
+ * exit 78 naming the path; what lies above is checked before anything is created.
+ */
+export function ownDataDir(dataDir: string): string {
+  const wanted = path.resolve(dataDir);
+  const self = selfUid();
+  let existing = wanted;
+  while (lstatSync(existing, { throwIfNoEntry: false }) === undefined) existing = path.dirname(existing);
+  if (self !== undefined) {
+    const real = realpathSync(existing);
+    for (let dir = existing === wanted ? path.dirname(real) : real; ; dir = path.dirname(dir)) {
+      const why = untrustedAncestor(statSync(dir), self);
+      if (why !== null) throw unsafePath(dir, `${why}, who could replace DATA_DIR ${wanted} inside it`);
+      if (path.dirname(dir) === dir) break;
+    }
+  }
+  mkdirSync(wanted, { recursive: true, mode: self === 0 ? 0o711 : 0o700 });
+  const real = realpathSync(wanted);
+  const why = self === undefined ? null : untrustedDirectory(lstatSync(real), self);
+  if (why !== null) throw unsafePath(real, why);
+  return real;
+}
+
+/** Bytes read of a pid or owner file at most: each is a few lines. */
+const SMALL_FILE_LIMIT = 4096;
+
+/**
+ * A small file's text, or null when there is none: opened without following a link (and without blocking
+ * on a FIFO), and believed only when the opened file is a regular file of `expectedUid` that no one else can
+ * write; anything else is exit 78 naming it.
+ */
+export function readOwnFile(file: string, expectedUid: number | undefined): string | null {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return null;
+    if (code === 'ELOOP') throw unsafePath(file, 'is a symbolic link');
+    throw error;
+  }
+  try {
+    const why = expectedUid === undefined ? null : untrustedFile(fstatSync(fd), expectedUid);
+    if (why !== null) throw unsafePath(file, why);
+    const buffer = Buffer.alloc(SMALL_FILE_LIMIT);
+    const length = readSync(fd, buffer, 0, SMALL_FILE_LIMIT, 0);
+    return buffer.subarray(0, length).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** A directory's owner and mode, as the reachability check needs them. */
@@ -79,15 +159,25 @@ export function socketFits(dir: string): boolean {
 }
 
 /**
- * Postgres refuses to run as root: as root the server runs as the owner of an existing cluster, or
- * else as `nobody`; any other user runs it as itself (null).
+ * Postgres refuses to run as root: as root the server runs as `nobody`, always (issue 37: it ran as the owner
+ * of whatever `postgres` directory it found, another user's included); any other user runs it as itself (null).
  */
-export function serverUser(clusterLink: string): ServerUser | null {
-  if (process.getuid?.() !== 0) return null;
-  const existing = existsSync(clusterLink) ? statSync(clusterLink) : null;
-  if (existing && existing.uid !== 0) return { uid: existing.uid, gid: existing.gid };
+export function serverUser(): ServerUser | null {
+  if (selfUid() !== 0) return null;
   const passwd = existsSync('/etc/passwd') ? readFileSync('/etc/passwd', 'utf8') : '';
   return findUser(passwd, 'nobody') ?? { uid: 65534, gid: 65534 };
+}
+
+/** The server's user for the start log: `nobody (uid 65534)`. */
+export function describeServerUser(user: ServerUser | null): string {
+  const uid = serverUid(user);
+  if (user !== null) return `nobody (uid ${uid})`;
+  try {
+    return `${os.userInfo().username} (uid ${uid})`;
+  } catch {
+    // A uid without a name (no /etc/passwd entry).
+    return `uid ${uid}`;
+  }
 }
 
 /**
@@ -96,19 +186,21 @@ export function serverUser(clusterLink: string): ServerUser | null {
  * the user's own ~/.local/state/notification-receiver.
  */
 export function privateHome(user: ServerUser | null): string {
-  const home =
-    process.getuid?.() === 0
-      ? '/var/lib/notification-receiver'
-      : path.join(os.homedir(), '.local', 'state', 'notification-receiver');
+  const home = privateHomePath();
   ensurePrivateDir(home, user === null ? 0o700 : 0o711);
   return home;
 }
+
+const privateHomePath = (): string =>
+  selfUid() === 0
+    ? '/var/lib/notification-receiver'
+    : path.join(os.homedir(), '.local', 'state', 'notification-receiver');
 
 /** Creates a directory of this process's user, or checks one: a directory, ours, writable by no one else. */
 function ensurePrivateDir(dir: string, mode: number): void {
   mkdirSync(dir, { recursive: true, mode });
   const entry = lstatSync(dir);
-  if (!entry.isDirectory() || entry.uid !== process.getuid?.() || (entry.mode & 0o022) !== 0)
+  if (!entry.isDirectory() || entry.uid !== selfUid() || (entry.mode & 0o022) !== 0)
     throw new Error(`${dir} is not a private directory (a link, another user's, or writable by others)`);
   chmodSync(dir, mode);
 }
@@ -129,36 +221,59 @@ function whyElsewhere(link: string, user: ServerUser | null): string | null {
   return null;
 }
 
+/** What DATA_DIR/postgres is, checked: nothing, a link whose directory is gone, or the cluster's directory. */
+export type ClusterEntry =
+  { kind: 'none' } | { kind: 'dangling' } | { kind: 'directory'; dir: string } | { kind: 'link'; dir: string };
+
+/**
+ * DATA_DIR/postgres as it is, before anything in it is read: its own directory, owned by the server's user
+ * and writable by no one else, or a link (ours) to such a directory in privateHome. Anything else is exit 78
+ * naming it. `realDataDir`: DATA_DIR's real path (ownDataDir).
+ */
+export function findCluster(realDataDir: string, user: ServerUser | null): ClusterEntry {
+  const link = path.join(realDataDir, 'postgres');
+  const owner = serverUid(user);
+  const entry = lstatSync(link, { throwIfNoEntry: false });
+  if (entry === undefined) return { kind: 'none' };
+  if (!entry.isSymbolicLink()) {
+    const why = owner === undefined ? null : untrustedDirectory(entry, owner);
+    if (why !== null) throw unsafePath(link, `${why} (the server's user)`);
+    return { kind: 'directory', dir: link };
+  }
+  const self = selfUid();
+  if (self !== undefined && entry.uid !== self) throw unsafePath(link, `is a link owned by uid ${entry.uid}`);
+  const target = readlinkSync(link);
+  const home = privateHomePath();
+  if (!path.isAbsolute(target) || path.dirname(target) !== home)
+    throw unsafePath(link, `links to ${target}, not to a cluster directory in ${home}`);
+  // Checked as private (ours, writable by no one else), never made here: a refusal changes nothing.
+  if (existsSync(home)) privateHome(user);
+  const found = lstatSync(target, { throwIfNoEntry: false });
+  // Its directory is gone (deleted by hand): a new cluster, elsewhere again.
+  if (found === undefined) return { kind: 'dangling' };
+  const why = owner === undefined ? null : untrustedDirectory(found, owner);
+  if (why !== null) throw unsafePath(target, `${why} (the server's user; ${link} links there)`);
+  return { kind: 'link', dir: target };
+}
+
 /**
  * The cluster's directory, mode 0700 and owned by the server's user, created if missing: DATA_DIR/postgres,
  * or where the server's user cannot enter DATA_DIR (as root, a clone under /root) or its path is too long
  * for a socket, a private directory under privateHome that DATA_DIR/postgres links to.
  */
-export function placeCluster(dataDir: string, user: ServerUser | null): ClusterPlace {
-  const link = path.join(realpathSync(dataDir), 'postgres');
-  const owner = user?.uid ?? process.getuid?.();
+export function placeCluster(realDataDir: string, user: ServerUser | null): ClusterPlace {
+  const link = path.join(realDataDir, 'postgres');
   const why = whyElsewhere(link, user);
-  const entry = lstatSync(link, { throwIfNoEntry: false });
-  if (entry?.isSymbolicLink()) {
-    const target = readlinkSync(link);
-    const home = privateHome(user);
-    const found = lstatSync(target, { throwIfNoEntry: false });
-    if (found === undefined) {
-      // Its directory is gone (deleted by hand): a new cluster, elsewhere again.
-      unlinkSync(link);
-    } else {
-      if (path.dirname(target) !== home || !found.isDirectory() || found.uid !== owner || (found.mode & 0o077) !== 0)
-        throw new Error(`${link} links to ${target}, which is not a private cluster directory of uid ${owner}`);
-      return { dir: target, elsewhere: `${why === null ? '' : `${why}; `}${link} links there` };
-    }
-  } else if (entry?.isDirectory()) {
+  const found = findCluster(realDataDir, user);
+  if (found.kind === 'link')
+    return { dir: found.dir, elsewhere: `${why === null ? '' : `${why}; `}${link} links there` };
+  if (found.kind === 'dangling') unlinkSync(link);
+  if (found.kind === 'directory') {
     if (why === null) return { dir: link, elsewhere: null };
     // An empty directory is what an earlier, failed start left; one with a cluster in it is the user's.
     if (readdirSync(link).length > 0)
       throw new Error(`${link} holds files, but ${why}; move them or use another DATA_DIR`);
     rmdirSync(link);
-  } else if (entry !== undefined) {
-    throw new Error(`${link} is neither a directory nor a link to one`);
   }
   if (why === null) {
     mkdirSync(link, { mode: 0o700 });
@@ -265,13 +380,12 @@ export function serverBinaries(
   version: string,
 ): { dir: string; copied: string | null } {
   linkLibraries(nativeDir);
-  const installed = path.join(realpathSync(nativeDir), 'bin', 'postgres');
-  if (user === null || reaches(user, installed)) return { dir: nativeDir, copied: null };
-  const home = privateHome(user);
-  const copy = path.join(home, `binaries-${os.platform()}-${os.arch()}-${version}`);
+  const copy = binariesDir(nativeDir, user, version);
+  if (copy === nativeDir) return { dir: nativeDir, copied: null };
+  const home = path.dirname(copy);
   const expected = expectedBinaries(nativeDir);
   const verified = (dir: string): boolean => writableOnlyByUs(dir) && sameBinaries(expected, walk(dir));
-  let copied = `uid ${user.uid}, the server's user, cannot reach ${nativeDir}`;
+  let copied = `uid ${serverUid(user)}, the server's user, cannot reach ${nativeDir}`;
   if (existsSync(copy)) {
     if (verified(copy)) return { dir: copy, copied: null };
     copied = `the copy there differed from ${nativeDir}`;
@@ -290,6 +404,13 @@ export function serverBinaries(
     throw error;
   }
   return { dir: copy, copied };
+}
+
+/** Where the server's binaries are run from (serverBinaries), without making the copy. */
+export function binariesDir(nativeDir: string, user: ServerUser | null, version: string): string {
+  const installed = path.join(realpathSync(nativeDir), 'bin', 'postgres');
+  if (user === null || reaches(user, installed)) return nativeDir;
+  return path.join(privateHome(user), `binaries-${os.platform()}-${os.arch()}-${version}`);
 }
 
 /** Readable and runnable by all (the server's user), writable by this process's user only. */

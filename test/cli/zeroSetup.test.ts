@@ -1,7 +1,8 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import {
   appendFileSync,
   chmodSync,
+  chownSync,
   cpSync,
   existsSync,
   lchownSync,
@@ -14,6 +15,7 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -178,14 +180,10 @@ const NOBODY = { uid: 65534, gid: 65534 };
 /** A local user that is neither the service's nor the server's (no entry in /etc/passwd needed). */
 const STRANGER = { uid: 4242, gid: 4242 };
 
-/** What `user` gets connecting to a Unix socket: 'connected', or the error's code. */
-function connectAs(user: { uid: number; gid: number }, socket: string): Promise<string> {
-  const script =
-    "require('net').connect(process.argv[1])" +
-    ".on('connect', () => { console.log('connected'); process.exit(0); })" +
-    ".on('error', (error) => { console.log(error.code); process.exit(0); })";
+/** Runs a Node script as `user` to its end (its arguments from process.argv[1]); what it printed. */
+function runAs(user: { uid: number; gid: number }, script: string, ...args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', script, socket], {
+    const child = spawn(process.execPath, ['-e', script, ...args], {
       cwd: '/',
       ...user,
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -193,8 +191,19 @@ function connectAs(user: { uid: number; gid: number }, socket: string): Promise<
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
     child.on('error', reject);
-    child.on('close', () => resolve(out.trim()));
+    child.on('close', (code) =>
+      code === 0 ? resolve(out.trim()) : reject(new Error(`the script as uid ${user.uid} exited ${code}`)),
+    );
   });
+}
+
+/** What `user` gets connecting to a Unix socket: 'connected', or the error's code. */
+function connectAs(user: { uid: number; gid: number }, socket: string): Promise<string> {
+  const script =
+    "require('net').connect(process.argv[1])" +
+    ".on('connect', () => { console.log('connected'); process.exit(0); })" +
+    ".on('error', (error) => { console.log(error.code); process.exit(0); })";
+  return runAs(user, script, socket);
 }
 
 /**
@@ -432,6 +441,178 @@ asRoot('a fresh clone in a private directory', () => {
     },
     180_000,
   );
+});
+
+/** Writes a file as `user`: what another local user can do to a file or directory of theirs. */
+const writeAs = (user: { uid: number; gid: number }, file: string, text: string): Promise<string> =>
+  runAs(user, "require('fs').writeFileSync(process.argv[1], process.argv[2])", file, text);
+
+/** Whether a process runs (neither gone nor a zombie awaiting its parent), read from /proc at once. */
+function runs(pid: number | undefined): boolean {
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'latin1'));
+  } catch {
+    return false;
+  }
+}
+
+asRoot('local mode believes only what is its own (issue 37)', () => {
+  const victims: ChildProcess[] = [];
+  /** A process of `user` (root if none) that no start may signal. */
+  const victim = (user?: { uid: number; gid: number }): ChildProcess => {
+    const child = spawn('sleep', ['600'], { stdio: 'ignore', ...(user ?? {}) });
+    victims.push(child);
+    return child;
+  };
+  afterAll(() => {
+    for (const child of victims) child.kill('SIGKILL');
+  });
+  const messages = (run: ServiceRun): string[] => parsed(run).map((l) => l.msg);
+
+  it("When nobody plants pids in postmaster.pid or a socket directory on its line 5, and the owner file names a live unrelated pid, then nothing is signalled, the command line uses the cluster's own socket, and only a server really left running is stopped", async () => {
+    const dir = scratchDir();
+    dirs.push(dir);
+    const ports = await localRun();
+    const clusterDir = path.join(dir, '.data', 'postgres');
+    const pidFile = path.join(clusterDir, 'postmaster.pid');
+    const orderId = uniqueId('TRUST');
+
+    const first = startBuiltService(dir, ports);
+    await whileRunning(first, async () => {
+      await untilLogged(first, 'service started');
+      expect(messages(first)).toContainEqual(
+        expect.stringMatching(
+          new RegExp(`^created and started embedded Postgres in .*, running as nobody \\(uid ${NOBODY.uid}\\);`),
+        ),
+      );
+      expect((await postSigned(Number(ports.PORT), orderBody({ orderId, status: 'PENDING' }))).status).toBe(200);
+
+      // Finding 3: nobody (the server's user) names a directory of theirs on line 5, where a fake server waits.
+      const fakeDir = mkdtempSync(path.join(os.tmpdir(), 'nr-fake-'));
+      dirs.push(fakeDir);
+      let fakeConnections = 0;
+      const fake = net.createServer((socket) => {
+        fakeConnections++;
+        socket.destroy();
+      });
+      await new Promise<void>((resolve) => fake.listen(path.join(fakeDir, '.s.PGSQL.5432'), resolve));
+      try {
+        const lines = readFileSync(pidFile, 'utf8').split('\n');
+        lines[4] = fakeDir;
+        await writeAs(NOBODY, pidFile, lines.join('\n'));
+        const inspected = await runCliIn(dir, ['inspect', 'order', orderId, '--json']);
+        expect(inspected).toMatchObject({ code: 0, stdout: expect.stringContaining(orderId) });
+        expect(inspected.stderr).not.toMatch(/started the embedded Postgres/);
+        expect(fakeConnections).toBe(0);
+      } finally {
+        await new Promise<void>((resolve) => fake.close(() => resolve()));
+      }
+    });
+
+    // Finding 1: nobody writes the pid of a root process into the pid file; finding 6: the owner file names a
+    // live pid that is not the process that wrote it.
+    const root = victim();
+    await writeAs(NOBODY, pidFile, `${root.pid}\n${clusterDir}\n1764064000\n5432\n${clusterDir}\n`);
+    writeFileSync(path.join(dir, '.data', 'embedded-postgres.owner'), `${root.pid}\n`);
+    const second = startBuiltService(dir, ports);
+    await whileRunning(second, async () => {
+      await untilLogged(second, 'service started');
+      expect(messages(second)).toContainEqual(
+        expect.stringMatching(
+          new RegExp(
+            `^${pidFile} names pid ${root.pid}, which is not this cluster's server \\(it runs /\\S*/sleep, not ` +
+              '/\\S*/bin/postgres\\): not signalled; the file is stale$',
+          ),
+        ),
+      );
+      expect(messages(second)).not.toContainEqual(expect.stringMatching(/^stopping the embedded Postgres/));
+      expect(runs(root.pid)).toBe(true);
+    });
+
+    // A stale pid file naming a live process of the server's own user, which postgres alone would not start over.
+    const theirs = victim(NOBODY);
+    await writeAs(NOBODY, pidFile, `${theirs.pid}\n`);
+    const third = startBuiltService(dir, ports);
+    await whileRunning(third, async () => {
+      await untilLogged(third, 'service started');
+      expect(runs(theirs.pid)).toBe(true);
+      expect((await fetch(`http://127.0.0.1:${ports.ADMIN_PORT}/orders/${orderId}`)).status).toBe(200);
+    });
+    expect(runs(root.pid)).toBe(true);
+
+    // A server really left running (its service SIGKILLed) is this cluster's postmaster: stopped, then replaced.
+    const killed = startBuiltService(dir, ports);
+    await untilLogged(killed, 'service started');
+    const leftover = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+    process.kill(killed.pid ?? 0, 'SIGKILL');
+    await killed.exited;
+    const fourth = startBuiltService(dir, ports);
+    await whileRunning(fourth, async () => {
+      await untilLogged(fourth, 'service started');
+      expect(messages(fourth)).toContain(
+        `stopping the embedded Postgres (pid ${leftover}) left running in ${clusterDir} by a process that is gone`,
+      );
+    });
+  }, 300_000);
+
+  it("When DATA_DIR or its postgres directory is another user's, writable by others, or postgres links out of the private place, then the start exits 78 naming the path, runs nothing and signals nothing", async () => {
+    const root = victim();
+    const ports = await localRun();
+    const cwd = scratchDir();
+    dirs.push(cwd);
+    const refusal = async (dataDir: string): Promise<string> => {
+      const run = startBuiltService(cwd, { ...ports, DATA_DIR: dataDir });
+      expect(await run.exited).toBe(78);
+      const fatal = parsed(run).filter((l) => l.level === 60);
+      expect(fatal).toEqual([expect.objectContaining({ setting: 'DATA_DIR' })]);
+      return fatal[0]?.msg ?? '';
+    };
+    const newDir = (): string => {
+      const dir = scratchDir();
+      dirs.push(dir);
+      return dir;
+    };
+
+    // Finding 2: another user owns DATA_DIR/postgres (mode 700); initdb and postgres ran as them.
+    const shared = newDir();
+    mkdirSync(path.join(shared, 'postgres'), { mode: 0o700 });
+    chownSync(path.join(shared, 'postgres'), STRANGER.uid, STRANGER.gid);
+    expect(await refusal(shared)).toMatch(
+      new RegExp(`^DATA_DIR: ${shared}/postgres is owned by uid ${STRANGER.uid}, not uid ${NOBODY.uid} `),
+    );
+    expect(readdirSync(path.join(shared, 'postgres'))).toEqual([]);
+
+    // A directory of nobody's, holding a pid file that names root's process.
+    const planted = newDir();
+    writeFileSync(path.join(planted, 'postmaster.pid'), `${root.pid}\n`);
+    chownTree(planted, NOBODY);
+    // Nobody controls DATA_DIR and makes `postgres` a link to it.
+    const theirs = newDir();
+    chownSync(theirs, NOBODY.uid, NOBODY.gid);
+    await runAs(NOBODY, "require('fs').symlinkSync(process.argv[1], process.argv[2])", planted, `${theirs}/postgres`);
+    expect(await refusal(theirs)).toMatch(new RegExp(`^DATA_DIR: ${theirs} is owned by uid ${NOBODY.uid}, not uid 0;`));
+    // The same link in root's DATA_DIR: refused before anything behind it is read.
+    const ours = newDir();
+    symlinkSync(planted, path.join(ours, 'postgres'));
+    expect(await refusal(ours)).toMatch(
+      new RegExp(`^DATA_DIR: ${ours}/postgres links to ${planted}, not to a cluster directory in ${PRIVATE_HOME};`),
+    );
+
+    // Writable by others: DATA_DIR itself, or the directory it would be made in.
+    const open = newDir();
+    chmodSync(open, 0o777);
+    expect(await refusal(open)).toMatch(new RegExp(`^DATA_DIR: ${open} is writable by other users;`));
+    expect(await refusal(path.join(open, 'data'))).toMatch(
+      new RegExp(`^DATA_DIR: ${open} is writable by other users, who could replace DATA_DIR ${open}/data inside it;`),
+    );
+    expect(existsSync(path.join(open, 'data'))).toBe(false);
+    // The command line refuses it too, as it refuses any configuration it cannot use (exit 2).
+    const command = await runCliIn(cwd, ['inspect', 'order', 'ANY'], { DATA_DIR: open });
+    expect(command.code).toBe(2);
+    expect(command.stderr).toContain(`DATA_DIR: ${open} is writable by other users;`);
+
+    expect(runs(root.pid)).toBe(true);
+  }, 120_000);
 });
 
 describe('npm start', () => {

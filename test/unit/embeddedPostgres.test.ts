@@ -12,12 +12,12 @@ import {
 } from '../../src/database/embeddedPostgresPlaces';
 
 describe('the embedded Postgres helpers', () => {
-  it('When postmaster.pid is read, then its pid and socket directory come from the first and fifth lines', () => {
-    const text = '4242\n/data/postgres\n1764064000\n5432\n/data/postgres\n\n  5432001  32768\nready   \n';
-    expect(parsePostmasterPid(text)).toEqual({ pid: 4242, socketDir: '/data/postgres' });
-    // A server that listens on TCP only (started by an earlier version) has no socket directory.
-    expect(parsePostmasterPid('4242\n/data\n1764064000\n45883\n\n127.0.0.1\n')).toEqual({ pid: 4242, socketDir: null });
+  it('When postmaster.pid is read, then only its pid is taken: the socket directory it names is not believed', () => {
+    const text = '4242\n/data/postgres\n1764064000\n5432\n/tmp/elsewhere\n\n  5432001  32768\nready   \n';
+    expect(parsePostmasterPid(text)).toBe(4242);
     expect(parsePostmasterPid('')).toBeNull();
+    expect(parsePostmasterPid('-1\n')).toBeNull();
+    expect(parsePostmasterPid('12ab\n')).toBeNull();
   });
 
   it('When /etc/passwd names the user, then its uid and gid are found; otherwise null', () => {

@@ -3,7 +3,7 @@ import { createLogger } from '../../observability/logger';
 import { createDb, createPool, type Db } from '../../database/pool';
 import { PooledTransactions } from '../../database/transaction';
 import { openDatabaseServer, type DatabaseServer } from '../../database/embeddedPostgres';
-import { StartupError } from '../../errors';
+import { EX_CONFIG, StartupError } from '../../errors';
 import { prepareDatabase } from '../../database/bootstrap';
 import { CliError, UsageError, type CliIo } from './io';
 
@@ -52,7 +52,8 @@ export async function withDatabase<T>(
       await prepareDatabase(config, server.url, logger);
     }
   } catch (error) {
-    if (error instanceof StartupError) throw new CliError(error.message);
+    if (error instanceof StartupError)
+      throw error.exitCode === EX_CONFIG ? new UsageError(error.message) : new CliError(error.message);
     throw error;
   }
   const pool = createPool(
