@@ -1,13 +1,58 @@
 import type { IntakeOutcome } from './domain/outcomes';
 
 /**
+ * Every code an error answer carries, the one list: docs/openapi.yaml documents exactly these
+ * (test/contracts checks it), and a code not listed here does not compile.
+ */
+export const ERROR_CODES = [
+  // The public port, POST /notifications, in the order of its checks.
+  'invalid_source_address',
+  'source_not_allowed',
+  'unsupported_media_type',
+  'unsupported_content_encoding',
+  'body_too_large',
+  'invalid_basic_auth',
+  'missing_signature_header',
+  'missing_signature',
+  'invalid_signature_encoding',
+  'unsupported_algorithm',
+  'invalid_signature',
+  'algorithm_not_allowed',
+  'pos_mismatch',
+  'malformed_body',
+  'request_aborted',
+  'busy',
+  'overloaded',
+  'method_not_allowed',
+  // The admin port.
+  'unauthorized',
+  'shutting_down',
+  'bad_request',
+  'invalid_order_id',
+  'invalid_refund_id',
+  'order_not_found',
+  'refund_not_found',
+  'unknown_pos',
+  'pos_required',
+  'reconciliation_off',
+  'payment_api_unavailable',
+  'admin_busy',
+  // Either port.
+  'database_unavailable',
+  'not_found',
+  'internal_error',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/**
  * The one error type for expected failures: an HTTP status, a stable machine-readable code, a
  * message safe to show the caller (never a key, signature or body), and the outcome it counts as.
  */
 export class RequestError extends Error {
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly outcome: IntakeOutcome | null = null,
     readonly headers: Readonly<Record<string, string>> = {},

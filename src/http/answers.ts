@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { RequestError } from '../errors';
+import { RequestError, type ErrorCode } from '../errors';
 import type { Logger } from '../observability/logger';
 
 /** A JSON answer written with Node's own response API, so it serves Express's responses and plain ones alike. */
@@ -24,7 +24,7 @@ export function sendJson(
 export function sendError(
   res: ServerResponse,
   status: number,
-  code: string,
+  code: ErrorCode,
   message: string,
   headers: Readonly<Record<string, string>> = {},
 ): void {

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { DiagnosticSeverity, Parser } from '@asyncapi/parser';
 import { validate } from '@readme/openapi-parser';
 import { parse } from 'yaml';
+import { ERROR_CODES } from '../../src/errors';
 import { buildEvent, CLOUDEVENTS_CONTENT_TYPE, statusEventType, type OrderEventData } from '../../src/outbox/events';
 import { ORDER_STATUSES, REFUND_STATUSES } from '../../src/parsing/notification';
 import {
@@ -39,6 +40,23 @@ describe('the documents', () => {
     const result = await validate(parse(readFileSync(OPENAPI_DOCUMENT, 'utf8')) as never);
     expect(result.valid ? [] : result.errors).toEqual([]);
     expect((parse(readFileSync(OPENAPI_DOCUMENT, 'utf8')) as { openapi: string }).openapi).toMatch(/^3\.1\./);
+  });
+
+  it('When docs/openapi.yaml names the codes of its error answers, then they are exactly the ErrorCode union', () => {
+    // Every `code` narrowed by an `enum` or a `const`, wherever an answer's schema does so.
+    const documented = new Set<string>();
+    const collect = (node: unknown): void => {
+      if (typeof node !== 'object' || node === null) return;
+      for (const [key, value] of Object.entries(node)) {
+        if (key === 'code' && typeof value === 'object' && value !== null) {
+          if ('enum' in value && Array.isArray(value.enum)) for (const code of value.enum) documented.add(String(code));
+          if ('const' in value) documented.add(String(value.const));
+        }
+        collect(value);
+      }
+    };
+    collect(parse(readFileSync(OPENAPI_DOCUMENT, 'utf8')));
+    expect([...documented].sort()).toEqual([...ERROR_CODES].sort());
   });
 
   it('When the recorder can publish a routing key, then the AsyncAPI document has its channel, and no other', () => {

@@ -5,6 +5,7 @@ import { PaymentServiceDouble, type DoubleClient } from '../../src/simulator';
 import { expectAnswerMatchesContract } from '../support/contracts';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, POS_ID, uniqueId } from '../support/signing';
+import { waitUntil } from '../support/wait';
 
 /**
  * What the admin port takes before it costs the process: ids that cannot be one are refused before a query or
@@ -31,6 +32,15 @@ function raw(port: number, method: string, path: string): Promise<RawAnswer> {
     });
     req.on('error', reject);
     req.end();
+  });
+}
+
+/** Resolves once the server answers a probe sent on an open connection, which stays open (kept alive). */
+function answeredOn(socket: net.Socket): Promise<void> {
+  return new Promise((resolve, reject) => {
+    socket.once('data', () => resolve());
+    socket.once('error', reject);
+    socket.write('GET /livez HTTP/1.1\r\nHost: x\r\n\r\n');
   });
 }
 
@@ -90,16 +100,21 @@ describe('ids on the admin port', () => {
 
 describe('a flood of admin requests', () => {
   it('When 200 admin requests arrive at once, then the port serves them at its pace, refuses the excess 503 admin_busy before any work, and the probes answer meanwhile', async () => {
+    // A service of its own: its admin port has served nothing yet, so its bucket holds the whole burst.
+    const fresh = await startTestService({ env: { RELAY_ENABLED: 'false', ADMIN_CONCURRENCY: '64' } });
     const orderId = uniqueId('FLOOD');
-    await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
-    // Let the bucket fill again after the requests above.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-
-    const flood = Promise.all(
-      Array.from({ length: 200 }, () => raw(svc.service.adminPort, 'GET', `/orders/${orderId}`)),
-    );
-    const livez = await raw(svc.service.adminPort, 'GET', '/livez');
-    const answers = await flood;
+    let answers: RawAnswer[];
+    let livez: RawAnswer;
+    try {
+      await fresh.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+      const flood = Promise.all(
+        Array.from({ length: 200 }, () => raw(fresh.service.adminPort, 'GET', `/orders/${orderId}`)),
+      );
+      livez = await raw(fresh.service.adminPort, 'GET', '/livez');
+      answers = await flood;
+    } finally {
+      await fresh.stop();
+    }
 
     expect(livez.status).toBe(200);
     const byOutcome = new Map<string, number>();
@@ -130,13 +145,19 @@ describe('a flood of admin requests', () => {
       ),
     );
     try {
-      // The server counts a connection once it has accepted it.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The server counts a connection once it has accepted it: an answer on each shows it has (and keeps it).
+      await Promise.all(open.map((socket) => answeredOn(socket)));
       await expect(raw(port, 'GET', '/livez')).rejects.toMatchObject({ code: 'ECONNRESET' });
     } finally {
       for (const socket of open) socket.destroy();
     }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect((await raw(port, 'GET', '/livez')).status).toBe(200);
+    // Served once the server has seen a connection close; refused until then.
+    const served = await waitUntil('a connection served after the others closed', () =>
+      raw(port, 'GET', '/livez').then(
+        (answer) => answer,
+        () => false as const,
+      ),
+    );
+    expect(served.status).toBe(200);
   });
 });

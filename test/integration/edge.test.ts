@@ -3,7 +3,7 @@ import pg from 'pg';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { exactBytes, orderBody, POS_ID, SECOND_KEY, sign, uniqueId } from '../support/signing';
-import { sleep } from '../support/wait';
+import { waitUntil } from '../support/wait';
 
 // The public edge's trust boundaries: who sent a request (whatever spelling its address comes in),
 // how much of unverified bodies is held at once, which algorithms a POS's key accepts; and the admin
@@ -77,7 +77,9 @@ describe('bounded memory before verification', () => {
       'POST /notifications HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
         `OpenSvc-Signature: ${sign('x', SECOND_KEY)}\r\nContent-Length: 65500\r\n\r\n{"or`,
     );
-    await sleep(100);
+    const heldBytes = async (): Promise<string | undefined> =>
+      /^intake_unverified_body_bytes (\d+)$/m.exec((await svc.admin.get('/metrics')).text)?.[1];
+    await waitUntil('the slow sender holding its bytes', async () => (await heldBytes()) === '65500');
     const body = orderBody({ orderId: uniqueId('BUSY'), status: 'PENDING' });
     expect(body.length).toBeGreaterThan(36);
     const refused = await svc.post(body);
@@ -87,7 +89,7 @@ describe('bounded memory before verification', () => {
     const metrics = (await svc.admin.get('/metrics')).text;
     expect(metrics).toMatch(/^intake_unverified_body_bytes 65500$/m);
     holder.destroy();
-    await sleep(100);
+    await waitUntil('the bytes of the slow sender given back', async () => (await heldBytes()) === '0');
     expect((await svc.post(body)).status).toBe(200);
     expect((await svc.admin.get('/metrics')).text).toMatch(/^intake_unverified_body_bytes 0$/m);
   });
@@ -144,7 +146,15 @@ describe('the admin port', () => {
       await blocker.query('BEGIN');
       await blocker.query('LOCK TABLE orders IN ACCESS EXCLUSIVE MODE');
       const slow = svc.admin.get(`/orders/${orderId}`).set('Authorization', `Bearer ${TOKEN}`).then();
-      await sleep(200);
+      // Its query waiting on the lock means it holds the one place.
+      await waitUntil('the first request waiting on the lock', async () => {
+        const [waiting] = await query<{ n: number }>(
+          svc.database.url,
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        return waiting?.n === 1;
+      });
       const refused = await svc.admin.get(`/orders/${orderId}`).set('Authorization', `Bearer ${TOKEN}`);
       expect(refused.status).toBe(503);
       expect(refused.body.error.code).toBe('admin_busy');

@@ -6,7 +6,6 @@ import type { OrderNotification, RefundNotification } from '../../src/parsing/no
 import { query, whileOrderLocked } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { uniqueId } from '../support/signing';
-import { sleep } from '../support/wait';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -177,8 +176,8 @@ describe('group commit deadlines', () => {
         /no commit within 300 ms/,
       );
     });
-    // The lock is released: the batch's statements can finish now, but it must not commit.
-    await sleep(200);
+    // The lock is released: the batch's statements can finish now, but it must not commit. With one lane,
+    // the next notification runs only once that batch has ended: its answer is the event this waits for.
     await expect(store.record(delivery(other), order(other, 'PENDING'))).resolves.toMatchObject({
       outcome: 'accepted',
     });

@@ -65,7 +65,7 @@ describe('history kept by the service itself', () => {
         async () =>
           (await metric(a, 'history_maintainer_active')) + (await metric(b, 'history_maintainer_active')) === 1,
       );
-      // A while later still one, not a turn each.
+      // A while later still one, not a turn each: this pause checks that nothing more happens.
       await sleep(1000);
       expect((await metric(a, 'history_maintainer_active')) + (await metric(b, 'history_maintainer_active'))).toBe(1);
     } finally {

@@ -9,6 +9,7 @@ import {
   type PaymentApiOptions,
 } from '../../src/paymentApi/paymentApi';
 import { buildLifecycle, PaymentServiceDouble, seededRandom, type DoubleClient } from '../../src/simulator';
+import { sleep } from '../support/wait';
 
 /**
  * The payment-API client against the payment-service double, over real HTTP: tokens, retries,
@@ -375,7 +376,7 @@ describe('payment API answers, ids and callers that leave', () => {
   });
 
   it('When the caller leaves during a slow answer or a retry wait, then the call fails cancelled at once and asks nothing more', async () => {
-    const { api } = client({ sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) });
+    const { api } = client({ sleep });
     double.setOrder({ orderId: 'LEFT', merchantPosId: POS_A.posId, status: 'PENDING' });
     await api.retrieveOrder(POS_A.posId, 'LEFT'); // the token first
     const asked = double.count('order');
@@ -388,7 +389,8 @@ describe('payment API answers, ids and callers that leave', () => {
     double.injectFaults({ endpoint: 'order', status: 503, retryAfter: '2', times: 10 });
     const waiting = failureOf(api.retrieveOrder(POS_A.posId, 'LEFT', AbortSignal.timeout(300)));
     await expect(waiting).resolves.toMatchObject({ kind: 'cancelled' });
-    await new Promise((resolve) => setTimeout(resolve, 2500));
+    // Past the Retry-After (2 s): a pause that checks nothing more is asked.
+    await sleep(2500);
     expect(double.count('order')).toBe(asked + 2);
   });
 });

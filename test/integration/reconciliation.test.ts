@@ -469,7 +469,8 @@ describe('reconciliation against the payment API', () => {
         );
         const backoff = svc.logs.find((l) => l.includes('reconciliation backs off')) as string;
         expect((JSON.parse(backoff) as { retryInMs: number }).retryInMs).toBe(15 * 60_000);
-        await new Promise((resolve) => setTimeout(resolve, 1500));
+        // A pause that checks nothing more happens: no second call, no busy loop, no overflow warning.
+        await sleep(1500);
         expect(double.count('order')).toBe(1);
         expect(warnings).toEqual([]);
 
@@ -516,8 +517,14 @@ describe('reconciliation against the payment API', () => {
         'the checks cancelled',
         async () => (await metric(svc, 'reconciliation_checks_total', { result: 'cancelled' })) >= 1,
       );
-      await sleep(500);
+      // The port has seen every client leave: the queue ahead has emptied and a place is free, so a request
+      // sent after them is served.
+      await waitUntil(
+        'the port serving again',
+        async () => (await svc.admin.get(`/orders/${orders[0] as string}`)).status === 200,
+      );
       const started = double.count('order') - asked;
+      // A pause that checks nothing more is asked once the clients are gone.
       await sleep(1000);
 
       expect(started).toBeGreaterThan(0);

@@ -185,6 +185,7 @@ export function gracefulStopScenario(report: RunReport): void {
           },
           10_000,
         ).catch(() => 0);
+        // A pause that checks nothing beyond the published events arrives.
         await sleep(300);
         const seen = new Set(consumer.bodies<{ id: string }>().map((b) => b.id));
         h.figure(

@@ -442,6 +442,7 @@ export function orderingScenario(report: RunReport): void {
 
     h.check('no event beyond the model was ever published, and the store is consistent', async () => {
       const expected = [...expectedEvents.values()].reduce((sum, n) => sum + n, 0);
+      // A pause that checks nothing more is published once the model's events have arrived.
       await sleep(500);
       const ids = new Set(
         consumer
