@@ -128,6 +128,11 @@ export class Pause {
     this.cut?.();
   }
 
+  /** Ends the wait under way (there is work now); later waits wait. */
+  interrupt(): void {
+    this.cut?.();
+  }
+
   resume(): void {
     this.stopped = false;
   }

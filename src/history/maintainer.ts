@@ -2,10 +2,11 @@ import pg from 'pg';
 import { Pause, SessionLock } from '../database/sessionLock';
 import type { Logger } from '../observability/logger';
 import type { HistoryMetrics } from '../observability/metrics';
-import { daysAhead, dayOf } from './days';
+import { dayOf } from './days';
 import {
   historyPartitions,
   makeDays,
+  makeDaysOn,
   purgeBodiesPast,
   removeDaysPast,
   sessionOn,
@@ -15,6 +16,9 @@ import {
 
 /** Only one maintainer runs rounds on schedule, across every replica (as the relay and the reconciler). */
 export const HISTORY_MAINTAINER_LOCK = 7_316_004;
+
+/** Least time between two starts of making the days a write found missing (one failed write is enough). */
+const MISSING_DAY_GAP_MS = 5000;
 
 /** What the maintainer reads of the configuration. */
 export interface HistorySettings {
@@ -55,6 +59,9 @@ export class HistoryMaintainer {
   private loop: Promise<void> | null = null;
   private readonly pause = new Pause();
   private nextRoundAt = 0;
+  /** When the days a write found missing were last being made (0: never). */
+  private missingDayAt = 0;
+  private makingMissingDays: Promise<void> | null = null;
 
   constructor(private readonly options: HistoryMaintainerOptions) {
     this.intervalMs = options.intervalMs ?? 3_600_000;
@@ -92,7 +99,37 @@ export class HistoryMaintainer {
     this.stopping = true;
     this.pause.stop();
     await this.loop;
+    await this.makingMissingDays;
     this.loop = null;
+  }
+
+  /**
+   * A write found its day without a partition: every notification is answered 503 until it exists. The days
+   * are made at once, on a short connection of this process's own, whether or not it holds the maintainer
+   * lock: the replica whose writes fail may be a standby, and the active one may be busy with a long purge.
+   * Here, the active maintainer also runs a round at once. Writes failing meanwhile join the making under way;
+   * after it, another starts MISSING_DAY_GAP_MS later at the soonest.
+   */
+  dayMissing(): void {
+    const { metrics, logger, databaseUrl } = this.options;
+    metrics.missingPartitionWrites.inc();
+    if (this.makingMissingDays || this.now() - this.missingDayAt < MISSING_DAY_GAP_MS) return;
+    this.missingDayAt = this.now();
+    logger.warn('a write found its day of history without a partition; making the missing days now');
+    if (this.lock.isHeld) {
+      this.nextRoundAt = 0;
+      this.pause.interrupt();
+    }
+    this.makingMissingDays = makeDaysOn(databaseUrl, this.now())
+      .then(
+        (daysMade) => logger.warn({ daysMade }, 'missing days of history made; writes go on'),
+        (error: unknown) =>
+          logger.warn(
+            { err: { message: (error as Error).message } },
+            'making the missing days of history failed; the next write that finds one missing tries again',
+          ),
+      )
+      .finally(() => (this.makingMissingDays = null));
   }
 
   private async run(): Promise<void> {
@@ -142,7 +179,6 @@ export class HistoryMaintainer {
     metrics.rounds.inc({ result: 'ok' });
     metrics.roundDuration.observe((performance.now() - started) / 1000);
     metrics.lastSuccess.set(Math.floor(done.now / 1000));
-    metrics.daysAhead.set(daysAhead(done.days, done.now));
     const oldest = done.days.sort()[0] ?? dayOf(done.now);
     metrics.oldestDay.set(Date.parse(`${oldest}T00:00:00Z`) / 1000);
     metrics.daysRemoved.inc(daysRemoved);
