@@ -20,6 +20,7 @@ import { createReconciliation, type Reconciliation } from './reconciliation/reco
 import type { Reconciler } from './reconciliation/reconciler';
 import { GroupCommitStore } from './recording/groupCommit';
 import { HistoryMaintainer } from './history/maintainer';
+import { measureDaysAhead } from './history/maintenance';
 
 /**
  * The composition root: builds every part of the service from the validated config, by hand, and owns
@@ -167,8 +168,18 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
     outboxBacklog: () => readOutboxBacklog(db),
     recorderQueued: () => store.load.queued,
     unverifiedBodyBytes: () => unverified.heldBytes,
+    historyDaysAhead: () => measureDaysAhead(db),
   });
-  const store = createRecorder(config, pool, metrics, logger);
+  const historyMaintainer = new HistoryMaintainer({
+    databaseUrl: database.url,
+    historyRetentionMs: config.historyRetentionMs,
+    bodyRetentionMs: config.bodyRetentionMs,
+    metrics: metrics.history,
+    logger: logger.child({ component: 'history' }),
+  });
+  // Any write that finds its day missing (the intake's, the reconciliation's) has the days made at once.
+  const dayMissing = (): void => historyMaintainer.dayMissing();
+  const store = createRecorder(config, pool, metrics, logger, dayMissing);
   const relay = config.relayEnabled
     ? createRelay(
         { ...config, amqpUrl: brokerUrl(config) },
@@ -177,7 +188,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
         logger.child({ component: 'relay' }),
       )
     : null;
-  const reconciliation = assembleReconciliation(config, database.url, metrics, logger);
+  const reconciliation = assembleReconciliation(config, database.url, metrics, logger, dayMissing);
   const readiness = { accepting: true };
   return {
     config,
@@ -190,13 +201,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
     relay,
     reconciliation,
     reconciler: reconciliation?.reconciliation.createReconciler(database.url) ?? null,
-    historyMaintainer: new HistoryMaintainer({
-      databaseUrl: database.url,
-      historyRetentionMs: config.historyRetentionMs,
-      bodyRetentionMs: config.bodyRetentionMs,
-      metrics: metrics.history,
-      logger: logger.child({ component: 'history' }),
-    }),
+    historyMaintainer,
     publicServer: http.createServer(
       {
         headersTimeout: HEADERS_TIMEOUT_MS,
@@ -222,7 +227,13 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
 }
 
 /** The intake's recorder: group commit on the intake's pool. */
-function createRecorder(config: Config, pool: pg.Pool, metrics: Metrics, logger: Logger): GroupCommitStore {
+function createRecorder(
+  config: Config,
+  pool: pg.Pool,
+  metrics: Metrics,
+  logger: Logger,
+  onMissingPartition: () => void,
+): GroupCommitStore {
   return new GroupCommitStore(
     new PooledTransactions(pool),
     { eventSource: config.eventSource },
@@ -238,6 +249,7 @@ function createRecorder(config: Config, pool: pg.Pool, metrics: Metrics, logger:
         metrics.recorderBatchSize.observe(notifications);
         metrics.recorderBusy.inc(busySeconds);
       },
+      onMissingPartition,
     },
     logger.child({ component: 'recorder' }),
   );
@@ -252,6 +264,7 @@ function assembleReconciliation(
   databaseUrl: string,
   metrics: Metrics,
   logger: Logger,
+  onMissingPartition: () => void,
 ): Parts['reconciliation'] {
   if (!config.reconciliation) return null;
   const pool = createPool(
@@ -267,7 +280,7 @@ function assembleReconciliation(
   const store = new GroupCommitStore(
     new PooledTransactions(pool),
     { eventSource: config.eventSource },
-    { maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 30_000, answerWithinMs: 60_000 },
+    { maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 30_000, answerWithinMs: 60_000, onMissingPartition },
     logger.child({ component: 'reconciliation-recorder' }),
   );
   const db = createDb(pool);

@@ -8,14 +8,26 @@ export function breaksConnection(error: unknown): boolean {
 }
 
 /**
+ * Whether a write failed because its day of history has no partition (SQLSTATE 23514, raised by the routing
+ * of a partitioned table): the days are made at once (src/history/maintainer.ts), and the sender's retry lands.
+ */
+export function isMissingPartition(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    (error as { code?: unknown }).code === '23514' &&
+    error.message.startsWith('no partition of relation')
+  );
+}
+
+/**
  * Whether an error means "the database cannot take the write right now" (answer 503 and let the
  * sender retry) rather than a defect. Data, constraint and syntax errors are defects, but for a day of
- * history without its partition yet: the maintainer makes it (src/history/), and the retry then lands.
+ * history without its partition: the write that found it missing has it made (isMissingPartition).
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
-  if (code === '23514' && error.message.startsWith('no partition of relation')) return true;
+  if (isMissingPartition(error)) return true;
   if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
     return !['22', '23', '42', '2B', '0A', 'XX'].includes(code.slice(0, 2));
   }

@@ -31,7 +31,8 @@ export interface SessionLockOptions {
  * A session advisory lock held on a connection of its own, so that one process across every replica does
  * a job (the outbox relay, the reconciler, the history maintainer). A standby calls hold() again on its own
  * schedule; the lock goes with the session, so a holder that stops, dies or loses its connection lets a
- * standby take over. The holder runs its work on the lock's connection, or on a pool of its own.
+ * standby take over. The holder runs its work on the lock's connection, or on a pool of its own. The loop that
+ * holds it is SingleActiveWorker's (singleActiveWorker.ts).
  */
 export class SessionLock {
   private client: pg.Client | null = null;
@@ -98,37 +99,5 @@ export class SessionLock {
   private setHeld(held: boolean): void {
     if (held !== this.held) this.options.onChange(held);
     this.held = held;
-  }
-}
-
-/**
- * The wait between two rounds of a lock holder's loop, which stop() cuts short: once stopped, every wait ends at
- * once, until the loop is started again.
- */
-export class Pause {
-  private cut: (() => void) | null = null;
-  private stopped = false;
-
-  /** Waits ms, or until stop(). */
-  wait(ms: number): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.cut = null;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.cut = done;
-    });
-  }
-
-  stop(): void {
-    this.stopped = true;
-    this.cut?.();
-  }
-
-  resume(): void {
-    this.stopped = false;
   }
 }

@@ -55,14 +55,26 @@ export const daysToMake = (nowMs: number): { first: Day; last: Day } => ({
   last: addDays(dayOf(nowMs), DAYS_AHEAD),
 });
 
-/** Whole days from today to the last day made (0 when today's partition is the last). */
-export const daysAhead = (days: Iterable<Day>, nowMs: number): number => {
-  const today = dayOf(nowMs);
-  const last = [...days]
-    .filter((d) => d >= today)
-    .sort()
-    .pop();
-  return last === undefined
-    ? -1
-    : Math.round((Date.parse(`${last}T00:00:00Z`) - Date.parse(`${today}T00:00:00Z`)) / DAY_MS);
-};
+/** A partition of a history table and the range of times it takes (its bounds, in ms). */
+export interface PartitionBounds {
+  table: HistoryTable;
+  fromMs: number;
+  toMs: number;
+}
+
+/**
+ * Whole days after today that every history table takes writes for, without a gap from now on: 0 when today's
+ * partitions are the last, -1 when a table has none for now (its writes fail). From the partitions' bounds, so
+ * a day removed by hand shows at once.
+ */
+export function daysAhead(partitions: readonly PartitionBounds[], nowMs: number): number {
+  const todayStart = Math.floor(nowMs / DAY_MS) * DAY_MS;
+  const coveredUntil = HISTORY_TABLES.map((table) => {
+    let until = nowMs;
+    for (const p of partitions.filter((q) => q.table === table).sort((a, b) => a.fromMs - b.fromMs))
+      if (p.fromMs <= until && p.toMs > until) until = p.toMs;
+    return until;
+  });
+  const until = Math.min(...coveredUntil);
+  return until <= nowMs ? -1 : Math.floor((until - todayStart) / DAY_MS) - 1;
+}

@@ -1,11 +1,12 @@
-import pg from 'pg';
-import { Pause, SessionLock } from '../database/sessionLock';
+import type pg from 'pg';
+import { SingleActiveWorker, type NextStep } from '../database/singleActiveWorker';
 import type { Logger } from '../observability/logger';
 import type { HistoryMetrics } from '../observability/metrics';
-import { daysAhead, dayOf } from './days';
+import { dayOf } from './days';
 import {
   historyPartitions,
   makeDays,
+  makeDaysOn,
   purgeBodiesPast,
   removeDaysPast,
   sessionOn,
@@ -15,6 +16,9 @@ import {
 
 /** Only one maintainer runs rounds on schedule, across every replica (as the relay and the reconciler). */
 export const HISTORY_MAINTAINER_LOCK = 7_316_004;
+
+/** Least time between two starts of making the days a write found missing (one failed write is enough). */
+const MISSING_DAY_GAP_MS = 5000;
 
 /** What the maintainer reads of the configuration. */
 export interface HistorySettings {
@@ -50,77 +54,88 @@ export interface MaintenanceRound {
 export class HistoryMaintainer {
   private readonly intervalMs: number;
   private readonly now: () => number;
-  private readonly lock: SessionLock;
-  private stopping = false;
-  private loop: Promise<void> | null = null;
-  private readonly pause = new Pause();
+  private readonly worker: SingleActiveWorker;
   private nextRoundAt = 0;
+  /** When the days a write found missing were last being made (0: never). */
+  private missingDayAt = 0;
+  private makingMissingDays: Promise<void> | null = null;
 
   constructor(private readonly options: HistoryMaintainerOptions) {
     this.intervalMs = options.intervalMs ?? 3_600_000;
     this.now = options.now ?? Date.now;
-    this.lock = new SessionLock({
-      key: HISTORY_MAINTAINER_LOCK,
-      databaseUrl: options.databaseUrl,
-      job: 'history',
+    const standbyMs = Math.min(this.intervalMs, 60_000);
+    this.worker = new SingleActiveWorker({
+      lock: { key: HISTORY_MAINTAINER_LOCK, databaseUrl: options.databaseUrl, job: 'history' },
       logger: options.logger,
-      onChange: (held) => {
-        options.logger.info(
-          { active: held },
-          held ? 'history maintainer is active' : 'history maintainer is standing by',
-        );
-        options.metrics.maintainerActive.set(held ? 1 : 0);
-        // A new holder runs a round at once.
+      lines: {
+        active: 'history maintainer is active',
+        standby: 'history maintainer is standing by',
+        failed: 'history maintenance failed; trying again in a minute',
+      },
+      activeGauge: options.metrics.maintainerActive,
+      // A new holder runs a round at once.
+      onActiveChange: (held) => {
         if (held) this.nextRoundAt = 0;
+      },
+      standbyMs,
+      backoff: { firstMs: standbyMs, maxMs: standbyMs },
+      step: (connection) => this.step(connection),
+      onFailure: () => {
+        options.metrics.rounds.inc({ result: 'failed' });
+        this.nextRoundAt = 0;
       },
     });
   }
 
   get isActive(): boolean {
-    return this.lock.isHeld;
+    return this.worker.isActive;
   }
 
   start(): void {
-    if (this.loop) return;
-    this.stopping = false;
-    this.pause.resume();
-    this.loop = this.run();
+    this.worker.start();
   }
 
   /** Finishes the round under way, releases the lock and closes its connection. */
   async stop(): Promise<void> {
-    this.stopping = true;
-    this.pause.stop();
-    await this.loop;
-    this.loop = null;
+    await this.worker.stop();
+    await this.makingMissingDays;
   }
 
-  private async run(): Promise<void> {
-    const standbyMs = Math.min(this.intervalMs, 60_000);
-    while (!this.stopping) {
-      let delay = standbyMs;
-      try {
-        if ((await this.lock.hold()) && this.now() >= this.nextRoundAt) {
-          await this.round(sessionOn(this.lock.connection as pg.Client));
-          this.nextRoundAt = this.now() + this.intervalMs;
-          delay = this.intervalMs;
-        } else if (this.lock.isHeld) {
-          delay = Math.max(0, this.nextRoundAt - this.now());
-        }
-      } catch (error) {
-        this.options.metrics.rounds.inc({ result: 'failed' });
-        this.options.logger.warn(
-          { err: { message: (error as Error).message } },
-          'history maintenance failed; trying again in a minute',
-        );
-        // The connection may be gone with the lock: start over on a new one.
-        await this.lock.release();
-        this.nextRoundAt = 0;
-        delay = standbyMs;
-      }
-      if (delay > 0) await this.pause.wait(delay);
+  /** A round when one is due (at once when this process became active), else the wait until it is. */
+  private async step(connection: pg.Client): Promise<NextStep> {
+    if (this.now() < this.nextRoundAt) return { waitMs: this.nextRoundAt - this.now(), wakeable: true };
+    await this.round(sessionOn(connection));
+    this.nextRoundAt = this.now() + this.intervalMs;
+    return { waitMs: this.intervalMs, wakeable: true };
+  }
+
+  /**
+   * A write found its day without a partition: every notification is answered 503 until it exists. The days
+   * are made at once, on a short connection of this process's own, whether or not it holds the maintainer
+   * lock: the replica whose writes fail may be a standby, and the active one may be busy with a long purge.
+   * Here, the active maintainer also runs a round at once. Writes failing meanwhile join the making under way;
+   * after it, another starts MISSING_DAY_GAP_MS later at the soonest.
+   */
+  dayMissing(): void {
+    const { metrics, logger, databaseUrl } = this.options;
+    metrics.missingPartitionWrites.inc();
+    if (this.makingMissingDays || this.now() - this.missingDayAt < MISSING_DAY_GAP_MS) return;
+    this.missingDayAt = this.now();
+    logger.warn('a write found its day of history without a partition; making the missing days now');
+    if (this.worker.isActive) {
+      this.nextRoundAt = 0;
+      this.worker.wake();
     }
-    await this.lock.release();
+    this.makingMissingDays = makeDaysOn(databaseUrl, this.now())
+      .then(
+        (daysMade) => logger.warn({ daysMade }, 'missing days of history made; writes go on'),
+        (error: unknown) =>
+          logger.warn(
+            { err: { message: (error as Error).message } },
+            'making the missing days of history failed; the next write that finds one missing tries again',
+          ),
+      )
+      .finally(() => (this.makingMissingDays = null));
   }
 
   /** One round: the days ahead, then the days and the bodies past their retentions; then the gauges. */
@@ -142,7 +157,6 @@ export class HistoryMaintainer {
     metrics.rounds.inc({ result: 'ok' });
     metrics.roundDuration.observe((performance.now() - started) / 1000);
     metrics.lastSuccess.set(Math.floor(done.now / 1000));
-    metrics.daysAhead.set(daysAhead(done.days, done.now));
     const oldest = done.days.sort()[0] ?? dayOf(done.now);
     metrics.oldestDay.set(Date.parse(`${oldest}T00:00:00Z`) / 1000);
     metrics.daysRemoved.inc(daysRemoved);

@@ -1,15 +1,17 @@
 import { sql, type Kysely } from 'kysely';
-import type pg from 'pg';
+import pg from 'pg';
 import type { Database } from '../database/schema';
 import { runOn, statement, type Query } from '../database/transaction';
 import {
   BODY_TABLES,
+  daysAhead,
   daysPast,
   daysToMake,
   HISTORY_TABLES,
   parsePartitionName,
   partitionName,
   type Day,
+  type PartitionBounds,
   type HistoryTable,
 } from './days';
 
@@ -99,6 +101,49 @@ export async function makeDays(session: HistorySession, nowMs: number): Promise<
   } finally {
     await session.run(sql`RESET lock_timeout`);
   }
+}
+
+/**
+ * Makes the days (as makeDays) on a short connection of its own, whatever else this process holds: the way a
+ * write that found its day missing, and `migrate`, get the days made. Partition makers take turns in
+ * history_partitions_ensure itself (sql/008), so this needs neither the maintainer's lock nor the work lock.
+ */
+export async function makeDaysOn(databaseUrl: string, nowMs: number): Promise<number> {
+  const client = new pg.Client({
+    connectionString: databaseUrl,
+    application_name: 'payment-notification-receiver:history',
+    connectionTimeoutMillis: 5000,
+  });
+  client.on('error', () => undefined); // a lost connection fails the statement, which the caller hears of
+  await client.connect();
+  try {
+    return await makeDays(sessionOn(client), nowMs);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** A range partition's bounds as Postgres prints them (pg_get_expr): the two times it takes rows from and to. */
+const RANGE_BOUNDS = "^FOR VALUES FROM \\('([^']+)'\\) TO \\('([^']+)'\\)$";
+
+/** The bounds of every attached partition of the history tables: the ranges writes are routed by. */
+export async function partitionBounds(session: HistorySession): Promise<PartitionBounds[]> {
+  return session.run(
+    sql<PartitionBounds>`
+      SELECT p.relname AS "table",
+             extract(epoch FROM b[1]::timestamptz)::float8 * 1000 AS "fromMs",
+             extract(epoch FROM b[2]::timestamptz)::float8 * 1000 AS "toMs"
+        FROM pg_inherits i
+        JOIN pg_class c ON c.oid = i.inhrelid
+        JOIN pg_class p ON p.oid = i.inhparent
+        CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid), ${RANGE_BOUNDS}) AS b
+       WHERE p.relname = ANY(${[...HISTORY_TABLES]}::text[]) AND NOT i.inhdetachpending AND b IS NOT NULL`,
+  );
+}
+
+/** Days ahead (days.ts), measured from the partitions' bounds now: what the gauge reports at each scrape. */
+export async function measureDaysAhead(db: Kysely<Database>): Promise<number> {
+  return daysAhead(await partitionBounds(sessionOnKysely(db)), Date.now());
 }
 
 async function finishRemoval(

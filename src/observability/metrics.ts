@@ -71,7 +71,8 @@ export interface HistoryMetrics {
   maintainerActive: Gauge;
   rounds: Counter<'result'>;
   lastSuccess: Gauge;
-  daysAhead: Gauge;
+  /** Writes that failed because their day had no partition (each has the missing days made at once). */
+  missingPartitionWrites: Counter;
   oldestDay: Gauge;
   daysRemoved: Counter;
   bodiesPurged: Counter;
@@ -91,6 +92,8 @@ export interface MetricSources {
   recorderQueued?: () => number;
   /** Bytes held for bodies whose signature is not checked yet, read at scrape time. */
   unverifiedBodyBytes?: () => number;
+  /** Days after today that history partitions take writes for (-1: not today), measured at scrape time. */
+  historyDaysAhead?: () => Promise<number>;
 }
 
 /**
@@ -275,12 +278,26 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     recorderBusy,
     paymentApi: createPaymentApiMetrics(registry),
     reconciliation: createReconciliationMetrics(registry),
-    history: createHistoryMetrics(registry),
+    history: createHistoryMetrics(registry, sources.historyDaysAhead),
   };
 }
 
-/** The history maintainer's metrics; the gauges are set by the active maintainer only. */
-export function createHistoryMetrics(registry: Registry): HistoryMetrics {
+/**
+ * The history maintainer's metrics; the gauges are set by the active maintainer only, but for the days ahead,
+ * which every replica measures in the database at scrape time (a day removed by hand shows at once).
+ */
+export function createHistoryMetrics(registry: Registry, daysAhead?: () => Promise<number>): HistoryMetrics {
+  const daysAheadGauge = new Gauge({
+    name: 'history_partition_days_ahead',
+    help: 'Days after today that every history table has partitions for, without a gap (the maintainer makes 7); -1 while today has none and writes fail. Measured in the database at scrape time; NaN until it could be.',
+    registers: [registry],
+    async collect() {
+      // The database unreachable: keep the last figure rather than fail the scrape.
+      const measured = daysAhead ? await daysAhead().catch(() => null) : null;
+      if (measured !== null) this.set(measured);
+    },
+  });
+  daysAheadGauge.set(Number.NaN);
   const rounds = new Counter({
     name: 'history_maintenance_rounds_total',
     help: 'History maintenance rounds (make the days ahead, purge bodies, remove days past retention), by result.',
@@ -300,9 +317,9 @@ export function createHistoryMetrics(registry: Registry): HistoryMetrics {
       help: 'When the last history maintenance round succeeded (Unix seconds); set by the active maintainer.',
       registers: [registry],
     }),
-    daysAhead: new Gauge({
-      name: 'history_partition_days_ahead',
-      help: 'Days after today that history partitions exist for (writes fail past the last); set by the active maintainer.',
+    missingPartitionWrites: new Counter({
+      name: 'history_missing_partition_writes_total',
+      help: 'Recording transactions that failed because their day of history had no partition; each has the missing days made at once.',
       registers: [registry],
     }),
     oldestDay: new Gauge({

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import pg from 'pg';
-import { SessionLock } from '../database/sessionLock';
+import type pg from 'pg';
+import { backoffAfter, SingleActiveWorker, type NextStep } from '../database/singleActiveWorker';
 import { inTransaction, runOn, statement, type Statement } from '../database/transaction';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
@@ -135,13 +135,9 @@ export class OutboxRelay {
   private readonly pollIntervalMs: number;
   private readonly maxBackoffMs: number;
   private readonly broker: BrokerChannel;
-  private readonly lock: SessionLock;
-  private stopping = false;
-  private loop: Promise<void> | null = null;
-  private wakeUp: (() => void) | null = null;
-  private wakePending = false;
+  private readonly worker: SingleActiveWorker;
   private lastSweep = 0;
-  private backoffMs = 0;
+  private brokerBackoffMs = 0;
 
   constructor(private readonly options: RelayOptions) {
     this.batchSize = options.batchSize ?? 200;
@@ -154,89 +150,67 @@ export class OutboxRelay {
       options.metrics,
       options.logger,
     );
-    this.lock = new SessionLock({
-      key: RELAY_LOCK,
-      databaseUrl: options.databaseUrl,
-      job: 'relay',
+    this.worker = new SingleActiveWorker({
+      lock: {
+        key: RELAY_LOCK,
+        databaseUrl: options.databaseUrl,
+        job: 'relay',
+        client: { pipeline: options.pipelined ?? false, statement_timeout: 30_000 },
+        // Marking events published need not wait for the WAL flush: a mark lost in a database crash only means
+        // the event is published again, with the same id (at-least-once, as documented). The claim must walk the
+        // pending index in order (an index scan, not a bitmap scan): only an index scan marks the entries of
+        // events published since as dead and skips them from then on; the planner cannot see those entries and
+        // would pick a bitmap scan that re-reads all of them on every batch until the next VACUUM
+        // (sql/003_outbox_pending_by_age.sql).
+        sessionOptions: '-c synchronous_commit=off -c enable_bitmapscan=off',
+        onConnect: async (client) => {
+          client.on('notification', () => this.wake());
+          await runOn(client, statement(sql`LISTEN ${sql.id(OUTBOX_CHANNEL)}`));
+        },
+      },
       logger: options.logger,
-      onChange: (held) => {
-        options.logger.info({ active: held }, held ? 'outbox relay is active' : 'outbox relay is standing by');
-        options.metrics.relayActive.set(held ? 1 : 0);
+      lines: {
+        active: 'outbox relay is active',
+        standby: 'outbox relay is standing by',
+        failed: 'outbox relay lost its database connection',
       },
-      client: { pipeline: options.pipelined ?? false, statement_timeout: 30_000 },
-      // Marking events published need not wait for the WAL flush: a mark lost in a database crash only means
-      // the event is published again, with the same id (at-least-once, as documented). The claim must walk the
-      // pending index in order (an index scan, not a bitmap scan): only an index scan marks the entries of
-      // events published since as dead and skips them from then on; the planner cannot see those entries and
-      // would pick a bitmap scan that re-reads all of them on every batch until the next VACUUM
-      // (sql/003_outbox_pending_by_age.sql).
-      sessionOptions: '-c synchronous_commit=off -c enable_bitmapscan=off',
-      onConnect: async (client) => {
-        client.on('notification', () => this.wake());
-        await runOn(client, statement(sql`LISTEN ${sql.id(OUTBOX_CHANNEL)}`));
-      },
+      activeGauge: options.metrics.relayActive,
+      standbyMs: this.pollIntervalMs,
+      backoff: { firstMs: 250, maxMs: this.maxBackoffMs },
+      step: (connection) => this.step(connection),
+      onStop: () => this.broker.close(),
     });
   }
 
   get isActive(): boolean {
-    return this.lock.isHeld;
+    return this.worker.isActive;
   }
 
   start(): void {
-    if (this.loop) return;
-    this.stopping = false;
-    this.loop = this.run();
+    this.worker.start();
   }
 
   /** A hint that events were committed; the relay also polls, so a lost hint costs at most a poll interval. */
   wake(): void {
-    this.wakePending = true;
-    this.wakeUp?.();
+    this.worker.wake();
   }
 
   /** Finishes the current batch, releases the lock and closes both connections. */
   async stop(): Promise<void> {
-    this.stopping = true;
-    this.wake();
-    await this.loop;
-    this.loop = null;
+    await this.worker.stop();
   }
 
-  private async run(): Promise<void> {
-    while (!this.stopping) {
-      let delay = this.pollIntervalMs;
-      // A commit's wake-up hint cuts a poll wait short, never a backoff.
-      let wakeable = true;
-      try {
-        if (!(await this.lock.hold())) {
-          wakeable = false; // a standby only polls for the lock
-        } else if (await this.openBroker()) {
-          const published = await this.publishBatch();
-          this.backoffMs = 0;
-          await this.sweepPublished();
-          // A batch takes one event per order, so an order's next events wait for the next
-          // batch: go again at once while batches find work (the events committed while this
-          // one waited for its confirms are the next batch), poll only when one comes back empty.
-          if (published > 0) delay = 0;
-        } else {
-          delay = this.backoffMs;
-          wakeable = false;
-        }
-      } catch (error) {
-        // The database side failed: start over on a new connection (the lock went with the old one).
-        this.options.logger.warn(
-          { err: { message: (error as Error).message } },
-          'outbox relay lost its database connection',
-        );
-        await this.lock.release();
-        this.backoffMs = Math.min(Math.max(this.backoffMs * 2, 250), this.maxBackoffMs);
-        delay = this.backoffMs;
-        wakeable = false;
-      }
-      if (delay > 0) await this.sleep(delay, wakeable);
-    }
-    await this.broker.close();
-    await this.lock.release();
+  /**
+   * One batch while active. A batch takes one event per order, so an order's next events wait for the next
+   * batch: go again at once while batches find work (the events committed while this one waited for its
+   * confirms are the next batch), poll only when one comes back empty. A commit's wake-up hint cuts a poll
+   * wait short, never a backoff.
+   */
+  private async step(connection: pg.Client): Promise<NextStep> {
+    if (!(await this.openBroker())) return { waitMs: this.brokerBackoffMs, wakeable: false };
+    const published = await this.publishBatch(connection);
+    await this.sweepPublished(connection);
+    return { waitMs: published > 0 ? 0 : this.pollIntervalMs, wakeable: true };
   }
 
   /** Connects to the broker if needed; on failure backs off (250 ms doubling to maxBackoffMs). */
@@ -244,13 +218,13 @@ export class OutboxRelay {
     if (this.broker.isOpen) return true;
     try {
       await this.broker.open();
-      this.backoffMs = 0;
+      this.brokerBackoffMs = 0;
       return true;
     } catch (error) {
-      this.backoffMs = Math.min(Math.max(this.backoffMs * 2, 250), this.maxBackoffMs);
+      this.brokerBackoffMs = backoffAfter(this.brokerBackoffMs, 250, this.maxBackoffMs);
       this.options.metrics.publishFailures.inc({ reason: 'connection' });
       this.options.logger.warn(
-        { err: { message: (error as Error).message }, retryInMs: this.backoffMs },
+        { err: { message: (error as Error).message }, retryInMs: this.brokerBackoffMs },
         'broker unreachable; events wait in the outbox',
       );
       return false;
@@ -261,9 +235,8 @@ export class OutboxRelay {
    * Claims, publishes and marks one batch inside one transaction on the lock-holding connection. On a
    * pipelined connection BEGIN leaves with the claim, and the marks with COMMIT.
    */
-  private async publishBatch(): Promise<number> {
-    this.wakePending = false;
-    return inTransaction(this.lock.connection as pg.Client, async (trx) => {
+  private async publishBatch(connection: pg.Client): Promise<number> {
+    return inTransaction(connection, async (trx) => {
       const rows = await trx.run(claim(this.batchSize));
       if (rows.length > 0) await trx.runAndCommit(await this.publish(rows));
       return rows.length;
@@ -295,28 +268,11 @@ export class OutboxRelay {
     );
   }
 
-  private async sweepPublished(): Promise<void> {
+  private async sweepPublished(connection: pg.Client): Promise<void> {
     const now = Date.now();
     if (now - this.lastSweep < RETENTION_SWEEP_MS) return;
     this.lastSweep = now;
-    const [row] = await runOn(this.lock.connection as pg.Client, deletePublished(this.options.retentionMs));
+    const [row] = await runOn(connection, deletePublished(this.options.retentionMs));
     if (row?.deleted) this.options.logger.info({ deleted: row.deleted }, 'published events past retention deleted');
-  }
-
-  /** Waits ms; a wake-up hint ends the wait early only when it is wakeable. stop() always does. */
-  private sleep(ms: number, wakeable: boolean): Promise<void> {
-    if (this.stopping || (wakeable && this.wakePending)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wakeUp = () => {
-        if (!wakeable && !this.stopping) return;
-        this.wakeUp = null;
-        done();
-      };
-    });
   }
 }

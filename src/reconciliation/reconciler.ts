@@ -1,5 +1,5 @@
 import type { Db } from '../database/pool';
-import { Pause, SessionLock } from '../database/sessionLock';
+import { SingleActiveWorker, type NextStep } from '../database/singleActiveWorker';
 import type { Logger } from '../observability/logger';
 import type { CheckResult, ReconciliationMetrics } from '../observability/metrics';
 import { checkOrder, uncheckedOrder, type CheckDependencies, type OrderCheck } from './checkOrder';
@@ -60,12 +60,8 @@ export interface SweepRound {
 export class Reconciler {
   private readonly batchSize: number;
   private readonly now: () => Date;
-  private readonly lock: SessionLock;
-  private stopping = false;
-  private loop: Promise<void> | null = null;
-  private readonly pause = new Pause();
+  private readonly worker: SingleActiveWorker;
   private failedRounds = 0;
-  private databaseBackoffMs = 0;
   /** When the gauges were counted and old given-up rows dropped (housekeeping); 0: not yet. */
   private housekeptAt = 0;
   /** Where the next housekeeping goes on looking for rows of closed orders. */
@@ -74,65 +70,52 @@ export class Reconciler {
   constructor(private readonly options: ReconcilerOptions) {
     this.batchSize = options.batchSize ?? 50;
     this.now = options.now ?? (() => new Date());
-    this.lock = new SessionLock({
-      key: RECONCILER_LOCK,
-      databaseUrl: options.databaseUrl,
-      job: 'reconciler',
+    this.worker = new SingleActiveWorker({
+      lock: { key: RECONCILER_LOCK, databaseUrl: options.databaseUrl, job: 'reconciler' },
       logger: options.logger,
-      onChange: (held) => {
-        options.logger.info({ active: held }, held ? 'reconciler is active' : 'reconciler is standing by');
-        options.metrics.reconcilerActive.set(held ? 1 : 0);
+      lines: {
+        active: 'reconciler is active',
+        standby: 'reconciler is standing by',
+        failed: 'reconciler lost its database connection',
+      },
+      activeGauge: options.metrics.reconcilerActive,
+      onActiveChange: (held) => {
         // Only the active reconciler reports the open orders: a former one must not keep its last figures.
         if (!held) {
           options.metrics.stuckOrders.set(0);
           options.metrics.givenUpOrders.set(0);
         }
       },
+      standbyMs: options.intervalMs,
+      backoff: { firstMs: 250, maxMs: 30_000, atLeastMs: options.intervalMs },
+      step: () => this.step(),
     });
   }
 
   get isActive(): boolean {
-    return this.lock.isHeld;
+    return this.worker.isActive;
   }
 
   start(): void {
-    if (this.loop) return;
-    this.stopping = false;
-    this.pause.resume();
-    this.loop = this.run();
+    this.worker.start();
   }
 
   /** Finishes the check under way, releases the lock and closes its connection. */
   async stop(): Promise<void> {
-    this.stopping = true;
-    this.pause.stop();
-    await this.loop;
-    this.loop = null;
+    await this.worker.stop();
   }
 
-  private async run(): Promise<void> {
+  /** One sweep while active; then RECONCILE_INTERVAL, at once after a full batch, or the API's back-off. */
+  private async step(): Promise<NextStep> {
     const { logger, intervalMs } = this.options;
-    while (!this.stopping) {
-      let delay = intervalMs;
-      try {
-        if (await this.lock.hold()) {
-          const round = await this.sweep();
-          this.databaseBackoffMs = 0;
-          this.failedRounds = round.unavailable ? this.failedRounds + 1 : 0;
-          if (round.unavailable) {
-            delay = sweepBackoffMs(this.failedRounds, intervalMs, round.retryAfterMs);
-            logger.warn({ retryInMs: delay }, 'payment API unavailable; reconciliation backs off');
-          } else if (round.checked >= this.batchSize) delay = 0;
-        }
-      } catch (error) {
-        logger.warn({ err: { message: (error as Error).message } }, 'reconciler lost its database connection');
-        await this.lock.release();
-        this.databaseBackoffMs = Math.min(Math.max(this.databaseBackoffMs * 2, 250), 30_000);
-        delay = Math.max(this.databaseBackoffMs, intervalMs);
-      }
-      if (delay > 0) await this.pause.wait(delay);
+    const round = await this.sweep();
+    this.failedRounds = round.unavailable ? this.failedRounds + 1 : 0;
+    if (round.unavailable) {
+      const waitMs = sweepBackoffMs(this.failedRounds, intervalMs, round.retryAfterMs);
+      logger.warn({ retryInMs: waitMs }, 'payment API unavailable; reconciliation backs off');
+      return { waitMs, wakeable: false };
     }
-    await this.lock.release();
+    return { waitMs: round.checked >= this.batchSize ? 0 : intervalMs, wakeable: false };
   }
 
   /** One round: the due orders, soonest first, each checked and rescheduled; then the housekeeping. */
@@ -145,7 +128,7 @@ export class Reconciler {
     // orders count the same result and keep their schedule, and the token endpoint is not hammered.
     const refusedPos = new Map<string, CheckResult>();
     for (const order of due) {
-      if (this.stopping) break;
+      if (this.worker.isStopping) break;
       const { posId } = order;
       if (posId === null || !order.open) {
         // Closed by a notification since (nothing left to learn), or bound to no POS (none may ask about it).

@@ -1,4 +1,4 @@
-import { isDatabaseUnavailable } from '../database/errors';
+import { isDatabaseUnavailable, isMissingPartition } from '../database/errors';
 import type { PooledTransactions } from '../database/transaction';
 import type { Logger } from '../observability/logger';
 import type { Notification } from '../parsing/notification';
@@ -38,6 +38,8 @@ export interface GroupCommitOptions {
   knownCapacity?: number;
   /** Told of every batch once it is settled: its size and how long its lane was busy with it. */
   onBatchDone?: (notifications: number, busySeconds: number) => void;
+  /** Told when a write failed because its day of history has no partition: someone must make it now. */
+  onMissingPartition?: () => void;
 }
 
 /** The recorder cannot take more now: answer 503 with Retry-After, the sender retries later. */
@@ -156,7 +158,16 @@ export class GroupCommitStore implements NotificationStore {
 
   /** Quarantines are rare: one statement each, its own transaction. */
   quarantine(delivery: Delivery, reason: QuarantineCause, detail: string): Promise<Recorded> {
-    return this.transactions.transaction((trx) => recordQuarantine(trx, delivery, reason, detail));
+    return this.transactions
+      .transaction((trx) => recordQuarantine(trx, delivery, reason, detail))
+      .catch((error: unknown) => {
+        this.noticeMissingPartition(error);
+        throw error;
+      });
+  }
+
+  private noticeMissingPartition(error: unknown): void {
+    if (isMissingPartition(error)) this.options.onMissingPartition?.();
   }
 
   private answer(pending: Pending, settle: () => void): void {
@@ -260,6 +271,7 @@ export class GroupCommitStore implements NotificationStore {
         return;
       }
       if (isDatabaseUnavailable(error)) {
+        this.noticeMissingPartition(error);
         for (const p of live) p.reject(asError(error));
         return;
       }
@@ -272,8 +284,10 @@ export class GroupCommitStore implements NotificationStore {
         } catch (single) {
           if (single instanceof LockSetChanged) this.requeue(p);
           else if (single instanceof BatchAbandoned) p.reject(new RecorderOverloaded('no commit in time'));
-          else if (isDatabaseUnavailable(single)) p.reject(asError(single));
-          else await this.quarantineUnrecordable(p, asError(single));
+          else if (isDatabaseUnavailable(single)) {
+            this.noticeMissingPartition(single);
+            p.reject(asError(single));
+          } else await this.quarantineUnrecordable(p, asError(single));
         }
       }
     }

@@ -1,10 +1,12 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
 import type { PurgeReport } from '../../src/cli/commands/purge';
 import { query } from '../support/database';
 import { contractFetch } from '../support/contracts';
 import { backdateHistory, historyDays } from '../support/history';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, uniqueId } from '../support/signing';
-import { cliEnv, parseJson, runCli } from './cliSupport';
+import { cliEnv, parseJson, ROOT, runCli } from './cliSupport';
 
 let svc: TestService;
 let env: Record<string, string>;
@@ -173,6 +175,44 @@ describe('purge', () => {
       [olderOrder],
     );
     expect(projection?.status).toBe('COMPLETED');
+  });
+
+  it("When today's partitions are missing, then purge makes them, and so does npm run migrate", async () => {
+    const url = svc.database.url;
+    const dropToday = async (): Promise<void> => {
+      for (const table of ['notifications', 'notification_variants', 'deliveries']) {
+        await query(url, `ALTER TABLE ${table} DETACH PARTITION ${table}_p${day(0)}`);
+        await query(url, `DROP TABLE ${table}_p${day(0)}`);
+      }
+    };
+    const today = async (): Promise<boolean[]> =>
+      Object.values(await historyDays(url)).map((days) => days.includes(day(0)));
+
+    await dropToday();
+    expect(await today()).toEqual([false, false, false]);
+    const dry = parseJson<PurgeReport>(await runCli(['purge', '--days', '30', '--dry-run', '--json'], env));
+    expect(dry.daysMade).toBeNull();
+    expect(await today()).toEqual([false, false, false]);
+    const run = await runCli(['purge', '--days', '30'], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('Made 3 missing day partition(s), from yesterday to a week ahead.');
+    expect(await today()).toEqual([true, true, true]);
+
+    await dropToday();
+    const migrate = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'cli', 'migrate.js')], {
+        cwd: ROOT,
+        env: cliEnv({ DATABASE_URL: url }),
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+      child.once('error', reject);
+      child.once('exit', (code) => resolve({ code, stdout }));
+    });
+    expect(migrate.code).toBe(0);
+    expect(migrate.stdout).toContain('"daysMade":3');
+    expect(await today()).toEqual([true, true, true]);
   });
 
   it('When a notification of an order whose history was removed arrives, then it is answered 200, recorded again, and the final projection stays', async () => {

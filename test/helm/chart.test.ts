@@ -520,6 +520,7 @@ describe('retention', () => {
       expect(configOf(objects)).toMatchObject({ HISTORY_RETENTION: 'off', BODY_RETENTION: 'off' });
       expect(historyRules(objects).map((r) => r.alert)).toEqual([
         'PaymentHistoryPartitionsRunningOut',
+        'PaymentHistoryDayMissing',
         'PaymentHistoryMaintainerAbsent',
         'PaymentHistoryMaintenanceFailing',
       ]);
@@ -552,17 +553,20 @@ describe('retention', () => {
     });
   });
 
-  test('the history alerts read the active maintainer, and are rendered whatever else is on', () => {
+  test('the history alerts read the active maintainer, but for the days ahead every pod measures, and are rendered whatever else is on', () => {
     for (const objects of [features, monitored(['config.relayEnabled=false'])]) {
       const rules = historyRules(objects);
       expect(rules.map((r) => r.alert)).toEqual([
         'PaymentHistoryPartitionsRunningOut',
+        'PaymentHistoryDayMissing',
         'PaymentHistoryMaintainerAbsent',
         'PaymentHistoryMaintenanceFailing',
         'PaymentHistoryRetentionNotApplied',
       ]);
-      for (const rule of rules.filter((r) => /days_ahead|oldest_day/.test(r.expr ?? '')))
+      for (const rule of rules.filter((r) => /oldest_day/.test(r.expr ?? '')))
         expect(rule.expr).toMatch(/and \(history_maintainer_active\{[^}]*\} == 1\)/);
+      for (const rule of rules.filter((r) => /days_ahead/.test(r.expr ?? '')))
+        expect(rule.expr).toMatch(/min\(history_partition_days_ahead\{[^}]*\}\)/);
     }
     expect(retentionThreshold(features)).toBe(4320 * 3600 + 2 * 86_400);
   });

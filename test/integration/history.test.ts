@@ -16,6 +16,14 @@ async function metric(svc: TestService, name: string): Promise<number> {
   return line === undefined ? Number.NaN : Number(line.split(' ')[1]);
 }
 
+/** Removes today's partitions of the tables, as an operator's mistake would. */
+async function dropToday(tables: readonly string[]): Promise<void> {
+  for (const table of tables) {
+    await query(db.url, `ALTER TABLE ${table} DETACH PARTITION ${table}_p${dayOf(0)}`);
+    await query(db.url, `DROP TABLE ${table}_p${dayOf(0)}`);
+  }
+}
+
 let db: TestDatabase;
 const oldOrder = uniqueId('HOLD');
 const midOrder = uniqueId('HMID');
@@ -102,29 +110,100 @@ describe('history kept by the service itself', () => {
     }
   });
 
-  it("When a day's partition is missing, then a notification gets 503 with Retry-After, and once the day is made, its retry 200", async () => {
+  it("When a day's partition is missing, then the gauge says so, a notification gets 503 with Retry-After, and its retry 200 once the write had the day made", async () => {
     const svc = await startTestService({ database: db, env: { RELAY_ENABLED: 'false' } });
     try {
       await waitUntil(
         'a maintenance round',
         async () => (await metric(svc, 'history_maintenance_rounds_total{result="ok"}')) >= 1,
       );
-      const today = `deliveries_p${dayOf(0)}`;
-      await query(db.url, `ALTER TABLE deliveries DETACH PARTITION ${today}`);
-      await query(db.url, `DROP TABLE ${today}`);
+      await dropToday(['deliveries']);
+      expect(await metric(svc, 'history_partition_days_ahead')).toBe(-1);
       const body = orderBody({ orderId: uniqueId('HGAP'), status: 'PENDING' });
       const refused = await svc.post(body);
       expect(refused.status).toBe(503);
       expect(refused.headers['retry-after']).toBeDefined();
-      await query(
-        db.url,
-        `SELECT history_partitions_ensure((now() AT TIME ZONE 'UTC')::date, (now() AT TIME ZONE 'UTC')::date)`,
-      );
-      const retried = await svc.post(body);
-      expect(retried.status).toBe(200);
+      // Nothing made by hand, no restart: the write that failed had the missing days made.
+      const retried = await waitUntil('a retry answered 200', async () => {
+        const answer = await svc.post(body);
+        return answer.status === 200 && answer;
+      });
       expect(retried.body.outcome).toBe('accepted');
+      expect(await metric(svc, 'history_partition_days_ahead')).toBe(7);
+      expect(await metric(svc, 'history_missing_partition_writes_total')).toBeGreaterThanOrEqual(1);
+      expect(svc.logs.some((l) => l.includes('missing days of history made'))).toBe(true);
     } finally {
       await svc.stop();
+    }
+  });
+
+  it("When today's partitions are dropped under load, then 200s resume within a minute with no restart, and every notification answered 200 is recorded", async () => {
+    const svc = await startTestService({ database: db, env: { RELAY_ENABLED: 'false' } });
+    const answered: string[] = [];
+    const answeredBefore: string[] = [];
+    let dropped = false;
+    let stop = false;
+    // Four senders, each posting new orders one after another until told to stop.
+    const sender = async (): Promise<void> => {
+      while (!stop) {
+        const orderId = uniqueId('HLOAD');
+        // What was recorded before the drop went with it: only what is sent after it counts.
+        const afterDrop = dropped;
+        const answer = await svc.post(orderBody({ orderId, status: 'PENDING' }));
+        if (answer.status === 200) (afterDrop ? answered : answeredBefore).push(orderId);
+        else if (answer.status !== 503) throw new Error(`unexpected ${answer.status}`);
+      }
+    };
+    const senders = Array.from({ length: 4 }, () => sender());
+    try {
+      await waitUntil('load under way', () => answeredBefore.length >= 20);
+      await dropToday(['notifications', 'notification_variants', 'deliveries']);
+      dropped = true;
+      await waitUntil('a write that found its day missing', async () => {
+        return (await metric(svc, 'history_missing_partition_writes_total')) >= 1;
+      });
+      // Bounded by the requirement: 200s again within a minute of the first write that found its day missing.
+      const before = answered.length;
+      await waitUntil('200s again', () => answered.length > before + 20, 60_000);
+    } finally {
+      stop = true;
+      await Promise.all(senders);
+    }
+    try {
+      const recorded = await query<{ order_id: string }>(
+        db.url,
+        `SELECT DISTINCT n.order_id FROM notifications n JOIN deliveries d ON d.notification_id = n.id
+          WHERE n.order_id = ANY($1)`,
+        [answered],
+      );
+      expect(recorded.length).toBe(new Set(answered).size);
+      expect(await metric(svc, 'history_partition_days_ahead')).toBe(7);
+    } finally {
+      await svc.stop();
+    }
+  }, 120_000);
+
+  it('When a standby replica finds its day missing, then it has the day made itself', async () => {
+    const [a, b] = await Promise.all([
+      startTestService({ database: db, env: { RELAY_ENABLED: 'false' } }),
+      startTestService({ database: db, env: { RELAY_ENABLED: 'false' } }),
+    ]);
+    try {
+      const standby = await waitUntil('one active maintainer', async () => {
+        const [activeA, activeB] = [
+          await metric(a, 'history_maintainer_active'),
+          await metric(b, 'history_maintainer_active'),
+        ];
+        return activeA + activeB === 1 && (activeA === 0 ? a : b);
+      });
+      await dropToday(['notifications']);
+      const body = orderBody({ orderId: uniqueId('HSTBY'), status: 'PENDING' });
+      expect((await standby.post(body)).status).toBe(503);
+      await waitUntil('a retry answered 200', async () => (await standby.post(body)).status === 200);
+      expect(await metric(standby, 'history_missing_partition_writes_total')).toBeGreaterThanOrEqual(1);
+      expect(await metric(standby, 'history_maintainer_active')).toBe(0);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
     }
   });
 });

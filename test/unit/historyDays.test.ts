@@ -6,6 +6,9 @@ import {
   daysToMake,
   parsePartitionName,
   partitionName,
+  HISTORY_TABLES,
+  type HistoryTable,
+  type PartitionBounds,
 } from '../../src/history/days';
 
 const at = (iso: string): number => Date.parse(iso);
@@ -38,11 +41,33 @@ describe('history days', () => {
     expect(daysPast(days, at('2026-11-20T00:00:00Z'), 0)).toEqual([]);
   });
 
-  it('When days are made, then from yesterday to a week ahead; days ahead count whole days after today', () => {
+  it('When days are made, then from yesterday to a week ahead', () => {
     expect(daysToMake(at('2026-11-26T08:00:00Z'))).toEqual({ first: '2026-11-25', last: '2026-12-03' });
+  });
+
+  it('When days ahead are measured, then they count whole days after today covered without a gap in every table', () => {
     const now = at('2026-11-26T08:00:00Z');
-    expect(daysAhead(['2026-11-25', '2026-11-26', '2026-12-03'], now)).toBe(7);
-    expect(daysAhead(['2026-11-26'], now)).toBe(0);
-    expect(daysAhead(['2026-11-24'], now)).toBe(-1);
+    const days = (table: HistoryTable, ...list: string[]): PartitionBounds[] =>
+      list.map((day) => ({ table, fromMs: at(`${day}T00:00:00Z`), toMs: at(`${day}T00:00:00Z`) + DAY }));
+    const week = ['2026-11-25', '2026-11-26', '2026-11-27', '2026-11-28', '2026-11-29', '2026-11-30'];
+    const full = (...more: string[]) => HISTORY_TABLES.flatMap((t) => days(t, ...week, '2026-12-01', ...more));
+    expect(daysAhead(full('2026-12-02', '2026-12-03'), now)).toBe(7);
+    // Out of order, and a gap: the days after the gap do not count.
+    expect(daysAhead([...full().reverse(), ...days('deliveries', '2026-12-03')], now)).toBe(5);
+    expect(
+      daysAhead(
+        HISTORY_TABLES.flatMap((t) => days(t, '2026-11-26')),
+        now,
+      ),
+    ).toBe(0);
+    // Today missing in one table: its writes fail.
+    expect(daysAhead([...days('notifications', ...week), ...days('notification_variants', ...week)], now)).toBe(-1);
+    expect(
+      daysAhead(
+        full().filter((p) => !(p.table === 'deliveries' && p.fromMs === at('2026-11-26T00:00:00Z'))),
+        now,
+      ),
+    ).toBe(-1);
+    expect(daysAhead([], now)).toBe(-1);
   });
 });

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import {
+  makeDays,
   purgeBodiesPast,
   removeDaysPast,
   sessionOnKysely,
@@ -20,6 +21,8 @@ import { emit } from './output';
 
 export interface PurgeReport {
   dryRun: boolean;
+  /** Day partitions made that were missing, from yesterday to a week ahead (null in a dry run). */
+  daysMade: number | null;
   /** With --days: bodies of the days wholly older than the cutoff. */
   bodies: (Omit<PurgedBodies, 'days'> & { days: number; cutoff: string; purgedDays: string[] }) | null;
   /** With --history-days: the days wholly older than the cutoff, removed. */
@@ -50,16 +53,19 @@ export async function purge(io: CliIo, options: PurgeOptions): Promise<ExitCode>
       const session = sessionOnKysely(connection);
       return withWorkLock(session, async () => {
         const now = Date.now();
+        // As the maintainer's round: the days ahead first, so a purge run by hand also heals a missing day.
+        const daysMade = dryRun ? null : await makeDays(session, now);
         const bodies = days === undefined ? null : await purgeBodiesPast(session, days * DAY_MS, now, { dryRun });
         const history =
           historyDays === undefined ? null : await removeDaysPast(session, historyDays * DAY_MS, now, { dryRun });
-        return { now, bodies, history };
+        return { now, daysMade, bodies, history };
       });
     }),
   );
   const cutoff = (d: number) => new Date(report.now - d * DAY_MS).toISOString();
   const result: PurgeReport = {
     dryRun,
+    daysMade: report.daysMade,
     bodies:
       report.bodies && days !== undefined
         ? { ...report.bodies, purgedDays: report.bodies.days, days, cutoff: cutoff(days) }
@@ -74,8 +80,9 @@ export async function purge(io: CliIo, options: PurgeOptions): Promise<ExitCode>
   return EXIT_OK;
 }
 
-function purgeLines({ dryRun, bodies, history, seconds }: PurgeReport): string[] {
+function purgeLines({ dryRun, daysMade, bodies, history, seconds }: PurgeReport): string[] {
   const lines: string[] = [];
+  if (daysMade) lines.push(`Made ${daysMade} missing day partition(s), from yesterday to a week ahead.`);
   if (bodies) {
     lines.push(
       `${dryRun ? 'Dry run: would purge' : 'Purged'} raw bodies of ${bodies.purgedDays.length} day(s) wholly before ` +
@@ -114,7 +121,8 @@ export function registerPurge(program: Command, io: CliIo, state: CliState): voi
         'bodies, and with them the buyer data they hold, of the days (UTC) wholly older than N days, and of ' +
         'quarantined notifications received before; the days already purged are not read again. --history-days N ' +
         'removes the history (notifications, variants, deliveries) of the days wholly older than N days, a day at a ' +
-        'time without blocking the intake; at least 3 days, the time the sender retries. The projections stay. Runs ' +
+        'time without blocking the intake; at least 3 days, the time the sender retries. The projections stay. Unless ' +
+        '--dry-run, it first makes the day partitions missing from yesterday to a week ahead, as the service does. Runs ' +
         'unattended: configuration from the environment, no prompts.\n\n' +
         'Exit codes: 0 done (or counted, with --dry-run); 1 database failure; 2 usage error (no or bad retention).',
     )
