@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { INTAKE_OUTCOMES } from '../domain/outcomes';
+import { CONFLICT_SOURCES, INTAKE_OUTCOMES } from '../domain/outcomes';
 
 export const NOTIFICATION_KINDS = ['order', 'refund', 'unknown'] as const;
 export type MetricKind = (typeof NOTIFICATION_KINDS)[number];
@@ -59,6 +59,8 @@ export interface Metrics extends RelayMetrics {
   notifications: Counter<'kind' | 'outcome'>;
   variants: Counter<'kind'>;
   disagreements: Counter<'kind' | 'field'>;
+  /** Final statuses contradicted, whoever observed them (source: notification, reconciliation, replay). */
+  statusConflicts: Counter<'kind' | 'status' | 'kept_status' | 'source'>;
   recorderBatchSize: Histogram;
   recorderBusy: Counter;
   paymentApi: PaymentApiMetrics;
@@ -236,6 +238,22 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     disagreements.inc({ kind, field }, 0);
   }
 
+  // Counted by the recorder, whatever brought the status: payment_notifications_total counts the sender's
+  // deliveries only, and a conflict found by reconciliation or a replay is not one of them.
+  const statusConflicts = new Counter({
+    name: 'payment_status_conflicts_total',
+    help: 'Final statuses contradicted by a later final status (recorded, the first kept), by kind, the status that came, the status kept, and who observed it: notification, reconciliation or replay (a status recorded before, its history removed by retention).',
+    labelNames: ['kind', 'status', 'kept_status', 'source'] as const,
+    registers: [registry],
+  });
+  for (const [kind, status, kept_status] of [
+    ['order', 'COMPLETED', 'CANCELED'],
+    ['order', 'CANCELED', 'COMPLETED'],
+    ['refund', 'FINALIZED', 'CANCELED'],
+    ['refund', 'CANCELED', 'FINALIZED'],
+  ] as const)
+    for (const source of CONFLICT_SOURCES) statusConflicts.inc({ kind, status, kept_status, source }, 0);
+
   // The recorder's saturation: a lane busy all the time is where a burst queues (docs/PERFORMANCE.md).
   const recorderBatchSize = new Histogram({
     name: 'recorder_batch_notifications',
@@ -271,6 +289,7 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     notifications,
     variants,
     disagreements,
+    statusConflicts,
     recorderBatchSize,
     recorderBusy,
     paymentApi: createPaymentApiMetrics(registry),

@@ -1,5 +1,6 @@
 import { isDatabaseUnavailable } from '../database/errors';
 import type { PooledTransactions } from '../database/transaction';
+import type { StatusConflict } from '../domain/outcomes';
 import type { Logger } from '../observability/logger';
 import type { Notification } from '../parsing/notification';
 import { meaningOf, type BatchItem } from './batch';
@@ -38,6 +39,8 @@ export interface GroupCommitOptions {
   knownCapacity?: number;
   /** Told of every batch once it is settled: its size and how long its lane was busy with it. */
   onBatchDone?: (notifications: number, busySeconds: number) => void;
+  /** Told of each status conflict a batch recorded, once it committed, whoever observed it. */
+  onConflict?: (conflict: StatusConflict) => void;
 }
 
 /** The recorder cannot take more now: answer 503 with Retry-After, the sender retries later. */
@@ -234,6 +237,7 @@ export class GroupCommitStore implements NotificationStore {
       }),
     );
     this.known.remember(decision.known);
+    for (const conflict of decision.conflicts) this.options.onConflict?.(conflict);
     return decision.results;
   }
 
