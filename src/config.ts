@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
 import bytes from 'bytes';
 import { z } from 'zod';
-import { isPublicSandboxKey, parseSecondKeys, PUBLIC_SANDBOX_KEY } from './verification/secondKeys';
-import { parsePaymentApiCredentials } from './paymentApi/credentials';
+import { isPublicSandboxKey, parseSecondKeys, PUBLIC_SANDBOX_KEY, type SecondKey } from './verification/secondKeys';
+import { parsePaymentApiCredentials, type PaymentApiCredential } from './paymentApi/credentials';
 import type { ReconciliationSettings } from './reconciliation/reconciliation';
 import { parseBasicCredentials } from './intake/requestChecks';
-import { parseSourceAllowlist, parseTrustProxy } from './intake/sourceAddress';
+import { parseSourceAllowlist, parseTrustProxy, redundantEntries } from './intake/sourceAddress';
 import { MIN_HISTORY_RETENTION_MS } from './history/days';
 
 /** The reconciliation settings (PAYMENT_API_*, RECONCILE_*), as src/reconciliation/ takes them. */
@@ -24,6 +24,8 @@ export type Config = z.output<typeof settings> & {
   localDefaults: string[];
   /** Checking orders against the payment service's API; null (off) without PAYMENT_API_URL. */
   reconciliation: ReconciliationConfig | null;
+  /** Reconciliation settings given while PAYMENT_API_URL is not: they take no effect (a start warning). */
+  unusedSettings: string[];
 };
 
 /** Sources allowed by default outside production: this machine only. */
@@ -341,6 +343,38 @@ function isBaseUrl(value: string): boolean {
   }
 }
 
+/** The shortest second key taken without a doubt; the payment service's are 32 hex digits. */
+const MIN_SECOND_KEY_LENGTH = 16;
+
+/** The payment service's POS ids are digits; anything else never matches a notification's merchantPosId. */
+const isPosId = (id: string): boolean => /^\d{1,32}$/.test(id);
+
+const NOT_A_POS_ID =
+  "the POS id is not a number (the payment service's POS ids are digits; a key or secret may be in its place)";
+
+/**
+ * Entries that work as written but are most likely mistakes, named by entry, never by value: a POS id that
+ * is not a number, a second key too short not to be guessed. Warned about at start; refused in production,
+ * where no test vector is meant and the POS id would be logged.
+ */
+function doubtfulKeys(keys: readonly SecondKey[], credentials: readonly PaymentApiCredential[]): string[] {
+  // In a valid configuration each entry was read, so the index is the entry's number.
+  return [
+    ...keys.flatMap((key, i) => [
+      ...(isPosId(key.posId) ? [] : [`SECOND_KEYS: entry ${i + 1}: ${NOT_A_POS_ID}`]),
+      ...(key.key.length >= MIN_SECOND_KEY_LENGTH
+        ? []
+        : [
+            `SECOND_KEYS: entry ${i + 1}: the key is shorter than ${MIN_SECOND_KEY_LENGTH} characters, so anyone ` +
+              "could guess it (the payment service's second keys are 32 hex digits)",
+          ]),
+    ]),
+    ...credentials.flatMap((c, i) =>
+      isPosId(c.posId) ? [] : [`PAYMENT_API_CREDENTIALS: entry ${i + 1}: ${NOT_A_POS_ID}`],
+    ),
+  ];
+}
+
 /**
  * Reads one group of settings: each from its variable (or its local default), every problem named by
  * the variable, never by a value.
@@ -421,12 +455,24 @@ export function loadConfig(env: NodeJS.ProcessEnv, needs: Partial<ProcessNeeds> 
       'PAYMENT_API_URL: is http:// (in clear): the client secrets and tokens would travel unencrypted; use https://, or set ' +
         'PAYMENT_API_ALLOW_HTTP=true if that is meant (a TLS sidecar on this host, a test double)',
     );
+  if (production) {
+    // Read apart from their groups, so that these are listed with any other problem.
+    const keys = settings.shape.secondKeys.safeParse(present('SECOND_KEYS')).data ?? [];
+    const clients = reconciliationSettings.shape.credentials.safeParse(present('PAYMENT_API_CREDENTIALS')).data ?? [];
+    for (const doubt of doubtfulKeys(keys, clients)) problems.push(`${doubt}; refused with NODE_ENV=production`);
+  }
   if (base === null || reconciliation === null || problems.length > 0) throw new ConfigError(problems);
   const { paymentApiUrl, allowHttp: _checkedAbove, ...client } = reconciliation;
   return {
     ...base,
     production,
     localDefaults,
+    unusedSettings:
+      paymentApiUrl === undefined
+        ? Object.values(reconciliationSettings.shape)
+            .map((schema) => sourceOf(schema).env)
+            .filter((name) => present(name) !== undefined)
+        : [],
     // What src/reconciliation/ takes, checked here: a setting added to one side only fails tsc.
     reconciliation:
       paymentApiUrl === undefined ? null : ({ ...client, paymentApiUrl } satisfies ReconciliationSettings),
@@ -473,6 +519,22 @@ export function configurationWarnings(config: Config): string[] {
         'API with its credentials; set ADMIN_TOKEN, or HOST=127.0.0.1',
     );
   }
+  for (const redundant of redundantEntries(config.sourceAllowlist.entries))
+    warnings.push(`ALLOWED_SOURCE_IPS: ${redundant}: remove it, or correct it if another address was meant`);
+  // Production refused these at load.
+  warnings.push(...doubtfulKeys(config.secondKeys, config.reconciliation?.credentials ?? []));
+  (config.reconciliation?.credentials ?? []).forEach(({ clientSecret }, i) => {
+    if (clientSecret.includes(':'))
+      warnings.push(
+        `PAYMENT_API_CREDENTIALS: entry ${i + 1} has more than three ':'-separated fields: everything after the ` +
+          'second is taken as the client secret; remove a field added by mistake',
+      );
+  });
+  if (config.unusedSettings.length > 0)
+    warnings.push(
+      `${config.unusedSettings.join(', ')} ${config.unusedSettings.length === 1 ? 'is' : 'are'} set but ` +
+        'PAYMENT_API_URL is not: reconciliation is off and they take no effect; set PAYMENT_API_URL to turn it on',
+    );
   if (config.trustProxy.kind === 'hops') {
     warnings.push(
       `TRUST_PROXY=${config.trustProxy.hops} believes X-Forwarded-For from whichever peer connects: any client ` +
