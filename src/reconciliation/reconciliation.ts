@@ -10,7 +10,7 @@ import { schedulePolicy } from './schedule';
 import { ownerOf, recordedMeanings } from './scheduleQueries';
 import { SharedWork } from './sharedWork';
 
-/** The reconciliation settings, read by config.ts (ReconciliationConfig). */
+/** The reconciliation settings, read by src/config/ (ReconciliationConfig). */
 export interface ReconciliationSettings {
   /** PAYMENT_API_URL: the payment API's base address, without a path. */
   paymentApiUrl: string;
