@@ -1,6 +1,6 @@
 import type { Logger } from '../observability/logger';
 import { idProblem } from '../parsing/identifiers';
-import type { PaymentApiEndpoint, PaymentApiMetrics, TokenFetchResult } from '../observability/metrics';
+import type { PaymentApiEndpoint, PaymentApiMetrics, TokenFetchResult } from '../observability/reconciliationMetrics';
 import {
   AnswerError,
   errorCodesOf,

@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger';
-import type { CheckResult, ReconciliationMetrics } from '../observability/metrics';
+import type { CheckResult, ReconciliationMetrics } from '../observability/reconciliationMetrics';
 import { PaymentApiError, type PaymentApi, type RetrievedOrder } from '../paymentApi/paymentApi';
 import { meaningOf } from '../recording/batch';
 import type { NotificationStore, RecordResult } from '../recording/notificationStore';

@@ -1,6 +1,6 @@
 import type { Db } from '../database/pool';
 import type { Logger } from '../observability/logger';
-import type { PaymentApiMetrics, ReconciliationMetrics } from '../observability/metrics';
+import type { PaymentApiMetrics, ReconciliationMetrics } from '../observability/reconciliationMetrics';
 import { createPaymentApi, type PaymentApi, type PaymentApiCredential } from '../paymentApi/paymentApi';
 import type { NotificationStore } from '../recording/notificationStore';
 import { checkOrder, type OrderCheck } from './checkOrder';
