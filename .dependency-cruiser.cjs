@@ -8,7 +8,7 @@
 const LAYERS = [
   ['entry points', '^src/(main\\.ts|cli/)'],
   ['composition root', '^src/service\\.ts'],
-  ['configuration', '^src/config\\.ts'],
+  ['configuration', '^src/config/'],
   ['HTTP ports', '^src/(intake|admin)/'],
   ['reconciliation', '^src/reconciliation/'],
   ['recording', '^src/recording/'],

@@ -7,6 +7,7 @@ import { openDatabase } from './database/bootstrap';
 import { describeDatabase, type DatabaseServer } from './database/embeddedPostgres';
 import { createDb, createPool, type Db } from './database/pool';
 import { PooledTransactions } from './database/transaction';
+import type { StatusConflict } from './domain/outcomes';
 import { reasonOf, StartupError } from './errors';
 import { close, listen } from './http/server';
 import { createPublicListener } from './intake/publicListener';
@@ -226,6 +227,12 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
   };
 }
 
+/** Counts a status conflict the recorder committed, whoever observed it (the intake's and reconciliation's recorders). */
+const countConflict =
+  (metrics: Metrics) =>
+  ({ kind, status, keptStatus, source }: StatusConflict): void =>
+    metrics.statusConflicts.inc({ kind, status, kept_status: keptStatus, source });
+
 /** The intake's recorder: group commit on the intake's pool. */
 function createRecorder(
   config: Config,
@@ -250,6 +257,7 @@ function createRecorder(
         metrics.recorderBusy.inc(busySeconds);
       },
       onMissingPartition,
+      onConflict: countConflict(metrics),
     },
     logger.child({ component: 'recorder' }),
   );
@@ -280,7 +288,15 @@ function assembleReconciliation(
   const store = new GroupCommitStore(
     new PooledTransactions(pool),
     { eventSource: config.eventSource },
-    { maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 30_000, answerWithinMs: 60_000, onMissingPartition },
+    {
+      maxBatchSize: 64,
+      lanes: 1,
+      maxQueued: 1000,
+      maxWaitMs: 30_000,
+      answerWithinMs: 60_000,
+      onConflict: countConflict(metrics),
+      onMissingPartition,
+    },
     logger.child({ component: 'reconciliation-recorder' }),
   );
   const db = createDb(pool);

@@ -28,6 +28,24 @@ export const DELIVERY_OUTCOME_OF: Readonly<Record<StatusTransition, DeliveryOutc
 };
 
 /**
+ * Who observed a status contradicting a final one: the sender's notification, reconciliation (the payment API's
+ * answer), or a replay: a status its projection recorded before, whose history retention has since removed, so
+ * it is decided again (a sender's late retry, or a captured notification sent again).
+ */
+export const CONFLICT_SOURCES = ['notification', 'reconciliation', 'replay'] as const;
+export type ConflictSource = (typeof CONFLICT_SOURCES)[number];
+
+/** A status conflict (transition conflict): what the projection keeps, what came, and who observed it. */
+export interface StatusConflict {
+  kind: 'order' | 'refund';
+  /** The final status that came, and was recorded and ignored. */
+  status: string;
+  /** The final status the projection keeps. */
+  keptStatus: string;
+  source: ConflictSource;
+}
+
+/**
  * Every way a request to the public port ends, as counted (`notifications_total{outcome}`): a recorded
  * delivery's outcome, or the refusal that stopped it before anything was written.
  */

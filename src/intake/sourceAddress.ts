@@ -61,6 +61,30 @@ function rangeOf(entry: string): AddressRange | undefined {
   return prefix >= 0 && prefix <= full ? [address, prefix] : undefined;
 }
 
+/** The network of a range: its address with the host bits cleared. */
+function networkOf([address, bits]: AddressRange): Address {
+  const bytes = address.toByteArray().map((byte, i) => {
+    const kept = Math.min(8, Math.max(0, bits - i * 8));
+    return byte & ((0xff << (8 - kept)) & 0xff);
+  });
+  return ipaddr.fromByteArray(bytes);
+}
+
+/**
+ * An address or CIDR entry as a range, or the problem that refuses it. A CIDR with host bits set
+ * (10.0.0.5/8) is refused: it would be read as its network, but the one address may have been meant.
+ */
+function readRange(number: number, entry: string, what: string): AddressRange | string {
+  const range = rangeOf(entry);
+  if (!range) return `entry ${number} ("${entry}") is not ${what}`;
+  const network = networkOf(range);
+  if (network.toString() === range[0].toString()) return range;
+  return (
+    `entry ${number} ("${entry}") has host bits set: write ${network.toString()}/${range[1]} for the network, ` +
+    `or ${range[0].toString()} alone for the one address`
+  );
+}
+
 const inRanges = (address: Address, ranges: readonly AddressRange[]): boolean =>
   ranges.some(([net, bits]) => net.kind() === address.kind() && address.match(net, bits));
 
@@ -95,13 +119,48 @@ export function parseSourceAllowlist(value: string): { allowlist: SourceAllowlis
       production ||= preset === 'production';
       for (const address of SOURCE_ADDRESS_PRESETS[preset]) ranges.push(rangeOf(address) as AddressRange);
     } else {
-      const range = rangeOf(entry);
-      if (range) ranges.push(range);
-      else
-        problems.push(`entry ${number} ("${entry}") is not an IP address, CIDR or preset (production, sandbox, any)`);
+      const range = readRange(number, entry, 'an IP address, CIDR or preset (production, sandbox, any)');
+      if (typeof range === 'string') problems.push(range);
+      else ranges.push(range);
     }
   }
+  const anyAt = entries.findIndex((e) => e.toLowerCase() === 'any');
+  if (anyAt !== -1 && entries.length > 1)
+    problems.push(
+      `entry ${numbered[anyAt]?.number ?? anyAt + 1} is any, which lets every address in: write it alone, or ` +
+        'list only the addresses meant',
+    );
   return { allowlist: { any, production, ranges, entries }, problems };
+}
+
+/**
+ * Allowlist entries that add nothing: each one whose addresses an earlier entry (or a wider later one) already
+ * lets in, a repeat most likely meant as another address. Warned about at start, not refused: the list means
+ * the same with them. Entries are addresses, CIDRs and presets (not secrets), named as written.
+ */
+export function redundantEntries(entries: readonly string[]): string[] {
+  const rangesOf = (entry: string): AddressRange[] => {
+    const preset = entry.toLowerCase();
+    if (preset === 'production' || preset === 'sandbox')
+      return SOURCE_ADDRESS_PRESETS[preset].map((address) => rangeOf(address) as AddressRange);
+    const range = rangeOf(entry);
+    return range ? [range] : [];
+  };
+  const read = entries.map(rangesOf);
+  const covers = (wide: readonly AddressRange[], narrow: readonly AddressRange[]): boolean =>
+    narrow.length > 0 &&
+    narrow.every(([address, bits]) =>
+      wide.some(([net, netBits]) => net.kind() === address.kind() && netBits <= bits && address.match(net, netBits)),
+    );
+  const found: string[] = [];
+  read.forEach((ranges, j) => {
+    const by = read.findIndex((other, i) => i !== j && covers(other, ranges) && (i < j || !covers(ranges, other)));
+    if (by !== -1)
+      found.push(
+        `entry ${j + 1} ("${entries[j] ?? ''}") is already let in by entry ${by + 1} ("${entries[by] ?? ''}")`,
+      );
+  });
+  return found;
 }
 
 /**
@@ -120,12 +179,9 @@ export function parseTrustProxy(value: string): { trust: TrustProxy; problems: s
   const ranges: AddressRange[] = [];
   const { entries, problems } = settingEntries(text);
   for (const { number, text: entry } of entries) {
-    const range = rangeOf(entry);
-    if (range) ranges.push(range);
-    else
-      problems.push(
-        `entry ${number} ("${entry}") is not a proxy address or CIDR (the whole value may be none or a hop count)`,
-      );
+    const range = readRange(number, entry, 'a proxy address or CIDR (the whole value may be none or a hop count)');
+    if (typeof range === 'string') problems.push(range);
+    else ranges.push(range);
   }
   return { trust: problems.length > 0 ? { kind: 'none' } : { kind: 'proxies', ranges }, problems };
 }

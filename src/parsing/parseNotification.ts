@@ -1,4 +1,4 @@
-import { MAX_ID_LENGTH } from './identifiers';
+import { idProblem, MAX_ID_LENGTH } from './identifiers';
 import {
   ORDER_STATUSES,
   REFUND_STATUSES,
@@ -82,6 +82,17 @@ export function requiredId(object: JsonObject, path: string, name: string): stri
 }
 
 /**
+ * An order or refund id: one the admin API, the command line and the payment-API client take too (idProblem,
+ * the one rule), so every order recorded can be looked up and reconciled; any other is quarantined.
+ */
+export function subjectId(object: JsonObject, path: string, name: string): string {
+  const value = requiredId(object, path, name);
+  const problem = idProblem(value);
+  if (problem !== null) throw new FieldError(`${path}${name} is not an id the admin API takes: ${problem}`);
+  return value;
+}
+
+/**
  * Amounts are whole numbers of minor units (spec, "Conventions for field values"), sent as strings;
  * a JSON integer is accepted when it is exactly representable. Never a float, never negative.
  */
@@ -154,7 +165,7 @@ function readOrder(body: JsonObject, order: JsonObject): OrderNotification {
   }
   return {
     kind: 'order',
-    orderId: requiredId(order, 'order.', 'orderId'),
+    orderId: subjectId(order, 'order.', 'orderId'),
     extOrderId: id(order, 'order.', 'extOrderId'),
     merchantPosId: id(order, 'order.', 'merchantPosId'),
     status: oneOf(ORDER_STATUSES, requiredId(order, 'order.', 'status'), 'order.status'),
@@ -169,9 +180,9 @@ function readOrder(body: JsonObject, order: JsonObject): OrderNotification {
 function readRefund(body: JsonObject, refund: JsonObject): RefundNotification {
   return {
     kind: 'refund',
-    orderId: requiredId(body, '', 'orderId'),
+    orderId: subjectId(body, '', 'orderId'),
     extOrderId: id(body, '', 'extOrderId'),
-    refundId: requiredId(refund, 'refund.', 'refundId'),
+    refundId: subjectId(refund, 'refund.', 'refundId'),
     extRefundId: id(refund, 'refund.', 'extRefundId'),
     status: oneOf(REFUND_STATUSES, requiredId(refund, 'refund.', 'status'), 'refund.status'),
     amount: readAmount(field(refund, 'amount'), 'refund.amount'),

@@ -1,6 +1,6 @@
 import type { Logger } from '../observability/logger';
 import { idProblem } from '../parsing/identifiers';
-import type { PaymentApiEndpoint, PaymentApiMetrics, TokenFetchResult } from '../observability/metrics';
+import type { PaymentApiEndpoint, PaymentApiMetrics, TokenFetchResult } from '../observability/reconciliationMetrics';
 import {
   AnswerError,
   errorCodesOf,
@@ -12,10 +12,15 @@ import {
 } from './answers';
 import type { PaymentApiCredential } from './credentials';
 import { abortReason, createRequestLimiter, type AcquireRequestSlot } from './requestLimiter';
-import { backoffDelayMs, isRetryableStatus, parseRetryAfter, type BackoffPolicy } from './retryPolicy';
+import { PaymentApiError, type PaymentApiErrorDetails, type PaymentApiErrorKind } from './paymentApiError';
+import { MAX_ANSWER_BYTES, readAnswer } from './readAnswer';
+import { backoffDelayMs, DEFAULT_RETRY, isRetryableStatus, parseRetryAfter, type RetryOptions } from './retryPolicy';
 
 export type { RetrievedOrder, RetrievedRefund, RetrievedOrderStatus } from './answers';
 export type { PaymentApiCredential } from './credentials';
+export { PaymentApiError, type PaymentApiErrorDetails, type PaymentApiErrorKind } from './paymentApiError';
+export { MAX_ANSWER_BYTES } from './readAnswer';
+export { DEFAULT_RETRY, type RetryOptions } from './retryPolicy';
 
 /** An answer of the payment API: its exact bytes (stored as received), what they say, and its Correlation-Id. */
 export interface ApiAnswer<T> {
@@ -34,66 +39,6 @@ export interface PaymentApi {
   /** GET /api/v2_1/orders/{orderId}/refunds */
   listRefunds(posId: string, orderId: string, signal?: AbortSignal): Promise<ApiAnswer<RetrievedRefund[]>>;
 }
-
-/**
- * Why a call failed:
- * - not_found: 404, the API does not know the order;
- * - forbidden: 403, e.g. INVALID_AUTH_FOR_THIS_ORDER (the order belongs to another POS);
- * - unauthorized: the POS's credentials are refused (the token endpoint, or a 401 after one token refresh);
- * - unavailable: retries exhausted on network errors, timeouts, 429 or 5xx (or a Retry-After too long to wait);
- * - invalid_answer: the answer is not in the spec's shape, has a status the spec does not give, or is larger
- *   than MAX_ANSWER_BYTES;
- * - no_credentials: no credentials configured for that POS;
- * - invalid_order_id: the id cannot be a path segment (idProblem), nothing was sent;
- * - cancelled: the caller's signal aborted (its client left).
- */
-export type PaymentApiErrorKind =
-  | 'not_found'
-  | 'forbidden'
-  | 'unauthorized'
-  | 'unavailable'
-  | 'invalid_answer'
-  | 'no_credentials'
-  | 'invalid_order_id'
-  | 'cancelled';
-
-export interface PaymentApiErrorDetails {
-  endpoint: PaymentApiEndpoint;
-  posId: string;
-  /** The last answer's HTTP status; null when none came (network error, timeout). */
-  httpStatus: number | null;
-  correlationId: string | null;
-  /** `status.codeLiteral` or `statusCode` of an error answer, e.g. INVALID_AUTH_FOR_THIS_ORDER. */
-  code: string | null;
-  /** What the API asked us to wait (Retry-After) when it last refused; callers back off at least that long. */
-  retryAfterMs: number | null;
-}
-
-/** The one error of the client; its message names the endpoint, POS and status, never a secret or a body byte. */
-export class PaymentApiError extends Error {
-  constructor(
-    readonly kind: PaymentApiErrorKind,
-    message: string,
-    readonly details: PaymentApiErrorDetails,
-  ) {
-    super(message);
-    this.name = 'PaymentApiError';
-  }
-}
-
-export interface RetryOptions extends BackoffPolicy {
-  /** Attempts per request, the first included. */
-  maxAttempts: number;
-  /** A Retry-After longer than this is not waited for: the call fails `unavailable` with retryAfterMs. */
-  maxRetryAfterMs: number;
-}
-
-export const DEFAULT_RETRY: RetryOptions = {
-  maxAttempts: 4,
-  baseDelayMs: 250,
-  maxDelayMs: 10_000,
-  maxRetryAfterMs: 60_000,
-};
 
 export interface PaymentApiOptions {
   /** PAYMENT_API_URL, e.g. https://secure.example.com (no trailing path). */
@@ -116,12 +61,6 @@ export interface PaymentApiOptions {
 
 const TOKEN_PATH = '/pl/standard/user/oauth/authorize';
 
-/**
- * The largest answer read (declared by Content-Length or counted as it arrives); past it the connection is
- * dropped and the answer is invalid. The largest the spec's answers get (an order, a refund list) is a few KiB.
- */
-export const MAX_ANSWER_BYTES = 1024 * 1024;
-
 /** Why an attempt got no usable answer; `too_large` and `cancelled` are not retried. */
 type AttemptFailure = 'network' | 'timeout' | 'too_large' | 'cancelled';
 
@@ -139,24 +78,6 @@ interface CachedToken {
 // Node's fetch rejects with the signal's reason, a DOMException (not always an Error instance).
 const isTimeout = (error: unknown): boolean =>
   typeof error === 'object' && error !== null && 'name' in error && error.name === 'TimeoutError';
-
-/** The answer's bytes, or null when it declares or sends more than `limit` (the caller then drops it). */
-async function readAnswer(response: Response, limit: number): Promise<Buffer | null> {
-  const declared = response.headers.get('content-length');
-  if (declared !== null && Number(declared) > limit) return null;
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = response.body?.getReader();
-  for (let read = await reader?.read(); read && !read.done; read = await reader?.read()) {
-    total += read.value.byteLength;
-    if (total > limit) {
-      void reader?.cancel().catch(() => undefined);
-      return null;
-    }
-    chunks.push(read.value);
-  }
-  return Buffer.concat(chunks, total);
-}
 
 /** Resolves after `wait`, or rejects with the signal's reason as soon as it aborts. */
 function abortable(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {

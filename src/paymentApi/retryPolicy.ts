@@ -10,6 +10,20 @@ export interface BackoffPolicy {
   maxDelayMs: number;
 }
 
+export interface RetryOptions extends BackoffPolicy {
+  /** Attempts per request, the first included. */
+  maxAttempts: number;
+  /** A Retry-After longer than this is not waited for: the call fails `unavailable` with retryAfterMs. */
+  maxRetryAfterMs: number;
+}
+
+export const DEFAULT_RETRY: RetryOptions = {
+  maxAttempts: 4,
+  baseDelayMs: 250,
+  maxDelayMs: 10_000,
+  maxRetryAfterMs: 60_000,
+};
+
 /**
  * Exponential backoff with full jitter (a uniform delay from 0 to the doubled ceiling): retries of
  * many orders spread out instead of hitting a recovering API together. `retry` counts from 1.

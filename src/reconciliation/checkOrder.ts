@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger';
-import type { CheckResult, ReconciliationMetrics } from '../observability/metrics';
+import type { CheckResult, ReconciliationMetrics } from '../observability/reconciliationMetrics';
 import { PaymentApiError, type PaymentApi, type RetrievedOrder } from '../paymentApi/paymentApi';
 import { meaningOf } from '../recording/batch';
 import type { NotificationStore, RecordResult } from '../recording/notificationStore';
@@ -115,6 +115,11 @@ export async function checkOrder(
   deps.metrics?.checks.inc({ result: check.result });
   for (const s of check.applied) deps.metrics?.repairs.inc({ kind: s.kind, status: s.status });
   deps.logger.debug({ orderId, posId, result: check.result, dryRun }, 'order checked against the payment API');
+  if (check.conflicts.length > 0)
+    deps.logger.error(
+      { orderId, posId, conflicts: check.conflicts.map((s) => `${s.kind} ${s.status}`) },
+      'the payment API states a final status other than the one recorded: the first one is kept',
+    );
   if (check.applied.length > 0)
     // Statuses only: never a byte of the answer.
     deps.logger.warn(

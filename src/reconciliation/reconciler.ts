@@ -1,7 +1,7 @@
 import type { Db } from '../database/pool';
 import { SingleActiveWorker, type NextStep } from '../database/singleActiveWorker';
 import type { Logger } from '../observability/logger';
-import type { CheckResult, ReconciliationMetrics } from '../observability/metrics';
+import type { CheckResult, ReconciliationMetrics } from '../observability/reconciliationMetrics';
 import { checkOrder, uncheckedOrder, type CheckDependencies, type OrderCheck } from './checkOrder';
 import { afterCheck, sweepBackoffMs, type SchedulePolicy } from './schedule';
 import {

@@ -1,6 +1,6 @@
 import type { Db } from '../database/pool';
 import type { Logger } from '../observability/logger';
-import type { PaymentApiMetrics, ReconciliationMetrics } from '../observability/metrics';
+import type { PaymentApiMetrics, ReconciliationMetrics } from '../observability/reconciliationMetrics';
 import { createPaymentApi, type PaymentApi, type PaymentApiCredential } from '../paymentApi/paymentApi';
 import type { NotificationStore } from '../recording/notificationStore';
 import { checkOrder, type OrderCheck } from './checkOrder';
@@ -10,7 +10,7 @@ import { schedulePolicy } from './schedule';
 import { ownerOf, recordedMeanings } from './scheduleQueries';
 import { SharedWork } from './sharedWork';
 
-/** The reconciliation settings, read by config.ts (ReconciliationConfig). */
+/** The reconciliation settings, read by src/config/ (ReconciliationConfig). */
 export interface ReconciliationSettings {
   /** PAYMENT_API_URL: the payment API's base address, without a path. */
   paymentApiUrl: string;

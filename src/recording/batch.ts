@@ -1,5 +1,5 @@
 import type { Disagreement, ObservedVia, RecordedStatuses } from '../database/schema';
-import type { DeliveryOutcome, StatusTransition } from '../domain/outcomes';
+import type { DeliveryOutcome, StatusConflict, StatusTransition } from '../domain/outcomes';
 import type { DomainEvent } from '../outbox/events';
 import { notificationSubject, type Notification } from '../parsing/notification';
 import type { SignatureMatch } from '../verification/verifySignature';
@@ -123,6 +123,8 @@ export interface BatchDecision {
   writes: BatchWrites;
   /** Records to remember as committed once the transaction is (KnownNotifications). */
   known: KnownRecord[];
+  /** The status conflicts the batch records, whoever observed them: counted once it commits. */
+  conflicts: StatusConflict[];
 }
 
 /**

@@ -1,4 +1,4 @@
-import { DELIVERY_OUTCOME_OF, type DeliveryOutcome } from '../domain/outcomes';
+import { DELIVERY_OUTCOME_OF, type DeliveryOutcome, type StatusConflict } from '../domain/outcomes';
 import { buildEvent, statusEventType, type DomainEvent } from '../outbox/events';
 import type { Notification } from '../parsing/notification';
 import { signerFor } from '../verification/posBinding';
@@ -108,6 +108,11 @@ class Projections<P> {
     return transition;
   }
 
+  /** Whether a status was recorded for a projection before (its history may be gone since). */
+  hasRecorded(id: string, status: string): boolean {
+    return this.current.get(id)?.recorded[status] !== undefined;
+  }
+
   /** Notes a status recorded for a projection (which exists: a first status always applies). */
   record(id: string, status: string, entry: RecordedStatuses[string]): void {
     const stored = this.current.get(id);
@@ -137,6 +142,7 @@ class BatchDecider {
     deliveries: [],
   };
   private readonly known = new Map<string, KnownRecord>();
+  private readonly conflicts: StatusConflict[] = [];
   /** Delivery rows per notification id, as the batch's write will leave them. */
   private readonly deliveryRows = new Map<string, number>();
   private readonly variantsAdded = new Set<string>();
@@ -173,7 +179,7 @@ class BatchDecider {
       refunds: this.refunds.changedOnes(),
       sequences: [...this.sequences].map(([orderId, lastSequence]) => ({ orderId, lastSequence })),
     };
-    return { writes, known: [...this.known.values()] };
+    return { writes, known: [...this.known.values()], conflicts: this.conflicts };
   }
 
   /** Step 1: the orders it concerns and the POS that vouches for it; binds the orders not bound yet. */
@@ -229,6 +235,8 @@ class BatchDecider {
     this.records.set(meaning, stored);
     const { signer, orderId, ownerPosId } = vouched;
     const via = delivery.observedVia;
+    const recordedBefore =
+      n.kind === 'order' ? this.orders.hasRecorded(orderId, n.status) : this.refunds.hasRecorded(n.refundId, n.status);
     const { transition, event } =
       n.kind === 'order'
         ? this.applied(
@@ -246,6 +254,13 @@ class BatchDecider {
     if (n.kind === 'order') this.orders.record(orderId, n.status, { id, at: receivedAt });
     else this.refunds.record(n.refundId, n.status, { id, at: receivedAt });
     if (event) this.writes.events.push(event);
+    if (transition.outcome === 'conflict' && transition.previousStatus !== null)
+      this.conflicts.push({
+        kind: n.kind,
+        status: n.status,
+        keptStatus: transition.previousStatus,
+        source: recordedBefore ? 'replay' : via,
+      });
     this.writes.records.push({
       id,
       notification: n,

@@ -1,5 +1,6 @@
 import { isDatabaseUnavailable, isMissingPartition } from '../database/errors';
 import type { PooledTransactions } from '../database/transaction';
+import type { StatusConflict } from '../domain/outcomes';
 import type { Logger } from '../observability/logger';
 import type { Notification } from '../parsing/notification';
 import { meaningOf, type BatchItem } from './batch';
@@ -40,6 +41,8 @@ export interface GroupCommitOptions {
   onBatchDone?: (notifications: number, busySeconds: number) => void;
   /** Told when a write failed because its day of history has no partition: someone must make it now. */
   onMissingPartition?: () => void;
+  /** Told of each status conflict a batch recorded, once it committed, whoever observed it. */
+  onConflict?: (conflict: StatusConflict) => void;
 }
 
 /** The recorder cannot take more now: answer 503 with Retry-After, the sender retries later. */
@@ -245,6 +248,7 @@ export class GroupCommitStore implements NotificationStore {
       }),
     );
     this.known.remember(decision.known);
+    for (const conflict of decision.conflicts) this.options.onConflict?.(conflict);
     return decision.results;
   }
 

@@ -1,6 +1,17 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { endpointOf, errorBody, isJson, sendHuge, status, type Json } from './doubleAnswers';
+import type {
+  DoubleEndpoint,
+  DoubleFault,
+  DoubleOrderInput,
+  DoubleRefundInput,
+  DoubleRequest,
+  PaymentServiceDoubleOptions,
+} from './doubleInterface';
+
+export type * from './doubleInterface';
 
 /**
  * The payment service's API for tests and local trials (spec, "Endpoints" 1, 3 and 7, and "Errors"):
@@ -8,81 +19,6 @@ import type { AddressInfo } from 'node:net';
  * status happens (or set by a test), and answers with the spec's shapes and errors, with faults,
  * slowness and a lagging view on demand. Nothing here is module state: every test starts its own.
  */
-
-/** A POS's OAuth client, as the management panel would show it. */
-export interface DoubleClient {
-  posId: string;
-  clientId: string;
-  clientSecret: string;
-}
-
-export type DoubleEndpoint = 'token' | 'order' | 'refunds';
-
-/**
- * One programmed misbehaviour, used by the next matching request (and `times` in all, default 1):
- * an HTTP status (429, 500, 503, ...) with an optional Retry-After, a delay before the answer, or a
- * dropped connection.
- */
-export interface DoubleFault {
-  /** Which endpoint it applies to; any when absent. */
-  endpoint?: DoubleEndpoint;
-  status?: number;
-  retryAfter?: string;
-  /** Answer this much later (with `status`, or with the normal answer). */
-  delayMs?: number;
-  /** Close the connection without an answer (a network error). */
-  reset?: boolean;
-  /**
-   * Answer 200 with a body of this many bytes (Infinity: endless), streamed as fast as the client reads it;
-   * with a Content-Length saying so when `declared` (and finite).
-   */
-  hugeBody?: number;
-  declared?: boolean;
-  times?: number;
-}
-
-/** What a request looked like, for tests: never the secret or the token itself. */
-export interface DoubleRequest {
-  endpoint: DoubleEndpoint | 'unknown';
-  method: string;
-  path: string;
-  contentType: string | null;
-  /** Which POS the bearer token belongs to (null: none, unknown or expired). */
-  tokenPosId: string | null;
-  status: number | null;
-}
-
-export interface PaymentServiceDoubleOptions {
-  clients: readonly DoubleClient[];
-  /** expires_in of each token (spec sample: 43199 s); tests use a short one. */
-  tokenLifetimeSeconds?: number;
-  /** Milliseconds since the epoch (injectable so tests can move time). */
-  now?: () => number;
-}
-
-/** A test's description of an order; what is left out gets a realistic default. */
-export interface DoubleOrderInput {
-  orderId: string;
-  merchantPosId: string;
-  status: 'NEW' | 'PENDING' | 'WAITING_FOR_CONFIRMATION' | 'COMPLETED' | 'CANCELED';
-  extOrderId?: string;
-  totalAmount?: string;
-  currencyCode?: string;
-  /** The PAYMENT_ID property; none for NEW and usually PENDING. */
-  paymentId?: string | null;
-  /** payMethod.type (PBL, CARD_TOKEN, ...); kept from before when left out. */
-  payMethodType?: string;
-}
-
-export interface DoubleRefundInput {
-  refundId: string;
-  status: 'PENDING' | 'FINALIZED' | 'CANCELED';
-  amount?: string;
-  currencyCode?: string;
-  extRefundId?: string;
-}
-
-type Json = { [key: string]: unknown };
 
 interface OrderVersion {
   atMs: number;
@@ -101,8 +37,6 @@ interface IssuedToken {
 }
 
 const MAX_RECORDED_REQUESTS = 10_000;
-
-const isJson = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 export class PaymentServiceDouble {
   /** Every request in arrival order (the latest 10,000). */
@@ -435,45 +369,4 @@ export class PaymentServiceDouble {
     if (this.now() >= token.expiresAtMs) return null;
     return token.posId;
   }
-}
-
-function endpointOf(
-  method: string,
-  path: string,
-): { name: 'token' } | { name: 'order' | 'refunds'; orderId: string } | null {
-  // The sandbox sample also uses /pl/standard/oauth/authorize (spec, "Endpoints" 1).
-  if (method === 'POST' && (path === '/pl/standard/user/oauth/authorize' || path === '/pl/standard/oauth/authorize'))
-    return { name: 'token' };
-  const match = /^\/api\/v2_1\/orders\/([^/]+)(\/refunds)?$/.exec(path);
-  if (method !== 'GET' || !match) return null;
-  const orderId = decodeURIComponent(match[1] as string);
-  return match[2] ? { name: 'refunds', orderId } : { name: 'order', orderId };
-}
-
-/** A 200 of `bytes` spaces (Infinity: endless), written as the client reads, until it is done or the client leaves. */
-async function sendHuge(res: http.ServerResponse, bytes: number, declared: boolean): Promise<void> {
-  res.writeHead(200, {
-    'content-type': 'application/json;charset=UTF-8',
-    ...(declared && Number.isFinite(bytes) ? { 'content-length': String(bytes) } : {}),
-  });
-  const closed = new Promise<void>((resolve) => res.once('close', resolve));
-  const chunk = Buffer.alloc(64 * 1024, ' ');
-  for (let sent = 0; sent < bytes && !res.destroyed; sent += chunk.length) {
-    const part = bytes - sent < chunk.length ? chunk.subarray(0, bytes - sent) : chunk;
-    if (!res.write(part)) await Promise.race([new Promise((resolve) => res.once('drain', resolve)), closed]);
-  }
-  if (!res.destroyed) res.end();
-}
-
-function status(statusCode: string, statusDesc: string): Json {
-  return { status: { statusCode, statusDesc } };
-}
-
-/** The spec's error bodies for the statuses a fault asks for (spec, "Errors", "Status codes"). */
-function errorBody(httpStatus: number): Json {
-  if (httpStatus === 429) return status('TOO_MANY_REQUESTS', 'Too many requests');
-  if (httpStatus === 503) return status('SERVICE_NOT_AVAILABLE', 'Unavailable; retry later');
-  if (httpStatus === 408) return status('TIMEOUT', 'Processing time expired');
-  if (httpStatus >= 500) return status('GENERAL_ERROR', 'Unexpected error; retry later');
-  return status('ERROR_VALUE_INVALID', 'Injected fault');
 }

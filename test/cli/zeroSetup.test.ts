@@ -673,6 +673,27 @@ describe('a start that fails says why in one line', () => {
     expect(run.lines.join('\n')).not.toContain(SECOND_KEY);
   });
 
+  it('When production is given a CIDR with host bits, any among other sources, and a short key of a POS that is not a number, then it exits 78 naming each entry, never the key or the POS id', async () => {
+    const dir = scratchDir();
+    dirs.push(dir);
+    const run = startBuiltService(dir, {
+      NODE_ENV: 'production',
+      DATABASE_URL: 'postgres://u@127.0.0.1:1/never-reached',
+      AMQP_URL: 'amqp://u:p@127.0.0.1:1',
+      SECOND_KEYS: 'possecret:tinysecret',
+      ALLOWED_SOURCE_IPS: '10.0.0.5/8,any',
+    });
+    expect(await run.exited).toBe(78);
+    const lines = parsed(run);
+    expect(lines).toHaveLength(1);
+    const message = lines[0]?.msg ?? '';
+    expect(message).toContain('ALLOWED_SOURCE_IPS: entry 1 ("10.0.0.5/8") has host bits set: write 10.0.0.0/8');
+    expect(message).toContain('ALLOWED_SOURCE_IPS: entry 2 is any, which lets every address in');
+    expect(message).toContain('SECOND_KEYS: entry 1: the POS id is not a number');
+    expect(message).toContain('SECOND_KEYS: entry 1: the key is shorter than 16 characters');
+    expect(run.lines.join('\n')).not.toMatch(/possecret|tinysecret/);
+  });
+
   it('When Postgres cannot be reached, then one JSON line names it and DATABASE_URL', async () => {
     const dir = scratchDir();
     dirs.push(dir);

@@ -218,7 +218,7 @@ describe('Dockerfile', () => {
         PORT: String(await freePort()),
         ADMIN_PORT: String(adminPort),
         DATABASE_URL: database.url,
-        SECOND_KEYS: 'test:key',
+        SECOND_KEYS: '145227:dummy-second-key-for-the-image',
         ALLOWED_SOURCE_IPS: 'any',
         RELAY_ENABLED: 'false',
         SHUTDOWN_TIMEOUT: '5s',

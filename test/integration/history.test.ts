@@ -110,6 +110,36 @@ describe('history kept by the service itself', () => {
     }
   });
 
+  it('When a conflicting notification is sent again after retention removed its day, then it is a conflict again, counted as observed by a replay', async () => {
+    const own = testDatabase();
+    const orderId = uniqueId('HREPLAY');
+    const completed = orderBody({ orderId, status: 'COMPLETED' });
+    try {
+      const first = await startTestService({ database: own, env: { RELAY_ENABLED: 'false' } });
+      try {
+        await first.post(orderBody({ orderId, status: 'CANCELED' })).expect(200);
+        expect((await first.post(completed).expect(200)).body.outcome).toBe('conflict');
+      } finally {
+        await first.stop();
+      }
+      await backdateHistory(own.url, [orderId], 20);
+      const svc = await startTestService({ database: own, env: { RELAY_ENABLED: 'false', HISTORY_RETENTION: '10d' } });
+      try {
+        await waitUntil('days removed', async () => (await metric(svc, 'history_days_removed_total')) > 0);
+        expect((await svc.post(completed).expect(200)).body.outcome).toBe('conflict');
+        const text = (await svc.admin.get('/metrics').expect(200)).text;
+        const series = (source: string) =>
+          `payment_status_conflicts_total{kind="order",status="COMPLETED",kept_status="CANCELED",source="${source}"}`;
+        expect(text).toContain(`${series('replay')} 1\n`);
+        expect(text).toContain(`${series('notification')} 0\n`);
+      } finally {
+        await svc.stop();
+      }
+    } finally {
+      await own.drop();
+    }
+  });
+
   it("When a day's partition is missing, then the gauge says so, a notification gets 503 with Retry-After, and its retry 200 once the write had the day made", async () => {
     const svc = await startTestService({ database: db, env: { RELAY_ENABLED: 'false' } });
     try {

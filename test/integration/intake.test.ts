@@ -140,6 +140,24 @@ describe('POST /notifications: verification', () => {
     expect(row).toMatchObject({ reason: 'invalid_utf8', pos_id: POS_ID });
   });
 
+  it.each(['..', 'a/b', `${uniqueId('LONG')}${'x'.repeat(128)}`])(
+    'When a signed order id is %s, which the admin API refuses, then it is quarantined (200) with the reason and no order is recorded',
+    async (orderId) => {
+      const body = orderBody({ orderId, status: 'PENDING' });
+      const res = await svc.post(body);
+      expect(res.status).toBe(200);
+      expect(res.body.outcome).toBe('quarantined');
+      const [row] = await query<{ reason: string; detail: string }>(
+        svc.database.url,
+        'SELECT reason, detail FROM quarantined_notifications WHERE body = $1',
+        [Buffer.from(body)],
+      );
+      expect(row?.reason).toBe('invalid_field');
+      expect(row?.detail).toMatch(/^order\.orderId (is not an id the admin API takes: the id |is longer than 128)/);
+      expect(await query(svc.database.url, 'SELECT 1 FROM orders WHERE order_id = $1', [orderId])).toEqual([]);
+    },
+  );
+
   it('When a verified body is JSON of no known shape, then it is quarantined with the reason and counted', async () => {
     const res = await sendFixture(fixture('real-17')); // {"order": {"orderId": "orderId"}}: no status
     expect(res.status).toBe(200);

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { createLogger } from '../../src/observability/logger';
-import { createPaymentApiMetrics, type PaymentApiMetrics } from '../../src/observability/metrics';
+import { createPaymentApiMetrics, type PaymentApiMetrics } from '../../src/observability/reconciliationMetrics';
 import {
   createPaymentApi,
   MAX_ANSWER_BYTES,

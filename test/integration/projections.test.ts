@@ -16,6 +16,17 @@ async function deliver(fields: OrderFields): Promise<string> {
   return res.body.outcome as string;
 }
 
+/** payment_status_conflicts_total's series matching `labels`, by source. */
+async function conflicts(labels: Record<string, string>): Promise<Record<string, number>> {
+  const [counter] = await svc.service.metrics.registry
+    .getMetricsAsJSON()
+    .then((all) => all.filter((m) => m.name === 'payment_status_conflicts_total'));
+  const bySource: Record<string, number> = {};
+  for (const { labels: l, value } of counter?.values ?? [])
+    if (Object.entries(labels).every(([k, v]) => l[k] === v)) bySource[String(l.source)] = value;
+  return bySource;
+}
+
 /** Delivers the statuses in the given order and returns each outcome. */
 async function sequence(orderId: string, statuses: string[]): Promise<string[]> {
   const outcomes: string[] = [];
@@ -121,10 +132,14 @@ describe('order projection', () => {
     expect(metrics.text).toMatch(/payment_notifications_total\{kind="order",outcome="conflict"\} [1-9]/);
   });
 
-  it('When CANCELED is followed by COMPLETED, then it is a conflict and CANCELED is kept', async () => {
+  it('When CANCELED is followed by COMPLETED, then it is a conflict, CANCELED is kept, and the conflict is counted as observed by a notification', async () => {
     const orderId = uniqueId('CONF2');
+    const completedOnCanceled = { kind: 'order', status: 'COMPLETED', kept_status: 'CANCELED' };
+    const before = await conflicts(completedOnCanceled);
     expect(await sequence(orderId, ['CANCELED', 'COMPLETED'])).toEqual(['accepted', 'conflict']);
     expect((await getOrder(orderId)).body.status).toBe('CANCELED');
+    const after = await conflicts(completedOnCanceled);
+    expect(after).toEqual({ ...before, notification: (before.notification ?? 0) + 1 });
   });
 
   it('When a later notification lacks a field, then the projection keeps the value it had', async () => {

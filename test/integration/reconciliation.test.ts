@@ -264,6 +264,42 @@ describe('reconciliation against the payment API', () => {
     }
   });
 
+  it('When the API says COMPLETED for an order notified CANCELED, then the conflict is recorded, published, and counted as found by reconciliation (money taken on a canceled order)', async () => {
+    const svc = await startReconciling();
+    try {
+      const orderId = uniqueId('PAIDCANCELED');
+      await svc.post(orderBody({ orderId, status: 'CANCELED' })).expect(200);
+      double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '5000999' });
+      const completedOnCanceled = { kind: 'order', status: 'COMPLETED', kept_status: 'CANCELED' };
+
+      const res = await svc.admin.post(`/orders/${orderId}/reconcile`).expect(200);
+
+      expect(res.body).toMatchObject({
+        result: 'unchanged',
+        applied: [],
+        conflicts: [{ kind: 'order', id: orderId, status: 'COMPLETED' }],
+        order: { status: 'CANCELED' },
+      });
+      const events = await query<{ type: string }>(
+        svc.database.url,
+        'SELECT type FROM outbox_events WHERE order_id = $1 ORDER BY id',
+        [orderId],
+      );
+      expect(events.map((e) => e.type)).toEqual(['order.canceled', 'order.status_conflict']);
+      expect(
+        await metric(svc, 'payment_status_conflicts_total', { ...completedOnCanceled, source: 'reconciliation' }),
+      ).toBe(1);
+      expect(await metric(svc, 'payment_status_conflicts_total', { source: 'notification' })).toBe(0);
+      // The sender's deliveries are counted apart; this conflict was not one of them.
+      expect(await metric(svc, 'payment_notifications_total', { outcome: 'conflict' })).toBe(0);
+      expect(svc.logs.map((l) => JSON.parse(l) as Record<string, unknown>)).toContainEqual(
+        expect.objectContaining({ level: 50, orderId, conflicts: ['order COMPLETED'] }),
+      );
+    } finally {
+      await svc.stop();
+    }
+  });
+
   it('When an order was never seen, then POST reconcile needs its POS among several, and learns it with it', async () => {
     const svc = await startReconciling();
     try {

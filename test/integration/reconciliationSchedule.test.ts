@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import { createDb, createPool, type Db } from '../../src/database/pool';
 import { PooledTransactions } from '../../src/database/transaction';
 import { createLogger } from '../../src/observability/logger';
-import { createPaymentApiMetrics, createReconciliationMetrics } from '../../src/observability/metrics';
+import { createPaymentApiMetrics, createReconciliationMetrics } from '../../src/observability/reconciliationMetrics';
 import { GroupCommitStore } from '../../src/recording/groupCommit';
 import { createReconciliation } from '../../src/reconciliation/reconciliation';
 import type { Reconciler } from '../../src/reconciliation/reconciler';

@@ -4,7 +4,11 @@ import { brokerUrl, ConfigError, configurationWarnings, loadConfig, parseDuratio
 import { createLogger } from '../../src/observability/logger';
 
 /** What production needs, besides the broker. */
-const PRODUCTION = { NODE_ENV: 'production', SECOND_KEYS: '1:k', DATABASE_URL: 'postgres://u@db:5432/n' };
+const PRODUCTION = {
+  NODE_ENV: 'production',
+  SECOND_KEYS: '1:k0123456789abcdef',
+  DATABASE_URL: 'postgres://u@db:5432/n',
+};
 
 const problemsOf = (env: Record<string, string>): string[] => {
   try {
@@ -75,19 +79,19 @@ describe('loadConfig', () => {
   });
 
   it('When DATABASE_WRITE_LANES is set, then it is read as a count from 1 to 16', () => {
-    expect(loadConfig({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: '2' }).databaseWriteLanes).toBe(2);
+    expect(loadConfig({ SECOND_KEYS: '1:k0123456789abcdef', DATABASE_WRITE_LANES: '2' }).databaseWriteLanes).toBe(2);
     for (const bad of ['0', '17', 'two', '1.5']) {
-      expect(problemsOf({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: bad }).map((p) => p.split(':')[0])).toEqual([
-        'DATABASE_WRITE_LANES',
-      ]);
+      expect(
+        problemsOf({ SECOND_KEYS: '1:k0123456789abcdef', DATABASE_WRITE_LANES: bad }).map((p) => p.split(':')[0]),
+      ).toEqual(['DATABASE_WRITE_LANES']);
     }
   });
 
   it('When DATABASE_PIPELINE is false, then the configuration turns pipelining off, and a value that is not a boolean is refused', () => {
-    expect(loadConfig({ SECOND_KEYS: '1:k', DATABASE_PIPELINE: 'false' }).databasePipeline).toBe(false);
-    expect(problemsOf({ SECOND_KEYS: '1:k', DATABASE_PIPELINE: 'sometimes' }).map((p) => p.split(':')[0])).toEqual([
-      'DATABASE_PIPELINE',
-    ]);
+    expect(loadConfig({ SECOND_KEYS: '1:k0123456789abcdef', DATABASE_PIPELINE: 'false' }).databasePipeline).toBe(false);
+    expect(
+      problemsOf({ SECOND_KEYS: '1:k0123456789abcdef', DATABASE_PIPELINE: 'sometimes' }).map((p) => p.split(':')[0]),
+    ).toEqual(['DATABASE_PIPELINE']);
   });
 
   it('When nothing is set outside production, then the local defaults apply: sandbox key, loopback, embedded database, local broker', () => {
@@ -109,7 +113,7 @@ describe('loadConfig', () => {
 
   it('When settings are given outside production, then they win and are not reported as local defaults', () => {
     const config = loadConfig({
-      SECOND_KEYS: '1:k',
+      SECOND_KEYS: '1:k0123456789abcdef',
       ALLOWED_SOURCE_IPS: 'sandbox',
       DATABASE_URL: 'postgres://u@h/d',
       AMQP_URL: 'amqp://mq',
@@ -125,7 +129,7 @@ describe('loadConfig', () => {
     for (const problem of problems) expect(problem).toMatch(/^[A-Z_]+: is required with NODE_ENV=production/);
     // Every local default is among them but the allowlist, which has a production default of its own.
     expect(loadConfig({}).localDefaults.filter((name) => name !== 'ALLOWED_SOURCE_IPS')).toEqual(required);
-    expect(problemsOf({ NODE_ENV: 'production', SECOND_KEYS: '1:k', AMQP_URL: 'amqp://mq' })).toEqual([
+    expect(problemsOf({ NODE_ENV: 'production', SECOND_KEYS: '1:k0123456789abcdef', AMQP_URL: 'amqp://mq' })).toEqual([
       expect.stringMatching(/^DATABASE_URL: is required/),
     ]);
   });
@@ -180,35 +184,46 @@ describe('loadConfig', () => {
   });
 
   it('When TRUST_PROXY is a hop count or CIDRs, then the intake trusts those', () => {
-    expect(loadConfig({ SECOND_KEYS: '1:k', TRUST_PROXY: '1' }).trustProxy).toEqual({ kind: 'hops', hops: 1 });
-    expect(loadConfig({ SECOND_KEYS: '1:k', TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).trustProxy).toMatchObject({
+    expect(loadConfig({ SECOND_KEYS: '1:k0123456789abcdef', TRUST_PROXY: '1' }).trustProxy).toEqual({
+      kind: 'hops',
+      hops: 1,
+    });
+    expect(
+      loadConfig({ SECOND_KEYS: '1:k0123456789abcdef', TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).trustProxy,
+    ).toMatchObject({
       kind: 'proxies',
       ranges: [expect.anything(), expect.anything()],
     });
-    expect(loadConfig({ SECOND_KEYS: '1:k', TRUST_PROXY: 'none' }).trustProxy).toEqual({ kind: 'none' });
+    expect(loadConfig({ SECOND_KEYS: '1:k0123456789abcdef', TRUST_PROXY: 'none' }).trustProxy).toEqual({
+      kind: 'none',
+    });
   });
 
   it('When ADMIN_TOKEN is short, or a size is out of range, then each is a problem', () => {
-    expect(problemsOf({ SECOND_KEYS: '1:k', ADMIN_TOKEN: 'short', UNVERIFIED_BODIES_LIMIT: '1kb' })).toEqual([
+    expect(
+      problemsOf({ SECOND_KEYS: '1:k0123456789abcdef', ADMIN_TOKEN: 'short', UNVERIFIED_BODIES_LIMIT: '1kb' }),
+    ).toEqual([
       'UNVERIFIED_BODIES_LIMIT: must be a size from 64KB to 1GB, such as 32mb',
       'ADMIN_TOKEN: must be at least 16 characters',
     ]);
   });
 
   it('When NOTIFY_BASIC_AUTH has a password with ":", then it splits on the first ":" only', () => {
-    expect(loadConfig({ SECOND_KEYS: '1:k', NOTIFY_BASIC_AUTH: 'shop:pa:ss' }).notifyBasicAuth).toEqual({
-      user: 'shop',
-      password: 'pa:ss',
-    });
+    expect(loadConfig({ SECOND_KEYS: '1:k0123456789abcdef', NOTIFY_BASIC_AUTH: 'shop:pa:ss' }).notifyBasicAuth).toEqual(
+      {
+        user: 'shop',
+        password: 'pa:ss',
+      },
+    );
   });
 
   it('When PAYMENT_API_URL is unset, then reconciliation is off', () => {
-    expect(loadConfig({ SECOND_KEYS: '1:k' }).reconciliation).toBeNull();
+    expect(loadConfig({ SECOND_KEYS: '1:k0123456789abcdef' }).reconciliation).toBeNull();
   });
 
   it('When PAYMENT_API_URL and PAYMENT_API_CREDENTIALS are set, then reconciliation has its documented defaults', () => {
     const config = loadConfig({
-      SECOND_KEYS: '1:k',
+      SECOND_KEYS: '1:k0123456789abcdef',
       PAYMENT_API_URL: 'https://secure.example.com/',
       PAYMENT_API_CREDENTIALS: '145227:client-a:se:cret, 300746:client-b:other',
     });
@@ -229,7 +244,7 @@ describe('loadConfig', () => {
 
   it('When the payment API and reconciler settings are given, then they are read', () => {
     const config = loadConfig({
-      SECOND_KEYS: '1:k',
+      SECOND_KEYS: '1:k0123456789abcdef',
       PAYMENT_API_URL: 'http://127.0.0.1:4010',
       PAYMENT_API_CREDENTIALS: '1:c:s',
       PAYMENT_API_TIMEOUT: '2s',
@@ -251,7 +266,7 @@ describe('loadConfig', () => {
 
   it('When the payment API settings are wrong, then each is a problem, and no client secret is echoed', () => {
     const problems = problemsOf({
-      SECOND_KEYS: '1:k',
+      SECOND_KEYS: '1:k0123456789abcdef',
       PAYMENT_API_URL: 'ftp://example.com',
       PAYMENT_API_CREDENTIALS: '145227:only-a-client, 145227:c:topsecret1, 145227:c:topsecret2, :c:topsecret3',
       PAYMENT_API_TIMEOUT: 'long',
@@ -276,10 +291,10 @@ describe('loadConfig', () => {
   });
 
   it('When PAYMENT_API_URL is set without credentials, or RECONCILE_GIVE_UP is not past RECONCILE_AFTER, then the service refuses to start', () => {
-    expect(problemsOf({ SECOND_KEYS: '1:k', PAYMENT_API_URL: 'https://secure.example.com' })).toEqual([
+    expect(problemsOf({ SECOND_KEYS: '1:k0123456789abcdef', PAYMENT_API_URL: 'https://secure.example.com' })).toEqual([
       expect.stringMatching(/^PAYMENT_API_CREDENTIALS: is required with PAYMENT_API_URL/),
     ]);
-    expect(problemsOf({ SECOND_KEYS: '1:k', RECONCILE_AFTER: '2h', RECONCILE_GIVE_UP: '1h' })).toEqual([
+    expect(problemsOf({ SECOND_KEYS: '1:k0123456789abcdef', RECONCILE_AFTER: '2h', RECONCILE_GIVE_UP: '1h' })).toEqual([
       'RECONCILE_GIVE_UP: must be longer than RECONCILE_AFTER',
     ]);
   });
@@ -287,7 +302,11 @@ describe('loadConfig', () => {
   it.each(['http://secure.example.com', 'http://10.0.0.7:8080', 'HTTP://payments.internal'])(
     'When PAYMENT_API_URL is %s (in clear, to another host), then the service refuses to start (exit 78) unless PAYMENT_API_ALLOW_HTTP=true',
     (url) => {
-      const env = { SECOND_KEYS: '1:k', PAYMENT_API_URL: url, PAYMENT_API_CREDENTIALS: '1:c:topsecret' };
+      const env = {
+        SECOND_KEYS: '1:k0123456789abcdef',
+        PAYMENT_API_URL: url,
+        PAYMENT_API_CREDENTIALS: '1:c:topsecret',
+      };
       const problems = problemsOf(env);
       expect(problems).toEqual([
         expect.stringMatching(/^PAYMENT_API_URL: is http:\/\/ .* PAYMENT_API_ALLOW_HTTP=true/),
@@ -301,7 +320,9 @@ describe('loadConfig', () => {
   it.each(['https://secure.example.com', 'http://127.0.0.1:8090', 'http://localhost:8090', 'http://[::1]:8090'])(
     'When PAYMENT_API_URL is %s (TLS, or this machine), then it is taken without PAYMENT_API_ALLOW_HTTP outside production',
     (url) => {
-      expect(problemsOf({ SECOND_KEYS: '1:k', PAYMENT_API_URL: url, PAYMENT_API_CREDENTIALS: '1:c:s' })).toEqual([]);
+      expect(
+        problemsOf({ SECOND_KEYS: '1:k0123456789abcdef', PAYMENT_API_URL: url, PAYMENT_API_CREDENTIALS: '1:c:s' }),
+      ).toEqual([]);
     },
   );
 
@@ -336,7 +357,7 @@ describe('configurationWarnings', () => {
 
   it('When the public sandbox key is configured with the production allowlist, then a warning says so, without the key', () => {
     const warnings = warningsOf({
-      SECOND_KEYS: '300746:b6ca15b0d1020e8094d9b5f8d163db54,1:k',
+      SECOND_KEYS: '300746:b6ca15b0d1020e8094d9b5f8d163db54,1:k0123456789abcdef',
       ALLOWED_SOURCE_IPS: 'production',
     });
     expect(warnings).toEqual([expect.stringMatching(/public sandbox key of POS 300746 .* anyone can sign with it/)]);
@@ -347,16 +368,22 @@ describe('configurationWarnings', () => {
   });
 
   it('When DATABASE_WRITE_LANES is more than DATABASE_POOL_MAX - 1, then a warning says how many lanes run', () => {
-    expect(warningsOf({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: '4', DATABASE_POOL_MAX: '3' })).toEqual([
+    expect(
+      warningsOf({ SECOND_KEYS: '1:k0123456789abcdef', DATABASE_WRITE_LANES: '4', DATABASE_POOL_MAX: '3' }),
+    ).toEqual([
       'DATABASE_WRITE_LANES=4 is more than DATABASE_POOL_MAX - 1 allows: 2 lane(s) run; raise DATABASE_POOL_MAX or lower DATABASE_WRITE_LANES',
     ]);
-    expect(warningsOf({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: '2', DATABASE_POOL_MAX: '3' })).toEqual([]);
-    expect(warningsOf({ SECOND_KEYS: '1:k', DATABASE_WRITE_LANES: '1', DATABASE_POOL_MAX: '1' })).toEqual([]);
+    expect(
+      warningsOf({ SECOND_KEYS: '1:k0123456789abcdef', DATABASE_WRITE_LANES: '2', DATABASE_POOL_MAX: '3' }),
+    ).toEqual([]);
+    expect(
+      warningsOf({ SECOND_KEYS: '1:k0123456789abcdef', DATABASE_WRITE_LANES: '1', DATABASE_POOL_MAX: '1' }),
+    ).toEqual([]);
   });
 
   it('When reconciliation is on, ADMIN_TOKEN unset and the admin port beyond loopback, then a warning names both settings', () => {
     const reconciling = {
-      SECOND_KEYS: '1:k',
+      SECOND_KEYS: '1:k0123456789abcdef',
       PAYMENT_API_URL: 'https://api.example.com',
       PAYMENT_API_CREDENTIALS: '1:c:s',
     };
@@ -368,13 +395,102 @@ describe('configurationWarnings', () => {
     expect(warningsOf({ ...reconciling, HOST: '127.0.0.1' })).toEqual([]);
     expect(warningsOf({ ...reconciling, HOST: '::1' })).toEqual([]);
     expect(warningsOf({ ...reconciling, ADMIN_TOKEN: 'a-token-of-sixteen-chars' })).toEqual([]);
-    expect(warningsOf({ SECOND_KEYS: '1:k', HOST: '0.0.0.0' })).toEqual([]);
+    expect(warningsOf({ SECOND_KEYS: '1:k0123456789abcdef', HOST: '0.0.0.0' })).toEqual([]);
   });
 
   it('When TRUST_PROXY is a hop count, then a warning says any peer can choose its address; CIDRs do not warn', () => {
-    expect(warningsOf({ SECOND_KEYS: '1:k', TRUST_PROXY: '1' })).toEqual([
+    expect(warningsOf({ SECOND_KEYS: '1:k0123456789abcdef', TRUST_PROXY: '1' })).toEqual([
       expect.stringMatching(/TRUST_PROXY=1 believes X-Forwarded-For from whichever peer connects/),
     ]);
-    expect(warningsOf({ SECOND_KEYS: '1:k', TRUST_PROXY: '10.0.0.0/8' })).toEqual([]);
+    expect(warningsOf({ SECOND_KEYS: '1:k0123456789abcdef', TRUST_PROXY: '10.0.0.0/8' })).toEqual([]);
+  });
+});
+
+describe('values that would be taken as something else (issue 37): refused, or warned about when legal', () => {
+  const KEY = '1:k0123456789abcdef';
+  const warningsOf = (env: Record<string, string>) => configurationWarnings(loadConfig({ SECOND_KEYS: KEY, ...env }));
+
+  it.each([
+    [
+      'ALLOWED_SOURCE_IPS',
+      '10.0.0.5/8',
+      'entry 1 ("10.0.0.5/8") has host bits set: write 10.0.0.0/8 for the network, or 10.0.0.5 alone',
+    ],
+    [
+      'ALLOWED_SOURCE_IPS',
+      '185.68.12.10, 2001:db8::1/32',
+      'entry 2 ("2001:db8::1/32") has host bits set: write 2001:db8::/32',
+    ],
+    ['TRUST_PROXY', '10.1.0.0/16,10.0.0.5/8', 'entry 2 ("10.0.0.5/8") has host bits set: write 10.0.0.0/8'],
+    ['ALLOWED_SOURCE_IPS', 'production,any', 'entry 2 is any, which lets every address in: write it alone'],
+  ])('When %s is %j, then the start is refused naming the entry', (name, value, problem) => {
+    expect(problemsOf({ SECOND_KEYS: KEY, [name]: value })).toEqual([expect.stringContaining(`${name}: ${problem}`)]);
+  });
+
+  it('When a CIDR is a network, or any stands alone, then it is taken', () => {
+    expect(problemsOf({ SECOND_KEYS: KEY, ALLOWED_SOURCE_IPS: '10.0.0.0/8,10.0.0.5/32,::ffff:10.0.0.0/104' })).toEqual(
+      [],
+    );
+    expect(problemsOf({ SECOND_KEYS: KEY, ALLOWED_SOURCE_IPS: 'any' })).toEqual([]);
+  });
+
+  it('When an allowlist entry repeats one, or is inside another, then a warning names both; the list still starts', () => {
+    expect(warningsOf({ ALLOWED_SOURCE_IPS: '10.0.0.1, 10.0.0.1' })).toEqual([
+      'ALLOWED_SOURCE_IPS: entry 2 ("10.0.0.1") is already let in by entry 1 ("10.0.0.1"): remove it, or correct it if another address was meant',
+    ]);
+    expect(warningsOf({ ALLOWED_SOURCE_IPS: '10.1.2.3,10.0.0.0/8,production,185.68.12.10,sandbox' })).toEqual([
+      expect.stringContaining('entry 1 ("10.1.2.3") is already let in by entry 2 ("10.0.0.0/8")'),
+      expect.stringContaining('entry 4 ("185.68.12.10") is already let in by entry 3 ("production")'),
+    ]);
+    expect(warningsOf({ ALLOWED_SOURCE_IPS: '10.0.0.0/8,11.0.0.0/8,production,sandbox' })).toEqual([]);
+  });
+
+  it('When a second key is short or its POS id not a number, then a warning names the entry outside production, and production refuses it, never echoing either', () => {
+    const doubtful = 'abc:tiny,145227:0123456789abcdef0123456789abcdef';
+    const warnings = warningsOf({ SECOND_KEYS: doubtful });
+    expect(warnings).toEqual([
+      expect.stringMatching(/^SECOND_KEYS: entry 1: the POS id is not a number/),
+      expect.stringMatching(/^SECOND_KEYS: entry 1: the key is shorter than 16 characters/),
+    ]);
+    const problems = problemsOf({ ...PRODUCTION, AMQP_URL: 'amqp://u:p@mq', SECOND_KEYS: doubtful });
+    expect(problems).toEqual(warnings.map((w) => `${w}; refused with NODE_ENV=production`));
+    expect([...warnings, ...problems].join('\n')).not.toMatch(/abc|tiny/);
+  });
+
+  it('When PAYMENT_API_CREDENTIALS names a POS that is not a number, then the same rule applies', () => {
+    const env = { PAYMENT_API_URL: 'https://api.example.com', PAYMENT_API_CREDENTIALS: 'pos-a:client:secret-1' };
+    expect(warningsOf({ ...env, ADMIN_TOKEN: 'a-token-of-sixteen-chars' })).toEqual([
+      expect.stringMatching(/^PAYMENT_API_CREDENTIALS: entry 1: the POS id is not a number/),
+    ]);
+    expect(problemsOf({ ...PRODUCTION, AMQP_URL: 'amqp://u:p@mq', ...env })).toEqual([
+      expect.stringMatching(
+        /^PAYMENT_API_CREDENTIALS: entry 1: the POS id is not a number .*refused with NODE_ENV=production$/,
+      ),
+    ]);
+  });
+
+  it('When a PAYMENT_API_CREDENTIALS entry has an extra field, then it is read as a secret holding ":", with a warning that never shows it', () => {
+    const config = loadConfig({
+      SECOND_KEYS: KEY,
+      PAYMENT_API_URL: 'https://api.example.com',
+      PAYMENT_API_CREDENTIALS: '145227:client:topsecret:extra',
+      ADMIN_TOKEN: 'a-token-of-sixteen-chars',
+    });
+    expect(config.reconciliation?.credentials[0]?.clientSecret).toBe('topsecret:extra');
+    const warnings = configurationWarnings(config);
+    expect(warnings).toEqual([
+      expect.stringMatching(/^PAYMENT_API_CREDENTIALS: entry 1 has more than three ':'-separated fields/),
+    ]);
+    expect(warnings.join()).not.toMatch(/topsecret|extra/);
+  });
+
+  it('When reconciliation settings are given without PAYMENT_API_URL, then a warning says they take no effect, without their values', () => {
+    const warnings = warningsOf({ PAYMENT_API_CREDENTIALS: '145227:client:topsecret', RECONCILE_AFTER: '1m' });
+    expect(warnings).toEqual([
+      'PAYMENT_API_CREDENTIALS, RECONCILE_AFTER are set but PAYMENT_API_URL is not: reconciliation is off and they take no effect; set PAYMENT_API_URL to turn it on',
+    ]);
+    expect(
+      loadConfig({ ...PRODUCTION, AMQP_URL: 'amqp://u:p@mq', PAYMENT_API_CREDENTIALS: '1:c:s' }).reconciliation,
+    ).toBeNull();
   });
 });

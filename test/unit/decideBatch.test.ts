@@ -167,6 +167,31 @@ describe('decideBatch: states and events', () => {
     ]);
   });
 
+  it('When a final status is contradicted, then the decision lists the conflict with who observed it', () => {
+    const fromApi = item(refund('CANCELED'));
+    fromApi.delivery.observedVia = 'reconciliation';
+    const canceled = { orders: [order('CANCELED')], refunds: [refund('FINALIZED')], owners: { O1: 'A' } };
+    const { conflicts } = decide([item(order('COMPLETED')), fromApi], state(canceled));
+    expect(conflicts).toEqual([
+      { kind: 'order', status: 'COMPLETED', keptStatus: 'CANCELED', source: 'notification' },
+      { kind: 'refund', status: 'CANCELED', keptStatus: 'FINALIZED', source: 'reconciliation' },
+    ]);
+    expect(decide([item(order('CANCELED'))], state(canceled)).conflicts).toEqual([]);
+  });
+
+  it('When a conflicting status recorded before comes again after retention removed its history, then it is a conflict observed by a replay', () => {
+    const given = state({ orders: [order('CANCELED')], owners: { O1: 'A' } });
+    const replayed: BatchState = {
+      ...given,
+      orders: new Map([
+        ['O1', { projection: projectionOf(order('CANCELED')), recorded: { COMPLETED: { id: '7', at: EARLIER } } }],
+      ]),
+    };
+    const { results, conflicts } = decide([item(order('COMPLETED'))], replayed);
+    expect(results[0]).toMatchObject({ outcome: 'conflict', currentStatus: 'CANCELED' });
+    expect(conflicts).toEqual([{ kind: 'order', status: 'COMPLETED', keptStatus: 'CANCELED', source: 'replay' }]);
+  });
+
   it('When a later notification lacks fields, then the projection and its event keep the earlier values', () => {
     const { writes } = decide([
       item(order('PENDING', { paymentId: 'P1', payMethodType: 'CARD_TOKEN' })),

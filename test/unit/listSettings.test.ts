@@ -27,8 +27,15 @@ const posId = fc.stringMatching(/^[1-9]\d{0,7}$/);
 const secret = fc.stringMatching(/^[\w+/=.~!@#$%^&*()-]{1,40}$/);
 const algorithm = fc.constantFrom('MD5', 'sha-1', 'SHA256', 'SHA-384', 'sha512');
 const notAnAlgorithm = fc.stringMatching(/^[A-Za-z0-9-]{1,10}$/).filter((word) => readAlgorithm(word) === null);
-const ipv4 = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)).map((parts) => parts.join('.'));
-const addressOrCidr = fc.tuple(ipv4, fc.option(fc.integer({ min: 0, max: 32 }), { nil: undefined }));
+const maskOf = (bits: number): number => (bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0);
+const dotted = (n: number): string => [24, 16, 8, 0].map((shift) => (n >>> shift) & 0xff).join('.');
+/** An address, or a network written with its host bits clear (10.0.0.0/8; 10.0.0.5/8 is refused). */
+const addressOrCidr = fc
+  .tuple(fc.nat({ max: 0xffffffff }), fc.option(fc.integer({ min: 0, max: 32 }), { nil: undefined }))
+  .map(([n, bits]): [string, number | undefined] => {
+    if (bits === undefined) return [dotted(n), undefined];
+    return [dotted((n & maskOf(bits)) >>> 0), bits];
+  });
 /** An allowlist keeps its entries as written; the proxies are ranges (an address is a /32). */
 const allowed = addressOrCidr.map(([address, bits]) => {
   const text = bits === undefined ? address : `${address}/${bits}`;
@@ -104,7 +111,7 @@ const joined = (texts: readonly string[], spaces: readonly boolean[]): string =>
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
-    loadConfig({ SECOND_KEYS: '1:k', ...env });
+    loadConfig({ SECOND_KEYS: '1:k0123456789abcdef', ...env });
   } catch (error) {
     if (error instanceof ConfigError) return error.problems;
     throw error;
@@ -117,7 +124,7 @@ describe.each(SETTINGS)('$name', (setting) => {
     fc.assert(
       fc.property(setting.entries, fc.array(fc.boolean(), { maxLength: 5 }), (entries, spaces) => {
         const config = loadConfig({
-          SECOND_KEYS: '1:k',
+          SECOND_KEYS: '1:k0123456789abcdef',
           ...setting.env,
           [setting.name]: joined(
             entries.map((e) => e.text),
@@ -164,4 +171,32 @@ describe.each(SETTINGS)('$name', (setting) => {
       }),
     );
   });
+});
+
+describe('a CIDR with host bits set (issue 37)', () => {
+  it.each(['ALLOWED_SOURCE_IPS', 'TRUST_PROXY'])(
+    'When an entry of %s sets host bits, then the start is refused naming that entry and the network it would mean',
+    (name) => {
+      const values = fc.tuple(
+        fc.array(addressOrCidr, { maxLength: 4 }),
+        fc.nat(),
+        fc.nat({ max: 0xffffffff }),
+        fc.integer({ min: 0, max: 31 }),
+      );
+      fc.assert(
+        fc.property(values, ([others, at, n, bits]) => {
+          const texts = others.map(([address, b]) => (b === undefined ? address : `${address}/${b}`));
+          const network = (n & maskOf(bits)) >>> 0;
+          // The lowest bit lies outside any prefix shorter than 32.
+          const entry = `${dotted((network | 1) >>> 0)}/${bits}`;
+          const where = at % (texts.length + 1);
+          texts.splice(where, 0, entry);
+          expect(problemsOf({ [name]: texts.join(',') })).toContainEqual(
+            `${name}: entry ${where + 1} ("${entry}") has host bits set: write ${dotted(network)}/${bits} for the ` +
+              `network, or ${dotted((network | 1) >>> 0)} alone for the one address`,
+          );
+        }),
+      );
+    },
+  );
 });

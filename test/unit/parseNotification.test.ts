@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { idProblem } from '../../src/parsing/identifiers';
 import { parseNotification } from '../../src/parsing/parseNotification';
 import { fixture, fixtures } from '../support/fixtures';
 
@@ -158,6 +159,42 @@ describe('parseNotification: values Postgres or Date cannot hold', () => {
       ok: false,
       reason: 'invalid_field',
     });
+  });
+
+  it.each([
+    ['..', 'dot segment'],
+    ['.', 'dot segment'],
+    ['a/b', 'contains "/"'],
+    ['O\u0085', 'control character'],
+  ])('When an order or refund id is %j, which the admin API refuses, then it is quarantined saying why', (id, why) => {
+    const refused = { ok: false, reason: 'invalid_field' };
+    expect(order({ orderId: id })).toMatchObject({
+      ...refused,
+      detail: expect.stringContaining(`order.orderId is not an id the admin API takes: the id`),
+    });
+    expect(order({ orderId: id })).toMatchObject({ detail: expect.stringContaining(why) });
+    expect(parse({ orderId: id, refund: { refundId: 'R1', status: 'FINALIZED' } })).toMatchObject({
+      ...refused,
+      detail: expect.stringContaining('orderId'),
+    });
+    expect(parse({ orderId: 'O1', refund: { refundId: id, status: 'FINALIZED' } })).toMatchObject({
+      ...refused,
+      detail: expect.stringContaining('refund.refundId'),
+    });
+  });
+
+  it('When any order or refund id is signed, then it is recorded exactly when the admin API would take it', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.string({ maxLength: 140 }), fc.constantFrom('.', '..', 'a/b', '/', 'x'.repeat(129))),
+        (id) => {
+          fc.pre(id.trim() !== '');
+          const taken = idProblem(id) === null;
+          expect(order({ orderId: id }).ok).toBe(taken);
+          expect(parse({ orderId: 'O1', refund: { refundId: id, status: 'FINALIZED' } }).ok).toBe(taken);
+        },
+      ),
+    );
   });
 
   it('When a surrogate pair is well formed, then the text is kept', () => {

@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import type { Config, ReconciliationConfig } from '../../config';
 import type { Db } from '../../database/pool';
 import { createLogger } from '../../observability/logger';
-import { createPaymentApiMetrics, createReconciliationMetrics } from '../../observability/metrics';
+import { createPaymentApiMetrics, createReconciliationMetrics } from '../../observability/reconciliationMetrics';
 import { GroupCommitStore } from '../../recording/groupCommit';
 import type { OrderCheck } from '../../reconciliation/checkOrder';
 import { createReconciliation, type PosProblem, type Reconciliation } from '../../reconciliation/reconciliation';

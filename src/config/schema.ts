@@ -1,12 +1,10 @@
-import { existsSync } from 'node:fs';
 import bytes from 'bytes';
 import { z } from 'zod';
-import { isPublicSandboxKey, parseSecondKeys, PUBLIC_SANDBOX_KEY } from './verification/secondKeys';
-import { parsePaymentApiCredentials } from './paymentApi/credentials';
-import type { ReconciliationSettings } from './reconciliation/reconciliation';
-import { parseBasicCredentials } from './intake/requestChecks';
-import { parseSourceAllowlist, parseTrustProxy } from './intake/sourceAddress';
-import { MIN_HISTORY_RETENTION_MS } from './history/days';
+import { parseSecondKeys, PUBLIC_SANDBOX_KEY } from '../verification/secondKeys';
+import { parsePaymentApiCredentials } from '../paymentApi/credentials';
+import { parseBasicCredentials } from '../intake/requestChecks';
+import { parseSourceAllowlist, parseTrustProxy } from '../intake/sourceAddress';
+import { MIN_HISTORY_RETENTION_MS } from '../history/days';
 
 /** The reconciliation settings (PAYMENT_API_*, RECONCILE_*), as src/reconciliation/ takes them. */
 export type ReconciliationConfig = Omit<z.output<typeof reconciliationSettings>, 'allowHttp' | 'paymentApiUrl'> & {
@@ -24,6 +22,8 @@ export type Config = z.output<typeof settings> & {
   localDefaults: string[];
   /** Checking orders against the payment service's API; null (off) without PAYMENT_API_URL. */
   reconciliation: ReconciliationConfig | null;
+  /** Reconciliation settings given while PAYMENT_API_URL is not: they take no effect (a start warning). */
+  unusedSettings: string[];
 };
 
 /** Sources allowed by default outside production: this machine only. */
@@ -140,7 +140,7 @@ export interface ProcessNeeds {
 }
 
 /** Where a setting comes from: its environment variable, and its local default if it has one. */
-interface SettingSource {
+export interface SettingSource {
   env: string;
   local?: LocalDefaultRule;
 }
@@ -154,14 +154,14 @@ function fromEnv<S extends z.ZodType>(env: string, schema: S, local?: LocalDefau
   return schema;
 }
 
-function sourceOf(schema: z.core.$ZodType): SettingSource {
+export function sourceOf(schema: z.core.$ZodType): SettingSource {
   const source = sources.get(schema);
   if (source === undefined) throw new Error('a setting not declared with fromEnv');
   return source;
 }
 
 /** Every setting of the service, in the order .env.example lists them (what each means is said there too). */
-const settings = z.object({
+export const settings = z.object({
   /** PORT: the public port, POST /notifications. */
   port: fromEnv('PORT', port().default(8080)),
   /** ADMIN_PORT: probes, metrics and the projections; never public. */
@@ -286,7 +286,7 @@ const settings = z.object({
 });
 
 /** Reconciliation against the payment service's API (src/reconciliation/), off without PAYMENT_API_URL. */
-const reconciliationSettings = z.object({
+export const reconciliationSettings = z.object({
   /** PAYMENT_API_URL: the payment API's base address, without a path. */
   paymentApiUrl: fromEnv(
     'PAYMENT_API_URL',
@@ -319,19 +319,7 @@ const reconciliationSettings = z.object({
   intervalMs: fromEnv('RECONCILE_INTERVAL', durationMs(30_000, 100, 86_400_000)),
 });
 
-/** This machine only: localhost, 127.0.0.0/8 or ::1. */
-const isLoopbackHost = (host: string): boolean => /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i.test(host);
-
-/**
- * An http:// address the client secrets must not go to without PAYMENT_API_ALLOW_HTTP: any in production; outside
- * it, one of another host (a double on this machine is what local runs and the tests use).
- */
-function inClear(url: string | undefined, production: boolean): boolean {
-  if (url === undefined) return false;
-  const { protocol, hostname } = new URL(url);
-  return protocol === 'http:' && (production || !isLoopbackHost(hostname));
-}
-
+/** An http(s) address without a query or fragment: what a path is appended to. */
 function isBaseUrl(value: string): boolean {
   try {
     const url = new URL(value);
@@ -339,145 +327,4 @@ function isBaseUrl(value: string): boolean {
   } catch {
     return false;
   }
-}
-
-/**
- * Reads one group of settings: each from its variable (or its local default), every problem named by
- * the variable, never by a value.
- */
-function readGroup<Shape extends z.ZodRawShape>(
-  group: z.ZodObject<Shape>,
-  valueOf: (source: SettingSource) => string | undefined,
-  problems: string[],
-): z.output<z.ZodObject<Shape>> | null {
-  const input = Object.fromEntries(
-    Object.entries(group.shape).map(([key, schema]) => [key, valueOf(sourceOf(schema))]),
-  );
-  const result = group.safeParse(input);
-  if (result.success) return result.data;
-  for (const issue of result.error.issues) {
-    const key = issue.path[0];
-    const schema = typeof key === 'string' ? group.shape[key] : undefined;
-    problems.push(`${schema ? sourceOf(schema).env : 'environment'}: ${issue.message}`);
-  }
-  return null;
-}
-
-/** Loads ./.env for local runs (Node's own loader); variables already set win. */
-export function loadDotEnv(): void {
-  if (existsSync('.env')) process.loadEnvFile('.env');
-}
-
-/** NODE_ENV, in any case and with spaces around it; anything else is refused rather than read as not production. */
-const nodeEnv = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .pipe(z.enum(['production', 'development', 'test'], 'must be production, development or test'));
-
-/**
- * Reads and validates the environment; throws ConfigError naming every problem (never a value).
- * Outside production (NODE_ENV not `production`), a setting with a local default left unset takes it
- * (the public sandbox key, loopback, the embedded Postgres, the broker on this machine), named in
- * `localDefaults`; in production each is required or keeps its production default. A process that
- * does not receive or publish says so in `needs` (migrations: neither), and is not asked for what
- * it does not use.
- */
-export function loadConfig(env: NodeJS.ProcessEnv, needs: Partial<ProcessNeeds> = {}): Config {
-  // Empty strings mean "not set", so a blank line in .env or a Helm value falls back to the default.
-  const present = (name: string): string | undefined => (env[name] === '' ? undefined : env[name]);
-  const problems: string[] = [];
-  const mode = nodeEnv.optional().safeParse(present('NODE_ENV'));
-  if (!mode.success) problems.push(`NODE_ENV: ${mode.error.issues.map((issue) => issue.message).join('; ')}`);
-  // An unreadable NODE_ENV takes no local default either: it may have meant production.
-  const production = !mode.success || mode.data === 'production';
-  const receiving = needs.receiving ?? true;
-  // The service publishes only with its relay on: a pod without it needs no broker.
-  const relayOn = settings.shape.relayEnabled.safeParse(present('RELAY_ENABLED')).data ?? true;
-  const uses: ProcessNeeds = { receiving, publishing: needs.publishing ?? (receiving && relayOn) };
-  const localDefaults: string[] = [];
-  const valueOf = ({ env: name, local }: SettingSource): string | undefined => {
-    const value = present(name);
-    if (value !== undefined || local === undefined || (local.neededBy !== undefined && !uses[local.neededBy]))
-      return value;
-    if (!production) {
-      localDefaults.push(name);
-      return local.value;
-    }
-    if (local.requiredInProduction !== undefined && mode.success)
-      problems.push(`${name}: is required with NODE_ENV=production (${local.requiredInProduction})`);
-    return undefined;
-  };
-  const base = readGroup(settings, valueOf, problems);
-  const reconciliation = readGroup(reconciliationSettings, valueOf, problems);
-  if (present('PAYMENT_API_URL') !== undefined && present('PAYMENT_API_CREDENTIALS') === undefined)
-    problems.push(
-      'PAYMENT_API_CREDENTIALS: is required with PAYMENT_API_URL (comma-separated posId:clientId:clientSecret entries)',
-    );
-  if (reconciliation && reconciliation.giveUpMs <= reconciliation.afterMs)
-    problems.push('RECONCILE_GIVE_UP: must be longer than RECONCILE_AFTER');
-  if (reconciliation && inClear(reconciliation.paymentApiUrl, production) && !reconciliation.allowHttp)
-    problems.push(
-      'PAYMENT_API_URL: is http:// (in clear): the client secrets and tokens would travel unencrypted; use https://, or set ' +
-        'PAYMENT_API_ALLOW_HTTP=true if that is meant (a TLS sidecar on this host, a test double)',
-    );
-  if (base === null || reconciliation === null || problems.length > 0) throw new ConfigError(problems);
-  const { paymentApiUrl, allowHttp: _checkedAbove, ...client } = reconciliation;
-  return {
-    ...base,
-    production,
-    localDefaults,
-    // What src/reconciliation/ takes, checked here: a setting added to one side only fails tsc.
-    reconciliation:
-      paymentApiUrl === undefined ? null : ({ ...client, paymentApiUrl } satisfies ReconciliationSettings),
-  };
-}
-
-/**
- * What a valid configuration may still get wrong, said at start (warn): settings that let anyone in, or
- * that do not take effect as written. Never a secret.
- */
-/** The broker of a process that publishes: loadConfig required AMQP_URL for it (never null there). */
-export function brokerUrl(config: Pick<Config, 'amqpUrl'>): string {
-  if (config.amqpUrl === null)
-    throw new ConfigError(['AMQP_URL: is required to publish or watch events (amqp://user:password@host:port)']);
-  return config.amqpUrl;
-}
-
-/**
- * Recording transactions at once: DATABASE_WRITE_LANES, capped so that one connection of the pool stays
- * free for readiness and the admin API.
- */
-export function writeLanes(config: Pick<Config, 'databaseWriteLanes' | 'databasePoolMax'>): number {
-  return Math.min(config.databaseWriteLanes, Math.max(1, config.databasePoolMax - 1));
-}
-
-export function configurationWarnings(config: Config): string[] {
-  const warnings: string[] = [];
-  if (writeLanes(config) < config.databaseWriteLanes)
-    warnings.push(
-      `DATABASE_WRITE_LANES=${config.databaseWriteLanes} is more than DATABASE_POOL_MAX - 1 allows: ` +
-        `${writeLanes(config)} lane(s) run; raise DATABASE_POOL_MAX or lower DATABASE_WRITE_LANES`,
-    );
-  if (config.sourceAllowlist.any) warnings.push('ALLOWED_SOURCE_IPS=any: the source address check is disabled');
-  if ((config.sourceAllowlist.production || config.sourceAllowlist.any) && config.secondKeys.some(isPublicSandboxKey)) {
-    warnings.push(
-      `SECOND_KEYS holds the public sandbox key of POS ${PUBLIC_SANDBOX_KEY.posId} (published in the payment ` +
-        "service's documentation) while production senders are allowed: anyone can sign with it; remove it",
-    );
-  }
-  if (config.reconciliation && config.adminToken === null && !isLoopbackHost(config.host)) {
-    warnings.push(
-      `PAYMENT_API_URL is set (reconciliation on) and ADMIN_TOKEN is not, while the admin port listens on ` +
-        `HOST=${config.host}: whoever reaches ADMIN_PORT can read every order and make this service ask the payment ` +
-        'API with its credentials; set ADMIN_TOKEN, or HOST=127.0.0.1',
-    );
-  }
-  if (config.trustProxy.kind === 'hops') {
-    warnings.push(
-      `TRUST_PROXY=${config.trustProxy.hops} believes X-Forwarded-For from whichever peer connects: any client ` +
-        "that reaches the port directly can choose its source address; list the proxies' addresses instead",
-    );
-  }
-  return warnings;
 }

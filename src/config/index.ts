@@ -1,0 +1,16 @@
+/**
+ * The configuration, read once from the environment at start, by job: what each setting is (schema.ts), reading
+ * and checking them (load.ts), what a valid one may still get wrong (warnings.ts), and what the running service
+ * derives from it (runtime.ts).
+ */
+export { brokerUrl, writeLanes } from './runtime';
+export { configurationWarnings } from './warnings';
+export { loadConfig, loadDotEnv } from './load';
+export {
+  ConfigError,
+  LOOPBACK_SOURCES,
+  parseDuration,
+  type Config,
+  type ProcessNeeds,
+  type ReconciliationConfig,
+} from './schema';

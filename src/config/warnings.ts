@@ -1,0 +1,90 @@
+import { redundantEntries } from '../intake/sourceAddress';
+import type { PaymentApiCredential } from '../paymentApi/credentials';
+import { isPublicSandboxKey, PUBLIC_SANDBOX_KEY, type SecondKey } from '../verification/secondKeys';
+import { writeLanes } from './runtime';
+import type { Config } from './schema';
+
+/** This machine only: localhost, 127.0.0.0/8 or ::1. */
+export const isLoopbackHost = (host: string): boolean => /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i.test(host);
+
+/** The shortest second key taken without a doubt; the payment service's are 32 hex digits. */
+const MIN_SECOND_KEY_LENGTH = 16;
+
+/** The payment service's POS ids are digits; anything else never matches a notification's merchantPosId. */
+const isPosId = (id: string): boolean => /^\d{1,32}$/.test(id);
+
+const NOT_A_POS_ID =
+  "the POS id is not a number (the payment service's POS ids are digits; a key or secret may be in its place)";
+
+/**
+ * Entries that work as written but are most likely mistakes, named by entry, never by value: a POS id that
+ * is not a number, a second key too short not to be guessed. Warned about at start; refused in production,
+ * where no test vector is meant and the POS id would be logged.
+ */
+export function doubtfulKeys(keys: readonly SecondKey[], credentials: readonly PaymentApiCredential[]): string[] {
+  // In a valid configuration each entry was read, so the index is the entry's number.
+  return [
+    ...keys.flatMap((key, i) => [
+      ...(isPosId(key.posId) ? [] : [`SECOND_KEYS: entry ${i + 1}: ${NOT_A_POS_ID}`]),
+      ...(key.key.length >= MIN_SECOND_KEY_LENGTH
+        ? []
+        : [
+            `SECOND_KEYS: entry ${i + 1}: the key is shorter than ${MIN_SECOND_KEY_LENGTH} characters, so anyone ` +
+              "could guess it (the payment service's second keys are 32 hex digits)",
+          ]),
+    ]),
+    ...credentials.flatMap((c, i) =>
+      isPosId(c.posId) ? [] : [`PAYMENT_API_CREDENTIALS: entry ${i + 1}: ${NOT_A_POS_ID}`],
+    ),
+  ];
+}
+
+/**
+ * What a valid configuration may still get wrong, said at start (warn): settings that let anyone in, or
+ * that do not take effect as written. Never a secret.
+ */
+export function configurationWarnings(config: Config): string[] {
+  const warnings: string[] = [];
+  if (writeLanes(config) < config.databaseWriteLanes)
+    warnings.push(
+      `DATABASE_WRITE_LANES=${config.databaseWriteLanes} is more than DATABASE_POOL_MAX - 1 allows: ` +
+        `${writeLanes(config)} lane(s) run; raise DATABASE_POOL_MAX or lower DATABASE_WRITE_LANES`,
+    );
+  if (config.sourceAllowlist.any) warnings.push('ALLOWED_SOURCE_IPS=any: the source address check is disabled');
+  if ((config.sourceAllowlist.production || config.sourceAllowlist.any) && config.secondKeys.some(isPublicSandboxKey)) {
+    warnings.push(
+      `SECOND_KEYS holds the public sandbox key of POS ${PUBLIC_SANDBOX_KEY.posId} (published in the payment ` +
+        "service's documentation) while production senders are allowed: anyone can sign with it; remove it",
+    );
+  }
+  if (config.reconciliation && config.adminToken === null && !isLoopbackHost(config.host)) {
+    warnings.push(
+      `PAYMENT_API_URL is set (reconciliation on) and ADMIN_TOKEN is not, while the admin port listens on ` +
+        `HOST=${config.host}: whoever reaches ADMIN_PORT can read every order and make this service ask the payment ` +
+        'API with its credentials; set ADMIN_TOKEN, or HOST=127.0.0.1',
+    );
+  }
+  for (const redundant of redundantEntries(config.sourceAllowlist.entries))
+    warnings.push(`ALLOWED_SOURCE_IPS: ${redundant}: remove it, or correct it if another address was meant`);
+  // Production refused these at load.
+  warnings.push(...doubtfulKeys(config.secondKeys, config.reconciliation?.credentials ?? []));
+  (config.reconciliation?.credentials ?? []).forEach(({ clientSecret }, i) => {
+    if (clientSecret.includes(':'))
+      warnings.push(
+        `PAYMENT_API_CREDENTIALS: entry ${i + 1} has more than three ':'-separated fields: everything after the ` +
+          'second is taken as the client secret; remove a field added by mistake',
+      );
+  });
+  if (config.unusedSettings.length > 0)
+    warnings.push(
+      `${config.unusedSettings.join(', ')} ${config.unusedSettings.length === 1 ? 'is' : 'are'} set but ` +
+        'PAYMENT_API_URL is not: reconciliation is off and they take no effect; set PAYMENT_API_URL to turn it on',
+    );
+  if (config.trustProxy.kind === 'hops') {
+    warnings.push(
+      `TRUST_PROXY=${config.trustProxy.hops} believes X-Forwarded-For from whichever peer connects: any client ` +
+        "that reaches the port directly can choose its source address; list the proxies' addresses instead",
+    );
+  }
+  return warnings;
+}
