@@ -193,6 +193,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
       databaseUrl: database.url,
       historyRetentionMs: config.historyRetentionMs,
       bodyRetentionMs: config.bodyRetentionMs,
+      auditRetentionMs: config.auditRetentionMs,
       metrics: metrics.history,
       logger: logger.child({ component: 'history' }),
     }),
