@@ -11,6 +11,11 @@ CREATE INDEX quarantined_notifications_open ON quarantined_notifications (id) WH
 -- and the conflicts and disagreements of the last days, newest first (few rows; each day's partition gets its own).
 CREATE INDEX notifications_troubled ON notifications (received_at) WHERE outcome = 'conflict' OR disagreements IS NOT NULL;
 
+-- Recent deliveries filtered by an outcome other than accepted (rare ones: conflict, stale, quarantined) walk this
+-- instead of a month of deliveries (150 ms for a month of a 200,000-order year without it, 2 ms with it). Accepted
+-- deliveries, most of them, are not in it: the intake's insert pays for it only on the others.
+CREATE INDEX deliveries_unusual ON deliveries (outcome, id) WHERE outcome <> 'accepted';
+
 -- Every sign-in (failed ones included) and every action of the console: who, as what, did what to what, and
 -- how it ended. Kept under AUDIT_RETENTION by the history maintainer and `purge`.
 CREATE TABLE console_audit (

@@ -580,6 +580,8 @@ export async function overview(db: Db, now: Date): Promise<Overview> {
       .select(['outcome', sql<number>`extract(hour from received_at AT TIME ZONE 'UTC')::int`.as('hour')])
       .select((eb) => eb.fn.countAll<string>().as('n'))
       .where('notification_received_at', '>=', today)
+      // The days ahead already exist (empty): pruned, so only today's partition is read.
+      .where('notification_received_at', '<', new Date(today.getTime() + 86_400_000))
       .where('received_at', '>=', today)
       .groupBy(['outcome', 'hour'])
       .execute(),
