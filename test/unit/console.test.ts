@@ -1,3 +1,4 @@
+import { consoleTokens, loadConfig } from '../../src/config';
 import { readableBody, REDACTED } from '../../src/console/bodies';
 import { href, html } from '../../src/console/html';
 import { openSession, parseConsoleTokens, sealSession, tokenHolder } from '../../src/console/session';
@@ -60,5 +61,34 @@ describe('console bodies', () => {
     const { readable, raw } = readableBody(body, true);
     expect(readable).toContain('b@example.com');
     expect(raw).toBe(body.toString('utf8'));
+  });
+});
+
+describe('console settings', () => {
+  const production = {
+    NODE_ENV: 'production',
+    SECOND_KEYS: '1:k',
+    DATABASE_URL: 'postgres://u@db:5432/n',
+    RELAY_ENABLED: 'false',
+  };
+
+  it('When tokens are set in production without a session secret, then the start is refused naming it', () => {
+    expect(() => loadConfig({ ...production, CONSOLE_VIEWER_TOKENS: 'vera:0123456789abcdef' })).toThrow(
+      /CONSOLE_SESSION_SECRET: is required/,
+    );
+    expect(() =>
+      loadConfig({
+        ...production,
+        CONSOLE_VIEWER_TOKENS: 'vera:0123456789abcdef',
+        CONSOLE_SESSION_SECRET: 's'.repeat(32),
+      }),
+    ).not.toThrow();
+  });
+
+  it('When ADMIN_TOKEN is set, then it signs in to the console as the operator admin', () => {
+    const config = loadConfig({ ...production, ADMIN_TOKEN: 'admin-token-0123456789' });
+    expect(consoleTokens(config)).toEqual([{ name: 'admin', token: 'admin-token-0123456789', role: 'operator' }]);
+    expect(config.auditRetentionMs).toBe(365 * 86_400_000);
+    expect(config.consoleViewersSeePersonalData).toBe(false);
   });
 });
