@@ -108,6 +108,16 @@ export function loadConfig(env: NodeJS.ProcessEnv, needs: Partial<ProcessNeeds> 
     const clients = reconciliationSettings.shape.credentials.safeParse(present('PAYMENT_API_CREDENTIALS')).data ?? [];
     for (const doubt of doubtfulKeys(keys, clients)) problems.push(`${doubt}; refused with NODE_ENV=production`);
   }
+  if (
+    base !== null &&
+    production &&
+    base.consoleSessionSecret === null &&
+    base.consoleOperatorTokens.length + base.consoleViewerTokens.length > 0
+  )
+    problems.push(
+      'CONSOLE_SESSION_SECRET: is required with NODE_ENV=production when console tokens are set (32 characters or ' +
+        'more, the same on every replica)',
+    );
   if (base === null || reconciliation === null || problems.length > 0) throw new ConfigError(problems);
   const { paymentApiUrl, allowHttp: _checkedAbove, ...client } = reconciliation;
   return {

@@ -5,6 +5,7 @@ import { parsePaymentApiCredentials } from '../paymentApi/credentials';
 import { parseBasicCredentials } from '../intake/requestChecks';
 import { parseSourceAllowlist, parseTrustProxy } from '../intake/sourceAddress';
 import { MIN_HISTORY_RETENTION_MS } from '../history/days';
+import { parseConsoleTokens, type ConsoleToken } from '../console/session';
 
 /** The reconciliation settings (PAYMENT_API_*, RECONCILE_*), as src/reconciliation/ takes them. */
 export type ReconciliationConfig = Omit<z.output<typeof reconciliationSettings>, 'allowHttp' | 'paymentApiUrl'> & {
@@ -283,6 +284,36 @@ export const settings = z.object({
   ),
   /** SHUTDOWN_TIMEOUT: longest a graceful stop waits for in-flight requests. */
   shutdownTimeoutMs: fromEnv('SHUTDOWN_TIMEOUT', durationMs(20_000, 0, 300_000)),
+  // The console (src/console/, issue 40): who may sign in, how long a session lasts, what viewers see.
+  /** CONSOLE_OPERATOR_TOKENS: name:token entries of the people who may act (ADMIN_TOKEN also signs in as one). Secret. */
+  consoleOperatorTokens: fromEnv(
+    'CONSOLE_OPERATOR_TOKENS',
+    list((value) => {
+      const { tokens, problems } = parseConsoleTokens(value, 'operator');
+      return { value: tokens, problems };
+    }).default([]),
+  ),
+  /** CONSOLE_VIEWER_TOKENS: name:token entries of the people who may read (support). Secret. */
+  consoleViewerTokens: fromEnv(
+    'CONSOLE_VIEWER_TOKENS',
+    list((value) => {
+      const { tokens, problems } = parseConsoleTokens(value, 'viewer');
+      return { value: tokens, problems };
+    }).default([]),
+  ),
+  /** CONSOLE_SESSION_SECRET: signs the session cookie; the same on every replica. Required in production with tokens. Secret. */
+  consoleSessionSecret: fromEnv(
+    'CONSOLE_SESSION_SECRET',
+    z.string().min(32, 'must be at least 32 characters').nullable().default(null),
+  ),
+  /** CONSOLE_SESSION_TTL: a session ends this long after sign-in (a working shift). */
+  consoleSessionTtlMs: fromEnv('CONSOLE_SESSION_TTL', durationMs(8 * 3_600_000, 60_000, 7 * 86_400_000)),
+  /** CONSOLE_VIEWERS_SEE_PERSONAL_DATA: viewers see raw bodies whole; off: the buyer's fields are redacted for them. */
+  consoleViewersSeePersonalData: fromEnv('CONSOLE_VIEWERS_SEE_PERSONAL_DATA', boolean.default(false)),
+  /** CONSOLE_QUIET_AFTER: needs attention says so when no notification arrived for this long. */
+  consoleQuietAfterMs: fromEnv('CONSOLE_QUIET_AFTER', durationMs(3_600_000, 60_000, 7 * 86_400_000)),
+  /** AUDIT_RETENTION: console audit rows older are deleted by the history maintainer and `purge`; `off` keeps them. */
+  auditRetentionMs: fromEnv('AUDIT_RETENTION', retention(365 * 86_400_000, 86_400_000, 'at least 1d')),
 });
 
 /** Reconciliation against the payment service's API (src/reconciliation/), off without PAYMENT_API_URL. */

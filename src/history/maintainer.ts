@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { SingleActiveWorker, type NextStep } from '../database/singleActiveWorker';
 import type { Logger } from '../observability/logger';
 import type { HistoryMetrics } from '../observability/metrics';
+import { deleteAuditPast } from './audit';
 import { dayOf } from './days';
 import {
   historyPartitions,
@@ -26,6 +27,8 @@ export interface HistorySettings {
   historyRetentionMs: number | null;
   /** BODY_RETENTION: raw bodies of days wholly older are purged; null keeps them. */
   bodyRetentionMs: number | null;
+  /** AUDIT_RETENTION: console audit rows older are deleted; null (or absent) keeps them. */
+  auditRetentionMs?: number | null;
 }
 
 export interface HistoryMaintainerOptions extends HistorySettings {
@@ -140,7 +143,7 @@ export class HistoryMaintainer {
 
   /** One round: the days ahead, then the days and the bodies past their retentions; then the gauges. */
   async round(session: HistorySession): Promise<MaintenanceRound> {
-    const { metrics, logger, historyRetentionMs, bodyRetentionMs } = this.options;
+    const { metrics, logger, historyRetentionMs, bodyRetentionMs, auditRetentionMs } = this.options;
     const started = performance.now();
     const done = await withWorkLock(session, async () => {
       const now = this.now();
@@ -148,9 +151,10 @@ export class HistoryMaintainer {
       // Days about to go are not purged first.
       const removed = historyRetentionMs === null ? null : await removeDaysPast(session, historyRetentionMs, now);
       const bodies = bodyRetentionMs === null ? null : await purgeBodiesPast(session, bodyRetentionMs, now);
+      const audit = auditRetentionMs == null ? null : await deleteAuditPast(session, auditRetentionMs, now);
       const partitions = await historyPartitions(session);
       const days = [...partitions.values()].flatMap((list) => list.map((p) => p.day));
-      return { now, daysMade, bodies, removed, days };
+      return { now, daysMade, bodies, removed, days, auditDeleted: audit?.deleted ?? 0 };
     });
     const bodiesPurged = Object.values(done.bodies?.bodies ?? {}).reduce((a, b) => a + b, 0);
     const daysRemoved = done.removed?.days.length ?? 0;
@@ -161,7 +165,7 @@ export class HistoryMaintainer {
     metrics.oldestDay.set(Date.parse(`${oldest}T00:00:00Z`) / 1000);
     metrics.daysRemoved.inc(daysRemoved);
     metrics.bodiesPurged.inc(bodiesPurged);
-    if (done.daysMade > 0 || daysRemoved > 0 || bodiesPurged > 0)
+    if (done.daysMade > 0 || daysRemoved > 0 || bodiesPurged > 0 || done.auditDeleted > 0)
       logger.info(
         {
           daysMade: done.daysMade,
@@ -169,6 +173,7 @@ export class HistoryMaintainer {
           rowsRemoved: done.removed?.rows,
           bodyDaysPurged: done.bodies?.days ?? [],
           bodiesPurged: done.bodies?.bodies,
+          auditRowsDeleted: done.auditDeleted,
           seconds: (performance.now() - started) / 1000,
         },
         'history maintained',

@@ -152,6 +152,24 @@ seconds; nothing for a retention that is off. The alerts' thresholds follow the 
       name: {{ $name }}
       key: ADMIN_TOKEN
       optional: true
+- name: CONSOLE_OPERATOR_TOKENS
+  valueFrom:
+    secretKeyRef:
+      name: {{ $name }}
+      key: CONSOLE_OPERATOR_TOKENS
+      optional: true
+- name: CONSOLE_VIEWER_TOKENS
+  valueFrom:
+    secretKeyRef:
+      name: {{ $name }}
+      key: CONSOLE_VIEWER_TOKENS
+      optional: true
+- name: CONSOLE_SESSION_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ $name }}
+      key: CONSOLE_SESSION_SECRET
+      optional: true
 - name: PAYMENT_API_CREDENTIALS
   valueFrom:
     secretKeyRef:

@@ -8,6 +8,7 @@ import {
   type PurgedBodies,
   type RemovedHistory,
 } from '../../history/maintenance';
+import { deleteAuditPast } from '../../history/audit';
 import { readConfig, withDatabase } from './database';
 import { action, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { integerOption, withDatabaseUrl, withJson } from './options';
@@ -27,12 +28,15 @@ export interface PurgeReport {
   bodies: (Omit<PurgedBodies, 'days'> & { days: number; cutoff: string; purgedDays: string[] }) | null;
   /** With --history-days: the days wholly older than the cutoff, removed. */
   history: (Omit<RemovedHistory, 'days'> & { days: number; cutoff: string; removedDays: string[] }) | null;
+  /** With --audit-days: the console audit rows older than the cutoff, deleted. */
+  audit: { deleted: number; days: number; cutoff: string } | null;
   seconds: number;
 }
 
 interface PurgeOptions {
   days?: number;
   historyDays?: number;
+  auditDays?: number;
   dryRun?: boolean;
   databaseUrl?: string;
   json?: boolean;
@@ -41,9 +45,11 @@ interface PurgeOptions {
 const DAY_MS = 86_400_000;
 
 export async function purge(io: CliIo, options: PurgeOptions): Promise<ExitCode> {
-  const { days, historyDays } = options;
-  if (days === undefined && historyDays === undefined)
-    throw new UsageError('give --days N (raw bodies) and/or --history-days N (history), in days');
+  const { days, historyDays, auditDays } = options;
+  if (days === undefined && historyDays === undefined && auditDays === undefined)
+    throw new UsageError(
+      'give --days N (raw bodies), --history-days N (history) and/or --audit-days N (console audit), in days',
+    );
   const json = options.json === true;
   const dryRun = options.dryRun === true;
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
@@ -58,7 +64,9 @@ export async function purge(io: CliIo, options: PurgeOptions): Promise<ExitCode>
         const bodies = days === undefined ? null : await purgeBodiesPast(session, days * DAY_MS, now, { dryRun });
         const history =
           historyDays === undefined ? null : await removeDaysPast(session, historyDays * DAY_MS, now, { dryRun });
-        return { now, daysMade, bodies, history };
+        const audit =
+          auditDays === undefined ? null : await deleteAuditPast(session, auditDays * DAY_MS, now, { dryRun });
+        return { now, daysMade, bodies, history, audit };
       });
     }),
   );
@@ -74,13 +82,17 @@ export async function purge(io: CliIo, options: PurgeOptions): Promise<ExitCode>
       report.history && historyDays !== undefined
         ? { ...report.history, removedDays: report.history.days, days: historyDays, cutoff: cutoff(historyDays) }
         : null,
+    audit:
+      report.audit && auditDays !== undefined
+        ? { deleted: report.audit.deleted, days: auditDays, cutoff: cutoff(auditDays) }
+        : null,
     seconds: (performance.now() - started) / 1000,
   };
   emit(io, json, result, () => purgeLines(result));
   return EXIT_OK;
 }
 
-function purgeLines({ dryRun, daysMade, bodies, history, seconds }: PurgeReport): string[] {
+function purgeLines({ dryRun, daysMade, bodies, history, audit, seconds }: PurgeReport): string[] {
   const lines: string[] = [];
   if (daysMade) lines.push(`Made ${daysMade} missing day partition(s), from yesterday to a week ahead.`);
   if (bodies) {
@@ -106,6 +118,11 @@ function purgeLines({ dryRun, daysMade, bodies, history, seconds }: PurgeReport)
       `  quarantined_notifications  ${history.quarantined}`,
     );
   }
+  if (audit)
+    lines.push(
+      `${dryRun ? 'Dry run: would delete' : 'Deleted'} ${audit.deleted} console audit row(s) before ${audit.cutoff} ` +
+        `(older than ${audit.days} day(s)).`,
+    );
   lines.push(
     `Kept: the projections (with each status recorded for dedup)${history ? '' : ", every notification's status, parsed fields, digest and outcome, and every delivery"}. ${seconds.toFixed(2)} s.`,
   );
@@ -121,7 +138,8 @@ export function registerPurge(program: Command, io: CliIo, state: CliState): voi
         'bodies, and with them the buyer data they hold, of the days (UTC) wholly older than N days, and of ' +
         'quarantined notifications received before; the days already purged are not read again. --history-days N ' +
         'removes the history (notifications, variants, deliveries) of the days wholly older than N days, a day at a ' +
-        'time without blocking the intake; at least 3 days, the time the sender retries. The projections stay. Unless ' +
+        'time without blocking the intake; at least 3 days, the time the sender retries. --audit-days N deletes the ' +
+        'console audit rows older than N days (AUDIT_RETENTION). The projections stay. Unless ' +
         '--dry-run, it first makes the day partitions missing from yesterday to a week ahead, as the service does. Runs ' +
         'unattended: configuration from the environment, no prompts.\n\n' +
         'Exit codes: 0 done (or counted, with --dry-run); 1 database failure; 2 usage error (no or bad retention).',
@@ -131,6 +149,11 @@ export function registerPurge(program: Command, io: CliIo, state: CliState): voi
       '--history-days <n>',
       'remove history older than this many days (at least 3: the sender retries for 72 hours)',
       integerOption(3, 36_500),
+    )
+    .option(
+      '--audit-days <n>',
+      'delete console audit rows older than this many days (at least 1)',
+      integerOption(1, 36_500),
     )
     .option('--dry-run', 'count what would be purged or removed; change nothing');
   withJson(withDatabaseUrl(command)).action(action(state, (options: PurgeOptions) => purge(io, options)));
