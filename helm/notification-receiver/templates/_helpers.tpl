@@ -105,6 +105,14 @@ seconds; nothing for a retention that is off. The alerts' thresholds follow the 
 {{- if and .Values.ingress.enabled (not .Values.config.trustProxy) (not .Values.ingress.controllerCidrs) }}
 {{- fail "ingress.controllerCidrs is required when ingress.enabled is true: the app believes X-Forwarded-For only from the ingress controller's addresses (or set config.trustProxy)" }}
 {{- end }}
+{{- if .Values.consoleIngress.enabled }}
+{{- if not .Values.consoleIngress.host }}
+{{- fail "consoleIngress.host is required when consoleIngress.enabled is true" }}
+{{- end }}
+{{- if and .Values.ingress.enabled (eq (lower .Values.consoleIngress.host) (lower .Values.ingress.host)) }}
+{{- fail "consoleIngress.host must differ from ingress.host: the payment service's address never serves the console" }}
+{{- end }}
+{{- end }}
 {{- if regexMatch "^[0-9]+$" (toString .Values.config.trustProxy) }}
 {{- fail "config.trustProxy must be none or proxy addresses/CIDRs, not a hop count: any pod that reaches the public port directly could choose its source address" }}
 {{- end }}
