@@ -3,7 +3,7 @@
  * - unit: the pure modules; nothing but Node (`npm run test:unit`).
  * - integration: the service, the command line, the contracts, the docs and the chart, against Postgres and RabbitMQ
  *   (`npm test` runs unit and integration, after lint and the type check).
- * - tools: what needs a program beyond Node, Postgres and RabbitMQ: nginx, promtool, prometheus
+ * - tools: what needs a program beyond Node, Postgres and RabbitMQ: nginx, promtool, prometheus, chromium
  *   (`npm run test:tools`; test/toolsSetup.ts fails at once, naming what to install, when one is missing).
  * - faults: the reliability scenarios, one after another (`npm run test:faults`).
  */
@@ -11,6 +11,7 @@ const TOOL_TESTS = [
   '<rootDir>/test/helm/ingressProxy.test.ts', // nginx
   '<rootDir>/test/helm/alerts.test.ts', // promtool
   '<rootDir>/test/helm/liveDashboard.test.ts', // prometheus
+  '<rootDir>/test/browser/**/*.test.ts', // chromium
 ];
 
 /** @type {import('jest').Config} */
