@@ -11,8 +11,9 @@ const TOOL_TESTS = [
   '<rootDir>/test/helm/ingressProxy.test.ts', // nginx
   '<rootDir>/test/helm/alerts.test.ts', // promtool
   '<rootDir>/test/helm/liveDashboard.test.ts', // prometheus
-  '<rootDir>/test/browser/**/*.test.ts', // chromium
 ];
+/** The console in a real browser (chromium); outside the integration tier's folders. */
+const BROWSER_TESTS = ['<rootDir>/test/browser/**/*.test.ts'];
 
 /** @type {import('jest').Config} */
 const shared = {
@@ -33,7 +34,12 @@ module.exports = {
       // Builds dist/ once before the workers start (the CLI, chart and relay tests run the built app).
       globalSetup: '<rootDir>/test/globalSetup.ts',
     },
-    { ...shared, displayName: 'tools', testMatch: TOOL_TESTS, globalSetup: '<rootDir>/test/toolsSetup.ts' },
+    {
+      ...shared,
+      displayName: 'tools',
+      testMatch: [...TOOL_TESTS, ...BROWSER_TESTS],
+      globalSetup: '<rootDir>/test/toolsSetup.ts',
+    },
     {
       ...shared,
       displayName: 'faults',

@@ -44,6 +44,9 @@ const SECRET_KEYS = [
   'NOTIFY_BASIC_AUTH',
   'ADMIN_TOKEN',
   'PAYMENT_API_CREDENTIALS',
+  'CONSOLE_OPERATOR_TOKENS',
+  'CONSOLE_VIEWER_TOKENS',
+  'CONSOLE_SESSION_SECRET',
 ];
 
 const as = <T>(object: K8sObject): T => object as unknown as T;
@@ -354,7 +357,7 @@ describe('secrets', () => {
     const objects = render({ set: ['secrets.existingSecret=receiver-credentials'] });
     expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
     const refs = JSON.stringify(objects).match(/"secretKeyRef":\{"name":"[^"]+"/g) ?? [];
-    expect(refs.length).toBeGreaterThanOrEqual(7); // 6 in the Deployment, 1 in the Job
+    expect(refs.length).toBeGreaterThanOrEqual(10); // 9 in the Deployment, 1 in the Job
     expect(new Set(refs)).toEqual(new Set(['"secretKeyRef":{"name":"receiver-credentials"']));
   });
 
@@ -775,6 +778,49 @@ describe('console Ingress', () => {
       ],
     });
     expect(JSON.stringify(serverPolicyOf(ownPeers).spec?.ingress?.[2]?.from)).toContain('ingress-internal');
+  });
+
+  test("the console's settings reach the pods: tokens and session secret from the Secret, the rest from the ConfigMap", () => {
+    expect(configOf(defaults)).toMatchObject({
+      CONSOLE_SESSION_TTL: '8h',
+      CONSOLE_VIEWERS_SEE_PERSONAL_DATA: 'false',
+      CONSOLE_QUIET_AFTER: '1h',
+      AUDIT_RETENTION: '365d',
+    });
+    const refs = (containerOf(podSpecOf(defaults)).env ?? []).filter((e) => e.name.startsWith('CONSOLE_'));
+    expect(refs.map((e) => [e.name, e.valueFrom?.secretKeyRef?.key, e.valueFrom?.secretKeyRef?.optional])).toEqual([
+      ['CONSOLE_OPERATOR_TOKENS', 'CONSOLE_OPERATOR_TOKENS', true],
+      ['CONSOLE_VIEWER_TOKENS', 'CONSOLE_VIEWER_TOKENS', true],
+      ['CONSOLE_SESSION_SECRET', 'CONSOLE_SESSION_SECRET', true],
+    ]);
+    expect(configOf(render({ set: ['config.auditRetention=off'] })).AUDIT_RETENTION).toBe('off');
+    const tooShort = helmTemplate({ set: ['config.auditRetention=12h'] });
+    expect([tooShort.status, tooShort.stderr]).toEqual([
+      1,
+      expect.stringMatching(/auditRetention must be at least 1d/),
+    ]);
+  });
+
+  test('a chart-made Secret with console tokens needs the session secret, and the console Ingress needs a token', () => {
+    const base = ['secrets.databaseUrl=postgres://u@h:5432/d', 'secrets.secondKeys=1:k', 'config.relayEnabled=false'];
+    const noSecret = helmTemplate({ set: [...base, 'secrets.consoleViewerTokens=vera:viewer-token-0123456789'] });
+    expect([noSecret.status, noSecret.stderr]).toEqual([
+      1,
+      expect.stringMatching(/secrets\.consoleSessionSecret is required with console tokens/),
+    ]);
+    const noToken = helmTemplate({ set: [...base, ...consoleOn] });
+    expect([noToken.status, noToken.stderr]).toEqual([1, expect.stringMatching(/consoleIngress\.enabled needs/)]);
+    const withToken = render({
+      set: [
+        ...base,
+        ...consoleOn,
+        'secrets.consoleViewerTokens=vera:viewer-token-0123456789',
+        'secrets.consoleSessionSecret=0123456789abcdef0123456789abcdef',
+      ],
+    });
+    expect(Object.keys(as<ISecret>(only(withToken, 'Secret', '-notification-receiver')).data ?? {})).toEqual(
+      expect.arrayContaining(['CONSOLE_VIEWER_TOKENS', 'CONSOLE_SESSION_SECRET']),
+    );
   });
 
   test('on without a host, or on the public host, is refused, saying why', () => {
