@@ -9,7 +9,7 @@ const LAYERS = [
   ['entry points', '^src/(main\\.ts|cli/)'],
   ['composition root', '^src/service\\.ts'],
   ['configuration', '^src/config\\.ts'],
-  ['HTTP ports', '^src/(intake|admin)/'],
+  ['HTTP ports', '^src/(intake|admin|console)/'],
   ['reconciliation', '^src/reconciliation/'],
   ['recording', '^src/recording/'],
   ['outbox', '^src/outbox/'],

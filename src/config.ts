@@ -7,6 +7,7 @@ import type { ReconciliationSettings } from './reconciliation/reconciliation';
 import { parseBasicCredentials } from './intake/requestChecks';
 import { parseSourceAllowlist, parseTrustProxy } from './intake/sourceAddress';
 import { MIN_HISTORY_RETENTION_MS } from './history/days';
+import { parseConsoleTokens, type ConsoleToken } from './console/session';
 
 /** The reconciliation settings (PAYMENT_API_*, RECONCILE_*), as src/reconciliation/ takes them. */
 export type ReconciliationConfig = Omit<z.output<typeof reconciliationSettings>, 'allowHttp' | 'paymentApiUrl'> & {
@@ -283,6 +284,36 @@ const settings = z.object({
   ),
   /** SHUTDOWN_TIMEOUT: longest a graceful stop waits for in-flight requests. */
   shutdownTimeoutMs: fromEnv('SHUTDOWN_TIMEOUT', durationMs(20_000, 0, 300_000)),
+  // The console (src/console/, issue 40): who may sign in, how long a session lasts, what viewers see.
+  /** CONSOLE_OPERATOR_TOKENS: name:token entries of the people who may act (ADMIN_TOKEN also signs in as one). Secret. */
+  consoleOperatorTokens: fromEnv(
+    'CONSOLE_OPERATOR_TOKENS',
+    list((value) => {
+      const { tokens, problems } = parseConsoleTokens(value, 'operator');
+      return { value: tokens, problems };
+    }).default([]),
+  ),
+  /** CONSOLE_VIEWER_TOKENS: name:token entries of the people who may read (support). Secret. */
+  consoleViewerTokens: fromEnv(
+    'CONSOLE_VIEWER_TOKENS',
+    list((value) => {
+      const { tokens, problems } = parseConsoleTokens(value, 'viewer');
+      return { value: tokens, problems };
+    }).default([]),
+  ),
+  /** CONSOLE_SESSION_SECRET: signs the session cookie; the same on every replica. Required in production with tokens. Secret. */
+  consoleSessionSecret: fromEnv(
+    'CONSOLE_SESSION_SECRET',
+    z.string().min(32, 'must be at least 32 characters').nullable().default(null),
+  ),
+  /** CONSOLE_SESSION_TTL: a session ends this long after sign-in (a working shift). */
+  consoleSessionTtlMs: fromEnv('CONSOLE_SESSION_TTL', durationMs(8 * 3_600_000, 60_000, 7 * 86_400_000)),
+  /** CONSOLE_VIEWERS_SEE_PERSONAL_DATA: viewers see raw bodies whole; off: the buyer's fields are redacted for them. */
+  consoleViewersSeePersonalData: fromEnv('CONSOLE_VIEWERS_SEE_PERSONAL_DATA', boolean.default(false)),
+  /** CONSOLE_QUIET_AFTER: needs attention says so when no notification arrived for this long. */
+  consoleQuietAfterMs: fromEnv('CONSOLE_QUIET_AFTER', durationMs(3_600_000, 60_000, 7 * 86_400_000)),
+  /** AUDIT_RETENTION: console audit rows older are deleted by the history maintainer and `purge`; `off` keeps them. */
+  auditRetentionMs: fromEnv('AUDIT_RETENTION', retention(365 * 86_400_000, 86_400_000, 'at least 1d')),
 });
 
 /** Reconciliation against the payment service's API (src/reconciliation/), off without PAYMENT_API_URL. */
@@ -320,7 +351,7 @@ const reconciliationSettings = z.object({
 });
 
 /** This machine only: localhost, 127.0.0.0/8 or ::1. */
-const isLoopbackHost = (host: string): boolean => /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i.test(host);
+export const isLoopbackHost = (host: string): boolean => /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i.test(host);
 
 /**
  * An http:// address the client secrets must not go to without PAYMENT_API_ALLOW_HTTP: any in production; outside
@@ -421,6 +452,16 @@ export function loadConfig(env: NodeJS.ProcessEnv, needs: Partial<ProcessNeeds> 
       'PAYMENT_API_URL: is http:// (in clear): the client secrets and tokens would travel unencrypted; use https://, or set ' +
         'PAYMENT_API_ALLOW_HTTP=true if that is meant (a TLS sidecar on this host, a test double)',
     );
+  if (
+    base !== null &&
+    production &&
+    base.consoleSessionSecret === null &&
+    base.consoleOperatorTokens.length + base.consoleViewerTokens.length > 0
+  )
+    problems.push(
+      'CONSOLE_SESSION_SECRET: is required with NODE_ENV=production when console tokens are set (32 characters or ' +
+        'more, the same on every replica)',
+    );
   if (base === null || reconciliation === null || problems.length > 0) throw new ConfigError(problems);
   const { paymentApiUrl, allowHttp: _checkedAbove, ...client } = reconciliation;
   return {
@@ -450,6 +491,19 @@ export function brokerUrl(config: Pick<Config, 'amqpUrl'>): string {
  */
 export function writeLanes(config: Pick<Config, 'databaseWriteLanes' | 'databasePoolMax'>): number {
   return Math.min(config.databaseWriteLanes, Math.max(1, config.databasePoolMax - 1));
+}
+
+/**
+ * Everyone who may sign in to the console: its operators and viewers, and ADMIN_TOKEN's holder as the operator
+ * `admin` (the admin API's token keeps working, in the console too).
+ */
+export function consoleTokens(
+  config: Pick<Config, 'consoleOperatorTokens' | 'consoleViewerTokens' | 'adminToken'>,
+): ConsoleToken[] {
+  const named = [...config.consoleOperatorTokens, ...config.consoleViewerTokens];
+  return config.adminToken === null || named.some((t) => t.name === 'admin')
+    ? named
+    : [...named, { name: 'admin', token: config.adminToken, role: 'operator' }];
 }
 
 export function configurationWarnings(config: Config): string[] {

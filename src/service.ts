@@ -2,7 +2,7 @@ import http from 'node:http';
 import type pg from 'pg';
 import { createAdminApp } from './admin/adminApp';
 import { createAdminServer } from './admin/adminListener';
-import { brokerUrl, configurationWarnings, writeLanes, type Config } from './config';
+import { brokerUrl, configurationWarnings, consoleTokens, isLoopbackHost, writeLanes, type Config } from './config';
 import { openDatabase } from './database/bootstrap';
 import { describeDatabase, type DatabaseServer } from './database/embeddedPostgres';
 import { createDb, createPool, type Db } from './database/pool';
@@ -149,18 +149,17 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
     logger,
   );
   const db = createDb(pool);
-  const adminDb = createDb(
-    createPool(
-      {
-        url: database.url,
-        poolMax: ADMIN_POOL_MAX,
-        timeoutMs: config.databaseTimeoutMs,
-        applicationName: 'payment-notification-receiver:admin',
-        keyLookupsOnly: true,
-      },
-      logger,
-    ),
+  const adminPool = createPool(
+    {
+      url: database.url,
+      poolMax: ADMIN_POOL_MAX,
+      timeoutMs: config.databaseTimeoutMs,
+      applicationName: 'payment-notification-receiver:admin',
+      keyLookupsOnly: true,
+    },
+    logger,
   );
+  const adminDb = createDb(adminPool);
   const unverified = new UnverifiedBodies(config.unverifiedBodiesLimitBytes);
   // The recorder's queue is read at scrape time, once the store below exists.
   const metrics = createMetrics({
@@ -209,7 +208,22 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
     adminServer: createAdminServer(
       createAdminApp({
         probeDb: db,
-        data: { db: adminDb, token: config.adminToken, concurrency: config.adminConcurrency },
+        data: {
+          db: adminDb,
+          token: config.adminToken,
+          concurrency: config.adminConcurrency,
+          console: {
+            transactions: new PooledTransactions(adminPool),
+            tokens: consoleTokens(config),
+            sessionSecret: config.consoleSessionSecret,
+            sessionTtlMs: config.consoleSessionTtlMs,
+            loopbackOnly: isLoopbackHost(config.host),
+            viewersSeePersonalData: config.consoleViewersSeePersonalData,
+            quietAfterMs: config.consoleQuietAfterMs,
+            eventSource: config.eventSource,
+            onEventsWritten: () => relay?.wake(),
+          },
+        },
         reconciliation: reconciliation?.reconciliation ?? null,
         metrics,
         logger,

@@ -11,6 +11,7 @@ import type { ProcessMetrics } from '../observability/metrics';
 import { idProblem } from '../parsing/identifiers';
 import type { OrderCheck } from '../reconciliation/checkOrder';
 import type { PosProblem, Reconciliation } from '../reconciliation/reconciliation';
+import { createConsole, type ConsoleOptions } from '../console/consoleApp';
 import { findOrder, findRefund, type OrderView } from './projectionQueries';
 
 /** The admin port's data routes: their own small pool, a cap on work at once, and an optional token. */
@@ -20,6 +21,8 @@ export interface AdminData {
   token: string | null;
   /** Data requests worked on at once (ADMIN_CONCURRENCY); past it, 503. */
   concurrency: number;
+  /** The console under /console (src/console/); null: none. Its pages share the cap above. */
+  console?: Omit<ConsoleOptions, 'db' | 'limited' | 'logger' | 'reconciliation'> | null;
 }
 
 export interface AdminOptions {
@@ -128,7 +131,9 @@ export function createAdminApp({
   app.use((req, res, next) => {
     res.locals.requestId = beginRequest(req, res, metrics, 'admin', () => {
       const route = (req.route as { path?: string } | undefined)?.path;
-      return typeof route === 'string' ? route : 'unmatched';
+      if (typeof route !== 'string') return 'unmatched';
+      // The console's routes are its router's, under /console.
+      return req.originalUrl.startsWith('/console/') || req.originalUrl === '/console' ? `/console${route}` : route;
     });
     next();
   });
@@ -158,6 +163,8 @@ export function createAdminApp({
   if (data) {
     const authorized = authorize(data);
     const limited = workLimit(data);
+    if (data.console)
+      app.use('/console', createConsole({ ...data.console, db: data.db, limited, logger, reconciliation }));
     app.get('/orders/:orderId', authorized, async (req, res) => {
       const orderId = validId(req.params.orderId, 'order');
       const order = await limited(res, () => findOrder(data.db, orderId));

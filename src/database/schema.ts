@@ -187,7 +187,21 @@ export interface HistoryBodiesPurgedTable {
   purged_at: Generated<Date>;
 }
 
+/** Every console sign-in and action (sql/008): who, as what, did what to what, and how it ended. */
+export interface ConsoleAuditTable {
+  id: BigintId;
+  at: Generated<Date>;
+  actor: string;
+  role: 'viewer' | 'operator' | null;
+  action: string;
+  target: string | null;
+  order_id: string | null;
+  result: string;
+  detail: Generated<string>;
+}
+
 export interface Database {
+  console_audit: ConsoleAuditTable;
   history_bodies_purged: HistoryBodiesPurgedTable;
   schema_migrations: SchemaMigrationsTable;
   notifications: NotificationsTable;

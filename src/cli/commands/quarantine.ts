@@ -1,10 +1,6 @@
 import { sql } from 'kysely';
 import type { Command } from 'commander';
-import { parseNotification } from '../../parsing/parseNotification';
-import type { Delivery, Recorded } from '../../recording/notificationStore';
-import { recordBatch } from '../../recording/recordBatch';
-import { queries, type PooledTransactions } from '../../database/transaction';
-import { signersFor } from '../../verification/posBinding';
+import { retryOne, type RetryResult } from '../../recording/quarantineRetry';
 import { readConfig, withDatabase } from './database';
 import { action, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { integerOption, withDatabaseUrl, withJson } from './options';
@@ -108,96 +104,7 @@ export async function listQuarantine(io: CliIo, options: ListOptions): Promise<E
   return EXIT_OK;
 }
 
-export type RetryResult =
-  | { id: string; result: 'recorded'; outcome: string; notificationId: string | null; eventsWritten: number }
-  | { id: string; result: 'still_unreadable'; reason: string; detail: string }
-  | {
-      id: string;
-      result: 'not_found' | 'already_resolved' | 'body_purged' | 'pos_mismatch' | 'failed';
-      detail: string;
-    };
-
-/**
- * Reads one quarantined body again; if it now parses, records it as a live delivery would be (through the
- * recorder, with the POS checks of receipt) and marks the row resolved, both in one transaction. Otherwise
- * leaves the row as it is.
- */
-export async function retryOne(
-  transactions: PooledTransactions,
-  id: string,
-  eventSource: string,
-): Promise<RetryResult> {
-  return transactions.transaction(async (trx): Promise<RetryResult> => {
-    const [row] = await trx.run(
-      queries.selectFrom('quarantined_notifications').selectAll().where('id', '=', id).forUpdate().compile(),
-    );
-    if (!row) return { id, result: 'not_found', detail: 'no quarantined notification with this id' };
-    if (row.resolved_at !== null) return { id, result: 'already_resolved', detail: row.resolution ?? '' };
-    if (row.body === null)
-      return { id, result: 'body_purged', detail: 'the body was purged (retention); it cannot be read again' };
-    const parsed = parseNotification(row.body);
-    if (!parsed.ok) return { id, result: 'still_unreadable', reason: parsed.reason, detail: parsed.detail };
-    const n = parsed.notification;
-    // The receiver checks this after parsing; a body it could not parse never got the check.
-    const signers = signersFor(
-      [{ posId: row.pos_id, keyFingerprint: row.key_fingerprint }],
-      n.kind === 'order' ? n.merchantPosId : null,
-    );
-    if (signers.length === 0) {
-      return {
-        id,
-        result: 'pos_mismatch',
-        detail: `order.merchantPosId is not POS ${row.pos_id}, whose key verified it`,
-      };
-    }
-    const [original] = await trx.run(
-      queries
-        .selectFrom('deliveries')
-        .select(['source_address', 'processing_time_ms'])
-        .where('quarantine_id', '=', id)
-        .orderBy('id')
-        .limit(1)
-        .compile(),
-    );
-    const delivery: Delivery = {
-      body: row.body,
-      bodySha256: row.body_sha256,
-      signers,
-      sourceAddress: original?.source_address ?? null,
-      processingTimeMs: original?.processing_time_ms ?? null,
-      observedVia: 'notification',
-    };
-    const resolve = (recorded: Recorded) =>
-      trx.run(
-        queries
-          .updateTable('quarantined_notifications')
-          .set({
-            resolved_at: sql`now()`,
-            resolution: `reprocessed: ${recorded.outcome}${recorded.notificationId ? ` as notification ${recorded.notificationId}` : ''}`,
-          })
-          .where('id', '=', id)
-          .compile(),
-      );
-    // Recorded and resolved in one transaction: the resolution leaves before the write and its COMMIT.
-    const {
-      results: [recorded],
-    } = await recordBatch(trx, { eventSource }, [{ delivery, notification: n }], {
-      beforeWrite: async ({ results: [decided] }) => {
-        if (decided && decided.outcome !== 'refused') await resolve(decided);
-      },
-    });
-    if (!recorded || recorded.outcome === 'refused') {
-      return { id, result: 'pos_mismatch', detail: `the order belongs to another POS than ${row.pos_id}` };
-    }
-    return {
-      id,
-      result: 'recorded',
-      outcome: recorded.outcome,
-      notificationId: recorded.notificationId,
-      eventsWritten: recorded.eventsWritten,
-    };
-  });
-}
+export type { RetryResult };
 
 interface RetryOptions {
   all?: boolean;
