@@ -8,13 +8,14 @@
  * confirmation, and each page is photographed in Debian's chromium (test/support/browser.ts).
  */
 import { randomBytes } from 'node:crypto';
+import amqp from 'amqplib';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { PaymentServiceDouble, type DoubleClient } from '../../src/simulator';
 import { admin, startService, stop } from '../benchmark/receivers';
 import { KEY, PG, ROOT } from '../benchmark/options';
-import { deleteExchange, uniqueExchange } from '../support/broker';
+import { AMQP_URL, deleteExchange, uniqueExchange } from '../support/broker';
 import { launchChromium, watchedContext } from '../support/browser';
 import { CONSOLE_ENV, OPERATOR_TOKEN } from '../support/console';
 import { orderBody, POS_ID, refundBody, sign } from '../support/signing';
@@ -68,7 +69,14 @@ async function history(svc: Running, double: PaymentServiceDouble): Promise<{ pa
   // Its COMPLETED was never delivered: the payment API knows it, reconciliation repairs it.
   const repaired = 'BX4N2M8P0D261127GUEST000002';
   await send(svc, orderBody({ orderId: repaired, extOrderId: 'shop-2026-11-27-0043', status: 'PENDING' }));
-  double.setOrder({ orderId: repaired, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '5012' });
+  double.setOrder({
+    orderId: repaired,
+    extOrderId: 'shop-2026-11-27-0043',
+    merchantPosId: POS_ID,
+    status: 'COMPLETED',
+    paymentId: '5012',
+    payMethodType: 'CARD_TOKEN',
+  });
 
   // The shop's first attempt at the same order, abandoned: its extOrderId finds both.
   await send(svc, orderBody({ orderId: 'EA6H3J5K7L261127GUEST000004', extOrderId, status: 'CANCELED' }));
@@ -94,6 +102,12 @@ async function main(): Promise<void> {
   await double.start();
   const database = `nr_screenshots_${randomBytes(4).toString('hex')}`;
   const exchange = uniqueExchange();
+  // A queue bound to the exchange, as a consumer's would be: else every event comes back unroutable.
+  const broker = await amqp.connect(AMQP_URL);
+  const channel = await broker.createChannel();
+  await channel.assertExchange(exchange, 'topic', { durable: true });
+  const { queue } = await channel.assertQueue('', { exclusive: true });
+  await channel.bindQueue(queue, exchange, '#');
   const service = await startService(`${PG}/${database}`, exchange, { unavailable: 'not measured' }, false, {
     ...CONSOLE_ENV,
     PAYMENT_API_URL: double.url,
@@ -110,6 +124,8 @@ async function main(): Promise<void> {
   const browser = await launchChromium();
   try {
     const { paid, repaired } = await history(svc, double);
+    // The relay publishes what the notifications wrote (NOTIFY), before the pictures are taken.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
     const { context, problems } = await watchedContext(browser, { viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     const url = (p: string): string => `${svc.adminUrl}${p}`;
@@ -140,6 +156,7 @@ async function main(): Promise<void> {
     await browser.close();
     await stop(service.child);
     await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await broker.close();
     await deleteExchange(exchange);
     await double.stop();
   }
