@@ -111,7 +111,7 @@ export function consoleFloodScenario(report: RunReport): void {
         expect(cookie).toMatch(/=/);
         const attention = await page('/console/attention');
         expect(attention.status).toBe(200);
-        expect(attention.body).toMatch(/Quarantined notifications not yet retried \((\d+|50 or more)\)/);
+        expect(attention.body).toMatch(/Quarantined notifications not yet retried/);
       },
       120_000,
     );
