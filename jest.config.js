@@ -3,7 +3,7 @@
  * - unit: the pure modules; nothing but Node (`npm run test:unit`).
  * - integration: the service, the command line, the contracts, the docs and the chart, against Postgres and RabbitMQ
  *   (`npm test` runs unit and integration, after lint and the type check).
- * - tools: what needs a program beyond Node, Postgres and RabbitMQ: nginx, promtool, prometheus
+ * - tools: what needs a program beyond Node, Postgres and RabbitMQ: nginx, promtool, prometheus, chromium
  *   (`npm run test:tools`; test/toolsSetup.ts fails at once, naming what to install, when one is missing).
  * - faults: the reliability scenarios, one after another (`npm run test:faults`).
  */
@@ -12,6 +12,8 @@ const TOOL_TESTS = [
   '<rootDir>/test/helm/alerts.test.ts', // promtool
   '<rootDir>/test/helm/liveDashboard.test.ts', // prometheus
 ];
+/** The console in a real browser (chromium); outside the integration tier's folders. */
+const BROWSER_TESTS = ['<rootDir>/test/browser/**/*.test.ts'];
 
 /** @type {import('jest').Config} */
 const shared = {
@@ -32,7 +34,12 @@ module.exports = {
       // Builds dist/ once before the workers start (the CLI, chart and relay tests run the built app).
       globalSetup: '<rootDir>/test/globalSetup.ts',
     },
-    { ...shared, displayName: 'tools', testMatch: TOOL_TESTS, globalSetup: '<rootDir>/test/toolsSetup.ts' },
+    {
+      ...shared,
+      displayName: 'tools',
+      testMatch: [...TOOL_TESTS, ...BROWSER_TESTS],
+      globalSetup: '<rootDir>/test/toolsSetup.ts',
+    },
     {
       ...shared,
       displayName: 'faults',

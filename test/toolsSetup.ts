@@ -6,7 +6,7 @@ import { missingToolsProblem } from './support/tools';
  * saying what to install (never a test skipped); then dist/ is built as for the integration tier.
  */
 export default async function toolsSetup(): Promise<void> {
-  const problem = missingToolsProblem(['nginx', 'promtool', 'prometheus']);
+  const problem = missingToolsProblem(['nginx', 'promtool', 'prometheus', 'chromium']);
   if (problem) {
     process.stderr.write(`\nThe tools tier (npm run test:tools) cannot run: ${problem}\n\n`);
     process.exit(1);

@@ -28,6 +28,9 @@
  * --max-old-space-size=<heapLimitMb>), BENCH_SERVICE_MEMORY_LIMIT_MB (the service's memory limit; default:
  * the chart's resources.limits.memory; 0: none).
  *
+ * `npm run bench -- --console [<orders>]` runs the console mode instead (console.ts): each console page's p50 and
+ * p99 with a year of history (BENCH_CONSOLE_DATABASE_URL: a database already seeded; BENCH_CONSOLE_REQUESTS: 200).
+ *
  * The modules, by concern: options.ts (the environment and the chart's settings), receivers.ts (the
  * service, the reference, the receiver that does nothing, the consumer), load.ts (the workload and
  * the closed and open loops), resources.ts (memory cgroup, RSS, CPU by process), serviceMetrics.ts
@@ -40,6 +43,7 @@ import amqp from 'amqplib';
 import { freePort } from '../support/net';
 import { closedLoop, openLoop, take, workload } from './load';
 import { AMQP, PG, RATE, SERVICE_MEMORY_LIMIT_MB, WARM_UP_SECONDS } from './options';
+import { runConsole } from './console';
 import { runHistory } from './history';
 import { duplicatesRounds, latencyPhase, referenceLatencyPhase, throughputRounds, type OtherReceivers } from './phases';
 import { admin, runBare, runConsumer, runReference, startService, stop, waitForPort } from './receivers';
@@ -167,6 +171,16 @@ function historyRun(orders: string | undefined): () => Promise<void> {
   return () => runHistory(count);
 }
 
+/** The console mode, for `--console [<orders>]`: 2 million orders unless told otherwise. */
+function consoleRun(orders: string | undefined): () => Promise<void> {
+  const count = Number(orders ?? 2_000_000);
+  if (!Number.isInteger(count) || count < 1000 || count > 100_000_000) {
+    process.stderr.write('--console takes a number of orders to seed, from 1000 to 100000000 (default 2000000)\n');
+    process.exit(2);
+  }
+  return () => runConsole(count);
+}
+
 if (process.argv[2] === '--reference') {
   void runReference(Number(process.argv[3]), process.argv[4] as string);
 } else if (process.argv[2] === '--bare') {
@@ -174,7 +188,12 @@ if (process.argv[2] === '--reference') {
 } else if (process.argv[2] === '--consumer') {
   void runConsumer(process.argv[3] as string);
 } else {
-  const run = process.argv[2] === '--history' ? historyRun(process.argv[3]) : main;
+  const run =
+    process.argv[2] === '--history'
+      ? historyRun(process.argv[3])
+      : process.argv[2] === '--console'
+        ? consoleRun(process.argv[3])
+        : main;
   run().catch((error: unknown) => {
     process.stderr.write(`benchmark failed: ${(error as Error).stack ?? String(error)}\n`);
     process.exit(1);

@@ -44,6 +44,9 @@ const SECRET_KEYS = [
   'NOTIFY_BASIC_AUTH',
   'ADMIN_TOKEN',
   'PAYMENT_API_CREDENTIALS',
+  'CONSOLE_OPERATOR_TOKENS',
+  'CONSOLE_VIEWER_TOKENS',
+  'CONSOLE_SESSION_SECRET',
 ];
 
 const as = <T>(object: K8sObject): T => object as unknown as T;
@@ -63,6 +66,13 @@ const configOf = (objects: K8sObject[]): Record<string, string> =>
 /** The server pods' NetworkPolicy (the migration pods have their own, named *-migrations). */
 const serverPolicyOf = (objects: K8sObject[]): INetworkPolicy =>
   as<INetworkPolicy>(only(objects, 'NetworkPolicy', '-notification-receiver'));
+/** The public Ingress (POST /notifications); the console's is named *-console. */
+const publicIngressOf = (objects: K8sObject[]): IIngress =>
+  as<IIngress>(only(objects, 'Ingress', '-notification-receiver'));
+const consoleIngressOf = (objects: K8sObject[]): IIngress => as<IIngress>(only(objects, 'Ingress', '-console'));
+/** The ports of each ingress rule of the server pods' NetworkPolicy, in order. */
+const admittedPorts = (objects: K8sObject[]): Array<Array<string | number | undefined>> =>
+  (serverPolicyOf(objects).spec?.ingress ?? []).map((r) => (r.ports ?? []).map((p) => p.port));
 /** Whether a matchLabels selector selects pods with these labels. */
 const selects = (
   matchLabels: Record<string, string> | undefined,
@@ -347,7 +357,7 @@ describe('secrets', () => {
     const objects = render({ set: ['secrets.existingSecret=receiver-credentials'] });
     expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
     const refs = JSON.stringify(objects).match(/"secretKeyRef":\{"name":"[^"]+"/g) ?? [];
-    expect(refs.length).toBeGreaterThanOrEqual(7); // 6 in the Deployment, 1 in the Job
+    expect(refs.length).toBeGreaterThanOrEqual(10); // 9 in the Deployment, 1 in the Job
     expect(new Set(refs)).toEqual(new Set(['"secretKeyRef":{"name":"receiver-credentials"']));
   });
 
@@ -605,7 +615,7 @@ describe('Service and Ingress', () => {
   });
 
   test('the Ingress routes only POST /notifications (exact) to the public port, over TLS', () => {
-    const ingress = as<IIngress>(only(features, 'Ingress'));
+    const ingress = publicIngressOf(features);
     const rules = ingress.spec?.rules ?? [];
     expect(rules).toHaveLength(1);
     expect(rules[0]?.http?.paths).toEqual([
@@ -696,6 +706,156 @@ describe('Service and Ingress', () => {
   });
 });
 
+describe('console Ingress', () => {
+  const consoleOn = ['consoleIngress.enabled=true', 'consoleIngress.host=console.example.com'] as const;
+  const installNotes = (set: string[]): string => {
+    const result = helm([
+      ...['install', 'receiver', CHART_DIR, '--dry-run=client', '--namespace', 'payments'],
+      ...set.flatMap((assignment) => ['--set', assignment]),
+    ]);
+    expect(result.status).toBe(0);
+    return result.stdout.slice(result.stdout.indexOf('NOTES:'));
+  };
+
+  test('off by default: no console Ingress, and the admin port admits no ingress controller', () => {
+    expect(defaults.filter((o) => o.kind === 'Ingress')).toEqual([]);
+    expect(admittedPorts(defaults)).toEqual([['http'], ['admin']]);
+    expect(JSON.stringify(serverPolicyOf(defaults).spec?.ingress?.[1]?.from)).not.toContain('ingress-nginx');
+    // The public Ingress alone does not bring the console's.
+    const publicOnly = render({
+      set: ['ingress.enabled=true', 'ingress.host=h.example.com', 'ingress.controllerCidrs={10.0.0.0/8}'],
+    });
+    expect(publicOnly.filter((o) => o.kind === 'Ingress').map((o) => o.metadata.name)).toEqual([
+      'receiver-notification-receiver',
+    ]);
+    expect(admittedPorts(publicOnly)).toEqual([['http'], ['admin']]);
+  });
+
+  test('on: an Ingress of its own routes /console and below, only, to the admin port, over TLS on its own host', () => {
+    const ingress = consoleIngressOf(features);
+    const rules = ingress.spec?.rules ?? [];
+    expect(rules).toHaveLength(1);
+    expect(rules[0]?.host).toBe('console.payments.example.com');
+    expect(rules[0]?.http?.paths).toEqual([
+      {
+        path: '/console',
+        pathType: 'Prefix',
+        backend: { service: { name: only(features, 'Service').metadata.name, port: { name: 'admin' } } },
+      },
+    ]);
+    expect(ingress.spec?.defaultBackend).toBeUndefined();
+    expect(ingress.spec?.tls).toEqual([
+      { hosts: ['console.payments.example.com'], secretName: 'receiver-notification-receiver-console-tls' },
+    ]);
+    expect(ingress.metadata?.annotations).toEqual({
+      'cert-manager.io/cluster-issuer': 'letsencrypt',
+      'nginx.ingress.kubernetes.io/whitelist-source-range': '10.8.0.0/16',
+    });
+    // Apart from the public one: another object, another host, and the public one still never routes the admin port.
+    const publicIngress = publicIngressOf(features);
+    expect(publicIngress.metadata?.name).not.toBe(ingress.metadata?.name);
+    expect(publicIngress.spec?.rules?.map((r) => r.host)).not.toContain(rules[0]?.host);
+    expect(JSON.stringify(publicIngress)).not.toMatch(/admin|9090|console/);
+    // Alone, without the public Ingress, and with no source range: any address, the console's sign-in applies.
+    const alone = render({ set: [...consoleOn] });
+    expect(alone.filter((o) => o.kind === 'Ingress').map((o) => o.metadata.name)).toEqual([
+      'receiver-notification-receiver-console',
+    ]);
+    expect(consoleIngressOf(alone).metadata?.annotations).toBeUndefined();
+  });
+
+  test("on: the NetworkPolicy admits the console's ingress controller to the admin port, and no one new to the public port", () => {
+    for (const objects of [features, render({ set: [...consoleOn] })]) {
+      expect(admittedPorts(objects)).toEqual([['http'], ['admin'], ['admin']]);
+      const rule = serverPolicyOf(objects).spec?.ingress?.[2];
+      expect(rule?.from).toEqual([
+        {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } },
+          podSelector: { matchLabels: { 'app.kubernetes.io/name': 'ingress-nginx' } },
+        },
+      ]);
+    }
+    const ownPeers = render({
+      set: [
+        ...consoleOn,
+        'networkPolicy.consolePeers[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=ingress-internal',
+      ],
+    });
+    expect(JSON.stringify(serverPolicyOf(ownPeers).spec?.ingress?.[2]?.from)).toContain('ingress-internal');
+  });
+
+  test("the console's settings reach the pods: tokens and session secret from the Secret, the rest from the ConfigMap", () => {
+    expect(configOf(defaults)).toMatchObject({
+      CONSOLE_SESSION_TTL: '8h',
+      CONSOLE_VIEWERS_SEE_PERSONAL_DATA: 'false',
+      CONSOLE_QUIET_AFTER: '1h',
+      AUDIT_RETENTION: '365d',
+    });
+    const refs = (containerOf(podSpecOf(defaults)).env ?? []).filter((e) => e.name.startsWith('CONSOLE_'));
+    expect(refs.map((e) => [e.name, e.valueFrom?.secretKeyRef?.key, e.valueFrom?.secretKeyRef?.optional])).toEqual([
+      ['CONSOLE_OPERATOR_TOKENS', 'CONSOLE_OPERATOR_TOKENS', true],
+      ['CONSOLE_VIEWER_TOKENS', 'CONSOLE_VIEWER_TOKENS', true],
+      ['CONSOLE_SESSION_SECRET', 'CONSOLE_SESSION_SECRET', true],
+    ]);
+    expect(configOf(render({ set: ['config.auditRetention=off'] })).AUDIT_RETENTION).toBe('off');
+    const tooShort = helmTemplate({ set: ['config.auditRetention=12h'] });
+    expect([tooShort.status, tooShort.stderr]).toEqual([
+      1,
+      expect.stringMatching(/auditRetention must be at least 1d/),
+    ]);
+  });
+
+  test('a chart-made Secret with console tokens needs the session secret, and the console Ingress needs a token', () => {
+    const base = ['secrets.databaseUrl=postgres://u@h:5432/d', 'secrets.secondKeys=1:k', 'config.relayEnabled=false'];
+    const noSecret = helmTemplate({ set: [...base, 'secrets.consoleViewerTokens=vera:viewer-token-0123456789'] });
+    expect([noSecret.status, noSecret.stderr]).toEqual([
+      1,
+      expect.stringMatching(/secrets\.consoleSessionSecret is required with console tokens/),
+    ]);
+    const noToken = helmTemplate({ set: [...base, ...consoleOn] });
+    expect([noToken.status, noToken.stderr]).toEqual([1, expect.stringMatching(/consoleIngress\.enabled needs/)]);
+    const withToken = render({
+      set: [
+        ...base,
+        ...consoleOn,
+        'secrets.consoleViewerTokens=vera:viewer-token-0123456789',
+        'secrets.consoleSessionSecret=0123456789abcdef0123456789abcdef',
+      ],
+    });
+    expect(Object.keys(as<ISecret>(only(withToken, 'Secret', '-notification-receiver')).data ?? {})).toEqual(
+      expect.arrayContaining(['CONSOLE_VIEWER_TOKENS', 'CONSOLE_SESSION_SECRET']),
+    );
+  });
+
+  test('on without a host, or on the public host, is refused, saying why', () => {
+    const noHost = helmTemplate({ set: ['consoleIngress.enabled=true'] });
+    expect([noHost.status, noHost.stderr]).toEqual([1, expect.stringMatching(/consoleIngress\.host is required/)]);
+    const sameHost = helmTemplate({
+      set: [
+        'consoleIngress.enabled=true',
+        'consoleIngress.host=Notify.example.com',
+        'ingress.enabled=true',
+        'ingress.host=notify.example.com',
+        'ingress.controllerCidrs={10.0.0.0/8}',
+      ],
+    });
+    expect([sameHost.status, sameHost.stderr]).toEqual([
+      1,
+      expect.stringMatching(/consoleIngress\.host must differ from ingress\.host/),
+    ]);
+  });
+
+  test('the install notes tell support staff how to reach the console: port-forward when off, the host when on', () => {
+    const off = installNotes([]);
+    expect(off).toContain('kubectl -n payments port-forward svc/receiver-notification-receiver 9090');
+    expect(off).toContain('http://127.0.0.1:9090/console');
+    const on = installNotes([...consoleOn, 'consoleIngress.allowedCidrs={10.8.0.0/16}']);
+    expect(on).toMatch(/Support console[\s\S]*https:\/\/console\.example\.com\/console/);
+    expect(on).toContain('10.8.0.0/16');
+    expect(on).not.toContain('127.0.0.1:9090/console');
+  });
+});
+
 describe('availability and network', () => {
   test('the PodDisruptionBudget covers the server pods', () => {
     const pdb = as<IPodDisruptionBudget>(only(defaults, 'PodDisruptionBudget'));
@@ -712,8 +872,8 @@ describe('availability and network', () => {
       expect(deploymentOf(objects).spec?.template.metadata?.labels).toMatchObject(
         policy.spec?.podSelector?.matchLabels ?? { missing: 'selector' },
       );
-      const rules = policy.spec?.ingress ?? [];
-      expect(rules.map((r) => r.ports?.map((p) => p.port))).toEqual([['http'], ['admin']]);
+      const rules = (policy.spec?.ingress ?? []).slice(0, 2); // a third rule, the console's, is checked below
+      expect(admittedPorts(objects).slice(0, 2)).toEqual([['http'], ['admin']]);
       for (const rule of rules) expect(rule.from?.length ?? 0).toBeGreaterThan(0); // an empty "from" admits everyone
       expect(JSON.stringify(rules[0]?.from)).toContain('ingress-nginx');
       expect(JSON.stringify(rules[1]?.from)).toContain('prometheus');
@@ -727,8 +887,16 @@ describe('availability and network', () => {
     try {
       const emptyPeers = path.join(dir, 'empty-peers.yaml');
       writeFileSync(emptyPeers, 'networkPolicy:\n  adminPeers: []\n');
-      for (const options of [{ valuesFiles: [emptyPeers] }, { set: ['networkPolicy.publicPeers=null'] }]) {
-        const result = helmTemplate(options);
+      const emptyConsolePeers = path.join(dir, 'empty-console-peers.yaml');
+      writeFileSync(emptyConsolePeers, 'networkPolicy:\n  consolePeers: []\n');
+      const options = [
+        { valuesFiles: [emptyPeers] },
+        { valuesFiles: [emptyConsolePeers] },
+        { set: ['networkPolicy.publicPeers=null'] },
+        { set: ['networkPolicy.consolePeers=null'] },
+      ];
+      for (const option of options) {
+        const result = helmTemplate(option);
         expect(result.status).not.toBe(0);
         expect(result.stderr).toMatch(/schema/);
       }
@@ -769,6 +937,7 @@ describe('values.schema.json', () => {
     ['a history retention of a negative duration', ['config.historyRetention=-1d']],
     ['a body retention other than a duration or off', ['config.bodyRetention=forever']],
     ['a body retention of true', ['config.bodyRetention=true']],
+    ['an unknown key of the console Ingress', ['consoleIngress.path=/']],
   ];
 
   test.each(schemaFailures)('helm template and lint reject %s', (_name, set) => {

@@ -13,6 +13,7 @@ import { AMQP_URL } from '../support/broker';
 import { PG_SERVER, query } from '../support/database';
 import { newRunId, pruneOldResults, renderMarkdown, RunReport, writeMarkdown, type ScenarioDefinition } from './report';
 import { brokerOutageScenario, BROKER_OUTAGE } from './scenarios/brokerOutage';
+import { consoleFloodScenario, CONSOLE_FLOOD } from './scenarios/consoleFlood';
 import { databaseOutageScenario, DATABASE_OUTAGE } from './scenarios/databaseOutage';
 import { floodScenario, FLOOD } from './scenarios/flood';
 import { gracefulStopScenario, GRACEFUL_STOP } from './scenarios/gracefulStop';
@@ -37,6 +38,7 @@ const SCENARIOS: ScenarioDefinition[] = [
   TRUST_BOUNDARIES,
   REPLICAS_SCENARIO,
   RECONCILIATION,
+  CONSOLE_FLOOD,
   // Last: it scans the logs of every service the scenarios above started.
   SECRETS,
 ];
@@ -84,6 +86,7 @@ hostileScenario(report);
 trustBoundariesScenario(report);
 replicasScenario(report);
 reconciliationScenario(report);
+consoleFloodScenario(report);
 secretsScenario(report);
 
 afterAll(() => {

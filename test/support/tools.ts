@@ -1,18 +1,20 @@
 /**
  * The programs beyond Node, Postgres and RabbitMQ that the tools tier (`npm run test:tools`) runs, from
  * Debian's packages: nginx in front of the service (test/helm/ingressProxy.test.ts), promtool on the chart's
- * alerts (test/helm/alerts.test.ts) and a Prometheus server scraping the app (test/helm/liveDashboard.test.ts).
+ * alerts (test/helm/alerts.test.ts), a Prometheus server scraping the app (test/helm/liveDashboard.test.ts) and
+ * chromium, the real browser of the console's tests (test/browser/).
  */
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 
-export type Tool = 'nginx' | 'promtool' | 'prometheus';
+export type Tool = 'nginx' | 'promtool' | 'prometheus' | 'chromium';
 
 /** The Debian package each comes in (.ci/run installs them). */
 const PACKAGES: Readonly<Record<Tool, string>> = {
   nginx: 'nginx-light',
   promtool: 'prometheus',
   prometheus: 'prometheus',
+  chromium: 'chromium',
 };
 
 /** Path to the program on PATH, or in /usr/sbin or /usr/bin where Debian puts it; null when it is not there. */

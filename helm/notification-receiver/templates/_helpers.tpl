@@ -56,7 +56,7 @@ app.kubernetes.io/component: server
 {{/* "true" when the chart makes the Secret itself (some secret value was given). */}}
 {{- define "notification-receiver.chartMadeSecret" -}}
 {{- $s := .Values.secrets }}
-{{- if or $s.databaseUrl $s.amqpUrl $s.secondKeys $s.notifyBasicAuth $s.adminToken $s.paymentApiCredentials }}true{{ end }}
+{{- if or $s.databaseUrl $s.amqpUrl $s.secondKeys $s.notifyBasicAuth $s.adminToken $s.paymentApiCredentials $s.consoleOperatorTokens $s.consoleViewerTokens $s.consoleSessionSecret }}true{{ end }}
 {{- end }}
 
 {{/* Name of the Secret the pods read. */}}
@@ -98,12 +98,22 @@ seconds; nothing for a retention that is off. The alerts' thresholds follow the 
 {{- if not $s.secondKeys }}{{ fail "secrets.secondKeys is required when the chart makes the Secret" }}{{ end }}
 {{- if and .Values.config.relayEnabled (not $s.amqpUrl) }}{{ fail "secrets.amqpUrl is required when the chart makes the Secret and config.relayEnabled is true" }}{{ end }}
 {{- if and .Values.config.paymentApiUrl (not $s.paymentApiCredentials) }}{{ fail "secrets.paymentApiCredentials is required when the chart makes the Secret and config.paymentApiUrl is set" }}{{ end }}
+{{- if and (or $s.consoleOperatorTokens $s.consoleViewerTokens) (not $s.consoleSessionSecret) }}{{ fail "secrets.consoleSessionSecret is required with console tokens (the pods refuse to start without it in production)" }}{{ end }}
+{{- if and .Values.consoleIngress.enabled (not (or $s.consoleOperatorTokens $s.consoleViewerTokens $s.adminToken)) }}{{ fail "consoleIngress.enabled needs secrets.consoleOperatorTokens or consoleViewerTokens (or adminToken): without a token the console is closed" }}{{ end }}
 {{- end }}
 {{- if and .Values.ingress.enabled (not .Values.ingress.host) }}
 {{- fail "ingress.host is required when ingress.enabled is true" }}
 {{- end }}
 {{- if and .Values.ingress.enabled (not .Values.config.trustProxy) (not .Values.ingress.controllerCidrs) }}
 {{- fail "ingress.controllerCidrs is required when ingress.enabled is true: the app believes X-Forwarded-For only from the ingress controller's addresses (or set config.trustProxy)" }}
+{{- end }}
+{{- if .Values.consoleIngress.enabled }}
+{{- if not .Values.consoleIngress.host }}
+{{- fail "consoleIngress.host is required when consoleIngress.enabled is true" }}
+{{- end }}
+{{- if and .Values.ingress.enabled (eq (lower .Values.consoleIngress.host) (lower .Values.ingress.host)) }}
+{{- fail "consoleIngress.host must differ from ingress.host: the payment service's address never serves the console" }}
+{{- end }}
 {{- end }}
 {{- if regexMatch "^[0-9]+$" (toString .Values.config.trustProxy) }}
 {{- fail "config.trustProxy must be none or proxy addresses/CIDRs, not a hop count: any pod that reaches the public port directly could choose its source address" }}
@@ -115,6 +125,10 @@ seconds; nothing for a retention that is off. The alerts' thresholds follow the 
 {{- $bodies := include "notification-receiver.durationSeconds" .Values.config.bodyRetention }}
 {{- if and $bodies (lt (int64 $bodies) 86400) }}
 {{- fail "config.bodyRetention must be at least 1d, or off" }}
+{{- end }}
+{{- $audit := include "notification-receiver.durationSeconds" .Values.config.auditRetention }}
+{{- if and $audit (lt (int64 $audit) 86400) }}
+{{- fail "config.auditRetention must be at least 1d, or off" }}
 {{- end }}
 {{- if lt (int .Values.autoscaling.maxReplicas) (int .Values.autoscaling.minReplicas) }}
 {{- fail "autoscaling.maxReplicas must be >= autoscaling.minReplicas" }}
@@ -152,30 +166,20 @@ seconds; nothing for a retention that is off. The alerts' thresholds follow the 
       name: {{ $name }}
       key: ADMIN_TOKEN
       optional: true
-- name: CONSOLE_OPERATOR_TOKENS
-  valueFrom:
-    secretKeyRef:
-      name: {{ $name }}
-      key: CONSOLE_OPERATOR_TOKENS
-      optional: true
-- name: CONSOLE_VIEWER_TOKENS
-  valueFrom:
-    secretKeyRef:
-      name: {{ $name }}
-      key: CONSOLE_VIEWER_TOKENS
-      optional: true
-- name: CONSOLE_SESSION_SECRET
-  valueFrom:
-    secretKeyRef:
-      name: {{ $name }}
-      key: CONSOLE_SESSION_SECRET
-      optional: true
 - name: PAYMENT_API_CREDENTIALS
   valueFrom:
     secretKeyRef:
       name: {{ $name }}
       key: PAYMENT_API_CREDENTIALS
       optional: {{ not .Values.config.paymentApiUrl }}
+{{- range list "CONSOLE_OPERATOR_TOKENS" "CONSOLE_VIEWER_TOKENS" "CONSOLE_SESSION_SECRET" }}
+- name: {{ . }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $name }}
+      key: {{ . }}
+      optional: true
+{{- end }}
 {{- end }}
 
 {{/* NetworkPolicy egress rules to DNS and Postgres (server pods and migration pods). */}}

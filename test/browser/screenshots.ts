@@ -1,0 +1,170 @@
+/**
+ * `npm run screenshots`: the console's main pages as support staff see them, into docs/console/*.png (shown in the
+ * README's section for support staff). Not a test, and no test runs it: it rewrites tracked files.
+ *
+ * The real service on a database of its own, with reconciliation against the payment-service double, is sent a few
+ * orders' real signed notifications (a card payment with a refund, an order repaired by reconciliation, a
+ * conflict, an unreadable body); an operator signs in through the form, reconciles one order through its
+ * confirmation, and each page is photographed in Debian's chromium (test/support/browser.ts).
+ */
+import { randomBytes } from 'node:crypto';
+import amqp from 'amqplib';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { PaymentServiceDouble, type DoubleClient } from '../../src/simulator';
+import { admin, startService, stop } from '../benchmark/receivers';
+import { KEY, PG, ROOT } from '../benchmark/options';
+import { AMQP_URL, deleteExchange, uniqueExchange } from '../support/broker';
+import { launchChromium, watchedContext } from '../support/browser';
+import { CONSOLE_ENV, OPERATOR_TOKEN } from '../support/console';
+import { orderBody, POS_ID, refundBody, sign } from '../support/signing';
+
+const OUT = path.join(ROOT, 'docs', 'console');
+const POS: DoubleClient = { posId: POS_ID, clientId: POS_ID, clientSecret: 'pos-secret-4c1f0e2b9d7a' };
+const BUYER = { email: 'anna.nowak@example.com', firstName: 'Anna', lastName: 'Nowak', phone: '+48 600 100 200' };
+
+/** The built service (dist/main.js), started as the benchmark starts it. */
+interface Running {
+  publicUrl: string;
+  adminUrl: string;
+}
+
+async function send(svc: Running, body: string): Promise<void> {
+  const res = await fetch(`${svc.publicUrl}/notifications`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json;charset=UTF-8', 'OpenSvc-Signature': sign(body, KEY) },
+    body,
+  });
+  if (res.status !== 200) throw new Error(`a notification was answered ${res.status}`);
+}
+
+/** The orders of the pictures; ids that read like a shop's. */
+async function history(svc: Running, double: PaymentServiceDouble): Promise<{ paid: string; repaired: string }> {
+  const paid = 'WZ1K9Q7L3T261127GUEST000001';
+  const extOrderId = 'shop-2026-11-27-0042';
+  await send(svc, orderBody({ orderId: paid, extOrderId, status: 'PENDING' }));
+  await send(svc, orderBody({ orderId: paid, extOrderId, status: 'WAITING_FOR_CONFIRMATION', paymentId: '5011' }));
+  await send(
+    svc,
+    orderBody({
+      orderId: paid,
+      extOrderId,
+      status: 'COMPLETED',
+      paymentId: '5011',
+      payMethodType: 'PBL',
+      buyer: BUYER,
+    }),
+  );
+  await send(svc, orderBody({ orderId: paid, extOrderId, status: 'COMPLETED', paymentId: '5011', buyer: BUYER })); // a repeat
+  await send(
+    svc,
+    refundBody({ orderId: paid, extOrderId, refundId: '912873', extRefundId: 'ret-0042', status: 'PENDING' }),
+  );
+  await send(
+    svc,
+    refundBody({ orderId: paid, extOrderId, refundId: '912873', extRefundId: 'ret-0042', status: 'FINALIZED' }),
+  );
+
+  // Its COMPLETED was never delivered: the payment API knows it, reconciliation repairs it.
+  const repaired = 'BX4N2M8P0D261127GUEST000002';
+  await send(svc, orderBody({ orderId: repaired, extOrderId: 'shop-2026-11-27-0043', status: 'PENDING' }));
+  double.setOrder({
+    orderId: repaired,
+    extOrderId: 'shop-2026-11-27-0043',
+    merchantPosId: POS_ID,
+    status: 'COMPLETED',
+    paymentId: '5012',
+    payMethodType: 'CARD_TOKEN',
+  });
+
+  // The shop's first attempt at the same order, abandoned: its extOrderId finds both.
+  await send(svc, orderBody({ orderId: 'EA6H3J5K7L261127GUEST000004', extOrderId, status: 'CANCELED' }));
+
+  // A conflict: canceled after completed.
+  const conflict = 'CQ7T5R1S9V261127GUEST000003';
+  await send(svc, orderBody({ orderId: conflict, extOrderId: 'shop-2026-11-27-0044', status: 'COMPLETED' }));
+  await send(svc, orderBody({ orderId: conflict, extOrderId: 'shop-2026-11-27-0044', status: 'CANCELED' }));
+  // An authentic body that cannot be read: quarantined.
+  await send(svc, '{"order": {"orderId": "DL0UNREADABLE", "status": ');
+  return { paid, repaired };
+}
+
+async function shoot(page: Page, name: string, target: string, fullPage = false): Promise<void> {
+  if (page.url() !== target) await page.goto(target);
+  await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage });
+  process.stdout.write(`docs/console/${name}.png\n`);
+}
+
+async function main(): Promise<void> {
+  mkdirSync(OUT, { recursive: true });
+  const double = new PaymentServiceDouble({ clients: [POS] });
+  await double.start();
+  const database = `nr_screenshots_${randomBytes(4).toString('hex')}`;
+  const exchange = uniqueExchange();
+  // A queue bound to the exchange, as a consumer's would be: else every event comes back unroutable.
+  const broker = await amqp.connect(AMQP_URL);
+  const channel = await broker.createChannel();
+  await channel.assertExchange(exchange, 'topic', { durable: true });
+  const { queue } = await channel.assertQueue('', { exclusive: true });
+  await channel.bindQueue(queue, exchange, '#');
+  const service = await startService(`${PG}/${database}`, exchange, { unavailable: 'not measured' }, false, {
+    ...CONSOLE_ENV,
+    PAYMENT_API_URL: double.url,
+    // The double, on this machine, in clear (production mode refuses http:// otherwise).
+    PAYMENT_API_ALLOW_HTTP: 'true',
+    PAYMENT_API_CREDENTIALS: `${POS.posId}:${POS.clientId}:${POS.clientSecret}`,
+    RECONCILE_AFTER: '1h',
+    RECONCILE_INTERVAL: '1h',
+  });
+  const svc: Running = {
+    publicUrl: `http://127.0.0.1:${service.port}`,
+    adminUrl: `http://127.0.0.1:${service.adminPort}`,
+  };
+  const browser = await launchChromium();
+  try {
+    const { paid, repaired } = await history(svc, double);
+    // The relay publishes what the notifications wrote (NOTIFY), before the pictures are taken.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const { context, problems } = await watchedContext(browser, { viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const url = (p: string): string => `${svc.adminUrl}${p}`;
+
+    await shoot(page, 'sign-in', url('/console/sign-in'));
+    await page.locator('input[name="token"]').fill(OPERATOR_TOKEN);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(url('/console'));
+
+    await page.goto(url(`/console/orders/${repaired}/reconcile`));
+    await shoot(page, 'reconcile-confirmation', page.url());
+    await page.getByRole('button', { name: /^Confirm/ }).click();
+    await page.getByTestId('result').waitFor();
+    await shoot(page, 'reconcile-result', page.url());
+
+    await shoot(page, 'overview', url('/console'), true);
+    await shoot(page, 'order', url(`/console/orders/${paid}`), true);
+    await shoot(page, 'order-repaired', url(`/console/orders/${repaired}`), true);
+    await shoot(page, 'attention', url('/console/attention'), true);
+    await shoot(page, 'deliveries', url('/console/deliveries'), true);
+    await shoot(page, 'audit', url('/console/audit'), true);
+    await page.goto(url('/console/search?q=shop-2026-11-27-0042'));
+    await shoot(page, 'search', page.url(), true);
+    await context.close();
+    if (problems.csp.length + problems.dialogs.length + problems.errors.length > 0)
+      throw new Error(`the pages reported problems: ${JSON.stringify(problems)}`);
+  } finally {
+    await browser.close();
+    await stop(service.child);
+    await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await broker.close();
+    await deleteExchange(exchange);
+    await double.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(
+    `screenshots failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.exit(1);
+});
