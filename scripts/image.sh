@@ -109,8 +109,10 @@ STAND_IN_BASE=localhost/node:22-bookworm-slim
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/image-build.XXXXXX")
 base_container=''
+scratch_container=''
 cleanup() {
   if [ -n "$base_container" ]; then buildah rm "$base_container" >/dev/null 2>&1 || true; fi
+  if [ -n "$scratch_container" ]; then $engine rm "$scratch_container" >/dev/null 2>&1 || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -183,6 +185,7 @@ build_args=(
   --label "org.opencontainers.image.revision=$revision"
   --label "org.opencontainers.image.version=$version"
   --label "org.opencontainers.image.title=notification-receiver"
+  --label "org.opencontainers.image.description=$(node -p 'require("./package.json").description')"
   --iidfile "$work/iid"
   --file Dockerfile
 )
@@ -221,10 +224,33 @@ case $engine in
 esac
 image_id=$(cat "$work/iid")
 
+# The SBOM lists what the image holds: its own package.json and node_modules, copied out, with the dev and
+# optional dependencies it does not install struck from that package.json (npm sbom counts them missing).
+# npm names the SBOM's root after the folder, hence the package's name.
+tree="$work/sbom/$(node -p 'require("./package.json").name')"
+mkdir -p "$tree"
+case $engine in
+  buildah)
+    scratch_container=$(buildah from --pull-never "$image_id")
+    app_dir=$(buildah inspect --format '{{.Docker.Config.WorkingDir}}' "$scratch_container")
+    root=$(buildah mount "$scratch_container")
+    cp -a "$root$app_dir/package.json" "$root$app_dir/node_modules" "$tree/"
+    buildah umount "$scratch_container" >/dev/null
+    ;;
+  docker | podman)
+    app_dir=$($engine image inspect --format '{{.Config.WorkingDir}}' "$image_id")
+    scratch_container=$($engine create "$image_id")
+    $engine cp "$scratch_container:$app_dir/package.json" "$tree/package.json"
+    $engine cp "$scratch_container:$app_dir/node_modules" "$tree/node_modules"
+    ;;
+esac
+$engine rm "$scratch_container" >/dev/null
+scratch_container=''
+node -e 'const fs = require("fs"), file = process.argv[1], p = JSON.parse(fs.readFileSync(file, "utf8"));
+  delete p.devDependencies; delete p.optionalDependencies; fs.writeFileSync(file, JSON.stringify(p, null, 2));' \
+  "$tree/package.json"
+(cd "$tree" && npm sbom --sbom-format cyclonedx --sbom-type application) >"$work/sbom.json"
 mkdir -p "$(dirname "$sbom")"
-# What npm ci --omit=dev --omit=optional installs in the image, from the same lock file.
-npm sbom --sbom-format cyclonedx --sbom-type application --package-lock-only --omit dev --omit optional \
-  >"$work/sbom.json"
 
 runtime_size=$(image_size "$image_id")
 base_size=$(image_size "$base")

@@ -1,18 +1,21 @@
 /**
  * The programs beyond Node, Postgres and RabbitMQ that the tools tier (`npm run test:tools`) runs, from
  * Debian's packages: nginx in front of the service (test/helm/ingressProxy.test.ts), promtool on the chart's
- * alerts (test/helm/alerts.test.ts) and a Prometheus server scraping the app (test/helm/liveDashboard.test.ts).
+ * alerts (test/helm/alerts.test.ts) and a Prometheus server scraping the app (test/helm/liveDashboard.test.ts);
+ * buildah and mmdebstrap, which build the image for the image tier (`npm run test:image`).
  */
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 
-export type Tool = 'nginx' | 'promtool' | 'prometheus';
+export type Tool = 'nginx' | 'promtool' | 'prometheus' | 'buildah' | 'mmdebstrap';
 
 /** The Debian package each comes in (.ci/run installs them). */
 const PACKAGES: Readonly<Record<Tool, string>> = {
   nginx: 'nginx-light',
   promtool: 'prometheus',
   prometheus: 'prometheus',
+  buildah: 'buildah',
+  mmdebstrap: 'mmdebstrap',
 };
 
 /** Path to the program on PATH, or in /usr/sbin or /usr/bin where Debian puts it; null when it is not there. */
