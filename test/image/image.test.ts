@@ -118,14 +118,17 @@ describe('the image and the chart agree', () => {
     ...notesExecCommands().map((command): [string, string[]] => [`the install notes' ${command.join(' ')}`, command]),
   ];
 
-  test.each(commands)('%s names a program on the image PATH and scripts the image has', (_name, command) => {
-    const [program = '', ...args] = command;
-    expect([program, onImagePath(program) !== undefined]).toEqual([program, true]);
-    for (const script of args.filter((arg) => !arg.startsWith('-') && /\.[cm]?js$/.test(arg)))
-      expect([script, existsSync(inImage(script))]).toEqual([script, true]);
-  });
+  test.each(commands)(
+    'When %s runs, then its program is on the image PATH and its scripts are in the image',
+    (_name, command) => {
+      const [program = '', ...args] = command;
+      expect([program, onImagePath(program) !== undefined]).toEqual([program, true]);
+      for (const script of args.filter((arg) => !arg.startsWith('-') && /\.[cm]?js$/.test(arg)))
+        expect([script, existsSync(inImage(script))]).toEqual([script, true]);
+    },
+  );
 
-  test("the chart's user is the image's, with an /etc/passwd entry, and the container ports are the exposed ones", () => {
+  test("When the chart sets a user and container ports, then they are the image's user (in its /etc/passwd) and exposed ports", () => {
     for (const [pod, container] of [
       [deploymentPod, server],
       [jobPod, migration],
@@ -143,7 +146,7 @@ describe('the image and the chart agree', () => {
     expect([Number(env.PORT), Number(env.ADMIN_PORT)]).toEqual([portOf(server, 'http'), portOf(server, 'admin')]);
   });
 
-  test('every path the chart mounts writable exists in the image, and the root is read-only in the chart', () => {
+  test('When the chart mounts a writable path on its read-only root, then the image has that folder', () => {
     for (const [pod, container] of [
       [deploymentPod, server],
       [jobPod, migration],
@@ -154,7 +157,7 @@ describe('the image and the chart agree', () => {
     }
   });
 
-  test('the image carries the OCI labels for source, revision and version', () => {
+  test('When the image is built, then it carries the OCI labels for source, revision and version', () => {
     const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
     const head = spawnSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
     expect(config.Labels).toMatchObject({
@@ -181,7 +184,7 @@ describe('what the runtime image holds', () => {
     return found;
   }
 
-  test('no npm, npx, yarn or corepack', () => {
+  test('When the runtime image is searched, then it holds no npm, npx, yarn or corepack', () => {
     for (const program of ['npm', 'npx', 'yarn', 'yarnpkg', 'corepack'])
       expect([program, onImagePath(program)]).toEqual([program, undefined]);
     const globalModules = path.join(image.root, 'usr/local/lib/node_modules');
@@ -189,7 +192,7 @@ describe('what the runtime image holds', () => {
     expect(readdirSync(path.join(image.root, 'opt')).filter((entry) => entry.startsWith('yarn'))).toEqual([]);
   });
 
-  test('no dev dependency: every package installed is a production one in the lock file', () => {
+  test('When its packages are read against the lock file, then none is a dev or optional dependency', () => {
     const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as {
       packages: Record<string, { dev?: boolean; optional?: boolean }>;
     };
@@ -204,7 +207,7 @@ describe('what the runtime image holds', () => {
     ).toEqual([]);
   });
 
-  test('no TypeScript sources, .env, test files or build configuration of the project', () => {
+  test('When its own files are listed, then none is a TypeScript source, .env, test or build configuration', () => {
     const app = path.relative(image.root, inImage('.'));
     // Dependencies are as published (pg-protocol ships its sources); the project's own files are checked.
     const own = filesUnder(app, (relative) => relative === path.posix.join(app, 'node_modules'));
@@ -234,7 +237,7 @@ describe('the image run as the chart runs it', () => {
     await database.drop();
   });
 
-  test('with the chart user and only its writable paths, the root cannot be written and no capability is held', async () => {
+  test('When a command runs as the chart runs it, then it is the chart user, holds no capability and writes only its emptyDirs', async () => {
     const user = userOf(deploymentPod, server);
     const probe = `const fs = require('node:fs');
       const status = Object.fromEntries(fs.readFileSync('/proc/self/status', 'utf8').split('\\n').map((l) => l.split(':\\t')));
@@ -259,13 +262,13 @@ describe('the image run as the chart runs it', () => {
     });
   });
 
-  test("the migration Job's command and environment migrate a fresh database", async () => {
+  test("When the migration Job's command runs with its environment, then it migrates a fresh database", async () => {
     const placement = placementOf(jobPod, migration, { DATABASE_URL: database.url });
     const run = await runInImage(placement, migration.command ?? []);
     expect({ code: run.code, output: run.code === 0 ? '' : run.output }).toEqual({ code: 0, output: '' });
   }, 90_000);
 
-  test("the server's command answers a signed notification 200, publishes its event, and answers the probes", async () => {
+  test("When the server's command runs, then it answers a signed notification 200, publishes its event and answers the probes", async () => {
     const chartEnv = environmentOf(server);
     publicPort = await freePort();
     adminPort = await freePort();
@@ -313,7 +316,7 @@ describe('the image run as the chart runs it', () => {
     expect(metrics.status).toBe(200);
   }, 120_000);
 
-  test("the install notes' operator commands run in the server container", async () => {
+  test("When the install notes' operator commands run in the server container, then they succeed", async () => {
     const placement = placementOf(deploymentPod, server, { DATABASE_URL: database.url });
     const commands = notesExecCommands();
     expect(commands.length).toBeGreaterThan(0);
@@ -327,7 +330,7 @@ describe('the image run as the chart runs it', () => {
     }
   }, 90_000);
 
-  test("SIGTERM drains and exits 0 within the chart's terminationGracePeriodSeconds", async () => {
+  test("When the server gets SIGTERM, then it drains and exits 0 within the chart's terminationGracePeriodSeconds", async () => {
     if (!app) throw new Error('the server did not start');
     const grace = deploymentPod.terminationGracePeriodSeconds;
     if (grace === undefined) throw new Error('the chart sets no terminationGracePeriodSeconds');
@@ -358,7 +361,7 @@ describe('npm run image', () => {
     });
   });
 
-  test('each build leaves a CycloneDX SBOM of the production dependencies', () => {
+  test('When the image is built, then a CycloneDX SBOM of its production dependencies is left beside it', () => {
     const sbom = JSON.parse(readFileSync(path.join(ROOT, 'dist-image', 'sbom.cdx.json'), 'utf8')) as {
       bomFormat: string;
       components: Array<{ name: string }>;
