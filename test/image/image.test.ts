@@ -9,7 +9,8 @@
  * the chart's ports are mapped to free ones; that the app listens on the ports its ConfigMap gives is checked by
  * running it, and that those are the ports the chart declares and probes, by reading the chart).
  */
-import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import type { IJob } from 'kubernetes-models/batch/v1/Job';
@@ -359,6 +360,28 @@ describe('npm run image', () => {
       status: 2,
       stderr: 'npm run image: unknown option --colour (--help lists the options)\n',
     });
+  });
+
+  test('When the engine asked for is not installed, then it stops with one line naming it and its package', () => {
+    // A PATH with only what the script needs before it looks for the engine.
+    const bin = mkdtempSync(path.join(tmpdir(), 'image-path-'));
+    try {
+      for (const program of ['dirname', 'node', 'npm', 'git']) {
+        const found = spawnSync('bash', ['-c', `command -v ${program}`], { encoding: 'utf8' }).stdout.trim();
+        symlinkSync(found, path.join(bin, program));
+      }
+      const build = spawnSync('/bin/bash', ['scripts/image.sh', '--engine', 'buildah'], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        env: { PATH: bin },
+      });
+      expect({ status: build.status, stderr: build.stderr }).toEqual({
+        status: 2,
+        stderr: 'npm run image: buildah not found: apt-get install buildah\n',
+      });
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
   });
 
   test('When the image is built, then a CycloneDX SBOM of its production dependencies is left beside it', () => {
