@@ -13,7 +13,8 @@ COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build
+# tsc's incremental state is no part of what runs.
+RUN npm run build && rm dist/.tsbuildinfo
 
 # --- prod-deps: production dependencies only (none of them has install scripts) ----------
 # Without the optional embedded Postgres: the image runs with NODE_ENV=production, where it is never started.

@@ -6,6 +6,8 @@
  * - tools: what needs a program beyond Node, Postgres and RabbitMQ: nginx, promtool, prometheus, chromium
  *   (`npm run test:tools`; test/toolsSetup.ts fails at once, naming what to install, when one is missing).
  * - faults: the reliability scenarios, one after another (`npm run test:faults`).
+ * - image: the image built from the Dockerfile with buildah, run the way the chart runs it (`npm run test:image`;
+ *   test/image/imageSetup.ts builds it first, or fails at once naming what to install).
  */
 const TOOL_TESTS = [
   '<rootDir>/test/helm/ingressProxy.test.ts', // nginx
@@ -44,6 +46,12 @@ module.exports = {
       ...shared,
       displayName: 'faults',
       testMatch: ['<rootDir>/test/reliability/**/*.test.ts'],
+    },
+    {
+      ...shared,
+      displayName: 'image',
+      testMatch: ['<rootDir>/test/image/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/image/imageSetup.ts',
     },
   ],
   // Integration tests share one Postgres server and one broker; each file makes its own database and exchange.

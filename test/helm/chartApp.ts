@@ -11,7 +11,16 @@ import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { ISecret } from 'kubernetes-models/v1/Secret';
 import { freePort, start, waitForStatus, type RunningApp } from './app';
-import { ALL_FEATURES_VALUES, MONITORING_API_VERSIONS, REPO_ROOT, only, render, type K8sObject } from './helm';
+import {
+  ALL_FEATURES_VALUES,
+  CHART_DIR,
+  MONITORING_API_VERSIONS,
+  REPO_ROOT,
+  helm,
+  only,
+  render,
+  type K8sObject,
+} from './helm';
 
 /** The release as rendered: `helm template receiver ... --namespace payments`. */
 export const NAMESPACE = 'payments';
@@ -69,6 +78,19 @@ export async function runToEnd(
   const code = await run.exited;
   clearTimeout(killer);
   return { code, output: run.output() };
+}
+
+/**
+ * The commands the install notes tell an operator to run in a server pod (`kubectl exec deploy/... -- <command>`),
+ * as `helm install --dry-run` prints them with every feature on.
+ */
+export function notesExecCommands(): string[][] {
+  const installed = helm([
+    ...['install', 'receiver', CHART_DIR, '--dry-run=client', '--namespace', NAMESPACE],
+    ...['--values', ALL_FEATURES_VALUES],
+  ]);
+  if (installed.status !== 0) throw new Error(`helm install --dry-run failed:\n${installed.stderr}`);
+  return [...installed.stdout.matchAll(/ exec deploy\/\S+ -- (.+)$/gm)].map((match) => (match[1] ?? '').split(' '));
 }
 
 /** The Deployment's server container, as rendered. */

@@ -24,6 +24,10 @@ import { freePort, start, stop, waitForStatus, type RunningApp } from './app';
 import { testDatabase, type TestDatabase } from '../support/database';
 import { copyArgs, dockerignored, execForm, readDockerfile, type Instruction, type Stage } from './dockerfile';
 import { ROOT } from '../support/build';
+import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
+import type { IJob } from 'kubernetes-models/batch/v1/Job';
+import { as, firstContainer, notesExecCommands, objects } from './chartApp';
+import { only } from './helm';
 
 /** The npm inside the runtime's base image (node:22 ships npm 10). */
 const IMAGE_NPM = 'npm@10';
@@ -229,6 +233,23 @@ describe('Dockerfile', () => {
       if (app) await stop(app);
       if (database) await database.drop();
       if (root) rmSync(root, { recursive: true, force: true });
+    });
+
+    test('When the chart names a script, a user or a port, then the runtime stage has it', () => {
+      const deployment = as<IDeployment>(only(objects, 'Deployment')).spec?.template.spec;
+      const job = as<IJob>(only(objects, 'Job')).spec?.template.spec;
+      const server = firstContainer(deployment?.containers);
+      const commands = [server.command, firstContainer(job?.containers).command, ...notesExecCommands()];
+      for (const command of commands) {
+        expect(command?.[0]).toBe('node');
+        for (const script of (command ?? []).slice(1).filter((arg) => /\.[cm]?js$/.test(arg)))
+          expect([script, existsSync(path.join(root, script))]).toEqual([script, true]);
+      }
+      const user = last(runtime, 'USER')?.rest;
+      for (const pod of [deployment, job])
+        expect(`${pod?.securityContext?.runAsUser}:${pod?.securityContext?.runAsGroup}`).toBe(user);
+      const exposed = all(runtime, 'EXPOSE').flatMap((e) => e.rest.split(/\s+/));
+      expect((server.ports ?? []).map((p) => String(p.containerPort)).sort()).toEqual(exposed.sort());
     });
 
     test('has no dev dependency installed', () => {

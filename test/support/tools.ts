@@ -2,12 +2,13 @@
  * The programs beyond Node, Postgres and RabbitMQ that the tools tier (`npm run test:tools`) runs, from
  * Debian's packages: nginx in front of the service (test/helm/ingressProxy.test.ts), promtool on the chart's
  * alerts (test/helm/alerts.test.ts), a Prometheus server scraping the app (test/helm/liveDashboard.test.ts) and
- * chromium, the real browser of the console's tests (test/browser/).
+ * chromium, the real browser of the console's tests (test/browser/); buildah and mmdebstrap, which build the
+ * image for the image tier (`npm run test:image`).
  */
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 
-export type Tool = 'nginx' | 'promtool' | 'prometheus' | 'chromium';
+export type Tool = 'nginx' | 'promtool' | 'prometheus' | 'chromium' | 'buildah' | 'mmdebstrap';
 
 /** The Debian package each comes in (.ci/run installs them). */
 const PACKAGES: Readonly<Record<Tool, string>> = {
@@ -15,6 +16,8 @@ const PACKAGES: Readonly<Record<Tool, string>> = {
   promtool: 'prometheus',
   prometheus: 'prometheus',
   chromium: 'chromium',
+  buildah: 'buildah',
+  mmdebstrap: 'mmdebstrap',
 };
 
 /** Path to the program on PATH, or in /usr/sbin or /usr/bin where Debian puts it; null when it is not there. */
