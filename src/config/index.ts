@@ -10,6 +10,7 @@ export {
   ConfigError,
   LOOPBACK_SOURCES,
   parseDuration,
+  SETTING_VARIABLES,
   type Config,
   type ProcessNeeds,
   type ReconciliationConfig,

@@ -359,3 +359,14 @@ function isBaseUrl(value: string): boolean {
     return false;
   }
 }
+
+/**
+ * Every environment variable the service reads: NODE_ENV (read apart, by load.ts) and each setting's. The README's
+ * settings table and .env.example are checked against it (test/docs/settings.test.ts).
+ */
+export const SETTING_VARIABLES: readonly string[] = [
+  'NODE_ENV',
+  ...[...Object.values(settings.shape), ...Object.values(reconciliationSettings.shape)].map(
+    (schema) => sourceOf(schema).env,
+  ),
+];
