@@ -19,10 +19,11 @@ import {
   type BatchWrites,
   type DeliveryEntry,
   type NewRecord,
-  type Stored,
   type StoredRecord,
 } from './batch';
 import { orderFromRow, orderToRow, refundFromRow, refundToRow, type OrderRow, type RefundRow } from './projectionRows';
+import type { OrderProjection, RefundProjection } from './projection';
+import type { StoredProjection } from './projectionFold';
 
 /**
  * The rows a recording transaction writes and reads, typed from the tables (src/database/schema.ts): each
@@ -212,12 +213,22 @@ export interface BatchRows {
   repeats: DeliveryRepeatRow[];
 }
 
+export const orderWriteRow = ({ projection, recorded }: StoredProjection<OrderProjection>): OrderWriteRow => ({
+  ...orderToRow(projection),
+  recorded,
+});
+
+export const refundWriteRow = ({ projection, recorded }: StoredProjection<RefundProjection>): RefundWriteRow => ({
+  ...refundToRow(projection),
+  recorded,
+});
+
 export function batchRows(writes: BatchWrites): BatchRows {
   return {
     notifications: writes.records.map(notificationRow),
     owners: writes.owners.map((o) => ({ order_id: o.orderId, pos_id: o.posId })),
-    orders: writes.orders.map(({ projection, recorded }) => ({ ...orderToRow(projection), recorded })),
-    refunds: writes.refunds.map(({ projection, recorded }) => ({ ...refundToRow(projection), recorded })),
+    orders: writes.orders.map(orderWriteRow),
+    refunds: writes.refunds.map(refundWriteRow),
     streams: writes.sequences.map((s) => ({ order_id: s.orderId, last_sequence: s.lastSequence })),
     events: writes.events.map((e) => ({
       id: e.id,
@@ -278,7 +289,7 @@ export interface RecordedRef {
 export function recordedRefs(notifications: readonly Notification[], state: BatchState): RecordedRef[] {
   const refs = new Map<string, RecordedRef>();
   for (const n of notifications) {
-    const stored: Stored<unknown> | undefined =
+    const stored: StoredProjection<unknown> | undefined =
       n.kind === 'order' ? state.orders.get(n.orderId) : state.refunds.get(n.refundId);
     const entry = stored?.recorded[n.status];
     if (entry) refs.set(meaningOf(n), { meaning: meaningOf(n), ...entry });
