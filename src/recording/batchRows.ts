@@ -1,4 +1,5 @@
-import type { InsertType } from 'kysely';
+import type { InsertType, Selectable } from 'kysely';
+import type { Column } from '../database/columns';
 import type {
   DeliveriesTable,
   DeliveryRepeatsTable,
@@ -8,7 +9,6 @@ import type {
   OrderOwnersTable,
   OrdersTable,
   OutboxEventsTable,
-  RecordedStatuses,
   RefundsTable,
 } from '../database/schema';
 import type { DomainEvent } from '../outbox/events';
@@ -253,13 +253,16 @@ export function batchRows(writes: BatchWrites): BatchRows {
  * the transaction's time (text: a JavaScript Date would cut its microseconds).
  */
 export interface StateRow {
-  orders: Array<Omit<OrderRow, 'status_rank'> & { recorded: RecordedStatuses }> | null;
-  refunds: Array<Omit<RefundRow, 'status_rank'> & { recorded: RecordedStatuses }> | null;
-  streams: Array<{ order_id: string; last_sequence: string }> | null;
-  owners: OwnerRow[] | null;
+  orders: Array<Selected<OrdersTable, Exclude<keyof OrderWriteRow, 'status_rank'>>> | null;
+  refunds: Array<Selected<RefundsTable, Exclude<keyof RefundWriteRow, 'status_rank'>>> | null;
+  streams: Array<Selected<EventStreamsTable, keyof StreamRow>> | null;
+  owners: Array<Selected<OrderOwnersTable, keyof OwnerRow>> | null;
   new_ids: string[] | null;
   now: string;
 }
+
+/** The named columns of a table as a query selects them (json_build_object's: bigint and amounts as text). */
+type Selected<Table, Column extends keyof Selectable<Table>> = Pick<Selectable<Table>, Column>;
 
 /** The state read, as the decision takes it; the records come from history (withRecords). */
 export function stateOf(row: StateRow | undefined): BatchState {
@@ -298,12 +301,13 @@ export function recordedRefs(notifications: readonly Notification[], state: Batc
 }
 
 /** What the history read answers of a recorded notification (readHistory): its first body, variants, delivery rows. */
-export interface HistoryRow {
-  id: string;
-  body_sha256: string;
+export type HistoryRow = Selected<NotificationsTable, 'id'> & {
+  /** Hex, as are the variants' digests (encode(body_sha256, 'hex')). */
+  [C in Column<'notifications'> & 'body_sha256']: string;
+} & {
   variants: string[];
   delivery_rows: number;
-}
+};
 
 /**
  * The state with the records history still holds; a status whose day retention removed is not among them (it is
