@@ -3,8 +3,8 @@ import type { DeliveryOutcome, StatusTransition } from '../domain/outcomes';
 import type { DomainEvent } from '../outbox/events';
 import { notificationSubject, type Notification } from '../parsing/notification';
 import type { SignatureMatch } from '../verification/verifySignature';
-import type { KnownRecord, KnownRepeat } from './knownNotifications';
-import type { Delivery, RecordResult } from './notificationStore';
+import type { KnownNotification, KnownRepeat } from './knownNotifications';
+import type { Delivery, DeliveryAnswer } from './notificationStore';
 import type { OrderProjection, RefundProjection } from './projection';
 import type { StoredProjection } from './projectionFold';
 
@@ -33,7 +33,7 @@ export const DELIVERY_ROWS_PER_NOTIFICATION = 100;
  * stored with it and of its variants, and its delivery rows (counted up to DELIVERY_ROWS_PER_NOTIFICATION). A
  * status whose history retention removed is not one: it is recorded again.
  */
-export interface StoredRecord {
+export interface StoredNotification {
   id: string;
   /** As the database wrote it (text, microseconds kept): the day partition it is in. */
   receivedAt: string;
@@ -46,7 +46,7 @@ export interface StoredRecord {
 /** What the database holds for a batch, read under the locks of its orders. */
 export interface BatchState {
   /** By meaning (meaningOf), within history retention. */
-  records: ReadonlyMap<string, StoredRecord>;
+  records: ReadonlyMap<string, StoredNotification>;
   orders: ReadonlyMap<string, StoredProjection<OrderProjection>>;
   refunds: ReadonlyMap<string, StoredProjection<RefundProjection>>;
   /** The POS each order belongs to. */
@@ -87,7 +87,7 @@ export function stateAfter(state: BatchState, { orders, refunds, owners, sequenc
 }
 
 /** A notification recorded for the first time. */
-export interface NewRecord {
+export interface NewNotification {
   id: string;
   notification: Notification;
   /** The order it concerns (for a refund, the order the refund belongs to). */
@@ -115,7 +115,7 @@ export interface DeliveryEntry {
 
 /** Everything a batch writes. */
 export interface BatchWrites {
-  records: NewRecord[];
+  records: NewNotification[];
   owners: Array<{ orderId: string; posId: string }>;
   /** Projections that changed, or whose recorded statuses did, in their final state. */
   orders: Array<StoredProjection<OrderProjection>>;
@@ -130,10 +130,10 @@ export interface BatchWrites {
 
 export interface BatchDecision {
   /** One per item, in input order. */
-  results: RecordResult[];
+  results: DeliveryAnswer[];
   writes: BatchWrites;
   /** Records to remember as committed once the transaction is (KnownNotifications). */
-  known: KnownRecord[];
+  known: KnownNotification[];
 }
 
 /**

@@ -18,8 +18,8 @@ import {
   type BatchState,
   type BatchWrites,
   type DeliveryEntry,
-  type NewRecord,
-  type StoredRecord,
+  type NewNotification,
+  type StoredNotification,
 } from './batch';
 import { orderFromRow, orderToRow, refundFromRow, refundToRow, type OrderRow, type RefundRow } from './projectionRows';
 import type { OrderProjection, RefundProjection } from './projection';
@@ -149,7 +149,7 @@ export const VARIANT_COLUMNS = columnsOf<VariantRow>({
 /** A bytea value as its text input (hex), for a JSON field. */
 export const byteaText = (bytes: Buffer): string => `\\x${bytes.toString('hex')}`;
 
-function notificationRow(r: NewRecord): NotificationRow {
+function notificationRow(r: NewNotification): NotificationRow {
   return {
     id: r.id,
     received_at: r.receivedAt,
@@ -264,7 +264,7 @@ export interface StateRow {
 /** The named columns of a table as a query selects them (json_build_object's: bigint and amounts as text). */
 type Selected<Table, Column extends keyof Selectable<Table>> = Pick<Selectable<Table>, Column>;
 
-/** The state read, as the decision takes it; the records come from history (withRecords). */
+/** The state read, as the decision takes it; the records come from history (withStoredNotifications). */
 export function stateOf(row: StateRow | undefined): BatchState {
   return {
     records: new Map(),
@@ -282,15 +282,15 @@ export function stateOf(row: StateRow | undefined): BatchState {
 }
 
 /** A status its projection says was recorded: where its notification is (id, and receive time: its day). */
-export interface RecordedRef {
+export interface HistoryLookup {
   meaning: string;
   id: string;
   at: string;
 }
 
 /** The batch's notifications whose statuses their projections say were recorded before. */
-export function recordedRefs(notifications: readonly Notification[], state: BatchState): RecordedRef[] {
-  const refs = new Map<string, RecordedRef>();
+export function historyLookups(notifications: readonly Notification[], state: BatchState): HistoryLookup[] {
+  const refs = new Map<string, HistoryLookup>();
   for (const n of notifications) {
     const stored: StoredProjection<unknown> | undefined =
       n.kind === 'order' ? state.orders.get(n.orderId) : state.refunds.get(n.refundId);
@@ -313,9 +313,9 @@ export type HistoryRow = Selected<NotificationsTable, 'id'> & {
  * The state with the records history still holds; a status whose day retention removed is not among them (it is
  * recorded again).
  */
-export function withRecords(state: BatchState, refs: readonly RecordedRef[], rows: readonly HistoryRow[]): BatchState {
+export function withStoredNotifications(state: BatchState, refs: readonly HistoryLookup[], rows: readonly HistoryRow[]): BatchState {
   const byId = new Map(rows.map((r) => [r.id, r]));
-  const records = new Map<string, StoredRecord>();
+  const records = new Map<string, StoredNotification>();
   for (const ref of refs) {
     const row = byId.get(ref.id);
     if (!row) continue;

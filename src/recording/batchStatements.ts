@@ -16,7 +16,7 @@ import {
   VARIANT_COLUMNS,
   type BatchRows,
   type HistoryRow,
-  type RecordedRef,
+  type HistoryLookup,
   type StateRow,
 } from './batchRows';
 import type { Delivery } from './notificationStore';
@@ -143,7 +143,7 @@ const n = columnsOf('notifications', 'n');
 const v = columnsOf('notification_variants', 'v');
 const d = columnsOf('deliveries', 'd');
 
-export function readHistory(refs: readonly RecordedRef[]): Statement<HistoryRow> {
+export function readHistory(refs: readonly HistoryLookup[]): Statement<HistoryRow> {
   const ats = sql`ANY(${refs.map((r) => r.at)}::timestamptz[])`;
   return statement(
     sql<HistoryRow>`

@@ -11,10 +11,10 @@ import {
   type BatchItem,
   type BatchState,
   type BatchWrites,
-  type StoredRecord,
+  type StoredNotification,
 } from './batch';
-import type { KnownRecord } from './knownNotifications';
-import type { Delivery, Recorded, RecordResult } from './notificationStore';
+import type { KnownNotification } from './knownNotifications';
+import type { Delivery, DeliveryKept, DeliveryAnswer } from './notificationStore';
 import { ProjectionFold, type Folded } from './projectionFold';
 
 /**
@@ -51,9 +51,9 @@ function ordersOf(n: Notification, projections: ProjectionFold): string[] {
   return recordedUnder === undefined || recordedUnder === n.orderId ? [n.orderId] : [recordedUnder, n.orderId];
 }
 
-const REFUSED: RecordResult = { outcome: 'refused', reason: 'pos_mismatch' };
+const REFUSED: DeliveryAnswer = { outcome: 'refused', reason: 'pos_mismatch' };
 
-const duplicate = (notificationId: string, posId: string): Recorded => ({
+const duplicate = (notificationId: string, posId: string): DeliveryKept => ({
   outcome: 'duplicate',
   newVariant: false,
   notificationId,
@@ -73,7 +73,7 @@ interface Vouched {
 
 /** The batch's working state: the database's, as the batch's earlier notifications leave it. */
 class BatchDecider {
-  private readonly records: Map<string, StoredRecord>;
+  private readonly records: Map<string, StoredNotification>;
   private readonly projections: ProjectionFold;
   private readonly owners: Map<string, string>;
   private readonly sequences = new Map<string, number>();
@@ -84,7 +84,7 @@ class BatchDecider {
     variants: [],
     deliveries: [],
   };
-  private readonly known = new Map<string, KnownRecord>();
+  private readonly known = new Map<string, KnownNotification>();
   /** Delivery rows per notification id, as the batch's write will leave them. */
   private readonly deliveryRows = new Map<string, number>();
   private readonly variantsAdded = new Set<string>();
@@ -100,7 +100,7 @@ class BatchDecider {
     this.owners = new Map(state.owners);
   }
 
-  decide(item: BatchItem): RecordResult {
+  decide(item: BatchItem): DeliveryAnswer {
     if (item.known) {
       const { record, signer } = item.known;
       this.deliver(item.delivery, signer, 'duplicate', record, record.deliveryRows);
@@ -140,7 +140,7 @@ class BatchDecider {
   }
 
   /** Step 2: a repeat of a meaning recorded before; bytes not stored for it before are a new variant. */
-  private repeat(delivery: Delivery, meaning: string, record: StoredRecord, { signer }: Vouched): RecordResult {
+  private repeat(delivery: Delivery, meaning: string, record: StoredNotification, { signer }: Vouched): DeliveryAnswer {
     let newVariant = false;
     // A variant is the sender's re-serialization; the API's answers are not the notification's bytes.
     if (delivery.observedVia === 'notification' && !record.bodySha256.equals(delivery.bodySha256)) {
@@ -167,7 +167,7 @@ class BatchDecider {
    * Step 3: a status seen for the first time (or again, once retention removed its history): its transition,
    * its event, its record, its place in its projection's recorded statuses, and its delivery.
    */
-  private recordNew({ delivery, notification: n }: BatchItem, meaning: string, vouched: Vouched): RecordResult {
+  private recordNew({ delivery, notification: n }: BatchItem, meaning: string, vouched: Vouched): DeliveryAnswer {
     const id = this.state.newIds[this.nextId++];
     if (id === undefined) throw new Error('a batch recorded more new notifications than ids were reserved for it');
     const receivedAt = this.state.now;
@@ -223,7 +223,7 @@ class BatchDecider {
     delivery: Delivery,
     signer: SignatureMatch,
     outcome: DeliveryOutcome,
-    record: KnownRecord,
+    record: KnownNotification,
     rowsBefore: number,
   ): void {
     const rows = this.deliveryRows.get(record.id) ?? rowsBefore;

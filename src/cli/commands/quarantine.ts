@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Command } from 'commander';
 import { parseNotification } from '../../parsing/parseNotification';
-import type { Delivery, Recorded } from '../../recording/notificationStore';
+import type { Delivery, DeliveryKept } from '../../recording/notificationStore';
 import { recordBatch } from '../../recording/recordBatch';
 import { queries, type PooledTransactions } from '../../database/transaction';
 import { signersFor } from '../../verification/posBinding';
@@ -167,7 +167,7 @@ export async function retryOne(
       processingTimeMs: original?.processing_time_ms ?? null,
       observedVia: 'notification',
     };
-    const resolve = (recorded: Recorded) =>
+    const resolve = (recorded: DeliveryKept) =>
       trx.run(
         queries
           .updateTable('quarantined_notifications')
