@@ -7,7 +7,7 @@ import type { Logger } from '../observability/logger';
 import type { MetricKind, Metrics } from '../observability/metrics';
 import { parseNotification, type ParseResult } from '../parsing/parseNotification';
 import { RecorderOverloaded } from '../recording/groupCommit';
-import type { Delivery, NotificationStore, Recorded } from '../recording/notificationStore';
+import type { Delivery, NotificationStore, DeliveryKept } from '../recording/notificationStore';
 import { signersFor } from '../verification/posBinding';
 import type { SecondKey } from '../verification/secondKeys';
 import {
@@ -174,7 +174,7 @@ export function notificationReceiver(
     }
   }
 
-  async function record(delivery: Delivery, parsed: ParseResult, requestId: string): Promise<Recorded> {
+  async function record(delivery: Delivery, parsed: ParseResult, requestId: string): Promise<DeliveryKept> {
     let result;
     try {
       // The answer waits for the real outcome, and it comes in bounded time: a notification still queued or
@@ -200,7 +200,7 @@ export function notificationReceiver(
   }
 
   /** Metrics and logs of a recorded delivery; nothing of the body but its identifiers. */
-  function observe(result: Recorded, parsed: ParseResult, requestId: string): void {
+  function observe(result: DeliveryKept, parsed: ParseResult, requestId: string): void {
     const kind: MetricKind = parsed.ok ? parsed.notification.kind : 'unknown';
     count(kind, result.outcome);
     if (result.newVariant) metrics.variants.inc({ kind });

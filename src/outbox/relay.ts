@@ -1,5 +1,7 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type pg from 'pg';
+import { columnsOf, type Table } from '../database/columns';
+import type { OutboxEventsTable } from '../database/schema';
 import { backoffAfter, SingleActiveWorker, type NextStep } from '../database/singleActiveWorker';
 import { inTransaction, runOn, statement, type Statement } from '../database/transaction';
 import type { Logger } from '../observability/logger';
@@ -54,12 +56,13 @@ export function createRelay(
 export const RELAY_LOCK = 7_316_002;
 const RETENTION_SWEEP_MS = 60_000;
 
-interface ClaimedEvent {
-  id: string;
-  type: string;
-  message: string;
-  created_at: Date;
-}
+const OUTBOX = 'outbox_events' satisfies Table;
+/** Its columns as the statements below name them: unqualified, and in the roles `o` and `p`. */
+const c = columnsOf('outbox_events');
+const o = columnsOf('outbox_events', 'o');
+const p = columnsOf('outbox_events', 'p');
+
+type ClaimedEvent = Pick<Selectable<OutboxEventsTable>, 'id' | 'type' | 'message' | 'created_at'>;
 
 /**
  * The relay's two statements are not prepared by name: a named statement is planned generically after
@@ -76,13 +79,14 @@ interface ClaimedEvent {
 const claim = (limit: number): Statement<ClaimedEvent> =>
   statement(
     sql<ClaimedEvent>`
-      SELECT o.id, o.type, o.message, o.created_at
-        FROM outbox_events o
-       WHERE o.published_at IS NULL
-         AND o.next_attempt_at <= now()
-         AND NOT EXISTS (SELECT 1 FROM outbox_events p
-                          WHERE p.order_id = o.order_id AND p.published_at IS NULL AND p.sequence < o.sequence)
-       ORDER BY o.created_at
+      SELECT ${o('id')}, ${o('type')}, ${o('message')}, ${o('created_at')}
+        FROM ${sql.table(OUTBOX)} o
+       WHERE ${o('published_at')} IS NULL
+         AND ${o('next_attempt_at')} <= now()
+         AND NOT EXISTS (SELECT 1 FROM ${sql.table(OUTBOX)} p
+                          WHERE ${p('order_id')} = ${o('order_id')} AND ${p('published_at')} IS NULL
+                            AND ${p('sequence')} < ${o('sequence')})
+       ORDER BY ${o('created_at')}
        LIMIT ${limit}
        FOR UPDATE OF o SKIP LOCKED`,
   );
@@ -95,15 +99,15 @@ const mark = (published: readonly string[], failed: ReadonlyArray<{ id: string; 
   statement(
     sql`
       WITH published AS (
-        UPDATE outbox_events SET published_at = clock_timestamp(), last_error = NULL
-         WHERE id = ANY(${published}::uuid[])
+        UPDATE ${sql.table(OUTBOX)} SET ${c('published_at')} = clock_timestamp(), ${c('last_error')} = NULL
+         WHERE ${c('id')} = ANY(${published}::uuid[])
       ), failed AS (
-        UPDATE outbox_events AS o
-           SET attempts = o.attempts + 1,
-               next_attempt_at = now() + least(interval '1 second' * power(2, o.attempts), interval '5 minutes'),
-               last_error = f.error
+        UPDATE ${sql.table(OUTBOX)} AS o
+           SET ${c('attempts')} = ${o('attempts')} + 1,
+               ${c('next_attempt_at')} = now() + least(interval '1 second' * power(2, ${o('attempts')}), interval '5 minutes'),
+               ${c('last_error')} = f.error
           FROM unnest(${failed.map((f) => f.id)}::uuid[], ${failed.map((f) => f.error)}::text[]) AS f(id, error)
-         WHERE o.id = f.id
+         WHERE ${o('id')} = f.id
       )
       SELECT 1`,
   );
@@ -113,8 +117,9 @@ const deletePublished = (retentionMs: number): Statement<{ deleted: number }> =>
   statement(
     sql<{ deleted: number }>`
       WITH deleted AS (
-        DELETE FROM outbox_events WHERE id IN (
-          SELECT id FROM outbox_events WHERE published_at < now() - ${retentionMs} * interval '1 millisecond' LIMIT 10000)
+        DELETE FROM ${sql.table(OUTBOX)} WHERE ${c('id')} IN (
+          SELECT ${c('id')} FROM ${sql.table(OUTBOX)}
+           WHERE ${c('published_at')} < now() - ${retentionMs} * interval '1 millisecond' LIMIT 10000)
         RETURNING 1)
       SELECT count(*)::int AS deleted FROM deleted`,
   );

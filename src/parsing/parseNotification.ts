@@ -230,3 +230,34 @@ export function parseNotification(body: Buffer): ParseResult {
   }
   return { ok: false, reason: 'unknown_shape', detail: 'body has neither an "order" nor a "refund" object' };
 }
+
+/**
+ * A notification as the recorder stored it (notifications.parsed: what readOrder or readRefund made), read back
+ * by the same field readers, which take their own output unchanged; a field a row predates reads as null. Null
+ * when it is not a notification.
+ */
+export function readStoredNotification(parsed: unknown): Notification | null {
+  if (!isObject(parsed)) return null;
+  const p = parsed;
+  try {
+    if (field(p, 'kind') === 'order')
+      return {
+        kind: 'order',
+        orderId: requiredId(p, '', 'orderId'),
+        extOrderId: id(p, '', 'extOrderId'),
+        merchantPosId: id(p, '', 'merchantPosId'),
+        status: oneOf(ORDER_STATUSES, requiredId(p, '', 'status'), 'status'),
+        totalAmount: readAmount(field(p, 'totalAmount'), 'totalAmount'),
+        currencyCode: currency(p, ''),
+        paymentId: id(p, '', 'paymentId'),
+        payMethodType: text(p, '', 'payMethodType', MAX_SHORT_TEXT_LENGTH),
+        localReceiptDateTime: readTimestamp(field(p, 'localReceiptDateTime'), 'localReceiptDateTime'),
+      };
+    // A stored refund is flat: its body's fields and its refund object's are one object.
+    if (field(p, 'kind') === 'refund') return readRefund(p, p);
+  } catch (error) {
+    if (error instanceof FieldError) return null;
+    throw error;
+  }
+  return null;
+}

@@ -148,7 +148,7 @@ export function parseOrderAnswer(body: Buffer, orderId: string): RetrievedOrder 
   });
 }
 
-function readRefundRecord(refund: JsonObject): RetrievedRefund {
+function readRetrievedRefund(refund: JsonObject): RetrievedRefund {
   const statusError = field(refund, 'statusError');
   if (statusError !== undefined && statusError !== null && !isObject(statusError))
     throw new FieldError('refunds[].statusError must be an object');
@@ -178,7 +178,7 @@ export function parseRefundsAnswer(body: Buffer): RetrievedRefund[] {
     if (!Array.isArray(refunds)) throw new FieldError('refunds must be an array');
     return refunds.map((refund) => {
       if (!isObject(refund)) throw new FieldError('refunds[] must be objects');
-      return readRefundRecord(refund);
+      return readRetrievedRefund(refund);
     });
   });
 }

@@ -2,7 +2,7 @@ import type { Logger } from '../observability/logger';
 import type { CheckResult, ReconciliationMetrics } from '../observability/reconciliationMetrics';
 import { PaymentApiError, type PaymentApi, type RetrievedOrder } from '../paymentApi/paymentApi';
 import { meaningOf } from '../recording/batch';
-import type { NotificationStore, RecordResult } from '../recording/notificationStore';
+import type { NotificationStore, DeliveryAnswer } from '../recording/notificationStore';
 import { hasRefunds, orderObservation, refundObservations, type Observation } from './observations';
 
 /** A status of the order or of one of its refunds. */
@@ -138,7 +138,7 @@ async function record(
   observations: readonly Observation[],
   check: OrderCheck,
 ): Promise<Array<{ kind: 'order' | 'refund'; field: string }>> {
-  const outcomes: RecordResult[] = [];
+  const outcomes: DeliveryAnswer[] = [];
   for (const o of observations) outcomes.push(await store.record(o.delivery, o.notification));
   const disagreed: Array<{ kind: 'order' | 'refund'; field: string }> = [];
   outcomes.forEach((outcome, index) => {

@@ -1,11 +1,12 @@
-import type { Disagreement, ObservedVia, RecordedStatuses } from '../database/schema';
+import type { Disagreement, ObservedVia } from '../database/schema';
 import type { DeliveryOutcome, StatusConflict, StatusTransition } from '../domain/outcomes';
 import type { DomainEvent } from '../outbox/events';
 import { notificationSubject, type Notification } from '../parsing/notification';
 import type { SignatureMatch } from '../verification/verifySignature';
-import type { KnownRecord, KnownRepeat } from './knownNotifications';
-import type { Delivery, RecordResult } from './notificationStore';
+import type { KnownNotification, KnownRepeat } from './knownNotifications';
+import type { Delivery, DeliveryAnswer } from './notificationStore';
 import type { OrderProjection, RefundProjection } from './projection';
+import type { StoredProjection } from './projectionFold';
 
 /**
  * A recording batch as data: what goes in (items), what the database holds for it (state), and what comes
@@ -32,7 +33,7 @@ export const DELIVERY_ROWS_PER_NOTIFICATION = 100;
  * stored with it and of its variants, and its delivery rows (counted up to DELIVERY_ROWS_PER_NOTIFICATION). A
  * status whose history retention removed is not one: it is recorded again.
  */
-export interface StoredRecord {
+export interface StoredNotification {
   id: string;
   /** As the database wrote it (text, microseconds kept): the day partition it is in. */
   receivedAt: string;
@@ -42,18 +43,12 @@ export interface StoredRecord {
   deliveryRows: number;
 }
 
-/** A projection as stored, with the statuses recorded for it (where dedup finds them). */
-export interface Stored<P> {
-  projection: P;
-  recorded: RecordedStatuses;
-}
-
 /** What the database holds for a batch, read under the locks of its orders. */
 export interface BatchState {
   /** By meaning (meaningOf), within history retention. */
-  records: ReadonlyMap<string, StoredRecord>;
-  orders: ReadonlyMap<string, Stored<OrderProjection>>;
-  refunds: ReadonlyMap<string, Stored<RefundProjection>>;
+  records: ReadonlyMap<string, StoredNotification>;
+  orders: ReadonlyMap<string, StoredProjection<OrderProjection>>;
+  refunds: ReadonlyMap<string, StoredProjection<RefundProjection>>;
   /** The POS each order belongs to. */
   owners: ReadonlyMap<string, string>;
   /** Last event sequence per order (refund events count in their order's sequence). */
@@ -75,8 +70,24 @@ export const NOTHING_READ: BatchState = {
   now: '',
 };
 
+/**
+ * What a later batch's read finds of the orders a batch wrote: their projections, owners and event sequences,
+ * as the write leaves them (not its notifications: a later repeat finds those in history). For a caller that
+ * decides batches one after another with no database between them (the history seeder).
+ */
+export function stateAfter(state: BatchState, { orders, refunds, owners, sequences }: BatchWrites): BatchState {
+  return {
+    ...state,
+    records: new Map(),
+    orders: new Map([...state.orders, ...orders.map((o) => [o.projection.orderId, o] as const)]),
+    refunds: new Map([...state.refunds, ...refunds.map((r) => [r.projection.refundId, r] as const)]),
+    owners: new Map([...state.owners, ...owners.map((o) => [o.orderId, o.posId] as const)]),
+    sequences: new Map([...state.sequences, ...sequences.map((s) => [s.orderId, s.lastSequence] as const)]),
+  };
+}
+
 /** A notification recorded for the first time. */
-export interface NewRecord {
+export interface NewNotification {
   id: string;
   notification: Notification;
   /** The order it concerns (for a refund, the order the refund belongs to). */
@@ -104,11 +115,11 @@ export interface DeliveryEntry {
 
 /** Everything a batch writes. */
 export interface BatchWrites {
-  records: NewRecord[];
+  records: NewNotification[];
   owners: Array<{ orderId: string; posId: string }>;
   /** Projections that changed, or whose recorded statuses did, in their final state. */
-  orders: Array<Stored<OrderProjection>>;
-  refunds: Array<Stored<RefundProjection>>;
+  orders: Array<StoredProjection<OrderProjection>>;
+  refunds: Array<StoredProjection<RefundProjection>>;
   /** Orders whose last sequence changed, with the new value. */
   sequences: Array<{ orderId: string; lastSequence: number }>;
   events: DomainEvent[];
@@ -119,10 +130,10 @@ export interface BatchWrites {
 
 export interface BatchDecision {
   /** One per item, in input order. */
-  results: RecordResult[];
+  results: DeliveryAnswer[];
   writes: BatchWrites;
   /** Records to remember as committed once the transaction is (KnownNotifications). */
-  known: KnownRecord[];
+  known: KnownNotification[];
   /** The status conflicts the batch records, whoever observed them: counted once it commits. */
   conflicts: StatusConflict[];
 }

@@ -1,4 +1,5 @@
-import type { InsertType } from 'kysely';
+import type { InsertType, Selectable } from 'kysely';
+import type { Column } from '../database/columns';
 import type {
   DeliveriesTable,
   DeliveryRepeatsTable,
@@ -8,7 +9,6 @@ import type {
   OrderOwnersTable,
   OrdersTable,
   OutboxEventsTable,
-  RecordedStatuses,
   RefundsTable,
 } from '../database/schema';
 import type { DomainEvent } from '../outbox/events';
@@ -18,11 +18,12 @@ import {
   type BatchState,
   type BatchWrites,
   type DeliveryEntry,
-  type NewRecord,
-  type Stored,
-  type StoredRecord,
+  type NewNotification,
+  type StoredNotification,
 } from './batch';
 import { orderFromRow, orderToRow, refundFromRow, refundToRow, type OrderRow, type RefundRow } from './projectionRows';
+import type { OrderProjection, RefundProjection } from './projection';
+import type { StoredProjection } from './projectionFold';
 
 /**
  * The rows a recording transaction writes and reads, typed from the tables (src/database/schema.ts): each
@@ -148,7 +149,7 @@ export const VARIANT_COLUMNS = columnsOf<VariantRow>({
 /** A bytea value as its text input (hex), for a JSON field. */
 export const byteaText = (bytes: Buffer): string => `\\x${bytes.toString('hex')}`;
 
-function notificationRow(r: NewRecord): NotificationRow {
+function notificationRow(r: NewNotification): NotificationRow {
   return {
     id: r.id,
     received_at: r.receivedAt,
@@ -212,12 +213,22 @@ export interface BatchRows {
   repeats: DeliveryRepeatRow[];
 }
 
+export const orderWriteRow = ({ projection, recorded }: StoredProjection<OrderProjection>): OrderWriteRow => ({
+  ...orderToRow(projection),
+  recorded,
+});
+
+export const refundWriteRow = ({ projection, recorded }: StoredProjection<RefundProjection>): RefundWriteRow => ({
+  ...refundToRow(projection),
+  recorded,
+});
+
 export function batchRows(writes: BatchWrites): BatchRows {
   return {
     notifications: writes.records.map(notificationRow),
     owners: writes.owners.map((o) => ({ order_id: o.orderId, pos_id: o.posId })),
-    orders: writes.orders.map(({ projection, recorded }) => ({ ...orderToRow(projection), recorded })),
-    refunds: writes.refunds.map(({ projection, recorded }) => ({ ...refundToRow(projection), recorded })),
+    orders: writes.orders.map(orderWriteRow),
+    refunds: writes.refunds.map(refundWriteRow),
     streams: writes.sequences.map((s) => ({ order_id: s.orderId, last_sequence: s.lastSequence })),
     events: writes.events.map((e) => ({
       id: e.id,
@@ -242,15 +253,18 @@ export function batchRows(writes: BatchWrites): BatchRows {
  * the transaction's time (text: a JavaScript Date would cut its microseconds).
  */
 export interface StateRow {
-  orders: Array<Omit<OrderRow, 'status_rank'> & { recorded: RecordedStatuses }> | null;
-  refunds: Array<Omit<RefundRow, 'status_rank'> & { recorded: RecordedStatuses }> | null;
-  streams: Array<{ order_id: string; last_sequence: string }> | null;
-  owners: OwnerRow[] | null;
+  orders: Array<Selected<OrdersTable, Exclude<keyof OrderWriteRow, 'status_rank'>>> | null;
+  refunds: Array<Selected<RefundsTable, Exclude<keyof RefundWriteRow, 'status_rank'>>> | null;
+  streams: Array<Selected<EventStreamsTable, keyof StreamRow>> | null;
+  owners: Array<Selected<OrderOwnersTable, keyof OwnerRow>> | null;
   new_ids: string[] | null;
   now: string;
 }
 
-/** The state read, as the decision takes it; the records come from history (withRecords). */
+/** The named columns of a table as a query selects them (json_build_object's: bigint and amounts as text). */
+type Selected<Table, Column extends keyof Selectable<Table>> = Pick<Selectable<Table>, Column>;
+
+/** The state read, as the decision takes it; the records come from history (withStoredNotifications). */
 export function stateOf(row: StateRow | undefined): BatchState {
   return {
     records: new Map(),
@@ -268,17 +282,17 @@ export function stateOf(row: StateRow | undefined): BatchState {
 }
 
 /** A status its projection says was recorded: where its notification is (id, and receive time: its day). */
-export interface RecordedRef {
+export interface HistoryLookup {
   meaning: string;
   id: string;
   at: string;
 }
 
 /** The batch's notifications whose statuses their projections say were recorded before. */
-export function recordedRefs(notifications: readonly Notification[], state: BatchState): RecordedRef[] {
-  const refs = new Map<string, RecordedRef>();
+export function historyLookups(notifications: readonly Notification[], state: BatchState): HistoryLookup[] {
+  const refs = new Map<string, HistoryLookup>();
   for (const n of notifications) {
-    const stored: Stored<unknown> | undefined =
+    const stored: StoredProjection<unknown> | undefined =
       n.kind === 'order' ? state.orders.get(n.orderId) : state.refunds.get(n.refundId);
     const entry = stored?.recorded[n.status];
     if (entry) refs.set(meaningOf(n), { meaning: meaningOf(n), ...entry });
@@ -287,20 +301,21 @@ export function recordedRefs(notifications: readonly Notification[], state: Batc
 }
 
 /** What the history read answers of a recorded notification (readHistory): its first body, variants, delivery rows. */
-export interface HistoryRow {
-  id: string;
-  body_sha256: string;
+export type HistoryRow = Selected<NotificationsTable, 'id'> & {
+  /** Hex, as are the variants' digests (encode(body_sha256, 'hex')). */
+  [C in Column<'notifications'> & 'body_sha256']: string;
+} & {
   variants: string[];
   delivery_rows: number;
-}
+};
 
 /**
  * The state with the records history still holds; a status whose day retention removed is not among them (it is
  * recorded again).
  */
-export function withRecords(state: BatchState, refs: readonly RecordedRef[], rows: readonly HistoryRow[]): BatchState {
+export function withStoredNotifications(state: BatchState, refs: readonly HistoryLookup[], rows: readonly HistoryRow[]): BatchState {
   const byId = new Map(rows.map((r) => [r.id, r]));
-  const records = new Map<string, StoredRecord>();
+  const records = new Map<string, StoredNotification>();
   for (const ref of refs) {
     const row = byId.get(ref.id);
     if (!row) continue;

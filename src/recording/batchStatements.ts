@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Database } from '../database/schema';
+import { columnsOf, type Column, type Table } from '../database/columns';
 import { prepared, preparedStatement, queries, statement, type Slot, type Statement } from '../database/transaction';
 import type { DeliveryOutcome } from '../domain/outcomes';
 import { OUTBOX_CHANNEL } from '../outbox/notifyChannel';
@@ -16,7 +16,7 @@ import {
   VARIANT_COLUMNS,
   type BatchRows,
   type HistoryRow,
-  type RecordedRef,
+  type HistoryLookup,
   type StateRow,
 } from './batchRows';
 import type { Delivery } from './notificationStore';
@@ -32,27 +32,35 @@ import type { Delivery } from './notificationStore';
 /** The seed of the order locks' keys (hashtextextended): the other advisory locks use keys of their own. */
 export const ORDER_LOCK_SEED = 7316;
 
-type Table = keyof Database;
-
-const columnList = (columns: readonly string[]): RawBuilder<unknown> => sql.join(columns.map((c) => sql.ref(c)));
+const columnList = <T extends Table>(columns: ReadonlyArray<Column<T>>): RawBuilder<unknown> =>
+  sql.join(columns.map((c) => sql.ref(c)));
 
 /** A table's rows from their JSON parameter: `SELECT columns FROM json_populate_recordset(NULL::table, rows)`. */
-const fromJson = (table: Table, columns: readonly string[], rows: Slot): RawBuilder<unknown> =>
+const fromJson = <T extends Table>(table: T, columns: ReadonlyArray<Column<T>>, rows: Slot): RawBuilder<unknown> =>
   sql`SELECT ${columnList(columns)} FROM json_populate_recordset(NULL::${sql.table(table)}, ${rows}::json)`;
 
-/** `INSERT INTO table (columns) SELECT columns FROM` their JSON parameter. */
-const insertJson = (table: Table, columns: readonly string[], rows: Slot): RawBuilder<unknown> =>
+/** `INSERT INTO table (columns) SELECT columns FROM` their JSON parameter: only columns of that table. */
+const insertJson = <T extends Table>(table: T, columns: ReadonlyArray<Column<T>>, rows: Slot): RawBuilder<unknown> =>
   sql`INSERT INTO ${sql.table(table)} (${columnList(columns)}) ${fromJson(table, columns, rows)}`;
 
 /** Rows as their statement's JSON parameter. */
 const json = (rows: readonly object[]): string => JSON.stringify(rows);
 
 /** `SET column = excluded.column` for every column but the key (and the given extras, e.g. updated_at = now()). */
-const updateFromExcluded = (columns: readonly string[], key: string, ...extra: RawBuilder<unknown>[]) =>
-  sql.join([...columns.filter((c) => c !== key).map((c) => sql`${sql.ref(c)} = excluded.${sql.ref(c)}`), ...extra]);
+const updateFromExcluded = <T extends Table>(
+  _table: T,
+  columns: ReadonlyArray<Column<T>>,
+  key: Column<T>,
+  ...extra: RawBuilder<unknown>[]
+) => sql.join([...columns.filter((c) => c !== key).map((c) => sql`${sql.ref(c)} = excluded.${sql.ref(c)}`), ...extra]);
 
-/** `json_build_object('column', alias.column, ...)`; the columns named in `asText` as text. */
-const jsonObjectOf = (alias: string, columns: readonly string[], asText: readonly string[] = []) =>
+/** `json_build_object('column', alias.column, ...)` of a table's columns; those named in `asText` as text. */
+const jsonObjectOf = <T extends Table>(
+  _table: T,
+  alias: string,
+  columns: ReadonlyArray<Column<T>>,
+  asText: ReadonlyArray<Column<T>> = [],
+) =>
   sql`json_build_object(${sql.join(
     columns.map((c) => sql`${sql.lit(c)}, ${sql.ref(`${alias}.${c}`)}${asText.includes(c) ? sql`::text` : sql``}`),
   )})`;
@@ -92,7 +100,8 @@ export const lockOrders = (
  * statuses recorded for them, their owners and event sequences, ids for its new notifications (one per meaning,
  * at least), and the transaction's time.
  */
-const projected = (columns: readonly string[]) => columns.filter((c) => c !== 'status_rank');
+const projected = <C extends string>(columns: readonly C[]): Array<Exclude<C, 'status_rank'>> =>
+  columns.filter((c): c is Exclude<C, 'status_rank'> => c !== 'status_rank');
 
 const readStatement = preparedStatement<
   { orderIds: readonly string[]; refundIds: readonly string[]; meanings: number },
@@ -106,13 +115,13 @@ const readStatement = preparedStatement<
         SELECT order_id FROM refunds WHERE refund_id = ANY(${p.refundIds}::text[])
       )
       SELECT
-        (SELECT json_agg(${jsonObjectOf('o', projected(ORDER_COLUMNS), ['total_amount'])})
+        (SELECT json_agg(${jsonObjectOf('orders', 'o', projected(ORDER_COLUMNS), ['total_amount'])})
            FROM orders o WHERE o.order_id IN (SELECT order_id FROM involved)) AS orders,
-        (SELECT json_agg(${jsonObjectOf('r', projected(REFUND_COLUMNS), ['amount'])})
+        (SELECT json_agg(${jsonObjectOf('refunds', 'r', projected(REFUND_COLUMNS), ['amount'])})
            FROM refunds r WHERE r.refund_id = ANY(${p.refundIds}::text[])) AS refunds,
-        (SELECT json_agg(${jsonObjectOf('s', STREAM_COLUMNS, ['last_sequence'])})
+        (SELECT json_agg(${jsonObjectOf('event_streams', 's', STREAM_COLUMNS, ['last_sequence'])})
            FROM event_streams s WHERE s.order_id IN (SELECT order_id FROM involved)) AS streams,
-        (SELECT json_agg(${jsonObjectOf('w', OWNER_COLUMNS)})
+        (SELECT json_agg(${jsonObjectOf('order_owners', 'w', OWNER_COLUMNS)})
            FROM order_owners w WHERE w.order_id IN (SELECT order_id FROM involved)) AS owners,
         (SELECT array_agg(nextval('notification_ids')::text) FROM generate_series(1, ${p.meanings}::int)) AS new_ids,
         to_json(now())#>>'{}' AS now`,
@@ -130,21 +139,25 @@ export const readState = (
  * the cap. Not prepared: planned with its values, so that only those days' partitions are read (a plan made once
  * for any day would lock every partition at each run).
  */
-export function readHistory(refs: readonly RecordedRef[]): Statement<HistoryRow> {
-  const ats = refs.map((r) => r.at);
+const n = columnsOf('notifications', 'n');
+const v = columnsOf('notification_variants', 'v');
+const d = columnsOf('deliveries', 'd');
+
+export function readHistory(refs: readonly HistoryLookup[]): Statement<HistoryRow> {
+  const ats = sql`ANY(${refs.map((r) => r.at)}::timestamptz[])`;
   return statement(
     sql<HistoryRow>`
-      SELECT n.id::text AS id, encode(n.body_sha256, 'hex') AS body_sha256,
-             ARRAY(SELECT encode(v.body_sha256, 'hex') FROM notification_variants v
-                    WHERE v.notification_received_at = ANY(${ats}::timestamptz[])
-                      AND v.notification_received_at = n.received_at AND v.notification_id = n.id) AS variants,
+      SELECT ${n('id')}::text AS id, encode(${n('body_sha256')}, 'hex') AS body_sha256,
+             ARRAY(SELECT encode(${v('body_sha256')}, 'hex') FROM ${sql.table('notification_variants')} v
+                    WHERE ${v('notification_received_at')} = ${ats}
+                      AND ${v('notification_received_at')} = ${n('received_at')} AND ${v('notification_id')} = ${n('id')}) AS variants,
              (SELECT count(*)::int FROM (
-                SELECT 1 FROM deliveries d
-                 WHERE d.notification_received_at = ANY(${ats}::timestamptz[])
-                   AND d.notification_received_at = n.received_at AND d.notification_id = n.id
+                SELECT 1 FROM ${sql.table('deliveries')} d
+                 WHERE ${d('notification_received_at')} = ${ats}
+                   AND ${d('notification_received_at')} = ${n('received_at')} AND ${d('notification_id')} = ${n('id')}
                  LIMIT ${DELIVERY_ROWS_PER_NOTIFICATION}::int) AS kept) AS delivery_rows
-        FROM notifications n
-       WHERE n.received_at = ANY(${ats}::timestamptz[]) AND n.id = ANY(${refs.map((r) => r.id)}::bigint[])`,
+        FROM ${sql.table('notifications')} n
+       WHERE ${n('received_at')} = ${ats} AND ${n('id')} = ANY(${refs.map((r) => r.id)}::bigint[])`,
   );
 }
 
@@ -170,14 +183,22 @@ export const writeDeliveries = ({ deliveries, repeats }: Pick<BatchRows, 'delive
  * A projection's upsert: every column from the row, and `updated_at` moved only when the projection did (a status
  * recorded without applying changes only `recorded`).
  */
-const upsertProjection = (columns: readonly string[], key: string, table: 'orders' | 'refunds') => {
+/** Both projections' last change. */
+const UPDATED_AT: Column<'orders'> & Column<'refunds'> = 'updated_at';
+
+const upsertProjection = <T extends 'orders' | 'refunds'>(
+  table: T,
+  columns: ReadonlyArray<Column<T>>,
+  key: Column<T>,
+) => {
   const projected = columns.filter((c) => c !== key && c !== 'recorded');
   const row = (alias: string) => sql.join(projected.map((c) => sql.ref(`${alias}.${c}`)));
   return sql`ON CONFLICT (${sql.ref(key)}) DO UPDATE SET ${updateFromExcluded(
+    table,
     columns,
     key,
-    sql`updated_at = CASE WHEN (${row(table)}) IS DISTINCT FROM (${row('excluded')})
-                          THEN now() ELSE ${sql.ref(`${table}.updated_at`)} END`,
+    sql`${sql.ref(UPDATED_AT)} = CASE WHEN (${row(table)}) IS DISTINCT FROM (${row('excluded')})
+                          THEN now() ELSE ${sql.ref(`${table}.${UPDATED_AT}`)} END`,
   )}`;
 };
 
@@ -190,12 +211,12 @@ const writeStatement = preparedStatement<WriteArgs, unknown>(
       WITH notifications_added AS (${insertJson('notifications', NOTIFICATION_COLUMNS, p.notifications)}
       ), owners_added AS (${insertJson('order_owners', OWNER_COLUMNS, p.owners)}
       ), orders_upserted AS (
-        ${insertJson('orders', ORDER_COLUMNS, p.orders)} ${upsertProjection(ORDER_COLUMNS, 'order_id', 'orders')}
+        ${insertJson('orders', ORDER_COLUMNS, p.orders)} ${upsertProjection('orders', ORDER_COLUMNS, 'order_id')}
       ), refunds_upserted AS (
-        ${insertJson('refunds', REFUND_COLUMNS, p.refunds)} ${upsertProjection(REFUND_COLUMNS, 'refund_id', 'refunds')}
+        ${insertJson('refunds', REFUND_COLUMNS, p.refunds)} ${upsertProjection('refunds', REFUND_COLUMNS, 'refund_id')}
       ), sequences_updated AS (
         ${insertJson('event_streams', STREAM_COLUMNS, p.streams)}
-        ON CONFLICT (order_id) DO UPDATE SET ${updateFromExcluded(STREAM_COLUMNS, 'order_id')}
+        ON CONFLICT (order_id) DO UPDATE SET ${updateFromExcluded('event_streams', STREAM_COLUMNS, 'order_id')}
       ), events_added AS (${insertJson('outbox_events', OUTBOX_COLUMNS, p.events)}
       ), variants_added AS (${insertJson('notification_variants', VARIANT_COLUMNS, p.variants)}
       ), ${insertDeliveries(p.deliveries, p.repeats)}

@@ -3,7 +3,7 @@ import { buildEvent, statusEventType, type DomainEvent } from '../outbox/events'
 import type { Notification } from '../parsing/notification';
 import { signerFor } from '../verification/posBinding';
 import type { SignatureMatch } from '../verification/verifySignature';
-import type { RecordedStatuses } from '../database/schema';
+import type { ObservedVia } from '../database/schema';
 import {
   DELIVERY_ROWS_PER_NOTIFICATION,
   meaningOf,
@@ -11,20 +11,11 @@ import {
   type BatchItem,
   type BatchState,
   type BatchWrites,
-  type Stored,
-  type StoredRecord,
+  type StoredNotification,
 } from './batch';
-import type { KnownRecord } from './knownNotifications';
-import type { Delivery, Recorded, RecordResult } from './notificationStore';
-import {
-  applyOrder,
-  applyRefund,
-  orderEventData,
-  refundEventData,
-  type OrderProjection,
-  type RefundProjection,
-  type Transition,
-} from './projection';
+import type { KnownNotification } from './knownNotifications';
+import type { Delivery, DeliveryKept, DeliveryAnswer } from './notificationStore';
+import { ProjectionFold, type Folded } from './projectionFold';
 
 /**
  * What a batch of notifications is, decided from the batch and what the database holds for it: a pure
@@ -54,15 +45,15 @@ export function decideBatch(
 }
 
 /** The orders a notification touches, whose POS must vouch for it: its order, and a refund's own order. */
-export function ordersOf(n: Notification, refunds: Pick<ReadonlyMap<string, RefundProjection>, 'get'>): string[] {
+function ordersOf(n: Notification, projections: ProjectionFold): string[] {
   if (n.kind === 'order') return [n.orderId];
-  const recordedUnder = refunds.get(n.refundId)?.orderId;
+  const recordedUnder = projections.refundOrder(n.refundId);
   return recordedUnder === undefined || recordedUnder === n.orderId ? [n.orderId] : [recordedUnder, n.orderId];
 }
 
-const REFUSED: RecordResult = { outcome: 'refused', reason: 'pos_mismatch' };
+const REFUSED: DeliveryAnswer = { outcome: 'refused', reason: 'pos_mismatch' };
 
-const duplicate = (notificationId: string, posId: string): Recorded => ({
+const duplicate = (notificationId: string, posId: string): DeliveryKept => ({
   outcome: 'duplicate',
   newVariant: false,
   notificationId,
@@ -80,58 +71,10 @@ interface Vouched {
   ownerPosId: string;
 }
 
-/** A new status applied to its projection: the transition, and the event it publishes (none when stale). */
-interface Applied<P> {
-  transition: Transition<P>;
-  event: DomainEvent | null;
-}
-
-/** An order's or a refund's projections as the batch leaves them, with their recorded statuses, and which changed. */
-class Projections<P> {
-  private readonly current: Map<string, Stored<P>>;
-  private readonly changed = new Set<string>();
-
-  constructor(stored: ReadonlyMap<string, Stored<P>>) {
-    this.current = new Map(stored);
-  }
-
-  get(id: string): P | undefined {
-    return this.current.get(id)?.projection;
-  }
-
-  /** Takes a transition's projection when it applied; answers the transition. */
-  apply(id: string, transition: Transition<P>): Transition<P> {
-    if (transition.outcome === 'applied') {
-      this.current.set(id, { projection: transition.projection, recorded: this.current.get(id)?.recorded ?? {} });
-      this.changed.add(id);
-    }
-    return transition;
-  }
-
-  /** Whether a status was recorded for a projection before (its history may be gone since). */
-  hasRecorded(id: string, status: string): boolean {
-    return this.current.get(id)?.recorded[status] !== undefined;
-  }
-
-  /** Notes a status recorded for a projection (which exists: a first status always applies). */
-  record(id: string, status: string, entry: RecordedStatuses[string]): void {
-    const stored = this.current.get(id);
-    if (!stored) throw new Error('a status was recorded for a projection that does not exist');
-    this.current.set(id, { ...stored, recorded: { ...stored.recorded, [status]: entry } });
-    this.changed.add(id);
-  }
-
-  /** The projections that changed, or whose recorded statuses did, in their final state. */
-  changedOnes(): Array<Stored<P>> {
-    return [...this.changed].map((id) => this.current.get(id) as Stored<P>);
-  }
-}
-
 /** The batch's working state: the database's, as the batch's earlier notifications leave it. */
 class BatchDecider {
-  private readonly records: Map<string, StoredRecord>;
-  private readonly orders: Projections<OrderProjection>;
-  private readonly refunds: Projections<RefundProjection>;
+  private readonly records: Map<string, StoredNotification>;
+  private readonly projections: ProjectionFold;
   private readonly owners: Map<string, string>;
   private readonly sequences = new Map<string, number>();
   private readonly writes: Omit<BatchWrites, 'orders' | 'refunds' | 'sequences'> = {
@@ -141,7 +84,7 @@ class BatchDecider {
     variants: [],
     deliveries: [],
   };
-  private readonly known = new Map<string, KnownRecord>();
+  private readonly known = new Map<string, KnownNotification>();
   private readonly conflicts: StatusConflict[] = [];
   /** Delivery rows per notification id, as the batch's write will leave them. */
   private readonly deliveryRows = new Map<string, number>();
@@ -154,12 +97,11 @@ class BatchDecider {
     private readonly now: Date,
   ) {
     this.records = new Map(state.records);
-    this.orders = new Projections(state.orders);
-    this.refunds = new Projections(state.refunds);
+    this.projections = new ProjectionFold(state.orders, state.refunds);
     this.owners = new Map(state.owners);
   }
 
-  decide(item: BatchItem): RecordResult {
+  decide(item: BatchItem): DeliveryAnswer {
     if (item.known) {
       const { record, signer } = item.known;
       this.deliver(item.delivery, signer, 'duplicate', record, record.deliveryRows);
@@ -175,8 +117,7 @@ class BatchDecider {
   finish(): Omit<BatchDecision, 'results'> {
     const writes: BatchWrites = {
       ...this.writes,
-      orders: this.orders.changedOnes(),
-      refunds: this.refunds.changedOnes(),
+      ...this.projections.changed(),
       sequences: [...this.sequences].map(([orderId, lastSequence]) => ({ orderId, lastSequence })),
     };
     return { writes, known: [...this.known.values()], conflicts: this.conflicts };
@@ -184,7 +125,7 @@ class BatchDecider {
 
   /** Step 1: the orders it concerns and the POS that vouches for it; binds the orders not bound yet. */
   private vouch({ delivery, notification }: BatchItem): Vouched | null {
-    const concerned = ordersOf(notification, this.refunds);
+    const concerned = ordersOf(notification, this.projections);
     const signer = signerFor(
       delivery.signers,
       concerned.map((o) => this.owners.get(o)),
@@ -200,7 +141,7 @@ class BatchDecider {
   }
 
   /** Step 2: a repeat of a meaning recorded before; bytes not stored for it before are a new variant. */
-  private repeat(delivery: Delivery, meaning: string, record: StoredRecord, { signer }: Vouched): RecordResult {
+  private repeat(delivery: Delivery, meaning: string, record: StoredNotification, { signer }: Vouched): DeliveryAnswer {
     let newVariant = false;
     // A variant is the sender's re-serialization; the API's answers are not the notification's bytes.
     if (delivery.observedVia === 'notification' && !record.bodySha256.equals(delivery.bodySha256)) {
@@ -227,53 +168,36 @@ class BatchDecider {
    * Step 3: a status seen for the first time (or again, once retention removed its history): its transition,
    * its event, its record, its place in its projection's recorded statuses, and its delivery.
    */
-  private recordNew({ delivery, notification: n }: BatchItem, meaning: string, vouched: Vouched): RecordResult {
+  private recordNew({ delivery, notification: n }: BatchItem, meaning: string, vouched: Vouched): DeliveryAnswer {
     const id = this.state.newIds[this.nextId++];
     if (id === undefined) throw new Error('a batch recorded more new notifications than ids were reserved for it');
     const receivedAt = this.state.now;
     const stored = { id, receivedAt, bodySha256: delivery.bodySha256, variants: new Set<string>(), deliveryRows: 0 };
     this.records.set(meaning, stored);
     const { signer, orderId, ownerPosId } = vouched;
-    const via = delivery.observedVia;
-    const recordedBefore =
-      n.kind === 'order' ? this.orders.hasRecorded(orderId, n.status) : this.refunds.hasRecorded(n.refundId, n.status);
-    const { transition, event } =
-      n.kind === 'order'
-        ? this.applied(
-            n,
-            orderId,
-            this.orders.apply(orderId, applyOrder(this.orders.get(orderId), n, ownerPosId)),
-            (t, seq) => orderEventData(n, t.projection, t.previousStatus, seq, id, via, t.disagreements),
-          )
-        : this.applied(
-            n,
-            orderId,
-            this.refunds.apply(n.refundId, applyRefund(this.refunds.get(n.refundId), n)),
-            (t, seq) => refundEventData(n, t.projection, t.previousStatus, seq, id, via, t.disagreements),
-          );
-    if (n.kind === 'order') this.orders.record(orderId, n.status, { id, at: receivedAt });
-    else this.refunds.record(n.refundId, n.status, { id, at: receivedAt });
+    const folded = this.projections.fold(n, ownerPosId, { id, at: receivedAt });
+    const event = this.event(n, orderId, folded, delivery.observedVia);
     if (event) this.writes.events.push(event);
-    if (transition.outcome === 'conflict' && transition.previousStatus !== null)
+    if (folded.outcome === 'conflict' && folded.previousStatus !== null)
       this.conflicts.push({
         kind: n.kind,
         status: n.status,
-        keptStatus: transition.previousStatus,
-        source: recordedBefore ? 'replay' : via,
+        keptStatus: folded.previousStatus,
+        source: folded.recordedBefore ? 'replay' : delivery.observedVia,
       });
     this.writes.records.push({
       id,
       notification: n,
       orderId,
       signer,
-      transition: transition.outcome,
+      transition: folded.outcome,
       receivedAt,
       body: delivery.body,
       bodySha256: delivery.bodySha256,
-      disagreements: transition.disagreements,
+      disagreements: folded.disagreements,
       observedVia: delivery.observedVia,
     });
-    const outcome = DELIVERY_OUTCOME_OF[transition.outcome];
+    const outcome = DELIVERY_OUTCOME_OF[folded.outcome];
     const known = { meaning, id, receivedAt, bodySha256: delivery.bodySha256, ownerPosId, deliveryRows: 0 };
     this.deliver(delivery, signer, outcome, known, 0);
     return {
@@ -282,26 +206,17 @@ class BatchDecider {
       notificationId: id,
       quarantineId: null,
       eventsWritten: event ? 1 : 0,
-      currentStatus: transition.outcome === 'applied' ? null : transition.previousStatus,
+      currentStatus: folded.outcome === 'applied' ? null : folded.previousStatus,
       posId: signer.posId,
-      disagreements: transition.disagreements.map((d) => d.field),
+      disagreements: folded.disagreements.map((d) => d.field),
     };
   }
 
-  /**
-   * The status applied to its projection by the state rules, and the event it publishes (none when stale),
-   * numbered in its order's stream.
-   */
-  private applied<P>(
-    n: Notification,
-    orderId: string,
-    transition: Transition<P>,
-    eventData: (transition: Transition<P>, sequence: number) => DomainEvent['data'],
-  ): Applied<P> {
-    if (transition.outcome === 'stale') return { transition, event: null };
-    const type = statusEventType(n.kind, n.status, transition.outcome === 'conflict');
-    const data = eventData(transition, this.nextSequence(orderId));
-    return { transition, event: buildEvent(this.eventSource, type, data, this.now) };
+  /** The event a status publishes (none when stale), numbered in its order's stream. */
+  private event(n: Notification, orderId: string, folded: Folded, via: ObservedVia): DomainEvent | null {
+    if (folded.outcome === 'stale') return null;
+    const type = statusEventType(n.kind, n.status, folded.outcome === 'conflict');
+    return buildEvent(this.eventSource, type, folded.eventData(this.nextSequence(orderId), via), this.now);
   }
 
   /** The next number in an order's event stream (refund events count in their order's). */
@@ -316,7 +231,7 @@ class BatchDecider {
     delivery: Delivery,
     signer: SignatureMatch,
     outcome: DeliveryOutcome,
-    record: KnownRecord,
+    record: KnownNotification,
     rowsBefore: number,
   ): void {
     const rows = this.deliveryRows.get(record.id) ?? rowsBefore;

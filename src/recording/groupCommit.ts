@@ -9,9 +9,9 @@ import type {
   Delivery,
   NotificationStore,
   QuarantineCause,
-  Recorded,
+  DeliveryKept,
   RecordingContext,
-  RecordResult,
+  DeliveryAnswer,
 } from './notificationStore';
 import { LockSetChanged, recordBatch, recordQuarantine } from './recordBatch';
 
@@ -77,7 +77,7 @@ interface Pending {
   /** performance.now() when it was queued: the deadlines count from here. */
   since: number;
   state: PendingState;
-  resolve(result: RecordResult): void;
+  resolve(result: DeliveryAnswer): void;
   reject(error: Error): void;
 }
 
@@ -138,11 +138,11 @@ export class GroupCommitStore implements NotificationStore {
     return { queued: this.queued, activeBatches: this.inFlight.filter((b) => b !== null).length };
   }
 
-  record(delivery: Delivery, notification: Notification): Promise<RecordResult> {
+  record(delivery: Delivery, notification: Notification): Promise<DeliveryAnswer> {
     if (this.queued >= this.options.maxQueued) {
       return Promise.reject(new RecorderOverloaded(`${this.queued} notifications already waiting`));
     }
-    return new Promise<RecordResult>((resolve, reject) => {
+    return new Promise<DeliveryAnswer>((resolve, reject) => {
       const pending: Pending = {
         delivery,
         notification,
@@ -160,7 +160,7 @@ export class GroupCommitStore implements NotificationStore {
   }
 
   /** Quarantines are rare: one statement each, its own transaction. */
-  quarantine(delivery: Delivery, reason: QuarantineCause, detail: string): Promise<Recorded> {
+  quarantine(delivery: Delivery, reason: QuarantineCause, detail: string): Promise<DeliveryKept> {
     return this.transactions
       .transaction((trx) => recordQuarantine(trx, delivery, reason, detail))
       .catch((error: unknown) => {
@@ -230,7 +230,7 @@ export class GroupCommitStore implements NotificationStore {
   }
 
   /** One transaction for the batch (recordBatch.ts); nothing commits once a member was refused in the meantime. */
-  private async commit(batch: Pending[]): Promise<RecordResult[]> {
+  private async commit(batch: Pending[]): Promise<DeliveryAnswer[]> {
     const items: BatchItem[] = batch.map(({ delivery, notification }) => {
       const known = this.known.repeatOf(meaningOf(notification), delivery.bodySha256, delivery.signers);
       return known ? { delivery, notification, known } : { delivery, notification };
@@ -266,7 +266,7 @@ export class GroupCommitStore implements NotificationStore {
   private async run(batch: Pending[]): Promise<void> {
     try {
       const results = await this.commit(batch);
-      batch.forEach((p, i) => p.resolve(results[i] as RecordResult));
+      batch.forEach((p, i) => p.resolve(results[i] as DeliveryAnswer));
     } catch (error) {
       const live = batch.filter((p) => p.state !== 'answered');
       if (error instanceof BatchAbandoned || error instanceof LockSetChanged) {
@@ -284,7 +284,7 @@ export class GroupCommitStore implements NotificationStore {
         if (p.state === 'answered') continue;
         try {
           const [result] = await this.commit([p]);
-          p.resolve(result as RecordResult);
+          p.resolve(result as DeliveryAnswer);
         } catch (single) {
           if (single instanceof LockSetChanged) this.requeue(p);
           else if (single instanceof BatchAbandoned) p.reject(new RecorderOverloaded('no commit in time'));

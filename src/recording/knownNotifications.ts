@@ -5,7 +5,7 @@ import type { SignatureMatch } from '../verification/verifySignature';
  * POS that owns its order, and its delivery rows as far as this process knows (other replicas may have
  * added some: the cap on rows per notification holds per replica).
  */
-export interface KnownRecord {
+export interface KnownNotification {
   meaning: string;
   id: string;
   /** When the notification was received (the database's text): the cache answers for it only for a while. */
@@ -24,7 +24,7 @@ export const KNOWN_FOR_MS = 72 * 3_600_000;
 
 /** An exact repeat of a known record, and the key of its owner's POS that vouches for it. */
 export interface KnownRepeat {
-  record: KnownRecord;
+  record: KnownNotification;
   signer: SignatureMatch;
 }
 
@@ -42,7 +42,7 @@ export class KnownNotifications {
   /** The digest kept as a latin1 string: a 32-byte Buffer sliced from Node's pool would pin its 8 KB slab. */
   private readonly entries = new Map<
     string,
-    Omit<KnownRecord, 'bodySha256'> & { bodySha256: string; knownUntil: number }
+    Omit<KnownNotification, 'bodySha256'> & { bodySha256: string; knownUntil: number }
   >();
 
   constructor(
@@ -65,7 +65,7 @@ export class KnownNotifications {
   }
 
   /** Call only after the transaction that wrote or read these records committed. */
-  remember(records: Iterable<KnownRecord>): void {
+  remember(records: Iterable<KnownNotification>): void {
     if (this.capacity <= 0) return;
     for (const record of records) {
       const entry = this.entries.get(record.meaning);

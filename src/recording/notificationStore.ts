@@ -24,7 +24,7 @@ export interface Delivery {
 }
 
 /** A delivery recorded: what it was, and what it did. */
-export interface Recorded {
+export interface DeliveryKept {
   outcome: DeliveryOutcome;
   /** A repeat with the same meaning but body bytes not seen before. */
   newVariant: boolean;
@@ -47,7 +47,7 @@ export interface Refused {
   reason: 'pos_mismatch';
 }
 
-export type RecordResult = Recorded | Refused;
+export type DeliveryAnswer = DeliveryKept | Refused;
 
 /** Why an authentic notification was quarantined: it could not be read, or (a defect) not recorded. */
 export type QuarantineCause = QuarantineReason | 'unrecordable';
@@ -58,6 +58,6 @@ export interface RecordingContext {
 
 /** Where verified notifications go. Each call resolves only after its transaction committed. */
 export interface NotificationStore {
-  record(delivery: Delivery, notification: Notification): Promise<RecordResult>;
-  quarantine(delivery: Delivery, reason: QuarantineCause, detail: string): Promise<Recorded>;
+  record(delivery: Delivery, notification: Notification): Promise<DeliveryAnswer>;
+  quarantine(delivery: Delivery, reason: QuarantineCause, detail: string): Promise<DeliveryKept>;
 }

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { queries, type PooledTransactions } from '../database/transaction';
 import { parseNotification } from '../parsing/parseNotification';
 import { signersFor } from '../verification/posBinding';
-import type { Delivery, Recorded } from './notificationStore';
+import type { Delivery, DeliveryKept } from './notificationStore';
 import { recordBatch } from './recordBatch';
 
 /**
@@ -69,7 +69,7 @@ export async function retryOne(
       processingTimeMs: original?.processing_time_ms ?? null,
       observedVia: 'notification',
     };
-    const resolve = (recorded: Recorded) =>
+    const resolve = (recorded: DeliveryKept) =>
       trx.run(
         queries
           .updateTable('quarantined_notifications')

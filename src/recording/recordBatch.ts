@@ -1,9 +1,9 @@
 import type { Transaction } from '../database/transaction';
 import { meaningOf, NOTHING_READ, type BatchDecision, type BatchItem, type BatchState } from './batch';
-import { batchRows, recordedRefs, stateOf, withRecords } from './batchRows';
+import { batchRows, historyLookups, stateOf, withStoredNotifications } from './batchRows';
 import { lockOrders, readHistory, readState, writeBatch, writeDeliveries, writeQuarantine } from './batchStatements';
 import { decideBatch } from './decideBatch';
-import type { Delivery, Recorded, RecordingContext } from './notificationStore';
+import type { Delivery, DeliveryKept, RecordingContext } from './notificationStore';
 
 /**
  * The recording transaction: the service's recorder (groupCommit.ts) and the command line (quarantine
@@ -75,8 +75,8 @@ async function readBatchState(trx: Transaction, items: readonly BatchItem[]): Pr
   const lockedOrders = new Set(locked?.orders ?? []);
   for (const { projection } of state.refunds.values())
     if (!lockedOrders.has(projection.orderId)) throw new LockSetChanged();
-  const refs = recordedRefs(open, state);
-  return refs.length === 0 ? state : withRecords(state, refs, await trx.run(readHistory(refs)));
+  const refs = historyLookups(open, state);
+  return refs.length === 0 ? state : withStoredNotifications(state, refs, await trx.run(readHistory(refs)));
 }
 
 /** Keeps an authentic body that could not be read or recorded, with the reason, for `quarantine retry` later. */
@@ -85,7 +85,7 @@ export async function recordQuarantine(
   delivery: Delivery,
   reason: string,
   detail: string,
-): Promise<Recorded> {
+): Promise<DeliveryKept> {
   const [row] = await trx.runAndCommit(writeQuarantine(delivery, reason, detail));
   return {
     outcome: 'quarantined',

@@ -1,6 +1,6 @@
 import type { Notification } from '../../src/parsing/notification';
 import { meaningOf, NOTHING_READ, type BatchState } from '../../src/recording/batch';
-import { recordedRefs, withRecords } from '../../src/recording/batchRows';
+import { historyLookups, withStoredNotifications } from '../../src/recording/batchRows';
 import type { OrderProjection } from '../../src/recording/projection';
 
 const AT = '2026-11-20T08:00:00.000001+00:00';
@@ -28,14 +28,14 @@ const state: BatchState = {
 
 describe('the statuses recorded, found through the projections', () => {
   it('When a projection recorded a status, then a repeat of it points at its notification and day; a new status does not', () => {
-    expect(recordedRefs([pending, completed, pending], state)).toEqual([
+    expect(historyLookups([pending, completed, pending], state)).toEqual([
       { meaning: meaningOf(pending), id: '7', at: AT },
     ]);
   });
 
   it('When history still holds the notification, then it is a record with its digest, variants and delivery rows', () => {
-    const refs = recordedRefs([pending], state);
-    const { records } = withRecords(state, refs, [{ id: '7', body_sha256: 'ab', variants: ['cd'], delivery_rows: 3 }]);
+    const refs = historyLookups([pending], state);
+    const { records } = withStoredNotifications(state, refs, [{ id: '7', body_sha256: 'ab', variants: ['cd'], delivery_rows: 3 }]);
     expect(records.get(meaningOf(pending))).toEqual({
       id: '7',
       receivedAt: AT,
@@ -46,7 +46,7 @@ describe('the statuses recorded, found through the projections', () => {
   });
 
   it('When retention removed the notification, then there is no record: the status is recorded again', () => {
-    const refs = recordedRefs([pending], state);
-    expect(withRecords(state, refs, []).records.size).toBe(0);
+    const refs = historyLookups([pending], state);
+    expect(withStoredNotifications(state, refs, []).records.size).toBe(0);
   });
 });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createLogger } from '../../src/observability/logger';
 import type { Notification } from '../../src/parsing/notification';
 import type { ApiAnswer, PaymentApi, RetrievedOrder, RetrievedRefund } from '../../src/paymentApi/paymentApi';
-import type { NotificationStore, RecordResult } from '../../src/recording/notificationStore';
+import type { NotificationStore, DeliveryAnswer } from '../../src/recording/notificationStore';
 import { meaningKey } from '../../src/recording/batch';
 import { checkOrder } from '../../src/reconciliation/checkOrder';
 import {
@@ -176,7 +176,7 @@ describe('one check, with the API and the recorder faked', () => {
     retrieveOrder: () => Promise.resolve({ body: Buffer.from('{}'), value: answered, correlationId: null }),
     listRefunds: () => Promise.resolve({ body: Buffer.from('[]'), value: refunds, correlationId: null }),
   });
-  const recording = (outcome: RecordResult['outcome']) => {
+  const recording = (outcome: DeliveryAnswer['outcome']) => {
     const recorded: Notification[] = [];
     const store: NotificationStore = {
       record: (_delivery, notification) => {
@@ -220,7 +220,7 @@ describe('one check, with the API and the recorder faked', () => {
     expect(recorded).toEqual([]);
   });
 
-  it.each<[RecordResult['outcome'], string]>([
+  it.each<[DeliveryAnswer['outcome'], string]>([
     ['accepted', 'repaired'],
     ['duplicate', 'unchanged'],
     ['stale', 'unchanged'],

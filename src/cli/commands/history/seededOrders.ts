@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type {
   Database,
   DeliveriesTable,
@@ -8,10 +8,8 @@ import type {
   ReconciliationChecksTable,
   RefundsTable,
 } from '../../../database/schema';
-import type { StatusTransition } from '../../../domain/outcomes';
-import { buildEvent, statusEventType, type OrderEventData, type RefundEventData } from '../../../outbox/events';
-import { notificationSubject, type Notification } from '../../../parsing/notification';
 import { parseNotification } from '../../../parsing/parseNotification';
+import { NOTHING_READ, stateAfter, type BatchItem, type BatchState } from '../../../recording/batch';
 import {
   DELIVERY_COLUMNS,
   NOTIFICATION_COLUMNS,
@@ -20,7 +18,9 @@ import {
   OWNER_COLUMNS,
   REFUND_COLUMNS,
   STREAM_COLUMNS,
-  byteaText,
+  batchRows,
+  orderWriteRow,
+  refundWriteRow,
   type DeliveryRow,
   type NotificationRow,
   type OrderWriteRow,
@@ -29,22 +29,15 @@ import {
   type RefundWriteRow,
   type StreamRow,
 } from '../../../recording/batchRows';
-import {
-  applyOrder,
-  applyRefund,
-  orderEventData,
-  refundEventData,
-  type OrderProjection,
-  type RefundProjection,
-} from '../../../recording/projection';
-import { orderToRow, refundToRow } from '../../../recording/projectionRows';
+import { decideBatch } from '../../../recording/decideBatch';
 import { buildLifecycle, type LifecyclePlan } from '../../../simulator/lifecycle';
 import { chance, pick, randomInt, type Random } from '../../../simulator/random';
 
 /**
  * A year of history, order by order, as the recorder would have left it (issue 30): the same rows, typed and
- * listed by the recorder's own row types (src/recording/batchRows.ts), built from the simulator's bodies through
- * the service's own parser and projection rules. Pure apart from `random` and the event ids.
+ * listed by the recorder's own row types (src/recording/batchRows.ts): the simulator's bodies, read by the service's
+ * parser and decided by the recorder's own decision (decideBatch), whose rows are written. Pure apart from
+ * `random` and the event ids.
  *
  * - About 70 % of orders go PENDING (then WAITING_FOR_CONFIRMATION when not auto-received) to COMPLETED, 5 % are
  *   CANCELED, 25 % stay PENDING (abandoned checkouts); a tenth of the completed ones get a refund.
@@ -193,20 +186,6 @@ function repeatsOf(random: Random): number {
   return roll < 0.2 ? 1 : roll < 0.225 ? 2 : 0;
 }
 
-/** Every seeded status moves its projection forward (the simulator's lifecycles do): the rows below rely on it. */
-function appliedOrThrow(outcome: StatusTransition): void {
-  if (outcome !== 'applied')
-    throw new Error(`a seeded status was ${outcome}: the simulator's lifecycle went backwards`);
-}
-
-/** A projection and the statuses recorded for it, as an order's or refund's notifications build it. */
-interface Projected<P> {
-  projection: P;
-  recorded: Record<string, { id: string; at: string }>;
-  firstMs: number;
-  lastMs: number;
-}
-
 /**
  * One order's history, appended to `rows`: its notifications received from `createdMs` on (those that would
  * arrive after now are left out: the order is still going on), their deliveries, its projections, owner, event
@@ -223,125 +202,77 @@ export function seedOrder(
   const { plan, abandoned } = planOf(random, settings.posId, createdMs, nextId);
   const lifecycle = buildLifecycle(plan, random);
   const sent = abandoned ? lifecycle.notifications.slice(0, 1) : lifecycle.notifications;
+  const signer = { posId: settings.posId, keyFingerprint: settings.keyFingerprint };
 
-  let order: Projected<OrderProjection> | undefined;
-  const refunds = new Map<string, Projected<RefundProjection>>();
-  let sequence = 0;
+  // The recorder's own decision (decideBatch) takes each notification, with its repeats, as one batch received
+  // when it arrives; what it writes is what a later batch would read (stateAfter).
+  let state: BatchState = NOTHING_READ;
+  const times = new Map<string, { firstMs: number; lastMs: number }>();
+  const touched = (id: string, ms: number) => times.set(id, { firstMs: times.get(id)?.firstMs ?? ms, lastMs: ms });
   for (const simulated of sent) {
     const receivedMs =
       createdMs + simulated.changedAtMs + randomInt(random, DELIVERY_DELAY_MS.min, DELIVERY_DELAY_MS.max);
     if (receivedMs > settings.nowMs) break;
     const parsed = parseNotification(simulated.body);
     if (!parsed.ok) throw new Error(`the simulator wrote a body the parser refuses: ${parsed.detail}`);
-    const n: Notification = parsed.notification;
-    const id = nextId();
     const at = iso(receivedMs);
-    sequence += 1;
-
-    // The event as the recorder built it, when the outbox still holds it.
-    let event: () => OrderEventData | RefundEventData;
-    if (n.kind === 'order') {
-      const t = applyOrder(order?.projection, n, settings.posId);
-      appliedOrThrow(t.outcome);
-      order = {
-        projection: t.projection,
-        recorded: { ...order?.recorded, [n.status]: { id, at } },
-        firstMs: order?.firstMs ?? receivedMs,
-        lastMs: receivedMs,
-      };
-      event = () => orderEventData(n, t.projection, t.previousStatus, sequence, id, 'notification');
-    } else {
-      const before = refunds.get(n.refundId);
-      const t = applyRefund(before?.projection, n);
-      appliedOrThrow(t.outcome);
-      refunds.set(n.refundId, {
-        projection: t.projection,
-        recorded: { ...before?.recorded, [n.status]: { id, at } },
-        firstMs: before?.firstMs ?? receivedMs,
-        lastMs: receivedMs,
-      });
-      event = () => refundEventData(n, t.projection, t.previousStatus, sequence, id, 'notification');
-    }
-
-    const bodySha256 = createHash('sha256').update(simulated.body).digest();
-    const keepBody = settings.bodiesFromMs === null || receivedMs >= settings.bodiesFromMs;
-    rows.notifications.push({
-      id,
-      received_at: at,
-      kind: n.kind,
-      subject_id: notificationSubject(n),
-      status: n.status,
-      order_id: n.orderId,
-      outcome: 'applied',
-      pos_id: settings.posId,
-      key_fingerprint: settings.keyFingerprint,
-      body: keepBody ? byteaText(simulated.body) : null,
-      body_sha256: byteaText(bodySha256),
-      parsed: n,
-      disagreements: null,
-      observed_via: 'notification',
-    });
-    const delivery = (deliveredAt: string, outcome: 'accepted' | 'duplicate'): SeedDeliveryRow => ({
-      notification_received_at: at,
-      received_at: deliveredAt,
-      source_address: pick(random, SENDER_ADDRESSES),
-      processing_time_ms: simulated.processingTimeMs,
-      pos_id: settings.posId,
-      key_fingerprint: settings.keyFingerprint,
-      body_sha256: byteaText(bodySha256),
-      outcome,
-      notification_id: id,
-      quarantine_id: null,
-      observed_via: 'notification',
-    });
-    rows.deliveries.push(delivery(at, 'accepted'));
+    const delivered = [at];
     for (let r = repeatsOf(random); r > 0; r--) {
       const repeatMs = receivedMs + randomInt(random, REPEAT_DELAY_MS.min, REPEAT_DELAY_MS.max);
-      if (repeatMs <= settings.nowMs) rows.deliveries.push(delivery(iso(repeatMs), 'duplicate'));
+      if (repeatMs <= settings.nowMs) delivered.push(iso(repeatMs));
     }
+    const bodySha256 = createHash('sha256').update(simulated.body).digest();
+    const items = delivered.map((): BatchItem => ({
+      notification: parsed.notification,
+      delivery: {
+        observedVia: 'notification',
+        body: simulated.body,
+        bodySha256,
+        signers: [signer],
+        sourceAddress: pick(random, SENDER_ADDRESSES),
+        processingTimeMs: simulated.processingTimeMs,
+      },
+    }));
+    state = { ...state, newIds: [nextId()], now: at };
+    const { writes } = decideBatch(items, state, settings.eventSource, new Date(receivedMs));
+    state = stateAfter(state, writes);
+    for (const { projection } of [...writes.orders, ...writes.refunds])
+      touched('refundId' in projection ? projection.refundId : projection.orderId, receivedMs);
+    for (const owner of writes.owners) rows.owners.push({ order_id: owner.orderId, pos_id: owner.posId, bound_at: at });
 
-    if (receivedMs >= settings.outboxFromMs) {
-      const published = buildEvent(
-        settings.eventSource,
-        statusEventType(n.kind, n.status, false),
-        event(),
-        new Date(receivedMs),
-        randomUUID(),
-      );
-      rows.events.push({
-        id: published.id,
-        order_id: n.orderId,
-        sequence,
-        type: published.type,
-        message: JSON.stringify(published),
-        created_at: at,
-        published_at: iso(receivedMs + randomInt(random, PUBLISH_DELAY_MS.min, PUBLISH_DELAY_MS.max)),
-      });
-    }
+    const written = batchRows(writes);
+    // Bodies of the days the purge has reached are gone (BODY_RETENTION).
+    const keepBody = settings.bodiesFromMs === null || receivedMs >= settings.bodiesFromMs;
+    rows.notifications.push(...written.notifications.map((row) => (keepBody ? row : { ...row, body: null })));
+    rows.deliveries.push(...written.deliveries.map((row, i) => ({ ...row, received_at: delivered[i] ?? at })));
+    // Published; the outbox keeps them for its retention.
+    if (receivedMs >= settings.outboxFromMs)
+      for (const event of written.events)
+        rows.events.push({
+          ...event,
+          message: JSON.stringify(event.message),
+          created_at: at,
+          published_at: iso(receivedMs + randomInt(random, PUBLISH_DELAY_MS.min, PUBLISH_DELAY_MS.max)),
+        });
   }
 
+  const order = state.orders.get(lifecycle.orderId);
   if (!order) return null;
-  rows.orders.push({
-    ...orderToRow(order.projection),
-    recorded: order.recorded,
-    created_at: iso(order.firstMs),
-    updated_at: iso(order.lastMs),
-  });
-  rows.owners.push({ order_id: lifecycle.orderId, pos_id: settings.posId, bound_at: iso(order.firstMs) });
-  rows.streams.push({ order_id: lifecycle.orderId, last_sequence: sequence });
-  for (const refund of refunds.values()) {
-    rows.refunds.push({
-      ...refundToRow(refund.projection),
-      recorded: refund.recorded,
-      created_at: iso(refund.firstMs),
-      updated_at: iso(refund.lastMs),
-    });
-  }
-  const open = order.projection.status === 'PENDING' || order.projection.status === 'WAITING_FOR_CONFIRMATION';
-  if (open && order.lastMs >= settings.scheduleFromMs) {
+  const timesOf = (id: string) => {
+    const { firstMs, lastMs } = times.get(id) ?? { firstMs: settings.nowMs, lastMs: settings.nowMs };
+    return { created_at: iso(firstMs), updated_at: iso(lastMs) };
+  };
+  rows.orders.push({ ...orderWriteRow(order), ...timesOf(lifecycle.orderId) });
+  for (const refund of state.refunds.values())
+    rows.refunds.push({ ...refundWriteRow(refund), ...timesOf(refund.projection.refundId) });
+  for (const [orderId, lastSequence] of state.sequences)
+    rows.streams.push({ order_id: orderId, last_sequence: lastSequence });
+  const { status } = order.projection;
+  const lastMs = times.get(lifecycle.orderId)?.lastMs ?? settings.nowMs;
+  if ((status === 'PENDING' || status === 'WAITING_FOR_CONFIRMATION') && lastMs >= settings.scheduleFromMs) {
     rows.checks.push({
       order_id: lifecycle.orderId,
-      observed_at: iso(order.lastMs),
+      observed_at: iso(lastMs),
       next_check_at: iso(settings.nowMs + randomInt(random, 0, CHECK_SPREAD_MS)),
     });
   }

@@ -1,0 +1,17 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { Database } from './schema';
+
+/** A table of schema.ts. */
+export type Table = keyof Database;
+
+/** A column of a table of schema.ts. */
+export type Column<T extends Table> = keyof Database[T] & string;
+
+/**
+ * A table's columns for hand-written SQL, each name checked against schema.ts (so renaming a column fails tsc
+ * wherever its old name is written): `const o = columnsOf('outbox_events', 'o')`, then `${o('published_at')}`
+ * is `"o"."published_at"`. The table's own name, the same way: `sql.table(table)` with `table: Table`.
+ */
+export function columnsOf<T extends Table>(_table: T, alias?: string): (column: Column<T>) => RawBuilder<unknown> {
+  return (column) => sql.ref(alias === undefined ? column : `${alias}.${column}`);
+}
