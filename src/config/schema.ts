@@ -5,7 +5,7 @@ import { parsePaymentApiCredentials } from '../paymentApi/credentials';
 import { parseBasicCredentials } from '../intake/requestChecks';
 import { parseSourceAllowlist, parseTrustProxy } from '../intake/sourceAddress';
 import { MIN_HISTORY_RETENTION_MS } from '../history/days';
-import { parseConsoleTokens, type ConsoleToken } from '../console/session';
+import { parseConsoleTokens } from '../console/session';
 
 /** The reconciliation settings (PAYMENT_API_*, RECONCILE_*), as src/reconciliation/ takes them. */
 export type ReconciliationConfig = Omit<z.output<typeof reconciliationSettings>, 'allowHttp' | 'paymentApiUrl'> & {

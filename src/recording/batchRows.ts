@@ -313,7 +313,11 @@ export type HistoryRow = Selected<NotificationsTable, 'id'> & {
  * The state with the records history still holds; a status whose day retention removed is not among them (it is
  * recorded again).
  */
-export function withStoredNotifications(state: BatchState, refs: readonly HistoryLookup[], rows: readonly HistoryRow[]): BatchState {
+export function withStoredNotifications(
+  state: BatchState,
+  refs: readonly HistoryLookup[],
+  rows: readonly HistoryRow[],
+): BatchState {
   const byId = new Map(rows.map((r) => [r.id, r]));
   const records = new Map<string, StoredNotification>();
   for (const ref of refs) {

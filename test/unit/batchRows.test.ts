@@ -35,7 +35,9 @@ describe('the statuses recorded, found through the projections', () => {
 
   it('When history still holds the notification, then it is a record with its digest, variants and delivery rows', () => {
     const refs = historyLookups([pending], state);
-    const { records } = withStoredNotifications(state, refs, [{ id: '7', body_sha256: 'ab', variants: ['cd'], delivery_rows: 3 }]);
+    const { records } = withStoredNotifications(state, refs, [
+      { id: '7', body_sha256: 'ab', variants: ['cd'], delivery_rows: 3 },
+    ]);
     expect(records.get(meaningOf(pending))).toEqual({
       id: '7',
       receivedAt: AT,
