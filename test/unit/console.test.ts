@@ -67,7 +67,7 @@ describe('console bodies', () => {
 describe('console settings', () => {
   const production = {
     NODE_ENV: 'production',
-    SECOND_KEYS: '1:k',
+    SECOND_KEYS: '1:k0123456789abcdef',
     DATABASE_URL: 'postgres://u@db:5432/n',
     RELAY_ENABLED: 'false',
   };
