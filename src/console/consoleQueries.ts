@@ -148,7 +148,7 @@ export async function orderStory(db: Db, orderId: string): Promise<OrderStory | 
       .selectFrom('outbox_events')
       .select(['id', 'sequence', 'type', 'created_at', 'published_at', 'attempts', 'last_error'])
       // '-infinity' (due at once) reads back as a string: none.
-      .select(sql<Date | null>`nullif(next_attempt_at, '-infinity')`.as('next_attempt_at'))
+      .select((eb) => eb.fn<Date | null>('nullif', [eb.ref('next_attempt_at'), sql.lit('-infinity')]).as('due_at'))
       .where('order_id', '=', orderId)
       .orderBy('sequence')
       .limit(PAGE_SIZE * 2)
@@ -266,7 +266,7 @@ export async function orderStory(db: Db, orderId: string): Promise<OrderStory | 
       createdAt: e.created_at,
       publishedAt: e.published_at,
       attempts: e.attempts,
-      nextAttemptAt: e.next_attempt_at,
+      nextAttemptAt: e.due_at,
       lastError: e.last_error,
     })),
     reconciliation: reconciliation
