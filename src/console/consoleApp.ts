@@ -26,21 +26,11 @@ import {
 } from './consoleQueries';
 import { href, html, type Html } from './html';
 import { openSession, sealSession, tokenHolder, type ConsoleRole, type ConsoleToken } from './session';
-import {
-  attentionPage,
-  auditPage,
-  confirmPage,
-  deliveriesPage,
-  orderPage,
-  overviewPage,
-  problemPage,
-  resultPage,
-  searchResultsPage,
-  signInPage,
-  type Confirmation,
-  type PageContext,
-  type Viewer,
-} from './views';
+import { confirmPage, resultPage, type Confirmation } from './views/actions';
+import { problemPage, signInPage, type PageContext, type Viewer } from './views/layout';
+import { attentionPage, auditPage, deliveriesPage } from './views/lists';
+import { orderPage } from './views/order';
+import { overviewPage, searchResultsPage } from './views/overview';
 
 /** The admin port's cap on work at once (adminApp.ts), which every console page goes through. */
 export type WorkLimit = <T>(res: Response, work: (clientLeft: AbortSignal) => Promise<T>) => Promise<T>;
