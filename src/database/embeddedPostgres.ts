@@ -6,18 +6,17 @@ import pg from 'pg';
 import type { Logger } from '../observability/logger';
 import { StartupError } from '../errors';
 import {
-  binariesDir,
   describeServerUser,
   findCluster,
   ownDataDir,
   placeCluster,
   readOwnFile,
-  serverBinaries,
   serverUid,
   serverUser,
   SOCKET_PORT,
   type ServerUser,
 } from './embeddedPostgresPlaces';
+import { binariesDir, serverBinaries } from './embeddedPostgresBinaries';
 import { judgePidFileProcess, ownIdentity, processIdentity, stopLeftover } from './embeddedPostgresProcess';
 import { formatOwner, ownerHolds, parseOwner, type ExpectedPostmaster } from './embeddedPostgresTrust';
 
