@@ -7,7 +7,7 @@
 /** From the entry points down; a module may import its own layer and the layers below it, never above. */
 const LAYERS = [
   ['entry points', '^src/(main\\.ts|cli/)'],
-  ['composition root', '^src/service\\.ts'],
+  ['composition root', '^src/service(Parts)?\\.ts'],
   ['configuration', '^src/config/'],
   ['HTTP ports', '^src/(intake|admin|console)/'],
   ['reconciliation', '^src/reconciliation/'],

@@ -9,7 +9,7 @@ import { createDb, createPool, type Db } from './database/pool';
 import { PooledTransactions } from './database/transaction';
 import type { StatusConflict } from './domain/outcomes';
 import { reasonOf, StartupError } from './errors';
-import { close, listen } from './http/server';
+import { listen } from './http/server';
 import { createPublicListener } from './intake/publicListener';
 import { UnverifiedBodies } from './intake/unverifiedBodies';
 import { createLogger, type Logger } from './observability/logger';
@@ -17,16 +17,18 @@ import { createMetrics, type Metrics } from './observability/metrics';
 import { readOutboxBacklog } from './outbox/backlog';
 import { probeBroker } from './outbox/brokerChannel';
 import { createRelay, type OutboxRelay } from './outbox/relay';
-import { createReconciliation, type Reconciliation } from './reconciliation/reconciliation';
+import { createReconciliation } from './reconciliation/reconciliation';
 import type { Reconciler } from './reconciliation/reconciler';
 import { GroupCommitStore } from './recording/groupCommit';
 import { HistoryMaintainer } from './history/maintainer';
 import { measureDaysAhead } from './history/maintenance';
+import { stopper, type Parts } from './serviceParts';
 
 /**
  * The composition root: builds every part of the service from the validated config, by hand, and owns
  * start and stop. Nothing else lives here: the database bootstrap is src/database/bootstrap.ts, the relay's
- * factory src/outbox/relay.ts, the entry points' failure report src/cli/startFailure.ts.
+ * factory src/outbox/relay.ts, the entry points' failure report src/cli/startFailure.ts, the parts' type and
+ * their stop sequence src/serviceParts.ts.
  */
 
 export interface Service {
@@ -55,27 +57,6 @@ const RECONCILIATION_POOL_MAX = 2;
 /** Slow senders are cut off rather than holding a connection (and a pool slot) indefinitely. */
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 15_000;
-
-/** Every part of a running service, built but not started. */
-interface Parts {
-  config: Config;
-  logger: Logger;
-  database: DatabaseServer;
-  /** The intake's pool (the recorder, readiness). */
-  pool: pg.Pool;
-  db: Db;
-  /** The admin data routes' own pool: reading projections never takes a connection the recorder needs. */
-  adminDb: Db;
-  metrics: Metrics;
-  relay: OutboxRelay | null;
-  reconciliation: { reconciliation: Reconciliation; db: Db } | null;
-  reconciler: Reconciler | null;
-  historyMaintainer: HistoryMaintainer;
-  publicServer: http.Server;
-  adminServer: http.Server;
-  /** Readiness (/readyz): off once stopping. */
-  readiness: { accepting: boolean };
-}
 
 export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Service> {
   const database = await openDatabase(config, logger, { prepare: config.migrateOnStart });
@@ -353,59 +334,4 @@ function announceStart(
   );
   if (typeof brokerProblem === 'string')
     logger.warn('the broker is not reachable (AMQP_URL): events wait in the outbox and are published once it is');
-}
-
-/** Whether work settles within ms (it goes on regardless; the caller just stops waiting). */
-function finishesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  return Promise.race([
-    work.then(
-      () => true,
-      () => true,
-    ),
-    timeout,
-  ]).finally(() => clearTimeout(timer));
-}
-
-/**
- * The one way the service stops, after a failed start as on SIGTERM; once, however often it is called.
- *
- * Every step is bounded, so a dead database or broker cannot hold the exit past SHUTDOWN_TIMEOUT plus a
- * second or two. What a cut-short step leaves is safe: an unconfirmed event is published again at the next
- * start (same id), and a transaction that did not commit was not answered 200. The relay finishes its batch
- * while the requests drain rather than after: a request that never completes cannot starve it, and another
- * replica takes the lock sooner. Events the drained requests commit wait in the outbox for the next relay to
- * hold the lock.
- */
-function stopper(parts: Parts): () => Promise<void> {
-  const { config, logger } = parts;
-  let stopping: Promise<void> | null = null;
-  return () => {
-    stopping ??= (async () => {
-      const deadline = Date.now() + config.shutdownTimeoutMs;
-      const left = (): number => Math.max(0, deadline - Date.now());
-      parts.readiness.accepting = false;
-      logger.info('stopping: readiness off, draining requests');
-      const relayStopped = parts.relay ? finishesWithin(parts.relay.stop(), Math.max(left(), 1000)) : true;
-      const reconcilerStopped = parts.reconciler
-        ? finishesWithin(parts.reconciler.stop(), Math.max(left(), 1000))
-        : true;
-      const maintainerStopped = finishesWithin(parts.historyMaintainer.stop(), Math.max(left(), 1000));
-      await close(parts.publicServer, left());
-      if (!(await relayStopped)) logger.warn('relay did not stop in time');
-      if (!(await reconcilerStopped)) logger.warn('reconciler did not stop in time');
-      if (!(await maintainerStopped)) logger.warn('history maintainer did not stop in time');
-      await close(parts.adminServer, 500);
-      const pools = [parts.db, parts.adminDb, ...(parts.reconciliation ? [parts.reconciliation.db] : [])];
-      if (!(await finishesWithin(Promise.all(pools.map((db) => db.destroy())), 1000))) {
-        logger.warn('database connections did not close in time');
-      }
-      await parts.database.stop();
-      logger.info('stopped');
-    })();
-    return stopping;
-  };
 }

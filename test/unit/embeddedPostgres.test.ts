@@ -3,13 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { describeDatabase, parsePostmasterPid, socketUrl } from '../../src/database/embeddedPostgres';
-import {
-  expectedBinaries,
-  findUser,
-  sameBinaries,
-  searchableBy,
-  socketFits,
-} from '../../src/database/embeddedPostgresPlaces';
+import { expectedBinaries, sameBinaries } from '../../src/database/embeddedPostgresBinaries';
+import { findUser, searchableBy, socketFits } from '../../src/database/embeddedPostgresPlaces';
 
 describe('the embedded Postgres helpers', () => {
   it('When postmaster.pid is read, then only its pid is taken: the socket directory it names is not believed', () => {

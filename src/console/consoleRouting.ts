@@ -1,0 +1,186 @@
+import type { Request, RequestHandler, Response, Router } from 'express';
+import type { Db } from '../database/pool';
+import type { PooledTransactions } from '../database/transaction';
+import type { Logger } from '../observability/logger';
+import { idProblem } from '../parsing/identifiers';
+import type { Reconciliation } from '../reconciliation/reconciliation';
+import type { QuarantineFilter } from './consoleQueries';
+import type { Html } from './html';
+import type { ConsoleRole, ConsoleToken } from './session';
+import type { PageContext, Viewer } from './views/layout';
+
+/** What every console route uses: its options, the page error, the headers, the reading of a request. */
+
+/** The admin port's cap on work at once (adminApp.ts), which every console page goes through. */
+export type WorkLimit = <T>(res: Response, work: (clientLeft: AbortSignal) => Promise<T>) => Promise<T>;
+
+export interface ConsoleOptions {
+  /** The admin port's own pool. */
+  db: Db;
+  /** Transactions on that pool, for the recorder (quarantine retry). */
+  transactions: PooledTransactions;
+  /** Everyone who may sign in (CONSOLE_OPERATOR_TOKENS, CONSOLE_VIEWER_TOKENS, ADMIN_TOKEN as an operator). */
+  tokens: readonly ConsoleToken[];
+  /** Signs session cookies (CONSOLE_SESSION_SECRET); null: a random one for this process. */
+  sessionSecret: string | null;
+  sessionTtlMs: number;
+  /** The admin port listens on loopback only: with no tokens, the console is then open (as operator `local`). */
+  loopbackOnly: boolean;
+  viewersSeePersonalData: boolean;
+  quietAfterMs: number;
+  reconciliation: Reconciliation | null;
+  eventSource: string;
+  /** Hints the relay that events were written (quarantine retry). */
+  onEventsWritten: () => void;
+  limited: WorkLimit;
+  logger: Logger;
+  now?: () => Date;
+}
+
+/** A page answered with its status (a 4xx or 5xx the person can read), raised anywhere in a console route. */
+export class PageError extends Error {
+  constructor(
+    readonly status: number,
+    readonly title: string,
+    message: string,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(message);
+  }
+}
+
+export const SESSION_COOKIE = 'console_session';
+
+/**
+ * No script at all; styles from our own file only; nothing may frame the console; forms post only to it.
+ * The SVG charts are inline markup, which needs no script or style exception.
+ */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'Content-Security-Policy':
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'Referrer-Policy': 'no-referrer',
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+  'Cache-Control': 'no-store',
+};
+
+/**
+ * A POST from another site is refused: the browser says where it comes from in `Sec-Fetch-Site` (every current
+ * browser sends it); without it (an older browser, a script), `Origin` must name this very host. With neither, it
+ * is refused: a form post from a page always carries one of them.
+ */
+export function sameOrigin(req: Pick<Request, 'headers'>): boolean {
+  const site = req.headers['sec-fetch-site'];
+  if (typeof site === 'string') return site === 'same-origin';
+  const origin = req.headers.origin;
+  const host = req.headers.host;
+  if (typeof origin !== 'string' || typeof host !== 'string') return false;
+  try {
+    return new URL(origin).host === host;
+  } catch {
+    return false;
+  }
+}
+
+export function cookieValue(req: Request, name: string): string | null {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return null;
+}
+
+/**
+ * The cookie is always Secure: browsers keep Secure cookies from http://localhost and 127.0.0.1 (a port-forward),
+ * and anywhere else the console must be reached over TLS, so a cookie never travels in clear.
+ */
+export const cookieAttributes = 'Path=/console; HttpOnly; Secure; SameSite=Strict';
+
+export function send(res: Response, status: number, page: Html, headers: Readonly<Record<string, string>> = {}): void {
+  res
+    .status(status)
+    .set({ ...SECURITY_HEADERS, ...headers, 'Content-Type': 'text/html; charset=utf-8' })
+    .send(page.text);
+}
+
+export const ID = /^\d{1,18}$/;
+export const POS = /^[A-Za-z0-9_-]{1,64}$/;
+export const REASON = /^[a-z_]{1,64}$/;
+export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
+
+/** A query parameter as one string ('' when absent); a repeated one is nonsense. */
+export function param(req: Request, name: string): string {
+  const value = req.query[name];
+  if (value === undefined) return '';
+  if (typeof value !== 'string') throw new PageError(400, 'Bad request', `${name} is given more than once.`);
+  return value.trim();
+}
+
+export function field(req: Request, name: string): string {
+  const body: unknown = req.body;
+  const value =
+    body !== null && typeof body === 'object' && name in body ? (body as Record<string, unknown>)[name] : '';
+  return typeof value === 'string' ? value.trim() : '';
+}
+
+export function parseTime(name: string, value: string): Date {
+  const ms = TIMESTAMP.test(value)
+    ? Date.parse(/T.*(Z|[+-]\d{2}:\d{2})$/.test(value) || !value.includes('T') ? value : `${value}Z`)
+    : NaN;
+  if (Number.isNaN(ms))
+    throw new PageError(
+      400,
+      'Bad filter',
+      `${name} must be a UTC time such as 2026-11-27T09:00Z or a day such as 2026-11-27.`,
+    );
+  return new Date(ms);
+}
+
+export function orderIdOf(req: Request): string {
+  const id = typeof req.params.orderId === 'string' ? req.params.orderId : '';
+  const problem = idProblem(id);
+  if (problem !== null) throw new PageError(400, 'Bad order id', `That is not an order id: ${problem}.`);
+  return id;
+}
+
+export function quarantineFilterOf(reason: string, pos: string): QuarantineFilter {
+  if (reason !== '' && !REASON.test(reason))
+    throw new PageError(400, 'Bad filter', 'reason must be a quarantine reason such as invalid_json.');
+  if (pos !== '' && !POS.test(pos))
+    throw new PageError(400, 'Bad filter', 'pos must be a POS id: letters, digits, _ and -.');
+  return { reason: reason === '' ? null : reason, posId: pos === '' ? null : pos };
+}
+
+/** What createConsole sets up once and every group of routes uses. */
+export interface ConsoleKit {
+  router: Router;
+  options: ConsoleOptions;
+  db: Db;
+  limited: WorkLimit;
+  now: () => Date;
+  /** Signs session cookies. */
+  secret: Buffer;
+  /** No tokens and not on loopback: every page but the stylesheet is refused. */
+  closed: boolean;
+  /** No tokens, on loopback: everyone is operator `local`. */
+  open: boolean;
+  /** Reads a posted form. */
+  form: RequestHandler;
+  context: (req: Request, viewer: Viewer | null) => PageContext;
+  audit: (
+    viewer: { name: string; role: ConsoleRole | null },
+    action: string,
+    target: string | null,
+    orderId: string | null,
+    result: string,
+    detail?: string,
+  ) => Promise<void>;
+}
+
+/** Who is asking, from their session; operatorOf refuses a viewer. */
+export interface Signed {
+  viewerOf: (req: Request, res: Response) => Viewer;
+  operatorOf: (req: Request, res: Response) => Viewer;
+}

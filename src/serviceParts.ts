@@ -1,0 +1,90 @@
+import type http from 'node:http';
+import type pg from 'pg';
+import type { Config } from './config';
+import type { DatabaseServer } from './database/embeddedPostgres';
+import type { Db } from './database/pool';
+import { close } from './http/server';
+import type { HistoryMaintainer } from './history/maintainer';
+import type { Logger } from './observability/logger';
+import type { Metrics } from './observability/metrics';
+import type { OutboxRelay } from './outbox/relay';
+import type { Reconciliation } from './reconciliation/reconciliation';
+import type { Reconciler } from './reconciliation/reconciler';
+
+/** The parts service.ts builds, and the one way they stop. */
+
+/** Every part of a running service, built but not started. */
+export interface Parts {
+  config: Config;
+  logger: Logger;
+  database: DatabaseServer;
+  /** The intake's pool (the recorder, readiness). */
+  pool: pg.Pool;
+  db: Db;
+  /** The admin data routes' own pool: reading projections never takes a connection the recorder needs. */
+  adminDb: Db;
+  metrics: Metrics;
+  relay: OutboxRelay | null;
+  reconciliation: { reconciliation: Reconciliation; db: Db } | null;
+  reconciler: Reconciler | null;
+  historyMaintainer: HistoryMaintainer;
+  publicServer: http.Server;
+  adminServer: http.Server;
+  /** Readiness (/readyz): off once stopping. */
+  readiness: { accepting: boolean };
+}
+
+/** Whether work settles within ms (it goes on regardless; the caller just stops waiting). */
+function finishesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  return Promise.race([
+    work.then(
+      () => true,
+      () => true,
+    ),
+    timeout,
+  ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The one way the service stops, after a failed start as on SIGTERM; once, however often it is called.
+ *
+ * Every step is bounded, so a dead database or broker cannot hold the exit past SHUTDOWN_TIMEOUT plus a
+ * second or two. What a cut-short step leaves is safe: an unconfirmed event is published again at the next
+ * start (same id), and a transaction that did not commit was not answered 200. The relay finishes its batch
+ * while the requests drain rather than after: a request that never completes cannot starve it, and another
+ * replica takes the lock sooner. Events the drained requests commit wait in the outbox for the next relay to
+ * hold the lock.
+ */
+export function stopper(parts: Parts): () => Promise<void> {
+  const { config, logger } = parts;
+  let stopping: Promise<void> | null = null;
+  return () => {
+    stopping ??= (async () => {
+      const deadline = Date.now() + config.shutdownTimeoutMs;
+      const left = (): number => Math.max(0, deadline - Date.now());
+      parts.readiness.accepting = false;
+      logger.info('stopping: readiness off, draining requests');
+      const relayStopped = parts.relay ? finishesWithin(parts.relay.stop(), Math.max(left(), 1000)) : true;
+      const reconcilerStopped = parts.reconciler
+        ? finishesWithin(parts.reconciler.stop(), Math.max(left(), 1000))
+        : true;
+      const maintainerStopped = finishesWithin(parts.historyMaintainer.stop(), Math.max(left(), 1000));
+      await close(parts.publicServer, left());
+      if (!(await relayStopped)) logger.warn('relay did not stop in time');
+      if (!(await reconcilerStopped)) logger.warn('reconciler did not stop in time');
+      if (!(await maintainerStopped)) logger.warn('history maintainer did not stop in time');
+      await close(parts.adminServer, 500);
+      const pools = [parts.db, parts.adminDb, ...(parts.reconciliation ? [parts.reconciliation.db] : [])];
+      if (!(await finishesWithin(Promise.all(pools.map((db) => db.destroy())), 1000))) {
+        logger.warn('database connections did not close in time');
+      }
+      await parts.database.stop();
+      logger.info('stopped');
+    })();
+    return stopping;
+  };
+}
