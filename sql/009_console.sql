@@ -11,10 +11,15 @@ CREATE INDEX quarantined_notifications_open ON quarantined_notifications (id) WH
 -- and the conflicts and disagreements of the last days, newest first (few rows; each day's partition gets its own).
 CREATE INDEX notifications_troubled ON notifications (received_at) WHERE outcome = 'conflict' OR disagreements IS NOT NULL;
 
--- Recent deliveries filtered by an outcome other than accepted (rare ones: conflict, stale, quarantined) walk this
--- instead of a month of deliveries (150 ms for a month of a 200,000-order year without it, 2 ms with it). Accepted
--- deliveries, most of them, are not in it: the intake's insert pays for it only on the others.
-CREATE INDEX deliveries_unusual ON deliveries (outcome, id) WHERE outcome <> 'accepted';
+-- Recent deliveries, newest first by id, within a window of receive times. A window's partitions include the days
+-- before it (a repeat lives in its notification's day), whose rows are almost all outside the window: with
+-- received_at (and pos_id) in the index, each such day is skipped in its index alone instead of fetching every row
+-- of it from the heap (40 ms to 5 ms for the last 24 h of a 2,000,000-order year).
+CREATE INDEX deliveries_newest ON deliveries (id, received_at, pos_id);
+-- Filtered by an outcome other than accepted (rare ones: conflict, stale, quarantined), they walk this instead of a
+-- month of deliveries (150 ms for a month of a 200,000-order year without it, 2 ms with it). Accepted deliveries,
+-- most of them, are not in it: the intake's insert pays for it only on the others.
+CREATE INDEX deliveries_unusual ON deliveries (outcome, id, received_at) WHERE outcome <> 'accepted';
 
 -- Every sign-in (failed ones included) and every action of the console: who, as what, did what to what, and
 -- how it ended. Kept under AUDIT_RETENTION by the history maintainer and `purge`.
