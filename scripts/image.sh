@@ -98,6 +98,11 @@ if [ -z "$source_url" ]; then
   # Never a password in a label: user:password@ is dropped from the URL.
   source_url=$(git config --get remote.origin.url 2>/dev/null | sed -E 's#^(https?://)[^/@]*@#\1#' || true)
   [ -n "$source_url" ] || source_url="file://$(pwd)"
+  # A clone of a local path has a path for its origin: name it as a URL too.
+  case "$source_url" in
+    *://* | git@*) ;;
+    *) source_url="file://$(cd "$source_url" 2>/dev/null && pwd || printf '%s' "$source_url")" ;;
+  esac
 fi
 # The labels say which commit was built; uncommitted changes would make that untrue.
 if [ -n "$(git status --porcelain -- Dockerfile .dockerignore package.json package-lock.json tsconfig.json tsconfig.build.json src sql)" ]; then
