@@ -9,6 +9,20 @@ import type { DeliveryOutcome, StatusTransition } from '../domain/outcomes';
  * recorded (their notification's id and day), so only those days' partitions are read.
  */
 
+/** What a delivery row of the console shows: the order page's and the recent deliveries' alike. */
+const DELIVERY_COLUMNS = [
+  'd.id',
+  'd.received_at',
+  sql<string | null>`host(d.source_address)`.as('source_address'),
+  'd.pos_id',
+  'd.key_fingerprint',
+  'd.outcome',
+  'd.observed_via',
+  'd.notification_id',
+  'd.quarantine_id',
+  'd.notification_received_at',
+] as const;
+
 /** Rows a list shows at once. */
 export const PAGE_SIZE = 50;
 
@@ -197,18 +211,7 @@ export async function orderStory(db: Db, orderId: string): Promise<OrderStory | 
             .execute(),
           db
             .selectFrom('deliveries as d')
-            .select([
-              'd.id',
-              'd.received_at',
-              sql<string | null>`host(d.source_address)`.as('source_address'),
-              'd.pos_id',
-              'd.key_fingerprint',
-              'd.outcome',
-              'd.observed_via',
-              'd.notification_id',
-              'd.quarantine_id',
-              'd.notification_received_at',
-            ])
+            .select(DELIVERY_COLUMNS)
             .where(inDays('d.notification_received_at'))
             .where(sql<boolean>`d.notification_id = ANY(${ids}::bigint[])`)
             .orderBy('d.id')
@@ -373,18 +376,7 @@ const DELIVERY_AFTER_FIRST_MS = 4 * 86_400_000;
 export async function deliveriesPage(db: Db, filter: DeliveryFilter): Promise<DeliveryRow[]> {
   let query = db
     .selectFrom('deliveries as d')
-    .select([
-      'd.id',
-      'd.received_at',
-      sql<string | null>`host(d.source_address)`.as('source_address'),
-      'd.pos_id',
-      'd.key_fingerprint',
-      'd.outcome',
-      'd.observed_via',
-      'd.notification_id',
-      'd.quarantine_id',
-      'd.notification_received_at',
-    ])
+    .select(DELIVERY_COLUMNS)
     .where('d.notification_received_at', '>=', new Date(filter.from.getTime() - DELIVERY_AFTER_FIRST_MS))
     .where('d.notification_received_at', '<', filter.to)
     .where('d.received_at', '>=', filter.from)
