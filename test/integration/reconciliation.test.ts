@@ -282,7 +282,7 @@ describe('reconciliation against the payment API', () => {
       });
       const events = await query<{ type: string }>(
         svc.database.url,
-        'SELECT type FROM outbox_events WHERE order_id = $1 ORDER BY id',
+        'SELECT type FROM outbox_events WHERE order_id = $1 ORDER BY sequence',
         [orderId],
       );
       expect(events.map((e) => e.type)).toEqual(['order.canceled', 'order.status_conflict']);
