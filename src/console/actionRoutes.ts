@@ -3,7 +3,7 @@ import { isDatabaseUnavailable } from '../database/errors';
 import { republishOrderEvents } from '../outbox/republish';
 import type { PosProblem } from '../reconciliation/reconciliation';
 import { retryOne, type RetryResult } from '../recording/quarantineRetry';
-import { countOpenQuarantined, openQuarantinedIds } from './consoleQueries';
+import { countOpenQuarantined, openQuarantinedIds } from './queries/lists';
 import {
   field,
   ID,

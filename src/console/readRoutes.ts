@@ -1,14 +1,13 @@
 import { DELIVERY_OUTCOMES, type DeliveryOutcome } from '../domain/outcomes';
+import { attention } from './queries/attention';
 import {
-  attention,
   auditPage as readAuditPage,
   deliveriesPage as readDeliveriesPage,
-  orderStory,
   ordersOfNotifications,
-  overview,
-  PAGE_SIZE,
-  searchIds,
-} from './consoleQueries';
+} from './queries/lists';
+import { orderStory } from './queries/order';
+import { overview, searchIds } from './queries/overview';
+import { PAGE_SIZE } from './queries/rows';
 import { ID, orderIdOf, PageError, param, parseTime, POS, send, type ConsoleKit, type Signed } from './consoleRouting';
 import { href } from './html';
 import { attentionPage, auditPage, deliveriesPage } from './views/lists';

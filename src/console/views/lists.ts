@@ -1,5 +1,7 @@
 import { DELIVERY_OUTCOMES } from '../../domain/outcomes';
-import type { Attention, AuditRow, DeliveryRow, QuarantineRow } from '../consoleQueries';
+import type { Attention } from '../queries/attention';
+import type { QuarantineRow } from '../queries/lists';
+import type { AuditRow, DeliveryRow } from '../queries/rows';
 import { href, html, type Html } from '../html';
 import { layout, orderLink, time, relative, type PageContext } from './layout';
 import { pendingLine } from './overview';

@@ -1,5 +1,5 @@
 import { readableBody } from '../bodies';
-import type { NotificationRow, OrderStory } from '../consoleQueries';
+import type { NotificationRow, OrderStory } from '../queries/order';
 import { href, html, type Html } from '../html';
 import { layout, time, type PageContext } from './layout';
 import { auditTable } from './lists';

@@ -1,5 +1,5 @@
 import { DELIVERY_OUTCOMES } from '../../domain/outcomes';
-import type { Overview, SearchMatch } from '../consoleQueries';
+import type { Overview, SearchMatch } from '../queries/overview';
 import { href, html, type Html } from '../html';
 import { layout, orderLink, time, type PageContext } from './layout';
 
