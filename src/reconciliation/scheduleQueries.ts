@@ -150,7 +150,7 @@ export async function countOpenOrders(db: Db): Promise<{ stuck: number; givenUp:
 }
 
 /** A check's outcome: the observation it was about, and what comes next. */
-export interface CheckRecord {
+export interface CheckOutcome {
   orderId: string;
   observation: string;
   checks: number;
@@ -162,7 +162,7 @@ export interface CheckRecord {
 }
 
 /** Writes a check's outcome, unless a newer observation replaced the one it was about. Answers whether it did. */
-export async function recordCheck(db: Db, c: CheckRecord): Promise<boolean> {
+export async function recordCheck(db: Db, c: CheckOutcome): Promise<boolean> {
   const result = await db
     .updateTable('reconciliation_checks')
     .set({

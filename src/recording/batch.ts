@@ -46,7 +46,7 @@ export interface StoredNotification {
 /** What the database holds for a batch, read under the locks of its orders. */
 export interface BatchState {
   /** By meaning (meaningOf), within history retention. */
-  records: ReadonlyMap<string, StoredNotification>;
+  storedNotifications: ReadonlyMap<string, StoredNotification>;
   orders: ReadonlyMap<string, StoredProjection<OrderProjection>>;
   refunds: ReadonlyMap<string, StoredProjection<RefundProjection>>;
   /** The POS each order belongs to. */
@@ -61,7 +61,7 @@ export interface BatchState {
 
 /** The state of a batch that needs none: every item a known repeat. */
 export const NOTHING_READ: BatchState = {
-  records: new Map(),
+  storedNotifications: new Map(),
   orders: new Map(),
   refunds: new Map(),
   owners: new Map(),
@@ -78,7 +78,7 @@ export const NOTHING_READ: BatchState = {
 export function stateAfter(state: BatchState, { orders, refunds, owners, sequences }: BatchWrites): BatchState {
   return {
     ...state,
-    records: new Map(),
+    storedNotifications: new Map(),
     orders: new Map([...state.orders, ...orders.map((o) => [o.projection.orderId, o] as const)]),
     refunds: new Map([...state.refunds, ...refunds.map((r) => [r.projection.refundId, r] as const)]),
     owners: new Map([...state.owners, ...owners.map((o) => [o.orderId, o.posId] as const)]),
@@ -115,7 +115,7 @@ export interface DeliveryEntry {
 
 /** Everything a batch writes. */
 export interface BatchWrites {
-  records: NewNotification[];
+  newNotifications: NewNotification[];
   owners: Array<{ orderId: string; posId: string }>;
   /** Projections that changed, or whose recorded statuses did, in their final state. */
   orders: Array<StoredProjection<OrderProjection>>;

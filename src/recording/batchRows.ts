@@ -225,7 +225,7 @@ export const refundWriteRow = ({ projection, recorded }: StoredProjection<Refund
 
 export function batchRows(writes: BatchWrites): BatchRows {
   return {
-    notifications: writes.records.map(notificationRow),
+    notifications: writes.newNotifications.map(notificationRow),
     owners: writes.owners.map((o) => ({ order_id: o.orderId, pos_id: o.posId })),
     orders: writes.orders.map(orderWriteRow),
     refunds: writes.refunds.map(refundWriteRow),
@@ -264,10 +264,10 @@ export interface StateRow {
 /** The named columns of a table as a query selects them (json_build_object's: bigint and amounts as text). */
 type Selected<Table, Column extends keyof Selectable<Table>> = Pick<Selectable<Table>, Column>;
 
-/** The state read, as the decision takes it; the records come from history (withStoredNotifications). */
+/** The state read, as the decision takes it; the stored notifications come from history (withStoredNotifications). */
 export function stateOf(row: StateRow | undefined): BatchState {
   return {
-    records: new Map(),
+    storedNotifications: new Map(),
     orders: new Map(
       (row?.orders ?? []).map(({ recorded, ...r }) => [r.order_id, { projection: orderFromRow(r), recorded }]),
     ),
@@ -310,7 +310,7 @@ export type HistoryRow = Selected<NotificationsTable, 'id'> & {
 };
 
 /**
- * The state with the records history still holds; a status whose day retention removed is not among them (it is
+ * The state with the notifications history still holds; a status whose day retention removed is not among them (it is
  * recorded again).
  */
 export function withStoredNotifications(
@@ -319,11 +319,11 @@ export function withStoredNotifications(
   rows: readonly HistoryRow[],
 ): BatchState {
   const byId = new Map(rows.map((r) => [r.id, r]));
-  const records = new Map<string, StoredNotification>();
+  const storedNotifications = new Map<string, StoredNotification>();
   for (const ref of refs) {
     const row = byId.get(ref.id);
     if (!row) continue;
-    records.set(ref.meaning, {
+    storedNotifications.set(ref.meaning, {
       id: ref.id,
       receivedAt: ref.at,
       bodySha256: Buffer.from(row.body_sha256, 'hex'),
@@ -331,5 +331,5 @@ export function withStoredNotifications(
       deliveryRows: Number(row.delivery_rows),
     });
   }
-  return { ...state, records };
+  return { ...state, storedNotifications };
 }

@@ -73,12 +73,12 @@ interface Vouched {
 
 /** The batch's working state: the database's, as the batch's earlier notifications leave it. */
 class BatchDecider {
-  private readonly records: Map<string, StoredNotification>;
+  private readonly storedNotifications: Map<string, StoredNotification>;
   private readonly projections: ProjectionFold;
   private readonly owners: Map<string, string>;
   private readonly sequences = new Map<string, number>();
   private readonly writes: Omit<BatchWrites, 'orders' | 'refunds' | 'sequences'> = {
-    records: [],
+    newNotifications: [],
     owners: [],
     events: [],
     variants: [],
@@ -96,7 +96,7 @@ class BatchDecider {
     private readonly eventSource: string,
     private readonly now: Date,
   ) {
-    this.records = new Map(state.records);
+    this.storedNotifications = new Map(state.storedNotifications);
     this.projections = new ProjectionFold(state.orders, state.refunds);
     this.owners = new Map(state.owners);
   }
@@ -110,7 +110,7 @@ class BatchDecider {
     const vouched = this.vouch(item);
     if (!vouched) return REFUSED;
     const meaning = meaningOf(item.notification);
-    const record = this.records.get(meaning);
+    const record = this.storedNotifications.get(meaning);
     return record ? this.repeat(item.delivery, meaning, record, vouched) : this.recordNew(item, meaning, vouched);
   }
 
@@ -173,7 +173,7 @@ class BatchDecider {
     if (id === undefined) throw new Error('a batch recorded more new notifications than ids were reserved for it');
     const receivedAt = this.state.now;
     const stored = { id, receivedAt, bodySha256: delivery.bodySha256, variants: new Set<string>(), deliveryRows: 0 };
-    this.records.set(meaning, stored);
+    this.storedNotifications.set(meaning, stored);
     const { signer, orderId, ownerPosId } = vouched;
     const folded = this.projections.fold(n, ownerPosId, { id, at: receivedAt });
     const event = this.event(n, orderId, folded, delivery.observedVia);
@@ -185,7 +185,7 @@ class BatchDecider {
         keptStatus: folded.previousStatus,
         source: folded.recordedBefore ? 'replay' : delivery.observedVia,
       });
-    this.writes.records.push({
+    this.writes.newNotifications.push({
       id,
       notification: n,
       orderId,

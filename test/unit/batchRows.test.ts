@@ -33,12 +33,12 @@ describe('the statuses recorded, found through the projections', () => {
     ]);
   });
 
-  it('When history still holds the notification, then it is a record with its digest, variants and delivery rows', () => {
+  it('When history still holds the notification, then it is a stored notification with its digest, variants and delivery rows', () => {
     const refs = historyLookups([pending], state);
-    const { records } = withStoredNotifications(state, refs, [
+    const { storedNotifications } = withStoredNotifications(state, refs, [
       { id: '7', body_sha256: 'ab', variants: ['cd'], delivery_rows: 3 },
     ]);
-    expect(records.get(meaningOf(pending))).toEqual({
+    expect(storedNotifications.get(meaningOf(pending))).toEqual({
       id: '7',
       receivedAt: AT,
       bodySha256: Buffer.from('ab', 'hex'),
@@ -49,6 +49,6 @@ describe('the statuses recorded, found through the projections', () => {
 
   it('When retention removed the notification, then there is no record: the status is recorded again', () => {
     const refs = historyLookups([pending], state);
-    expect(withStoredNotifications(state, refs, []).records.size).toBe(0);
+    expect(withStoredNotifications(state, refs, []).storedNotifications.size).toBe(0);
   });
 });

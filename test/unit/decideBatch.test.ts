@@ -49,7 +49,7 @@ interface StateOf {
   refunds?: RefundNotification[];
   owners?: Record<string, string>;
   sequences?: Record<string, number>;
-  records?: Array<{ notification: Notification; id: string; body: string; deliveryRows?: number; variants?: string[] }>;
+  stored?: Array<{ notification: Notification; id: string; body: string; deliveryRows?: number; variants?: string[] }>;
 }
 
 const sha = (text: string): Buffer => createHash('sha256').update(text).digest();
@@ -59,8 +59,8 @@ const NOW = '2026-11-26T10:00:00.123456+00:00';
 const EARLIER = '2026-11-25T09:00:00.654321+00:00';
 
 const state = (given: StateOf = {}): BatchState => ({
-  records: new Map(
-    (given.records ?? []).map((r) => [
+  storedNotifications: new Map(
+    (given.stored ?? []).map((r) => [
       meaningOf(r.notification),
       {
         id: r.id,
@@ -120,9 +120,9 @@ describe('decideBatch: states and events', () => {
     ]);
     expect(writes.orders[0]?.recorded).toEqual({ PENDING: { id: '101', at: NOW }, COMPLETED: { id: '102', at: NOW } });
     expect(writes.refunds[0]?.recorded).toEqual({ FINALIZED: { id: '103', at: NOW } });
-    expect(writes.records.map((r) => r.receivedAt)).toEqual([NOW, NOW, NOW]);
+    expect(writes.newNotifications.map((r) => r.receivedAt)).toEqual([NOW, NOW, NOW]);
     expect(writes.sequences).toEqual([{ orderId: 'O1', lastSequence: 3 }]);
-    expect(writes.records.map((r) => [r.id, r.transition])).toEqual([
+    expect(writes.newNotifications.map((r) => [r.id, r.transition])).toEqual([
       ['101', 'applied'],
       ['102', 'applied'],
       ['103', 'applied'],
@@ -143,7 +143,7 @@ describe('decideBatch: states and events', () => {
       state({ orders: [order('COMPLETED')], owners: { O1: 'A' }, sequences: { O1: 2 } }),
     );
     expect(results[0]).toMatchObject({ outcome: 'stale', currentStatus: 'COMPLETED', eventsWritten: 0 });
-    expect(writes.records.map((r) => r.transition)).toEqual(['stale']);
+    expect(writes.newNotifications.map((r) => r.transition)).toEqual(['stale']);
     // The projection stays; only the status recorded is added to it, for dedup.
     expect(writes.orders).toEqual([
       { projection: projectionOf(order('COMPLETED')), recorded: { PENDING: { id: '101', at: NOW } } },
@@ -237,7 +237,7 @@ describe('decideBatch: repeats', () => {
       item(order('PENDING'), [KEY_A], 'y'),
     ]);
     expect(results.map((r) => r.outcome)).toEqual(['accepted', 'duplicate', 'duplicate']);
-    expect(writes.records).toHaveLength(1);
+    expect(writes.newNotifications).toHaveLength(1);
     expect(writes.variants.map((v) => v.body.toString())).toEqual(['y']);
     expect(results.map((r) => r.outcome !== 'refused' && r.newVariant)).toEqual([false, false, true]);
     expect(writes.deliveries.map((d) => [d.outcome, d.notificationId])).toEqual([
@@ -253,11 +253,11 @@ describe('decideBatch: repeats', () => {
       state({
         orders: [order('PENDING')],
         owners: { O1: 'A' },
-        records: [{ notification: order('PENDING'), id: '9', body: 'first' }],
+        stored: [{ notification: order('PENDING'), id: '9', body: 'first' }],
       }),
     );
     expect(results[0]).toMatchObject({ outcome: 'duplicate', notificationId: '9', posId: 'A' });
-    expect(writes.records).toEqual([]);
+    expect(writes.newNotifications).toEqual([]);
     expect(writes.variants).toEqual([]);
     expect(known).toEqual([
       {
@@ -298,7 +298,7 @@ describe('decideBatch: the audit stays bounded under replay', () => {
       state({
         orders: [pending],
         owners: { O1: 'A' },
-        records: [{ notification: pending, id: '9', body: 'first', deliveryRows: DELIVERY_ROWS_PER_NOTIFICATION - 2 }],
+        stored: [{ notification: pending, id: '9', body: 'first', deliveryRows: DELIVERY_ROWS_PER_NOTIFICATION - 2 }],
       }),
     );
     expect(writes.deliveries.map((d) => d.countedOnly)).toEqual([false, false, true]);
@@ -337,12 +337,12 @@ describe('decideBatch: a POS vouches for its own orders only', () => {
         state({
           orders: [order('PENDING', { merchantPosId: 'B' })],
           owners: { O1: 'B' },
-          records: [{ notification: order('PENDING'), id: '9', body: 'x' }],
+          stored: [{ notification: order('PENDING'), id: '9', body: 'x' }],
         }),
       );
       expect(results).toEqual([{ outcome: 'refused', reason: 'pos_mismatch' }]);
       expect(writes).toMatchObject({
-        records: [],
+        newNotifications: [],
         owners: [],
         orders: [],
         refunds: [],
@@ -409,7 +409,7 @@ describe('decideBatch: facts never change once known', () => {
       merchantPosId: 'A',
     });
     expect(writes.events[0]?.data).toMatchObject({ totalAmount: '15000', merchantPosId: 'A', extOrderId: 'E1' });
-    expect(writes.records[0]?.disagreements).toEqual([
+    expect(writes.newNotifications[0]?.disagreements).toEqual([
       { field: 'merchantPosId', kept: 'A', received: 'B' },
       { field: 'extOrderId', kept: 'E1', received: 'E9' },
       { field: 'totalAmount', kept: '15000', received: '1' },
@@ -443,7 +443,7 @@ describe('decideBatch: facts never change once known', () => {
       data: { orderId: 'O1', sequence: 4, amount: '500' },
     });
     expect(writes.sequences).toEqual([{ orderId: 'O1', lastSequence: 4 }]);
-    expect(writes.records[0]?.orderId).toBe('O1');
+    expect(writes.newNotifications[0]?.orderId).toBe('O1');
   });
 
   it('When a refund moves on to a final status while naming another order, then it applies under its own order', () => {
