@@ -49,6 +49,8 @@ export const REPLICAS_SCENARIO: ScenarioDefinition = {
 
 const RELAY_ACTIVE = 'outbox_relay_active';
 const RECONCILER_ACTIVE = 'reconciler_active';
+/** Answers to traffic sent after a change that a check waits for before it reads the answers around the change. */
+const ANSWERS_AFTER = 20;
 const API_CLIENT = { posId: POS_ID, clientId: `${POS_ID}-client`, clientSecret: 'Cs-5b8d2f4a1c-replicas-secret' };
 
 /** The value of an unlabelled gauge in a /metrics text (null when absent). */
@@ -156,6 +158,14 @@ export function replicasScenario(report: RunReport): void {
       return Date.now() - from;
     };
 
+    /** Waits until the sender has had ANSWERS_AFTER answers to attempts it started at or after `since`. */
+    const answeredSince = (since: number): Promise<boolean> =>
+      waitUntil(
+        `${ANSWERS_AFTER} answers to notifications sent after the change`,
+        () => ledger.count((a) => a.result.startedAt >= since) >= ANSWERS_AFTER,
+        30_000,
+      );
+
     /**
      * SIGKILL of the replica holding the lock behind gauge `name`, at the first moment `when` is
      * true, then the wait until another holds it; the killed pod is replaced, as its Deployment would.
@@ -200,7 +210,7 @@ export function replicasScenario(report: RunReport): void {
         duplicateRate: 0.1,
         sameMomentRate: 0.15,
       }).start();
-      await sleep(1_000);
+      await answeredSince(Date.now());
     });
 
     h.check(
@@ -208,10 +218,10 @@ export function replicasScenario(report: RunReport): void {
       async () => {
         const from = Date.now();
         while (ingress.replicas.length < REPLICAS) await startReplica();
-        await sleep(2_000);
-        h.figure('scale 1 to 3', `${seconds(Date.now() - from - 2_000)} until all ready`);
-        const idle = ingress.replicas.filter((r) => (ingress.served.get(r.label) ?? 0) === 0).map((r) => r.label);
-        expect(idle).toEqual([]);
+        h.figure('scale 1 to 3', `${seconds(Date.now() - from)} until all ready`);
+        const idle = () => ingress.replicas.filter((r) => (ingress.served.get(r.label) ?? 0) === 0);
+        await waitUntil('every replica served a notification', () => idle().length === 0, 10_000).catch(() => false);
+        expect(idle().map((r) => r.label)).toEqual([]);
         await oneHolder(RELAY_ACTIVE);
         await oneHolder(RECONCILER_ACTIVE);
         expect(await advisoryLockHolders(database.url, RELAY_LOCK)).toBe(1);
@@ -351,9 +361,10 @@ export function replicasScenario(report: RunReport): void {
           await startReplica();
           await stopReplica(old, true);
         }
-        await sleep(1_000);
+        const replacedMs = Date.now() - from;
+        await answeredSince(Date.now());
         const attempts = ledger.attempts.filter((a) => a.result.startedAt >= from);
-        h.figure('rolling restart', `${REPLICAS} replicas replaced in ${seconds(Date.now() - from - 1_000)}`);
+        h.figure('rolling restart', `${REPLICAS} replicas replaced in ${seconds(replacedMs)}`);
         h.figure('answers during the rollout', describeAnswers(attempts));
         h.figure('connections refused and passed to another replica during the rollout', ingress.passedOn - passedOn);
         expect(unexpectedAnswers(attempts)).toEqual([]);
@@ -390,7 +401,7 @@ export function replicasScenario(report: RunReport): void {
         );
         const recoveredMs = Date.now() - to;
         const relayBackMs = (await oneHolder(RELAY_ACTIVE, 30_000)) + recoveredMs;
-        await sleep(1_000);
+        await answeredSince(to + 1_000);
         const attempts = ledger.attempts.filter((a) => a.result.startedAt >= from);
         h.figure('unready during the database cut', `${unready.size} of ${replicas.length}`);
         h.figure('all ready again after the cut', seconds(recoveredMs));
@@ -414,7 +425,7 @@ export function replicasScenario(report: RunReport): void {
         for (const replica of ingress.replicas.slice(1)) await stopReplica(replica, false);
         await oneHolder(RELAY_ACTIVE);
         await oneHolder(RECONCILER_ACTIVE);
-        await sleep(1_000);
+        await answeredSince(Date.now());
         const attempts = ledger.attempts.filter((a) => a.result.startedAt >= from);
         const cutBySigterm = attempts.filter(cutIn(cutWindows.slice(windows)));
         h.figure('scale 3 to 1', `answers ${describeAnswers(attempts)}`);

@@ -7,7 +7,7 @@ import { harness, percentile, POD_LIMIT_MB } from '../support/scenario';
 import { RssSampler, type ServiceProcess } from '../support/serviceProcess';
 import { query } from '../../support/database';
 import { ScenarioWorld } from '../support/world';
-import { sleep } from '../../support/wait';
+import { sleep, waitUntil } from '../../support/wait';
 
 /** The admin API's bearer token in this scenario (ADMIN_TOKEN). */
 const ADMIN_TOKEN = 'adm-3c9f0b7e-reliability-token';
@@ -18,6 +18,10 @@ const ATTACKER_ADDRESS = '127.0.0.3';
 const HELD_WITHIN = 400;
 const HELD_BEYOND = 250;
 const HELD_DECLARED_BYTES = 60_000;
+
+/** The bytes the service holds for bodies not verified yet, from its /metrics text. */
+const unverifiedBytes = (metrics: string): number =>
+  Number(/^intake_unverified_body_bytes (\S+)$/m.exec(metrics)?.[1] ?? 0);
 const ADMIN_FLOOD_CLIENTS = 32;
 const LATENCY_SAMPLES = 300;
 /** Idle and flooded alternate this many times (LATENCY_SAMPLES split between the rounds on each side). */
@@ -338,7 +342,13 @@ export function trustBoundariesScenario(report: RunReport): void {
         const held: HeldRequest[] = [];
         try {
           for (let i = 0; i < HELD_WITHIN; i += 1) held.push(holdRequest(service.publicPort, head(), half));
-          await sleep(2_000);
+          // Every held request has reached the server and reserved its declared length.
+          await waitUntil(
+            `${HELD_WITHIN} held bodies reserved in the unverified budget`,
+            async () => unverifiedBytes(await service.metricsText()) >= HELD_WITHIN * HELD_DECLARED_BYTES,
+            30_000,
+            100,
+          );
           const within = await Promise.all(
             Array.from({ length: 20 }, () =>
               post(orderBody({ orderId: uniqueId('HELD'), status: 'PENDING' }), SECOND_KEY),
