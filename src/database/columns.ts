@@ -13,5 +13,15 @@ export type Column<T extends Table> = keyof Database[T] & string;
  * is `"o"."published_at"`. The table's own name, the same way: `sql.table(table)` with `table: Table`.
  */
 export function columnsOf<T extends Table>(_table: T, alias?: string): (column: Column<T>) => RawBuilder<unknown> {
-  return (column) => sql.ref(alias === undefined ? column : `${alias}.${column}`);
+  // Made once per column: statements built per batch (the relay's, the history read) would otherwise parse the
+  // same reference again each time. A RawBuilder is immutable, so one serves every statement.
+  const refs = new Map<Column<T>, RawBuilder<unknown>>();
+  return (column) => {
+    let ref = refs.get(column);
+    if (ref === undefined) {
+      ref = sql.ref(alias === undefined ? column : `${alias}.${column}`);
+      refs.set(column, ref);
+    }
+    return ref;
+  };
 }
