@@ -180,7 +180,7 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
         viewer,
         'quarantine_retry',
         `quarantine #${id}`,
-        null,
+        result.result === 'recorded' ? result.orderId : null,
         result.result,
         'detail' in result ? result.detail : '',
       );

@@ -11,7 +11,15 @@ import { recordBatch } from './recordBatch';
  */
 
 export type RetryResult =
-  | { id: string; result: 'recorded'; outcome: string; notificationId: string | null; eventsWritten: number }
+  | {
+      id: string;
+      result: 'recorded';
+      /** The order it concerns (for a refund, the order the refund belongs to). */
+      orderId: string;
+      outcome: string;
+      notificationId: string | null;
+      eventsWritten: number;
+    }
   | { id: string; result: 'still_unreadable'; reason: string; detail: string }
   | {
       id: string;
@@ -94,6 +102,7 @@ export async function retryOne(
     return {
       id,
       result: 'recorded',
+      orderId: n.orderId,
       outcome: recorded.outcome,
       notificationId: recorded.notificationId,
       eventsWritten: recorded.eventsWritten,

@@ -1,36 +1,13 @@
-import { createHash } from 'node:crypto';
 import type { QuarantineEntry, RetryResult } from '../../src/cli/commands/quarantine';
 import { fingerprintKey } from '../../src/verification/secondKeys';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, OTHER_POS_ID, POS_ID, SECOND_KEY, uniqueId } from '../support/signing';
+import { quarantineAsOlderVersion, sha256 } from '../support/quarantine';
 import { cliEnv, parseJson, runCli } from './cliSupport';
 
 let svc: TestService;
 let env: Record<string, string>;
-
-const sha256 = (body: string): Buffer => createHash('sha256').update(body).digest();
-
-/** A quarantine row as an older version of the receiver, whose parser rejected the body, left it. */
-async function quarantineAsOlderVersion(body: string, posId = POS_ID, sourceAddress = '185.68.12.10'): Promise<string> {
-  const [row] = await query<{ id: string }>(
-    svc.database.url,
-    `INSERT INTO quarantined_notifications (reason, detail, pos_id, key_fingerprint, body, body_sha256, received_at)
-     VALUES ('invalid_field', 'order.totalAmount must be a whole number of minor units', $1, $2, $3, $4, now() - interval '1 hour')
-     RETURNING id`,
-    [posId, fingerprintKey(SECOND_KEY), Buffer.from(body), sha256(body)],
-  );
-  const id = (row as { id: string }).id;
-  await query(
-    svc.database.url,
-    `INSERT INTO deliveries (received_at, source_address, processing_time_ms, pos_id, key_fingerprint, body_sha256, outcome, quarantine_id,
-                             notification_received_at)
-     SELECT now() - interval '1 hour', $5, 321, $1, $2, $3, 'quarantined', $4, received_at
-       FROM quarantined_notifications WHERE id = $4`,
-    [posId, fingerprintKey(SECOND_KEY), sha256(body), id, sourceAddress],
-  );
-  return id;
-}
 
 const unreadableOrder = uniqueId('QBAD');
 const unreadableBody = orderBody({ orderId: unreadableOrder, status: 'PENDING', totalAmount: '150.00' });
@@ -48,7 +25,7 @@ beforeAll(async () => {
   unreadableId = (
     (await query<{ id: string }>(svc.database.url, 'SELECT id FROM quarantined_notifications'))[0] as { id: string }
   ).id;
-  fixedId = await quarantineAsOlderVersion(fixedBody);
+  fixedId = await quarantineAsOlderVersion(svc.database.url, fixedBody);
 }, 180_000);
 afterAll(() => svc.stop());
 
@@ -90,7 +67,14 @@ describe('quarantine', () => {
     expect(run.code).toBe(0);
     const { results } = parseJson<{ results: RetryResult[] }>(run);
     expect(results).toEqual([
-      { id: fixedId, result: 'recorded', outcome: 'accepted', notificationId: expect.any(String), eventsWritten: 1 },
+      {
+        id: fixedId,
+        result: 'recorded',
+        orderId: fixedOrder,
+        outcome: 'accepted',
+        notificationId: expect.any(String),
+        eventsWritten: 1,
+      },
     ]);
 
     const [order] = await query(
@@ -142,7 +126,10 @@ describe('quarantine', () => {
 
   it('When a now-readable body names another POS than the key that verified it, then it is left open as pos_mismatch and nothing is recorded', async () => {
     const orderId = uniqueId('QPOS');
-    const id = await quarantineAsOlderVersion(orderBody({ orderId, status: 'PENDING', merchantPosId: OTHER_POS_ID }));
+    const id = await quarantineAsOlderVersion(
+      svc.database.url,
+      orderBody({ orderId, status: 'PENDING', merchantPosId: OTHER_POS_ID }),
+    );
     const run = await runCli(['quarantine', 'retry', id, '--json'], env);
     expect(run.code).toBe(1);
     expect(parseJson<{ results: RetryResult[] }>(run).results).toEqual([
@@ -164,7 +151,12 @@ describe('quarantine', () => {
     );
     try {
       const orderId = uniqueId('QATOM');
-      const id = await quarantineAsOlderVersion(orderBody({ orderId, status: 'PENDING' }), POS_ID, '185.68.12.99');
+      const id = await quarantineAsOlderVersion(
+        svc.database.url,
+        orderBody({ orderId, status: 'PENDING' }),
+        POS_ID,
+        '185.68.12.99',
+      );
       const run = await runCli(['quarantine', 'retry', id, '--json'], env);
       expect(run.code).toBe(1);
       expect(parseJson<{ results: RetryResult[] }>(run).results).toEqual([

@@ -2,6 +2,7 @@ import request from 'supertest';
 import { query } from '../support/database';
 import { CONSOLE_ENV, OPERATOR_TOKEN, SAME_ORIGIN, signIn, VIEWER_TOKEN } from '../support/console';
 import { startTestService, type TestService } from '../support/service';
+import { quarantineAsOlderVersion } from '../support/quarantine';
 import { orderBody, refundBody, uniqueId } from '../support/signing';
 
 let svc: TestService;
@@ -314,5 +315,20 @@ describe('console: pages and actions', () => {
       { action: 'quarantine_retry', result: 'still_unreadable' },
       { action: 'quarantine_retry_all', result: expect.stringMatching(/^0 of \d+ recorded$/) },
     ]);
+  });
+
+  it('When a retried quarantined notification is recorded, then its audit row is on its order page', async () => {
+    const orderId = uniqueId('CQFIX');
+    const id = await quarantineAsOlderVersion(svc.database.url, orderBody({ orderId, status: 'PENDING' }));
+    const retried = await post(`/console/quarantine/${id}/retry`, operator, { confirm: 'yes' });
+    expect(retried.status).toBe(200);
+    expect(
+      await query(svc.database.url, 'SELECT result, order_id FROM console_audit WHERE target = $1', [
+        `quarantine #${id}`,
+      ]),
+    ).toEqual([{ result: 'recorded', order_id: orderId }]);
+    const page = await get(`/console/orders/${orderId}`, operator);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(`quarantine #${id}`);
   });
 });
