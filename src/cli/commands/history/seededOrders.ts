@@ -30,7 +30,7 @@ import {
   type StreamRow,
 } from '../../../recording/batchRows';
 import { decideBatch } from '../../../recording/decideBatch';
-import { buildLifecycle, type LifecyclePlan } from '../../../simulator/lifecycle';
+import { buildLifecycle, type LifecyclePlan, type RefundPlan } from '../../../simulator/lifecycle';
 import { chance, pick, randomInt, type Random } from '../../../simulator/random';
 
 /**
@@ -40,7 +40,8 @@ import { chance, pick, randomInt, type Random } from '../../../simulator/random'
  * `random` and the event ids.
  *
  * - About 70 % of orders go PENDING (then WAITING_FOR_CONFIRMATION when not auto-received) to COMPLETED, 5 % are
- *   CANCELED, 25 % stay PENDING (abandoned checkouts); a tenth of the completed ones get a refund.
+ *   CANCELED, 25 % stay PENDING (abandoned checkouts); a tenth of the completed ones get a refund, with an
+ *   extRefundId of the shop's.
  * - About 20 % of deliveries are repeats of a notification already recorded.
  * - Raw bodies are kept only for days the body retention has not reached; events are published, and kept in the
  *   outbox only within its retention; open orders last observed within the reconciler's give-up time are in its
@@ -163,16 +164,20 @@ function planOf(
     outcome: completed || abandoned ? 'COMPLETED' : 'CANCELED',
     totalAmount: String(randomInt(random, 100, 250_000)),
     currencyCode: 'PLN',
-    refunds:
-      completed && chance(random, 0.1)
-        ? [{ status: chance(random, 0.95) ? 'FINALIZED' : 'CANCELED', refundId: refundIdOf(nextId()) }]
-        : [],
+    refunds: completed && chance(random, 0.1) ? [refundOf(chance(random, 0.95), refundIdOf(nextId()))] : [],
     gapMs: randomInt(random, 2_000, 180_000),
     startMs: 0,
     runStartedAt: new Date(createdMs),
   };
   return { plan, abandoned };
 }
+
+/** A refund the shop asked for with an id of its own (extRefundId), as the API's later statement expects. */
+const refundOf = (finalized: boolean, refundId: string): RefundPlan => ({
+  status: finalized ? 'FINALIZED' : 'CANCELED',
+  refundId,
+  extRefundId: `RF-${refundId}`,
+});
 
 /**
  * A refund id the payment service's way (digits), unique across the seeded history: drawn from the notification
