@@ -277,7 +277,7 @@ export function registerHistory(program: Command, io: CliIo, state: CliState): v
     .description(
       'Writes the history N orders would have left over D days ending now, through the tables and row shapes of ' +
         'the live intake: about 70 % completed (some with WAITING_FOR_CONFIRMATION first), 5 % canceled, 25 % ' +
-        'abandoned at PENDING; a tenth of the completed refunded; about 20 % of deliveries repeats; raw bodies only ' +
+        'abandoned at PENDING; a tenth of the completed refunded (each with an extRefundId); about 20 % of deliveries repeats; raw bodies only ' +
         'within BODY_RETENTION; events published. Orders belong to the first POS of SECOND_KEYS. Migrates first. ' +
         'For benchmarks and tests: seed a database no service is writing to. Progress on stderr; --sample K prints ' +
         'K seeded order ids on stdout, one a line, half from the oldest month and half from the newest.\n\n' +
