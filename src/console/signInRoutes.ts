@@ -15,9 +15,17 @@ import {
 import { openSession, sealSession, tokenHolder } from './session';
 import { signInPage, type Viewer } from './views/layout';
 
+/**
+ * Failed sign-ins recorded in a minute, in this process. Past it, a failed one is answered 429 with Retry-After and
+ * not recorded (one audit row says the rest of the minute is not): a flood of wrong tokens, which anyone who reaches
+ * the admin port can send, cannot grow the audit trail by millions of rows a day. A valid token always signs in.
+ */
+export const FAILED_SIGN_INS_PER_MINUTE = 30;
+
 /** The security headers and same-origin check on every request, the stylesheet, signing in and out. */
 export function signInRoutes(kit: ConsoleKit): Signed {
   const { router, options, now, secret, closed, open, form, context, audit } = kit;
+  let failures = { since: 0, count: 0 };
 
   router.use((req, res, next) => {
     res.set(SECURITY_HEADERS);
@@ -46,8 +54,26 @@ export function signInRoutes(kit: ConsoleKit): Signed {
     if (open) return res.redirect(303, '/console');
     const holder = tokenHolder(options.tokens, field(req, 'token'));
     if (holder === null) {
-      await audit({ name: '(unknown)', role: null }, 'sign_in', null, null, 'refused', 'no token matches');
-      return send(res, 401, signInPage(context(req, null), 'That token is not valid.'));
+      const at = now().getTime();
+      if (at - failures.since >= 60_000) failures = { since: at, count: 0 };
+      failures.count += 1;
+      const unknown = { name: '(unknown)', role: null };
+      if (failures.count <= FAILED_SIGN_INS_PER_MINUTE) {
+        await audit(unknown, 'sign_in', null, null, 'refused', 'no token matches');
+        return send(res, 401, signInPage(context(req, null), 'That token is not valid.'));
+      }
+      if (failures.count === FAILED_SIGN_INS_PER_MINUTE + 1)
+        await audit(
+          unknown,
+          'sign_in',
+          null,
+          null,
+          'throttled',
+          `over ${FAILED_SIGN_INS_PER_MINUTE} failed sign-ins in a minute: the rest of it not recorded`,
+        );
+      const waitSeconds = Math.max(1, Math.ceil((failures.since + 60_000 - at) / 1000));
+      res.set('Retry-After', String(waitSeconds));
+      return send(res, 429, signInPage(context(req, null), `Too many failed sign-ins: try again in ${waitSeconds} s.`));
     }
     await audit(holder, 'sign_in', null, null, 'signed_in');
     const expiresAt = Math.floor(now().getTime() / 1000) + Math.floor(options.sessionTtlMs / 1000);
