@@ -115,6 +115,7 @@ async function main(): Promise<void> {
       barePort,
       barePid: bare.pid as number,
       consumerPid: consumer.pid as number,
+      databases: [serviceDb, referenceDb],
     };
     const throughput = await throughputRounds(service, others, watcher, suffix);
     const duplicates = await duplicatesRounds(service, others, watcher, suffix);
