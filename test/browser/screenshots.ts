@@ -108,15 +108,22 @@ async function main(): Promise<void> {
   await channel.assertExchange(exchange, 'topic', { durable: true });
   const { queue } = await channel.assertQueue('', { exclusive: true });
   await channel.bindQueue(queue, exchange, '#');
-  const service = await startService(`${PG}/${database}`, exchange, { unavailable: 'not measured' }, false, {
-    ...CONSOLE_ENV,
-    PAYMENT_API_URL: double.url,
-    // The double, on this machine, in clear (production mode refuses http:// otherwise).
-    PAYMENT_API_ALLOW_HTTP: 'true',
-    PAYMENT_API_CREDENTIALS: `${POS.posId}:${POS.clientId}:${POS.clientSecret}`,
-    RECONCILE_AFTER: '1h',
-    RECONCILE_INTERVAL: '1h',
-  });
+  const service = await startService(
+    `${PG}/${database}`,
+    exchange,
+    { unavailable: 'not measured' },
+    {
+      env: {
+        ...CONSOLE_ENV,
+        PAYMENT_API_URL: double.url,
+        // The double, on this machine, in clear (production mode refuses http:// otherwise).
+        PAYMENT_API_ALLOW_HTTP: 'true',
+        PAYMENT_API_CREDENTIALS: `${POS.posId}:${POS.clientId}:${POS.clientSecret}`,
+        RECONCILE_AFTER: '1h',
+        RECONCILE_INTERVAL: '1h',
+      },
+    },
+  );
   const svc: Running = {
     publicUrl: `http://127.0.0.1:${service.port}`,
     adminUrl: `http://127.0.0.1:${service.adminPort}`,
