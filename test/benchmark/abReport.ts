@@ -89,6 +89,11 @@ export function printAbReport(
   const throughput = pairedRatios(pairs.map((p) => p.b.rps / p.a.rps));
   const cpu = pairedRatios(pairs.map((p) => runCpu(p.b.cpu) / runCpu(p.a.cpu)));
   // The side that ran second against the first, over all rounds: what flipping the order cancels.
+  // Where a difference in CPU comes from: each process's own paired ratio.
+  const byProcess = (['receiver', 'postgres', 'rabbitmq'] as const).flatMap((key) => {
+    const ratios = pairs.map((p) => p.b.cpu[key] / p.a.cpu[key]).filter((r) => r > 0 && Number.isFinite(r));
+    return ratios.length < 2 ? [] : [{ key, summary: pairedRatios(ratios) }];
+  });
   const secondOverFirst = pairedRatios(pairs.map((p) => (p.first === 'A' ? p.b.rps / p.a.rps : p.a.rps / p.b.rps)));
   const perSide = (pick: (p: Pair) => SideResult) => {
     const results = pairs.map(pick);
@@ -133,6 +138,14 @@ export function printAbReport(
   for (const line of summaryLines(throughput, 'throughput', true)) out(line);
   for (const line of summaryLines(cpu, "CPU per new notification (the run's processes)", false)) out(line);
   out(
+    `  by process, B/A: ${byProcess
+      .map(
+        ({ key, summary }) =>
+          `${key} ${summary.geometricMean.toFixed(3)} (${summary.low.toFixed(3)} to ${summary.high.toFixed(3)})`,
+      )
+      .join(', ')}`,
+  );
+  out(
     `  the side that ran second made ${secondOverFirst.geometricMean.toFixed(3)} of the first's throughput ` +
       `(95 % CI ${secondOverFirst.low.toFixed(3)} to ${secondOverFirst.high.toFixed(3)}); flipping the order each round cancels it`,
   );
@@ -146,7 +159,7 @@ export function printAbReport(
       `${name}, medians: ${rate(side.rpsMedian)}/s; CPU per new notification ${c.run} µs for the run's processes ` +
         `(receiver ${c.receiver}, Postgres ${c.postgres}, RabbitMQ ${c.rabbitmq}, consumer ${c.consumer}, load generator ` +
         `${c.loadGenerator}), machine ${c.machine} µs (with others' work: ${side.othersCorePercentMedian} % of a core); ` +
-        `${side.eventsPerNewNotification} events per new notification, last ${side.drainMsMedian} ms after the loop; ` +
+        `${side.eventsPerNewNotification} events per new notification, the last ${side.drainMsMedian} ms after the last slice; ` +
         `${side.non2xx} non-2xx`,
     );
   }
@@ -163,6 +176,7 @@ export function printAbReport(
       workload: { name: options.workloadName, ...options.workload },
       throughputRatio: rounded(throughput),
       cpuRatio: rounded(cpu),
+      cpuRatioByProcess: Object.fromEntries(byProcess.map(({ key, summary }) => [key, rounded(summary)])),
       secondOverFirst: rounded(secondOverFirst),
       pairs: pairs.map((p) => ({ first: p.first, a: p.a, b: p.b, ratio: round3(p.b.rps / p.a.rps) })),
     }),
