@@ -15,6 +15,8 @@ export interface Side {
   label: string;
   build: ServiceBuild;
   memoryLimitMb: number;
+  /** A ref's side: its commit and temporary tree (this tree's side has none). */
+  built?: RefBuild;
 }
 
 /** What one side measured in one round. */
@@ -80,7 +82,6 @@ function summaryLines(summary: PairedRatios, what: string, higherIsBetter: boole
 export function printAbReport(
   options: AbOptions,
   sides: readonly [Side, Side],
-  refBuild: RefBuild,
   pairs: readonly Pair[],
   cgroup: MemoryCgroup,
 ): void {
@@ -118,7 +119,8 @@ export function printAbReport(
     `  ${pairs.length} rounds of ${options.seconds} s (after ${options.warmUpSeconds} s of warm-up), each side on a fresh ` +
       `database with a consumer bound; ${options.connections} connections; workload ${describeWorkload(options)}`,
   );
-  out(`  A built in a temporary tree with ${refBuild.nodeModules}`);
+  for (const side of sides)
+    if (side.built) out(`  ${side.name} built in a temporary tree with ${side.built.nodeModules}`);
   out(
     `  A's service: ${sideA.build.nodeFlags.join(' ') || 'no flags'}, ${limit(sideA)}; B's: ${sideB.build.nodeFlags.join(' ') || 'no flags'}, ${limit(sideB)}`,
   );
@@ -167,8 +169,8 @@ export function printAbReport(
     JSON.stringify({
       mode: 'ab',
       machine: { cores: os.cpus().length, node: process.version },
-      a: { ref: options.ref, commit: refBuild.commit, nodeModules: refBuild.nodeModules, ...a },
-      b: { tree: sideB.label, ...b },
+      a: { label: sideA.label, commit: sideA.built?.commit, nodeModules: sideA.built?.nodeModules, ...a },
+      b: { label: sideB.label, commit: sideB.built?.commit, nodeModules: sideB.built?.nodeModules, ...b },
       rounds: pairs.length,
       secondsPerRound: options.seconds,
       warmUpSeconds: options.warmUpSeconds,

@@ -66,12 +66,14 @@ describe("the A/B mode's options", () => {
     expect(options.workload).toEqual({ waitingStep: false, refunds: true, repeatShare: 0.35, randomIds: false });
     expect(parsed('--ab', 'main', '--no-refunds').workload.refunds).toBe(false);
     expect(parsed('--ab', 'main', '--seconds', '1').sliceSeconds).toBe(1);
+    expect(parsed('--ab', '09a354a', '--b', 'main')).toMatchObject({ ref: '09a354a', b: 'main' });
   });
 
   it.each([
     [['--ab'], /argument missing/],
     [['--rounds', '8'], /--ab takes a git ref/],
     [['--ab', '--rounds'], /argument is ambiguous|--ab takes a git ref/],
+    [['--ab', 'main', '--b=-x'], /--b takes a git ref/],
     [['--ab', 'main', '--rounds', '7'], /--rounds takes a whole number from 8/],
     [['--ab', 'main', '--rounds', '8.5'], /--rounds takes a whole number/],
     [['--ab', 'main', '--seconds', '0'], /--seconds takes a whole number from 1/],
