@@ -15,7 +15,7 @@ import {
   type ConsoleKit,
   type Signed,
 } from './consoleRouting';
-import { href, html, type Html } from './html';
+import { href, html, type Href, type Html } from './html';
 import { confirmPage, resultPage, type Confirmation } from './views/actions';
 import type { Viewer } from './views/layout';
 
@@ -51,7 +51,7 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
       req: Request,
       res: Response,
       viewer: Viewer,
-    ) => Promise<{ status: number; title: string; lines: Html[]; back: { label: string; href: string } }>,
+    ) => Promise<{ status: number; title: string; lines: Html[]; back: { label: string; href: Href } }>,
   ): void => {
     router.get(path, async (req, res) => {
       const viewer = operatorOf(req, res);
@@ -189,7 +189,7 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
         status: result.result === 'not_found' ? 404 : 200,
         title: `Retried quarantined notification #${id}`,
         lines: [retryLine(result)],
-        back: { label: 'Back to what needs attention', href: '/console/attention' },
+        back: { label: 'Back to what needs attention', href: href(['attention']) },
       };
     },
   );
@@ -213,7 +213,7 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
             Each body is read again; one that now parses is recorded as a live delivery would be and resolved; the
             others are left open.
           </p>`,
-        action: '/console/quarantine/retry',
+        action: href(['quarantine', 'retry']),
         fields: { reason, pos },
         button: `retry ${Math.min(count, BULK_RETRY_MAX)}`,
       };
@@ -243,7 +243,7 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
         status: 200,
         title: 'Retried quarantined notifications',
         lines: [html`${recorded} of ${results.length} recorded.`, ...results.map(retryLine)],
-        back: { label: 'Back to what needs attention', href: '/console/attention' },
+        back: { label: 'Back to what needs attention', href: href(['attention']) },
       };
     },
   );

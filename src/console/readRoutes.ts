@@ -36,7 +36,7 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
     const matches = await limited(res, () => searchIds(db, q));
     const orders = new Set(matches.map((m) => m.orderId));
     if (orders.size === 0) throw new PageError(404, 'Not found', `No order or refund has the id “${q}”.`);
-    if (orders.size === 1) return res.redirect(303, href(['orders', matches[0]?.orderId ?? '']));
+    if (orders.size === 1) return res.redirect(303, href(['orders', matches[0]?.orderId ?? '']).path);
     send(res, 200, searchResultsPage(context(req, viewer), q, matches));
   });
 

@@ -1,6 +1,13 @@
 import { resolveSource } from '../../src/intake/sourceAddress';
 import { reportStartFailure } from '../../src/cli/startFailure';
-import { brokerUrl, ConfigError, configurationWarnings, loadConfig, parseDuration } from '../../src/config';
+import {
+  brokerUrl,
+  ConfigError,
+  configurationWarnings,
+  consoleTokens,
+  loadConfig,
+  parseDuration,
+} from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 
 /** What production needs, besides the broker. */
@@ -492,5 +499,33 @@ describe('values that would be taken as something else (issue 37): refused, or w
     expect(
       loadConfig({ ...PRODUCTION, AMQP_URL: 'amqp://u:p@mq', PAYMENT_API_CREDENTIALS: '1:c:s' }).reconciliation,
     ).toBeNull();
+  });
+});
+describe('console settings', () => {
+  const production = {
+    NODE_ENV: 'production',
+    SECOND_KEYS: '1:k0123456789abcdef',
+    DATABASE_URL: 'postgres://u@db:5432/n',
+    RELAY_ENABLED: 'false',
+  };
+
+  it('When tokens are set in production without a session secret, then the start is refused naming it', () => {
+    expect(() => loadConfig({ ...production, CONSOLE_VIEWER_TOKENS: 'vera:0123456789abcdef' })).toThrow(
+      /CONSOLE_SESSION_SECRET: is required/,
+    );
+    expect(() =>
+      loadConfig({
+        ...production,
+        CONSOLE_VIEWER_TOKENS: 'vera:0123456789abcdef',
+        CONSOLE_SESSION_SECRET: 's'.repeat(32),
+      }),
+    ).not.toThrow();
+  });
+
+  it('When ADMIN_TOKEN is set, then it signs in to the console as the operator admin', () => {
+    const config = loadConfig({ ...production, ADMIN_TOKEN: 'admin-token-0123456789' });
+    expect(consoleTokens(config)).toEqual([{ name: 'admin', token: 'admin-token-0123456789', role: 'operator' }]);
+    expect(config.auditRetentionMs).toBe(365 * 86_400_000);
+    expect(config.consoleViewersSeePersonalData).toBe(false);
   });
 });

@@ -1,4 +1,4 @@
-import { html, type Html } from '../html';
+import { html, type Href, type Html } from '../html';
 import { layout, type PageContext } from './layout';
 
 /** The action pages: a confirmation step and its result. */
@@ -8,7 +8,8 @@ export interface Confirmation {
   title: string;
   /** Sentences saying what the action does. */
   explanation: Html;
-  action: string;
+  /** Where the form posts: one of our routes. */
+  action: Href;
   fields: Readonly<Record<string, string>>;
   button: string;
 }
@@ -33,7 +34,7 @@ export function resultPage(
   ctx: PageContext,
   title: string,
   lines: readonly Html[],
-  back: { label: string; href: string },
+  back: { label: string; href: Href },
 ): Html {
   return layout(
     title,
