@@ -96,9 +96,7 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
           'PAYMENT_API_URL is not set: the service cannot ask the payment API.',
         );
       }
-      const checked = await limited(res, (clientLeft) =>
-        reconciliation.reconcileOrder(orderId, undefined, false, clientLeft),
-      );
+      const checked = await limited(res, (clientLeft) => reconciliation.reconcileOrder(orderId, { clientLeft }));
       if ('problem' in checked) {
         await audit(viewer, 'reconcile', orderId, orderId, checked.problem);
         const { status, message } = POS_PROBLEMS[checked.problem];

@@ -85,8 +85,7 @@ export function buildEvent<T extends OrderEventData | RefundEventData>(
   source: string,
   type: EventType,
   data: T,
-  time: Date = new Date(),
-  id: string = randomUUID(),
+  { time = new Date(), id = randomUUID() }: { time?: Date; id?: string } = {},
 ): CloudEvent<T> {
   return {
     specversion: '1.0',

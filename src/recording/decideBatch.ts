@@ -216,7 +216,9 @@ class BatchDecider {
   private event(n: Notification, orderId: string, folded: Folded, via: ObservedVia): DomainEvent | null {
     if (folded.outcome === 'stale') return null;
     const type = statusEventType(n.kind, n.status, folded.outcome === 'conflict');
-    return buildEvent(this.eventSource, type, folded.eventData(this.nextSequence(orderId), via), this.now);
+    return buildEvent(this.eventSource, type, folded.eventData(this.nextSequence(orderId), via), {
+      time: this.now,
+    });
   }
 
   /** The next number in an order's event stream (refund events count in their order's). */

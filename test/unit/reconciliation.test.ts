@@ -215,7 +215,7 @@ describe('one check, with the API and the recorder faked', () => {
 
   it('When a dry run asks, then it says what the API says and records nothing', async () => {
     const { store, recorded } = recording('accepted');
-    const check = await checkOrder({ api: api(order), store, logger }, 'ORDER2', '300746', true);
+    const check = await checkOrder({ api: api(order), store, logger }, 'ORDER2', '300746', { dryRun: true });
     expect(check).toMatchObject({ result: 'unchanged', said: [{ kind: 'order', status: 'COMPLETED' }], final: true });
     expect(recorded).toEqual([]);
   });
