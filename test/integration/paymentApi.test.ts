@@ -46,7 +46,7 @@ function client(overrides: Partial<PaymentApiOptions> = {}): { api: PaymentApi; 
     maxPerSecond: 1000,
     logger: createLogger('debug', { write: (line: string) => void logLines.push(line) }),
     metrics,
-    retry: { baseDelayMs: 10, maxDelayMs: 50 },
+    retry: { backoff: { firstMs: 10, maxMs: 50, jitter: 'full' } },
     now: () => clock,
     // Delays are recorded, not waited: the tests assert what the client chose to wait, not how long it took.
     sleep: (ms) => {
@@ -250,7 +250,7 @@ describe('payment API client', () => {
     const { orderId } = completedOrder('ORDER00009261125GUEST000P01');
     const { api, metrics } = client({
       random: () => 0.5,
-      retry: { baseDelayMs: 100, maxDelayMs: 1000, maxAttempts: 3 },
+      retry: { backoff: { firstMs: 100, maxMs: 1000, jitter: 'full' }, maxAttempts: 3 },
     });
     double.injectFaults({ endpoint: 'order', status: 500 }, { endpoint: 'order', status: 503 });
     await expect(api.retrieveOrder(POS_A.posId, orderId)).resolves.toMatchObject({ value: { orderId } });

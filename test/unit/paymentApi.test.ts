@@ -1,7 +1,7 @@
 import { errorCodesOf, parseOrderAnswer, parseRefundsAnswer, parseTokenAnswer } from '../../src/paymentApi/answers';
 import { parsePaymentApiCredentials } from '../../src/paymentApi/credentials';
 import { createRequestLimiter } from '../../src/paymentApi/requestLimiter';
-import { backoffDelayMs, isRetryableStatus, nextRequestStart, parseRetryAfter } from '../../src/paymentApi/retryPolicy';
+import { isRetryableStatus, nextRequestStart, parseRetryAfter } from '../../src/paymentApi/retryPolicy';
 
 const json = (value: unknown): Buffer => Buffer.from(JSON.stringify(value), 'utf8');
 
@@ -213,18 +213,6 @@ describe('parsePaymentApiCredentials', () => {
     ['1:c:s,1:d:t', ['entry 2: POS 1 appears more than once (one client per POS)']],
   ])('When the value is %p, then the problems name entries, never their secrets', (value, problems) => {
     expect(parsePaymentApiCredentials(value).problems).toEqual(problems);
-  });
-});
-
-describe('backoffDelayMs', () => {
-  const policy = { baseDelayMs: 100, maxDelayMs: 1000 };
-
-  it('When retries follow each other, then the ceiling doubles up to the maximum, and the delay is uniform below it (full jitter)', () => {
-    expect([1, 2, 3, 4, 5, 10].map((retry) => backoffDelayMs(retry, policy, () => 0.999999))).toEqual([
-      99, 199, 399, 799, 999, 999,
-    ]);
-    expect(backoffDelayMs(3, policy, () => 0)).toBe(0);
-    expect(backoffDelayMs(3, policy, () => 0.5)).toBe(200);
   });
 });
 

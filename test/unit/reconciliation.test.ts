@@ -17,8 +17,9 @@ import {
   delayAfterChecks,
   firstCheckAt,
   schedulePolicy,
-  sweepBackoffMs,
+  unavailableBackoff,
 } from '../../src/reconciliation/schedule';
+import { Retries } from '../../src/domain/backoff';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -66,14 +67,18 @@ describe('reconciliation schedule', () => {
   });
 
   it.each([
-    [0, null, 0],
     [1, null, 60_000],
     [2, null, 120_000],
     [20, null, 300_000],
     [1, 90_000, 90_000],
-  ])('When %i rounds failed (Retry-After %p), then the sweep pauses %i ms', (failed, retryAfter, expected) => {
-    expect(sweepBackoffMs(failed, 30_000, retryAfter)).toBe(expected);
-  });
+  ])(
+    'When %i rounds in a row found the API unavailable (Retry-After %p), then the sweep pauses %i ms',
+    (failed, retryAfter, expected) => {
+      const rounds = new Retries(unavailableBackoff(30_000));
+      const waits = Array.from({ length: failed }, () => rounds.next(retryAfter ?? 0));
+      expect(waits.at(-1)).toBe(expected);
+    },
+  );
 });
 
 describe('which POS asks', () => {
