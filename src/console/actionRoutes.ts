@@ -140,7 +140,6 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
       const orderId = orderIdOf(req);
       const { republished } = await limited(res, () => republishOrderEvents(db, orderId));
       await audit(viewer, 'republish', orderId, orderId, 'done', `${republished} event(s) pending again`);
-      options.onEventsWritten();
       return {
         status: 200,
         title: `Re-published the events of order ${orderId}`,
@@ -182,7 +181,6 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
         result.result,
         'detail' in result ? result.detail : '',
       );
-      if (result.result === 'recorded' && result.eventsWritten > 0) options.onEventsWritten();
       return {
         status: result.result === 'not_found' ? 404 : 200,
         title: `Retried quarantined notification #${id}`,
@@ -236,7 +234,6 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
       const recorded = results.filter((r) => r.result === 'recorded').length;
       const target = `quarantine reason=${reason || 'any'} pos=${pos || 'any'}`;
       await audit(viewer, 'quarantine_retry_all', target, null, `${recorded} of ${results.length} recorded`);
-      if (recorded > 0) options.onEventsWritten();
       return {
         status: 200,
         title: 'Retried quarantined notifications',

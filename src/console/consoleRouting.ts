@@ -30,8 +30,6 @@ export interface ConsoleOptions {
   quietAfterMs: number;
   reconciliation: Reconciliation | null;
   eventSource: string;
-  /** Hints the relay that events were written (quarantine retry). */
-  onEventsWritten: () => void;
   limited: WorkLimit;
   logger: Logger;
   now?: () => Date;
