@@ -172,6 +172,8 @@ export interface OutboxEventsTable {
   attempts: Generated<number>;
   next_attempt_at: Timestamp;
   last_error: string | null;
+  /** Published, but the broker returned it: no queue was bound for its routing key (sql/010). */
+  unrouted_at: ColumnType<Date | null, never, Date | null>;
 }
 
 /** The migrations applied (src/database/migrations.ts), by file name, with the digest of the file as applied. */

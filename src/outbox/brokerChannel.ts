@@ -9,8 +9,12 @@ export interface OutgoingEvent {
   message: string;
 }
 
+/**
+ * What the broker said of one message: confirmed (`routed` false when it was returned first: published
+ * `mandatory`, no queue was bound for its routing key), or why it was not.
+ */
 export type PublishResult =
-  { id: string; ok: true } | { id: string; ok: false; reason: PublishFailureReason; error: string };
+  { id: string; ok: true; routed: boolean } | { id: string; ok: false; reason: PublishFailureReason; error: string };
 
 /** Whether the broker answers: null when it does, or why not (a code such as ECONNREFUSED). */
 export async function probeBroker(url: string, timeoutMs: number): Promise<string | null> {
@@ -30,7 +34,8 @@ export async function probeBroker(url: string, timeoutMs: number): Promise<strin
 
 /**
  * One broker connection with a confirm channel on which the exchange is declared. A message counts
- * as published only when the broker confirmed it and did not return it as unroutable.
+ * as published when the broker confirmed it; one it returned first (no queue bound) is confirmed
+ * but not routed.
  */
 export class BrokerChannel {
   private connection: ChannelModel | null = null;
@@ -103,16 +108,15 @@ export class BrokerChannel {
         new Promise<PublishResult>((resolve) => {
           settlers.push(resolve);
           const settle = (error: unknown): void => {
-            if (this.returned.delete(event.id))
-              resolve({ id: event.id, ok: false, reason: 'returned', error: 'unroutable: no queue bound' });
-            else if (error)
+            const returned = this.returned.delete(event.id);
+            if (error)
               resolve({
                 id: event.id,
                 ok: false,
                 reason: this.channel ? 'nack' : 'connection',
                 error: error instanceof Error ? error.message : JSON.stringify(error),
               });
-            else resolve({ id: event.id, ok: true });
+            else resolve({ id: event.id, ok: true, routed: !returned });
           };
           try {
             channel.publish(

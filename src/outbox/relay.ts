@@ -92,14 +92,20 @@ const claim = (limit: number): Statement<ClaimedEvent> =>
   );
 
 /**
- * What the broker said, written back: confirmed events published; the others attempted again later,
+ * What the broker said, written back: confirmed events published, those it returned (no queue bound) with
+ * unrouted_at too, so that they never hold up their order's later events; the others attempted again later,
  * with a per-event backoff of 1 s doubling to 5 min (the order's later events wait behind them).
  */
-const mark = (published: readonly string[], failed: ReadonlyArray<{ id: string; error: string }>): Statement =>
+const mark = (
+  published: readonly string[],
+  unrouted: readonly string[],
+  failed: ReadonlyArray<{ id: string; error: string }>,
+): Statement =>
   statement(
     sql`
       WITH published AS (
-        UPDATE ${sql.table(OUTBOX)} SET ${c('published_at')} = clock_timestamp(), ${c('last_error')} = NULL
+        UPDATE ${sql.table(OUTBOX)} SET ${c('published_at')} = clock_timestamp(), ${c('last_error')} = NULL,
+               ${c('unrouted_at')} = CASE WHEN ${c('id')} = ANY(${unrouted}::uuid[]) THEN clock_timestamp() END
          WHERE ${c('id')} = ANY(${published}::uuid[])
       ), failed AS (
         UPDATE ${sql.table(OUTBOX)} AS o
@@ -129,7 +135,8 @@ const deletePublished = (retentionMs: number): Statement<{ deleted: number }> =>
  *
  * - Claims rows by state (published_at IS NULL) with FOR UPDATE SKIP LOCKED, never by an id offset.
  * - Takes at most the first pending event of each order per batch, so a failed event holds back
- *   the later events of its own order (order kept) and nothing else.
+ *   the later events of its own order (order kept) and nothing else. An event no queue takes (the
+ *   broker returns it) is published all the same, and marked unrouted: it holds back nothing.
  * - Holds a session advisory lock on its own connection: standbys retry every poll interval and
  *   take over as soon as the active relay's session ends.
  * - At-least-once: killed between the broker confirm and the commit, an event is sent again with
@@ -258,6 +265,7 @@ export class OutboxRelay {
     for (const result of published) {
       const row = byId.get(result.id) as ClaimedEvent;
       this.options.metrics.eventsPublished.inc({ type: row.type });
+      if (!result.routed) this.options.metrics.eventsUnrouted.inc({ type: row.type });
       this.options.metrics.publishLatency.observe(Math.max(0, confirmedAt - row.created_at.getTime()) / 1000);
     }
     for (const result of failed) this.options.metrics.publishFailures.inc({ reason: result.reason });
@@ -269,6 +277,7 @@ export class OutboxRelay {
     }
     return mark(
       published.map((r) => r.id),
+      published.filter((r) => !r.routed).map((r) => r.id),
       failed.map((r) => ({ id: r.id, error: `${r.reason}: ${r.error}` })),
     );
   }

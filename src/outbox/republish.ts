@@ -14,7 +14,7 @@ export async function republishOrderEvents(db: Db, orderId: string): Promise<{ r
   return db.transaction().execute(async (trx) => {
     const rows = await trx
       .updateTable('outbox_events')
-      .set({ published_at: null, attempts: 0, next_attempt_at: sql`now()`, last_error: null })
+      .set({ published_at: null, attempts: 0, next_attempt_at: sql`now()`, last_error: null, unrouted_at: null })
       .where('order_id', '=', orderId)
       .where('published_at', 'is not', null)
       .returning('id')

@@ -71,8 +71,8 @@ describe('the chart against the running app, watched by Prometheus', () => {
     const deployment = as<IDeployment>(only(objects, 'Deployment'));
     const job = only(objects, 'Service').metadata.name; // the ServiceMonitor's targets get the Service's name as job
     const exchange = uniqueExchange();
-    // Order events find a queue; refund events are returned unroutable and stay pending, so the backlog,
-    // the publish failures and the published counts all have series.
+    // Order events find a queue; refund events are returned unroutable and published as such, so the backlog,
+    // the publish failures (at 0), the published and the unrouted counts all have series.
     const consumer = await new EventConsumer(exchange, 'order.*').start();
     const relayAdminPort = await freePort();
     const relay = start(['node', path.join(REPO_ROOT, 'dist', 'cli', 'relay.js')], workdir, {

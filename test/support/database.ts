@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { createDb, createPool, type Db } from '../../src/database/pool';
+import { createLogger } from '../../src/observability/logger';
 import { ORDER_LOCK_SEED } from '../../src/recording/batchStatements';
 
 export const PG_SERVER = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
@@ -41,6 +43,16 @@ export async function query<T extends pg.QueryResultRow>(
     return (await client.query<T>(text, values)).rows;
   } finally {
     await client.end();
+  }
+}
+
+/** Runs `work` with a Kysely database of a small pool of its own, closed afterwards (to call a query module). */
+export async function withDb<T>(url: string, work: (db: Db) => Promise<T>): Promise<T> {
+  const db = createDb(createPool({ url, poolMax: 2, timeoutMs: 10_000 }, createLogger('silent')));
+  try {
+    return await work(db);
+  } finally {
+    await db.destroy();
   }
 }
 

@@ -76,8 +76,11 @@ export interface ReplayedEvent {
   createdAt: string | null;
   /** Whether the relay had published it (the replay does not change the outbox). */
   publishedByRelay: boolean;
-  /** confirmed, or why not (returned: no queue bound; nack; timeout; connection); `would publish` in a dry run. */
-  result: 'confirmed' | 'would publish' | PublishResultReason;
+  /**
+   * confirmed; unrouted (confirmed, but the broker returned it: no queue bound for its routing key); or why it
+   * was not confirmed (nack, timeout, connection); `would publish` in a dry run.
+   */
+  result: 'confirmed' | 'unrouted' | 'would publish' | PublishResultReason;
   error: string | null;
 }
 
@@ -139,7 +142,7 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
         const published = await broker.publish(batch.map((e) => ({ id: e.id, type: e.type, message: e.message })));
         published.forEach((r, i) => {
           const entry = results[start + i] as ReplayedEvent;
-          entry.result = r.ok ? 'confirmed' : r.reason;
+          entry.result = r.ok ? (r.routed ? 'confirmed' : 'unrouted') : r.reason;
           entry.error = r.ok ? null : r.error;
         });
         progress.increment(batch.length);
@@ -172,7 +175,7 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
       `${dryRun ? 'Dry run: would publish' : 'Published'} ${results.length} event(s) to exchange ${config.amqpExchange}` +
         (dryRun
           ? '.'
-          : `: ${counts.confirmed ?? 0} confirmed, ${failed.length} not (${failed.filter((f) => f.result === 'returned').length} returned: no queue bound for their routing key).`),
+          : `: ${counts.confirmed ?? 0} confirmed, ${failed.length} not (${counts.unrouted ?? 0} unrouted: no queue bound for their routing key).`),
       ...(missing.length > 0
         ? [`Not found (never stored, or deleted after OUTBOX_RETENTION): ${missing.join(', ')}`]
         : []),
@@ -224,8 +227,8 @@ function describeEvent(message: ConsumeMessage): string {
 
 /**
  * Binds a queue of its own (exclusive, deleted when the watcher stops) to the exchange and prints
- * every event. Without a bound queue the relay's publishes are returned and retried, so start this
- * first.
+ * every event published from then on (an event no queue was bound for is kept in the outbox, not
+ * held back), so start this first.
  */
 export async function watchEvents(io: CliIo, options: WatchOptions): Promise<ExitCode> {
   const config = readConfig(io, { AMQP_URL: options.amqpUrl, AMQP_EXCHANGE: options.exchange }, { publishing: true });
@@ -326,7 +329,7 @@ export function registerEvents(program: Command, io: CliIo, state: CliState): vo
         'or a duration ago such as 2h). Only events still in the outbox can be replayed (published ones are deleted ' +
         'after OUTBOX_RETENTION). The outbox is not changed.\n\n' +
         'Exit codes: 0 every selected event confirmed (or listed, with --dry-run); 1 nothing matched, an --id was not ' +
-        'found, or an event was returned (no queue bound), nacked or not confirmed; 2 usage error.',
+        'found, or an event was unrouted (no queue bound), nacked or not confirmed; 2 usage error.',
     )
     .option(
       '--id <eventId>',
@@ -350,8 +353,8 @@ export function registerEvents(program: Command, io: CliIo, state: CliState): vo
     .summary('print the events published to the exchange')
     .description(
       'Binds a queue of its own (exclusive, deleted when it stops) to AMQP_EXCHANGE and prints every event (one JSON ' +
-        'line each with --json). Start it before the events are published: with no queue bound, the relay gets them ' +
-        'returned and retries later.\n\n' +
+        'line each with --json). Start it before the events are published: it sees only those published once its ' +
+        'queue is bound (the others are in GET /events on the admin port).\n\n' +
         'Exit codes: 0 stopped (Ctrl-C, --count reached, or --timeout without --count); 1 --timeout before --count ' +
         'events, or the broker connection lost; 2 usage error.',
     )

@@ -53,6 +53,8 @@ export interface EventView {
   createdAt: string | null;
   published: boolean;
   publishedAt: string | null;
+  /** When the broker returned it on publishing: no queue was bound for its routing key. */
+  unroutedAt: string | null;
   attempts: number;
   nextAttemptAt: string | null;
   lastError: string | null;
@@ -185,6 +187,7 @@ async function eventsOf(db: Db, orderId: string, refundId?: string): Promise<Eve
       createdAt: iso(r.created_at),
       published: r.published_at !== null,
       publishedAt: iso(r.published_at),
+      unroutedAt: iso(r.unrouted_at),
       attempts: r.attempts,
       nextAttemptAt:
         r.next_attempt_at && Number.isFinite(new Date(r.next_attempt_at).getTime()) ? iso(r.next_attempt_at) : null,
@@ -247,7 +250,7 @@ function eventLines(events: EventView[]): string[] {
       `notification #${e.notificationId ?? '?'}`,
       e.id,
       e.published
-        ? `published ${e.publishedAt}`
+        ? `published ${e.publishedAt}${e.unroutedAt ? ' (unrouted: no queue was bound for its routing key)' : ''}`
         : e.attempts === 0
           ? 'not published yet'
           : `NOT PUBLISHED (${e.attempts} failed attempt(s), last error: ${e.lastError ?? '?'}${e.nextAttemptAt ? `, next ${e.nextAttemptAt}` : ''})`,

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../../database/pool';
 import type { Disagreement } from '../../database/schema';
 import type { StatusTransition } from '../../domain/outcomes';
+import { unroutedEvents, waitingEvents, type EventCondition } from '../../outbox/attentionQueries';
 import { openQuarantined, type QuarantineRow } from './lists';
 import { DELIVERY_AFTER_FIRST_MS, PAGE_SIZE } from './rows';
 
@@ -19,7 +20,10 @@ export interface Attention {
     disagreements: Disagreement[];
     receivedAt: Date;
   }>;
-  pending: OutboxLag;
+  /** Events waiting for the broker, with the broker's last reason. */
+  waiting: EventCondition;
+  /** Events published that no queue was bound for. */
+  unrouted: EventCondition;
   lastDeliveryAt: Date | null;
 }
 
@@ -53,7 +57,7 @@ export async function outboxLag(db: Db): Promise<OutboxLag> {
 
 /** What a person must act on; each part a bounded read of its own index. */
 export async function attention(db: Db, now: Date): Promise<Attention> {
-  const [quarantined, givenUp, troubled, pending, last] = await Promise.all([
+  const [quarantined, givenUp, troubled, waiting, unrouted, last] = await Promise.all([
     openQuarantined(db, { reason: null, posId: null }),
     db
       .selectFrom('reconciliation_checks')
@@ -70,7 +74,8 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
       .orderBy('received_at', 'desc')
       .limit(PAGE_SIZE)
       .execute(),
-    outboxLag(db),
+    waitingEvents(db),
+    unroutedEvents(db),
     lastDelivery(db, now),
   ]);
   return {
@@ -90,7 +95,8 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
       disagreements: t.disagreements ?? [],
       receivedAt: t.received_at,
     })),
-    pending,
+    waiting,
+    unrouted,
     lastDeliveryAt: last,
   };
 }

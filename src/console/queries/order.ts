@@ -38,6 +38,8 @@ export interface EventRow {
   type: string;
   createdAt: Date;
   publishedAt: Date | null;
+  /** Published, but no queue was bound for its routing key. */
+  unroutedAt: Date | null;
   attempts: number;
   /** null: due at once. */
   nextAttemptAt: Date | null;
@@ -99,7 +101,7 @@ export async function orderStory(db: Db, orderId: string): Promise<OrderStory | 
       .execute(),
     db
       .selectFrom('outbox_events')
-      .select(['id', 'sequence', 'type', 'created_at', 'published_at', 'attempts', 'last_error'])
+      .select(['id', 'sequence', 'type', 'created_at', 'published_at', 'unrouted_at', 'attempts', 'last_error'])
       // '-infinity' (due at once) reads back as a string: none.
       .select((eb) => eb.fn<Date | null>('nullif', [eb.ref('next_attempt_at'), sql.lit('-infinity')]).as('due_at'))
       .where('order_id', '=', orderId)
@@ -207,6 +209,7 @@ export async function orderStory(db: Db, orderId: string): Promise<OrderStory | 
       type: e.type,
       createdAt: e.created_at,
       publishedAt: e.published_at,
+      unroutedAt: e.unrouted_at,
       attempts: e.attempts,
       nextAttemptAt: e.due_at,
       lastError: e.last_error,
