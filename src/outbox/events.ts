@@ -5,16 +5,21 @@ import type { Disagreement, ObservedVia } from '../database/schema';
  * Domain events as CloudEvents 1.0 in structured JSON mode (docs/EVENTS.md).
  * The routing key and the CloudEvents type are the same string.
  */
-export type EventType =
-  | 'order.pending'
-  | 'order.waiting_for_confirmation'
-  | 'order.completed'
-  | 'order.canceled'
-  | 'order.status_conflict'
-  | 'refund.pending'
-  | 'refund.finalized'
-  | 'refund.canceled'
-  | 'refund.status_conflict';
+export const EVENT_TYPES = [
+  'order.pending',
+  'order.waiting_for_confirmation',
+  'order.completed',
+  'order.canceled',
+  'order.status_conflict',
+  'refund.pending',
+  'refund.finalized',
+  'refund.canceled',
+  'refund.status_conflict',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export const isEventType = (value: string): value is EventType => (EVENT_TYPES as readonly string[]).includes(value);
 
 export const CLOUDEVENTS_CONTENT_TYPE = 'application/cloudevents+json';
 

@@ -118,15 +118,33 @@ const mark = (
       SELECT 1`,
   );
 
-/** Published events past retention, deleted up to 10,000 at a time (the relay sweeps once a minute). */
+const LEGACY = 'legacy_event_ids' satisfies Table;
+const legacy = columnsOf('legacy_event_ids');
+const deleted = columnsOf('outbox_events', 'd');
+
+/**
+ * Events created and published more than retention ago, deleted up to 10,000 at a time (the relay sweeps once a
+ * minute), walking the outbox in the order events were stored (outbox_events_by_time, sql/011). One written by a
+ * replica of the version before derived ids (a random, version-4 UUID: a rolling upgrade) is kept in
+ * legacy_event_ids as it goes, so that `events rebuild` can give it its id again.
+ */
 const deletePublished = (retentionMs: number): Statement<{ deleted: number }> =>
   statement(
     sql<{ deleted: number }>`
       WITH deleted AS (
         DELETE FROM ${sql.table(OUTBOX)} WHERE ${c('id')} IN (
           SELECT ${c('id')} FROM ${sql.table(OUTBOX)}
-           WHERE ${c('published_at')} < now() - ${retentionMs} * interval '1 millisecond' LIMIT 10000)
-        RETURNING 1)
+           WHERE ${c('created_at')} < now() - ${retentionMs} * interval '1 millisecond'
+             AND ${c('published_at')} < now() - ${retentionMs} * interval '1 millisecond'
+           ORDER BY ${c('created_at')} LIMIT 10000)
+        RETURNING ${c('id')}, ${c('message')}, ${c('created_at')}
+      ), kept AS (
+        INSERT INTO ${sql.table(LEGACY)} (${legacy('notification_id')}, ${legacy('event_id')}, ${legacy('event_time')}, ${legacy('created_at')})
+        SELECT (${deleted('message')}::json -> 'data' ->> 'notificationId')::bigint, ${deleted('id')},
+               (${deleted('message')}::json ->> 'time')::timestamptz, ${deleted('created_at')}
+          FROM deleted d WHERE substr(${deleted('id')}::text, 15, 1) <> '7'
+        ON CONFLICT (${legacy('notification_id')}) DO NOTHING
+      )
       SELECT count(*)::int AS deleted FROM deleted`,
   );
 
@@ -257,7 +275,9 @@ export class OutboxRelay {
 
   /** Publishes the claimed events and counts the outcome; answers the statement that records it. */
   private async publish(rows: ClaimedEvent[]): Promise<Statement> {
-    const results = await this.broker.publish(rows);
+    const results = await this.broker.publish(
+      rows.map((r) => ({ id: r.id, type: r.type, message: r.message, createdAt: r.created_at })),
+    );
     const confirmedAt = Date.now();
     const byId = new Map(rows.map((r) => [r.id, r]));
     const published = results.filter((r): r is Extract<PublishResult, { ok: true }> => r.ok);

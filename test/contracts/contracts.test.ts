@@ -104,9 +104,7 @@ function consumed(body: Record<string, unknown>, overrides: Record<string, unkno
 }
 
 const completed = (): Record<string, unknown> & { data: Record<string, unknown> } =>
-  JSON.parse(
-    JSON.stringify(buildEvent('urn:payment-notification-receiver', 'order.completed', orderData, new Date())),
-  );
+  JSON.parse(JSON.stringify(buildEvent('urn:payment-notification-receiver', 'order.completed', orderData, new Date())));
 
 describe('events against the AsyncAPI document', () => {
   it('When the recorder builds an order.completed event, then it matches', () => {
