@@ -1,10 +1,12 @@
-// TypeScript types for the payment events, generated from the AsyncAPI document (README, "AMQP interface"):
+// TypeScript types for the payment events, generated from the AsyncAPI document (docs/EVENTS.md, "Contracts"):
 //
-//   npm install --save-dev json-schema-to-typescript yaml
+//   npm install --save-dev --save-exact json-schema-to-typescript@16.0.0 yaml@2.9.1
 //   node generate-event-types.mjs asyncapi.yaml > src/paymentEvents.ts
 //
 // Every message's payload schema becomes a named type (OrderCompletedEvent, RefundFinalizedEvent, ...), and
-// PaymentEvent is their union, discriminated by `type` (the routing key).
+// PaymentEvent is their union, discriminated by `type` (the routing key). The types name the fields of this
+// version only: fields a later 1.x adds are in the messages, untyped (docs/EVENTS.md, "Compatibility"). The
+// versions above are the ones this repository tests the output with (test/contracts/contracts.test.ts).
 import { readFileSync } from 'node:fs';
 import { compile } from 'json-schema-to-typescript';
 import { parse } from 'yaml';

@@ -68,6 +68,15 @@ export interface RefundEventData {
   disagreements?: Disagreement[];
 }
 
+/**
+ * The schema of an event's data and its major version (docs/asyncapi.yaml): within a major version the contract
+ * only grows (docs/EVENTS.md, "Compatibility"); a breaking change is a new one, published beside it.
+ */
+export const DATA_SCHEMAS = {
+  order: 'urn:payment-notification-receiver:events:v1:order',
+  refund: 'urn:payment-notification-receiver:events:v1:refund',
+} as const;
+
 export interface CloudEvent<T> {
   specversion: '1.0';
   id: string;
@@ -76,6 +85,7 @@ export interface CloudEvent<T> {
   subject: string;
   time: string;
   datacontenttype: 'application/json';
+  dataschema: (typeof DATA_SCHEMAS)[keyof typeof DATA_SCHEMAS];
   data: T;
 }
 
@@ -137,6 +147,7 @@ export function buildEvent<T extends OrderEventData | RefundEventData>(
     subject: data.orderId,
     time: time.toISOString(),
     datacontenttype: 'application/json',
+    dataschema: 'refundId' in data ? DATA_SCHEMAS.refund : DATA_SCHEMAS.order,
     data,
   };
 }

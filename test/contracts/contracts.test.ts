@@ -191,6 +191,16 @@ describe('answers against the OpenAPI document', () => {
 });
 
 describe('types for downstream consumers', () => {
+  it('When the docs pin the generator, then they pin the versions this repository tests it with', () => {
+    const installed = ['json-schema-to-typescript', 'yaml'].map(
+      (name) =>
+        `${name}@${(JSON.parse(readFileSync(path.join(REPO_ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version}`,
+    );
+    const command = `npm install --save-dev --save-exact ${installed.join(' ')}`;
+    for (const file of ['docs/generate-event-types.mjs', 'docs/EVENTS.md'])
+      expect([file, readFileSync(path.join(REPO_ROOT, file), 'utf8').includes(command)]).toEqual([file, true]);
+  });
+
   it("When the README's generator command runs on docs/asyncapi.yaml, then its output compiles and types the events", () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'event-types-'));
     try {

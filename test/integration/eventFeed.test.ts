@@ -171,6 +171,7 @@ describe('the feed', () => {
         subject: orderId,
         time: new Date().toISOString(),
         datacontenttype: 'application/json',
+        dataschema: 'urn:payment-notification-receiver:events:v1:order',
         data: {},
       });
     const [{ id: firstId } = { id: '' }, { id: secondId } = { id: '' }] = await query<{ id: string }>(

@@ -74,6 +74,7 @@ describe('events of a lifecycle', () => {
       subject: orderId,
       time: expect.any(String),
       datacontenttype: 'application/json',
+      dataschema: 'urn:payment-notification-receiver:events:v1:order',
       data: {
         orderId,
         extOrderId: `ext-${orderId}`,
@@ -108,6 +109,7 @@ describe('events of a lifecycle', () => {
       subject: orderId,
       time: expect.any(String),
       datacontenttype: 'application/json',
+      dataschema: 'urn:payment-notification-receiver:events:v1:refund',
       data: {
         orderId,
         extOrderId: `ext-${orderId}`,
