@@ -152,6 +152,44 @@ describe('simulator: lifecycles and bodies', () => {
     expect(lifecycle.expected.refunds.map((r) => r.amount)).toEqual(['4000', '3000', '11000']);
   });
 
+  it('When a conflict, a disagreement, a pending and a conflicting refund are planned, then the sender notifies each, in order, and the order still ends as first notified', () => {
+    const lifecycle = buildLifecycle(
+      plan({
+        conflict: true,
+        disagreement: true,
+        refunds: [
+          { amount: '4000', status: 'FINALIZED', pending: true },
+          { amount: '3000', status: 'FINALIZED', conflict: true },
+        ],
+      }),
+      seededRandom(5),
+    );
+    const sent = lifecycle.notifications;
+    expect(sent.map((n) => `${n.kind}:${n.status}`)).toEqual([
+      'order:PENDING',
+      'order:COMPLETED',
+      'refund:PENDING',
+      'refund:FINALIZED',
+      'refund:FINALIZED',
+      'refund:CANCELED',
+      'order:CANCELED',
+    ]);
+    const times = sent.map((n) => n.changedAtMs);
+    expect(times).toEqual([...times].sort((a, b) => a - b));
+    const amounts = sent.map((n) => (json(n.body).order as { totalAmount?: string } | undefined)?.totalAmount);
+    expect(amounts).toEqual(['15000', '15100', undefined, undefined, undefined, undefined, '15000']);
+    expect(new Set(sent.slice(2, 4).map((n) => n.refundId)).size).toBe(1);
+    expect(new Set(sent.slice(4, 6).map((n) => n.refundId)).size).toBe(1);
+    expect(lifecycle.expected).toEqual({
+      order: 'COMPLETED',
+      refunds: [
+        { refundId: sent[2]?.refundId, amount: '4000', status: 'FINALIZED' },
+        { refundId: sent[4]?.refundId, amount: '3000', status: 'FINALIZED' },
+      ],
+    });
+    for (const n of sent) expect(parseNotification(n.body).ok).toBe(true);
+  });
+
   it('When refunds exceed the order amount or a cancelled order is refunded, then the plan is refused', () => {
     expect(() =>
       buildLifecycle(
