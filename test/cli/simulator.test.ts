@@ -27,6 +27,7 @@ import { parseSignatureHeader } from '../../src/verification/signatureHeader';
 import { verifySignature } from '../../src/verification/verifySignature';
 import { EventConsumer } from '../support/broker';
 import { startTestService, type TestService } from '../support/service';
+import { simulateAgainst } from '../support/simulation';
 import { waitUntil } from '../support/wait';
 import { OTHER_KEY, OTHER_POS_ID, POS_ID, SECOND_KEY } from '../support/signing';
 
@@ -480,17 +481,7 @@ describe('simulator: against the real service', () => {
       spreadMs: 4000,
       random,
     });
-    const report = await runSimulation({
-      url: `${svc.publicUrl}/notifications`,
-      lifecycles,
-      secondKey: SECOND_KEY,
-      algorithm: 'MD5',
-      signatureHeaders: 'both',
-      processingTime: true,
-      faults: { duplicates: 0.4, reorder: 0.5, maxDelayMs: 1500 },
-      random,
-      clock: scaledClock(20),
-    });
+    const report = await simulateAgainst(svc, lifecycles, random, { duplicates: 0.4, reorder: 0.5, maxDelayMs: 1500 });
     expect(report.summary.gaveUp).toBe(0);
     expect(report.summary.deliveries).toBeGreaterThan(report.summary.notifications);
     expect(report.deliveries.some((d) => d.reordered)).toBe(true);
