@@ -50,13 +50,14 @@ export interface FeedPage {
 
 const OUTBOX = 'outbox_events' satisfies Table;
 const o = columnsOf('outbox_events', 'o');
+const c = columnsOf('outbox_events');
 
 interface Row {
   id: string;
   type: string;
   at: string;
   created_at: Date;
-  message: string | null;
+  message: string;
 }
 
 /**
@@ -76,30 +77,40 @@ async function horizon(db: Db): Promise<string> {
 
 export async function readFeedPage(db: Db, q: FeedQuery): Promise<FeedPage> {
   const before = await horizon(db);
-  const scan = q.types.length > 0 ? Math.max(q.limit, SCAN_BOUND) : q.limit;
-  const wanted = q.types.length > 0 ? sql`${o('type')} = ANY(${q.types}::text[])` : sql`true`;
-  const { rows } = await sql<Row>`
-    SELECT ${o('id')}, ${o('type')}, ${o('created_at')}, to_json(${o('created_at')})#>>'{}' AS at,
-           CASE WHEN ${wanted} THEN ${o('message')} END AS message
+  // The range, in stored order: each page walks outbox_events_by_time (created_at, id) from the cursor, or the
+  // (order_id, sequence) index for one order.
+  const range = (...columns: ReturnType<typeof o>[]) => sql`
+    SELECT ${sql.join(columns)}
       FROM ${sql.table(OUTBOX)} o
      WHERE ${o('created_at')} < ${before}::timestamptz
        ${q.until ? sql`AND ${o('created_at')} < ${q.until}` : sql``}
        ${q.since ? sql`AND ${o('created_at')} >= ${q.since}` : sql``}
        ${q.after ? sql`AND (${o('created_at')}, ${o('id')}) > (${q.after.at}::timestamptz, ${q.after.id}::uuid)` : sql``}
        ${q.orderId !== null ? sql`AND ${o('order_id')} = ${q.orderId}` : sql``}
-     ORDER BY ${o('created_at')}, ${o('id')}
-     LIMIT ${scan}`.execute(db);
-  const events: FeedEvent[] = [];
-  let last: Row | undefined;
-  for (const row of rows) {
-    last = row;
-    if (row.message === null) continue;
-    events.push({ id: row.id, type: row.type, message: row.message, createdAt: row.created_at });
-    if (events.length === q.limit) break;
-  }
+     ORDER BY ${o('created_at')}, ${o('id')}`;
+  const filtered = q.types.length > 0;
+  // Filtered by type, the walk stops at `limit` matches or SCAN_BOUND rows, whichever comes first (the outer
+  // query pulls rows one at a time and keeps their order).
+  const { rows } = await sql<Row>`
+    SELECT ${c('id')}, ${c('type')}, ${c('created_at')}, ${c('message')}, to_json(${c('created_at')})#>>'{}' AS at
+      FROM (${range(o('id'), o('type'), o('created_at'), o('message'))} LIMIT ${filtered ? SCAN_BOUND : q.limit}) s
+     ${filtered ? sql`WHERE ${c('type')} = ANY(${q.types}::text[])` : sql``}
+     LIMIT ${q.limit}`.execute(db);
+  const events = rows.map((r) => ({ id: r.id, type: r.type, message: r.message, createdAt: r.created_at }));
+  const final = rows[rows.length - 1];
+  if (!filtered || rows.length === q.limit)
+    return { events, next: final ? { at: final.at, id: final.id } : q.after, more: rows.length === q.limit };
+  // Fewer matches than asked: the walk read the range to its end, or to its bound. Where it stopped (from the
+  // index alone), and whether it read all it could.
+  const last = sql`ORDER BY ${c('created_at')} DESC, ${c('id')} DESC`;
+  const { rows: ends } = await sql<{ at: string | null; id: string | null; scanned: number }>`
+    SELECT count(*)::int AS scanned, (array_agg(to_json(${c('created_at')})#>>'{}' ${last}))[1] AS at,
+           (array_agg(${c('id')} ${last}))[1] AS id
+      FROM (${range(o('created_at'), o('id'))} LIMIT ${SCAN_BOUND}) k`.execute(db);
+  const end = ends[0];
   return {
     events,
-    next: last ? { at: last.at, id: last.id } : q.after,
-    more: events.length === q.limit || rows.length === scan,
+    next: end?.at && end.id ? { at: end.at, id: end.id } : q.after,
+    more: end?.scanned === SCAN_BOUND,
   };
 }

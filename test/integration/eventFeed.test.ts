@@ -207,6 +207,32 @@ describe('the feed', () => {
     }
   });
 
+  it('When a type is rare, then a page reads at most 5,000 stored events, says there is more, and the next page finds it', async () => {
+    const end = await page('/events?limit=1000');
+    const bulk = uniqueId('BULK');
+    // 5,100 events of another type, then the one asked for.
+    await query(
+      svc.database.url,
+      `INSERT INTO outbox_events (id, order_id, sequence, type, message, created_at, published_at)
+       SELECT gen_random_uuid(), $1::text, n, CASE WHEN n <= 5100 THEN 'order.pending' ELSE 'refund.canceled' END,
+              json_build_object('specversion', '1.0', 'id', gen_random_uuid(), 'source', 'urn:test',
+                'type', CASE WHEN n <= 5100 THEN 'order.pending' ELSE 'refund.canceled' END, 'subject', $1,
+                'time', to_json(now()), 'datacontenttype', 'application/json', 'data', json_build_object())::text,
+              clock_timestamp(), now()
+         FROM generate_series(1, 5101) AS n`,
+      [bulk],
+    );
+    try {
+      const first = await page(`/events?type=refund.canceled&limit=10&after=${end.next as string}`);
+      expect(first).toEqual({ events: [], next: expect.any(String), more: true });
+      const second = await page(`/events?type=refund.canceled&limit=10&after=${first.next as string}`);
+      expect(second.events.map((e) => [e.type, e.subject])).toEqual([['refund.canceled', bulk]]);
+      expect(second.more).toBe(false);
+    } finally {
+      await query(svc.database.url, 'DELETE FROM outbox_events WHERE order_id = $1', [bulk]);
+    }
+  });
+
   it.each([
     ['a bad cursor', 'after=bm90LWEtY3Vyc29y', 'after'],
     ['a cursor that is not base64url', 'after=%2F%2F', 'after'],
