@@ -1,9 +1,9 @@
 import type { Request, Response } from 'express';
 import { isDatabaseUnavailable } from '../database/errors';
-import { republishOrderEvents } from '../outbox/republish';
+import { republishOrderEvents } from '../outbox/outboxQueries';
 import type { PosProblem } from '../reconciliation/reconciliation';
 import { retryOne, type RetryResult } from '../recording/quarantineRetry';
-import { countOpenQuarantined, openQuarantinedIds } from './queries/lists';
+import { countOpenQuarantined, openQuarantinedIds } from '../recording/quarantineQueries';
 import {
   field,
   ID,

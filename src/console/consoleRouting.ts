@@ -4,7 +4,7 @@ import type { PooledTransactions } from '../database/transaction';
 import type { Logger } from '../observability/logger';
 import { idProblem } from '../parsing/identifiers';
 import type { Reconciliation } from '../reconciliation/reconciliation';
-import type { QuarantineFilter } from './queries/lists';
+import type { QuarantineFilter } from '../recording/quarantineQueries';
 import type { Html } from './html';
 import type { ConsoleRole, ConsoleToken } from './session';
 import type { PageContext, Viewer } from './views/layout';

@@ -1,11 +1,8 @@
 import { DELIVERY_OUTCOMES, type DeliveryOutcome } from '../domain/outcomes';
+import { auditPage as readAuditPage } from '../history/auditQueries';
+import { readOrderStory } from '../orderStory/orderStoryQueries';
 import { attention } from './queries/attention';
-import {
-  auditPage as readAuditPage,
-  deliveriesPage as readDeliveriesPage,
-  ordersOfNotifications,
-} from './queries/lists';
-import { orderStory } from './queries/order';
+import { deliveriesPage as readDeliveriesPage, ordersOfNotifications } from './queries/lists';
 import { overview, searchIds } from './queries/overview';
 import { PAGE_SIZE } from './queries/rows';
 import { ID, orderIdOf, PageError, param, parseTime, POS, send, type ConsoleKit, type Signed } from './consoleRouting';
@@ -46,7 +43,7 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
   router.get('/orders/:orderId', async (req, res) => {
     const viewer = viewerOf(req, res);
     const orderId = orderIdOf(req);
-    const story = await limited(res, () => orderStory(db, orderId));
+    const story = await limited(res, () => readOrderStory(db, orderId));
     if (story === null) throw new PageError(404, 'Not found', `No order or refund has the id “${orderId}”.`);
     send(
       res,
@@ -114,7 +111,7 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
     const viewer = viewerOf(req, res);
     const cursor = param(req, 'cursor');
     if (cursor !== '' && !ID.test(cursor)) throw new PageError(400, 'Bad filter', 'cursor must be an audit id.');
-    const rows = await limited(res, () => readAuditPage(db, cursor === '' ? null : cursor));
+    const rows = await limited(res, () => readAuditPage(db, cursor === '' ? null : cursor, PAGE_SIZE + 1));
     const next = rows.length > PAGE_SIZE ? (rows[PAGE_SIZE - 1]?.id ?? null) : null;
     send(res, 200, auditPage(context(req, viewer), rows.slice(0, PAGE_SIZE), next));
   });

@@ -1,28 +1,11 @@
 import { sql } from 'kysely';
+import { columnsOf } from '../../database/columns';
 import type { Db } from '../../database/pool';
 import type { DeliveryOutcome } from '../../domain/outcomes';
-import {
-  auditFromRow,
-  DELIVERY_AFTER_FIRST_MS,
-  DELIVERY_COLUMNS,
-  deliveryFromRow,
-  PAGE_SIZE,
-  type AuditRow,
-  type DeliveryRow,
-} from './rows';
+import { DELIVERY_COLUMNS, deliveryFromRow, type DeliveryRow } from '../../orderStory/orderStoryQueries';
+import { DELIVERY_AFTER_FIRST_MS, PAGE_SIZE } from './rows';
 
-/** The lists: the audit trail, recent deliveries, open quarantined notifications (and what a bulk retry takes). */
-
-/** The audit trail, newest first, a page after the cursor (an audit id). */
-export async function auditPage(db: Db, before: string | null): Promise<AuditRow[]> {
-  let query = db
-    .selectFrom('console_audit')
-    .selectAll()
-    .orderBy('id', 'desc')
-    .limit(PAGE_SIZE + 1);
-  if (before !== null) query = query.where('id', '<', before);
-  return (await query.execute()).map(auditFromRow);
-}
+/** The recent deliveries list (the audit trail and the quarantine are read by their own query modules). */
 
 export interface DeliveryFilter {
   outcome: DeliveryOutcome | null;
@@ -32,6 +15,7 @@ export interface DeliveryFilter {
   /** A delivery id: the page starts below it. */
   before: string | null;
 }
+
 /** Recent deliveries, newest first, within a bounded window (its days' partitions only). */
 export async function deliveriesPage(db: Db, filter: DeliveryFilter): Promise<DeliveryRow[]> {
   let query = db
@@ -49,6 +33,8 @@ export async function deliveriesPage(db: Db, filter: DeliveryFilter): Promise<De
   return (await query.execute()).map(deliveryFromRow);
 }
 
+const n = columnsOf('notifications');
+
 /** The order a delivery concerns, for links from lists: through its notification, in its day. */
 export async function ordersOfNotifications(
   db: Db,
@@ -58,59 +44,8 @@ export async function ordersOfNotifications(
   const rows = await db
     .selectFrom('notifications')
     .select(['id', 'order_id'])
-    .where(sql<boolean>`received_at = ANY(${refs.map((r) => r.at.toISOString())}::timestamptz[])`)
-    .where(sql<boolean>`id = ANY(${refs.map((r) => r.id)}::bigint[])`)
+    .where(sql<boolean>`${n('received_at')} = ANY(${refs.map((r) => r.at.toISOString())}::timestamptz[])`)
+    .where(sql<boolean>`${n('id')} = ANY(${refs.map((r) => r.id)}::bigint[])`)
     .execute();
   return new Map(rows.map((r) => [r.id, r.order_id]));
-}
-
-export interface QuarantineRow {
-  id: string;
-  receivedAt: Date;
-  reason: string;
-  detail: string;
-  posId: string;
-}
-
-/** Filter of the quarantined notifications a bulk retry takes: open ones, optionally of one reason or POS. */
-export interface QuarantineFilter {
-  reason: string | null;
-  posId: string | null;
-}
-
-function openQuarantine(db: Db, filter: QuarantineFilter) {
-  let query = db.selectFrom('quarantined_notifications').where('resolved_at', 'is', null);
-  if (filter.reason !== null) query = query.where('reason', '=', filter.reason);
-  if (filter.posId !== null) query = query.where('pos_id', '=', filter.posId);
-  return query;
-}
-
-/** Open quarantined notifications, newest first. */
-export async function openQuarantined(db: Db, filter: QuarantineFilter, limit = PAGE_SIZE): Promise<QuarantineRow[]> {
-  const rows = await openQuarantine(db, filter)
-    .select(['id', 'received_at', 'reason', 'detail', 'pos_id'])
-    .orderBy('id', 'desc')
-    .limit(limit)
-    .execute();
-  return rows.map((q) => ({
-    id: q.id,
-    receivedAt: q.received_at,
-    reason: q.reason,
-    detail: q.detail,
-    posId: q.pos_id,
-  }));
-}
-
-/** How many open quarantined notifications match, counted up to `bound` + 1 (more: "more than bound"). */
-export async function countOpenQuarantined(db: Db, filter: QuarantineFilter, bound: number): Promise<number> {
-  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM (${openQuarantine(db, filter)
-    .select('id')
-    .limit(bound + 1)}) AS matching`.execute(db);
-  return Number(rows[0]?.n ?? 0);
-}
-
-/** The ids of the open quarantined notifications matching, oldest first, at most `bound`. */
-export async function openQuarantinedIds(db: Db, filter: QuarantineFilter, bound: number): Promise<string[]> {
-  const rows = await openQuarantine(db, filter).select('id').orderBy('id').limit(bound).execute();
-  return rows.map((r) => r.id);
 }

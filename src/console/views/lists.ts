@@ -1,10 +1,11 @@
 import { DELIVERY_OUTCOMES } from '../../domain/outcomes';
 import type { Attention } from '../queries/attention';
-import type { QuarantineRow } from '../queries/lists';
-import type { AuditRow, DeliveryRow } from '../queries/rows';
+import type { AuditRow } from '../../history/auditQueries';
+import type { DeliveryRow } from '../../orderStory/orderStoryQueries';
+import type { QuarantineRow } from '../../recording/quarantineQueries';
 import { href, html, type Html } from '../html';
 import { layout, orderLink, time, relative, type PageContext } from './layout';
-import type { EventCondition } from '../../outbox/attentionQueries';
+import type { EventCondition } from '../../outbox/outboxQueries';
 
 /** The lists: the audit log, what needs attention, the deliveries. */
 

@@ -1,18 +1,18 @@
-import { readableBody } from '../bodies';
-import type { NotificationRow, OrderStory } from '../queries/order';
+import { readableBody } from '../../domain/personalData';
+import type { OrderStory, StoryNotification } from '../../orderStory/orderStoryQueries';
 import { href, html, type Html } from '../html';
 import { layout, time, type PageContext } from './layout';
 import { auditTable } from './lists';
 
 /** The order page: one order's whole story. */
 
-const OUTCOME_MEANING: Record<NotificationRow['outcome'], string> = {
+const OUTCOME_MEANING: Record<StoryNotification['outcome'], string> = {
   applied: 'moved the projection',
   stale: 'stale: an earlier status than the one kept',
   conflict: 'conflicting with the status kept',
 };
 
-function viaBadge(via: NotificationRow['observedVia']): Html {
+function viaBadge(via: StoryNotification['observedVia']): Html {
   return via === 'reconciliation'
     ? html` <span class="badge recon" title="read from the payment API; the sender never delivered it"
         >via reconciliation</span
@@ -93,7 +93,7 @@ export function orderPage(
               <dt>PAYMENT_ID</dt>
               <dd>${o.paymentId ?? '—'}</dd>
               <dt>POS</dt>
-              <dd>${o.posId ?? '—'}</dd>
+              <dd>${o.merchantPosId ?? '—'}</dd>
               <dt>Amount</dt>
               <dd>${o.totalAmount ?? '—'} ${o.currencyCode ?? ''} <span class="muted">(minor units)</span></dd>
               <dt>Pay method</dt>
@@ -221,7 +221,7 @@ export function orderPage(
   );
 }
 
-function disagreementsTable(notifications: readonly NotificationRow[]): Html {
+function disagreementsTable(notifications: readonly StoryNotification[]): Html {
   const rows = notifications.flatMap((n) => n.disagreements.map((d) => ({ n, d })));
   if (rows.length === 0) return html`<p>No disagreement with the facts kept.</p>`;
   return html`<h3>Disagreements</h3>
@@ -248,7 +248,7 @@ function disagreementsTable(notifications: readonly NotificationRow[]): Html {
     </table>`;
 }
 
-function rawBody(n: NotificationRow, purgedDays: ReadonlyMap<string, Date>, personalData: boolean, now: Date): Html {
+function rawBody(n: StoryNotification, purgedDays: ReadonlyMap<string, Date>, personalData: boolean, now: Date): Html {
   const head = html`<h3>${n.kind} ${n.kind === 'refund' ? n.subjectId : ''} ${n.status}${viaBadge(n.observedVia)}</h3>
     <p>SHA-256 <code>${n.bodySha256}</code>, received ${time(n.receivedAt, now)}</p>`;
   if (n.body === null) {
@@ -256,7 +256,7 @@ function rawBody(n: NotificationRow, purgedDays: ReadonlyMap<string, Date>, pers
     return html`${head}
       <p class="notice">Purged${purgedAt ? html` ${time(purgedAt, now)}` : ''} (BODY_RETENTION).</p>`;
   }
-  const { readable, raw } = readableBody(n.body, personalData);
+  const { readable, raw } = readableBody(n.body, { personalData });
   return html`${head}
     <details>
       <summary>Readable${personalData ? '' : ' (the buyer’s personal data redacted)'}</summary>
