@@ -200,6 +200,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
           db: adminDb,
           token: config.adminToken,
           concurrency: config.adminConcurrency,
+          amqpUrl: config.amqpUrl,
           console: {
             transactions: new PooledTransactions(adminPool),
             tokens: consoleTokens(config),

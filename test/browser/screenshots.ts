@@ -102,7 +102,7 @@ async function main(): Promise<void> {
   await double.start();
   const database = `nr_screenshots_${randomBytes(4).toString('hex')}`;
   const exchange = uniqueExchange();
-  // A queue bound to the exchange, as a consumer's would be: else every event comes back unroutable.
+  // A queue bound to the exchange, as a consumer's would be: else needs attention lists every event as unrouted.
   const broker = await amqp.connect(AMQP_URL);
   const channel = await broker.createChannel();
   await channel.assertExchange(exchange, 'topic', { durable: true });

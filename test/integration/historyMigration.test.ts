@@ -1,11 +1,9 @@
 import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { migrate, MIGRATIONS_DIR } from '../../src/database/migrations';
+import { rmSync } from 'node:fs';
+import { migrate } from '../../src/database/migrations';
 import { createLogger } from '../../src/observability/logger';
 import { parseNotification } from '../../src/parsing/parseNotification';
-import { query, testDatabase, type TestDatabase } from '../support/database';
+import { migrationsBefore, query, testDatabase, type TestDatabase } from '../support/database';
 import { historyDays } from '../support/history';
 import { startTestService } from '../support/service';
 import { fingerprintKey } from '../../src/verification/secondKeys';
@@ -19,14 +17,6 @@ import { orderBody, POS_ID, refundBody, SECOND_KEY, uniqueId } from '../support/
 const sha256 = (bytes: Buffer): Buffer => createHash('sha256').update(bytes).digest();
 const silent = createLogger('silent');
 let db: TestDatabase;
-
-/** The migrations as they were before sql/007, in a directory of their own. */
-function migrationsBefore007(): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'migrations-before-007-'));
-  for (const file of readdirSync(MIGRATIONS_DIR).filter((f) => /^\d+_.+\.sql$/.test(f) && f < '007'))
-    cpSync(path.join(MIGRATIONS_DIR, file), path.join(dir, file));
-  return dir;
-}
 
 interface Recorded {
   orderId: string;
@@ -119,7 +109,7 @@ let refund: Recorded;
 
 beforeAll(async () => {
   db = testDatabase();
-  const before = migrationsBefore007();
+  const before = migrationsBefore('007');
   try {
     const { ensureDatabaseExists } = await import('../../src/database/pool');
     await ensureDatabaseExists(db.url);

@@ -1,7 +1,7 @@
 import type { Db } from '../../database/pool';
 import type { Disagreement } from '../../database/schema';
 import type { StatusTransition } from '../../domain/outcomes';
-import { outboxLag, type OutboxLag } from '../../outbox/outboxQueries';
+import { unroutedEvents, waitingEvents, type EventCondition } from '../../outbox/outboxQueries';
 import { givenUpOrders, type GivenUpOrder } from '../../reconciliation/scheduleQueries';
 import { openQuarantined, type QuarantineRow } from '../../recording/quarantineQueries';
 import { DELIVERY_AFTER_FIRST_MS, PAGE_SIZE } from './rows';
@@ -20,7 +20,10 @@ export interface Attention {
     disagreements: Disagreement[];
     receivedAt: Date;
   }>;
-  pending: OutboxLag;
+  /** Events waiting for the broker, with the broker's last reason. */
+  waiting: EventCondition;
+  /** Events published that no queue was bound for. */
+  unrouted: EventCondition;
   lastDeliveryAt: Date | null;
 }
 
@@ -29,7 +32,7 @@ export const TROUBLE_DAYS = 7;
 
 /** What a person must act on; each part a bounded read of its own index. */
 export async function attention(db: Db, now: Date): Promise<Attention> {
-  const [quarantined, givenUp, troubled, pending, last] = await Promise.all([
+  const [quarantined, givenUp, troubled, waiting, unrouted, last] = await Promise.all([
     openQuarantined(db, { reason: null, posId: null }, PAGE_SIZE),
     givenUpOrders(db, PAGE_SIZE),
     db
@@ -40,7 +43,8 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
       .orderBy('received_at', 'desc')
       .limit(PAGE_SIZE)
       .execute(),
-    outboxLag(db),
+    waitingEvents(db),
+    unroutedEvents(db),
     lastDelivery(db, now),
   ]);
   return {
@@ -55,7 +59,8 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
       disagreements: t.disagreements ?? [],
       receivedAt: t.received_at,
     })),
-    pending,
+    waiting,
+    unrouted,
     lastDeliveryAt: last,
   };
 }

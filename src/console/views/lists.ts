@@ -5,7 +5,7 @@ import type { DeliveryRow } from '../../orderStory/orderStoryQueries';
 import type { QuarantineRow } from '../../recording/quarantineQueries';
 import { href, html, type Html } from '../html';
 import { layout, orderLink, time, relative, type PageContext } from './layout';
-import { pendingLine } from './overview';
+import type { EventCondition } from '../../outbox/outboxQueries';
 
 /** The lists: the audit log, what needs attention, the deliveries. */
 
@@ -170,9 +170,31 @@ export function attentionPage(
               </table>`
         }
         <h2>Events waiting for the broker</h2>
-        ${pendingLine(a.pending, now)}
+        ${waitingLine(a.waiting, now)}
+        <h2>Events no queue took</h2>
+        ${unroutedLine(a.unrouted, now)}
       </div>`,
   );
+}
+
+const counted = (c: EventCondition): string => (c.count > c.countBound ? `More than ${c.countBound}` : String(c.count));
+
+function waitingLine(c: EventCondition, now: Date): Html {
+  if (c.since === null) return html`<p>No event is waiting for the broker.</p>`;
+  return html`<p>
+    ${counted(c)} event(s) of ${c.orders} order(s) waiting for the broker; the oldest since ${time(c.since, now)}
+    ${c.orderId === null ? '' : html`(order ${orderLink(c.orderId)})`}:
+    ${c.lastReason === null ? 'not attempted yet' : html`last reason <code>${c.lastReason}</code>`}.
+  </p>`;
+}
+
+function unroutedLine(c: EventCondition, now: Date): Html {
+  if (c.since === null) return html`<p>Every event published was taken by a queue.</p>`;
+  return html`<p>
+    ${counted(c)} event(s) of ${c.orders} order(s) published since ${time(c.since, now)} with
+    ${c.lastReason ?? 'no queue bound'}${c.orderId === null ? '' : html` (latest: order ${orderLink(c.orderId)})`}.
+    Nothing waits for them; they stay in the feed (GET /events) until OUTBOX_RETENTION, for a team to replay.
+  </p>`;
 }
 
 export interface DeliveriesQuery {

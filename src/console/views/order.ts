@@ -65,7 +65,8 @@ export function orderPage(
       what: html`Event <code>${e.type}</code> #${e.sequence}
         ${
           e.publishedAt
-            ? html`published ${time(e.publishedAt, now)}`
+            ? html`published
+              ${time(e.publishedAt, now)}${e.unroutedAt ? html` <span class="badge">no queue took it</span>` : ''}`
             : html`<span class="badge bad">waiting for the broker</span>`
         }`,
     })),
@@ -141,7 +142,7 @@ export function orderPage(
                       <td>
                         ${
                           e.publishedAt
-                            ? time(e.publishedAt, now)
+                            ? html`${time(e.publishedAt, now)}${e.unroutedAt ? html`; no queue took it` : ''}`
                             : html`waiting;
                               ${e.nextAttemptAt ? html`next attempt ${time(e.nextAttemptAt, now)}` : 'due now'}`
                         }
