@@ -286,5 +286,19 @@ export const SETTING_WORDS: Readonly<Record<string, string>> = {
   RECONCILE_AFTER: 'How long after an order’s last news the first check with the payment service comes.',
   RECONCILE_GIVE_UP: 'How long checks go on for an order that stays unfinished.',
   PAYMENT_API_URL: 'The payment service’s address for checks; without it, nothing is ever checked.',
+  PAYMENT_API_CREDENTIALS:
+    'The client id and secret of each shop account that checks ask the payment service with (from its panel).',
   PAYMENT_API_TIMEOUT: 'How long one question to the payment service may take before it counts as timed out.',
 };
+
+/** What the audit's actions are called. */
+export const AUDIT_ACTION_WORDS: Readonly<Record<string, string>> = {
+  sign_in: 'signed in',
+  sign_out: 'signed out',
+  reconcile: 'checked the order with the payment service',
+  republish: 'sent the order’s events again',
+  quarantine_retry: 'retried a notification set aside',
+  quarantine_retry_all: 'retried the notifications set aside',
+};
+
+export const auditActionWords = (action: string): string => AUDIT_ACTION_WORDS[action] ?? action.replace(/_/g, ' ');

@@ -32,11 +32,32 @@ export interface DeliveryFilter {
   /** A delivery id: the page starts below it. */
   before: string | null;
 }
-/** Recent deliveries, newest first, within a bounded window (its days' partitions only). */
-export async function deliveriesPage(db: Db, filter: DeliveryFilter): Promise<DeliveryRow[]> {
+/** A delivery of the recent deliveries list, with what it delivered: its notification's order and status. */
+export interface ListedDelivery extends DeliveryRow {
+  /** Null for a quarantined body, or a notification whose day is gone (HISTORY_RETENTION). */
+  delivered: { orderId: string; kind: 'order' | 'refund'; subjectId: string; status: string } | null;
+}
+
+/**
+ * Recent deliveries, newest first, within a bounded window (its days' partitions only), each with the order and
+ * status it delivered: its notification, found by id in its own day (the partition's primary key, one row).
+ */
+export async function deliveriesPage(db: Db, filter: DeliveryFilter): Promise<ListedDelivery[]> {
   let query = db
     .selectFrom('deliveries as d')
+    .leftJoinLateral(
+      (eb) =>
+        eb
+          .selectFrom('notifications as n')
+          .select(['n.order_id', 'n.kind', 'n.subject_id', 'n.status'])
+          .whereRef('n.id', '=', 'd.notification_id')
+          // Compared in SQL: a JavaScript Date would cut the microseconds of the partition key.
+          .whereRef('n.received_at', '=', 'd.notification_received_at')
+          .as('n'),
+      (join) => join.onTrue(),
+    )
     .select(DELIVERY_COLUMNS)
+    .select(['n.order_id', 'n.kind', 'n.subject_id', 'n.status'])
     .where('d.notification_received_at', '>=', new Date(filter.from.getTime() - DELIVERY_AFTER_FIRST_MS))
     .where('d.notification_received_at', '<', filter.to)
     .where('d.received_at', '>=', filter.from)
@@ -46,22 +67,13 @@ export async function deliveriesPage(db: Db, filter: DeliveryFilter): Promise<De
   if (filter.outcome !== null) query = query.where('d.outcome', '=', filter.outcome);
   if (filter.posId !== null) query = query.where('d.pos_id', '=', filter.posId);
   if (filter.before !== null) query = query.where('d.id', '<', filter.before);
-  return (await query.execute()).map(deliveryFromRow);
-}
-
-/** The order a delivery concerns, for links from lists: through its notification, in its day. */
-export async function ordersOfNotifications(
-  db: Db,
-  refs: ReadonlyArray<{ id: string; at: Date }>,
-): Promise<Map<string, string>> {
-  if (refs.length === 0) return new Map();
-  const rows = await db
-    .selectFrom('notifications')
-    .select(['id', 'order_id'])
-    .where(sql<boolean>`received_at = ANY(${refs.map((r) => r.at.toISOString())}::timestamptz[])`)
-    .where(sql<boolean>`id = ANY(${refs.map((r) => r.id)}::bigint[])`)
-    .execute();
-  return new Map(rows.map((r) => [r.id, r.order_id]));
+  return (await query.execute()).map((row) => ({
+    ...deliveryFromRow(row),
+    delivered:
+      row.order_id === null || row.kind === null || row.subject_id === null || row.status === null
+        ? null
+        : { orderId: row.order_id, kind: row.kind, subjectId: row.subject_id, status: row.status },
+  }));
 }
 
 export interface QuarantineRow {
@@ -113,4 +125,32 @@ export async function countOpenQuarantined(db: Db, filter: QuarantineFilter, bou
 export async function openQuarantinedIds(db: Db, filter: QuarantineFilter, bound: number): Promise<string[]> {
   const rows = await openQuarantine(db, filter).select('id').orderBy('id').limit(bound).execute();
   return rows.map((r) => r.id);
+}
+
+/** One quarantined notification, whole: its page. */
+export interface QuarantinedNotification extends QuarantineRow {
+  keyFingerprint: string;
+  bodySha256: string;
+  /** Null once purged (BODY_RETENTION). */
+  body: Buffer | null;
+  resolvedAt: Date | null;
+  resolution: string | null;
+}
+
+export async function quarantinedNotification(db: Db, id: string): Promise<QuarantinedNotification | null> {
+  const row = await db.selectFrom('quarantined_notifications').selectAll().where('id', '=', id).executeTakeFirst();
+  return row
+    ? {
+        id: row.id,
+        receivedAt: row.received_at,
+        reason: row.reason,
+        detail: row.detail,
+        posId: row.pos_id,
+        keyFingerprint: row.key_fingerprint,
+        bodySha256: row.body_sha256.toString('hex'),
+        body: row.body,
+        resolvedAt: row.resolved_at,
+        resolution: row.resolution,
+      }
+    : null;
 }

@@ -80,14 +80,17 @@ export interface OrderStory {
   deliveries: DeliveryRow[];
   events: EventRow[];
   reconciliation: ReconciliationRow | null;
+  /** The latest audit rows of the order, oldest first (a page of them). */
   audit: AuditRow[];
+  /** Checks people asked for (the console's Check now, and any other path the audit records), and the latest. */
+  checksByHand: { count: number; last: AuditRow | null };
   /** Days whose bodies were purged, with when (YYYY-MM-DD to the purge's time). */
   purgedDays: Map<string, Date>;
 }
 
 /** Everything known of one order, oldest first; null when nothing is (no order, refund or audit row). */
 export async function orderStory(db: Db, orderId: string): Promise<OrderStory | null> {
-  const [order, refunds, events, reconciliation, audit] = await Promise.all([
+  const [order, refunds, events, reconciliation, audit, checksByHand] = await Promise.all([
     db.selectFrom('orders').selectAll().where('order_id', '=', orderId).executeTakeFirst(),
     db
       .selectFrom('refunds')
@@ -108,6 +111,7 @@ export async function orderStory(db: Db, orderId: string): Promise<OrderStory | 
       .execute(),
     db.selectFrom('reconciliation_checks').selectAll().where('order_id', '=', orderId).executeTakeFirst(),
     auditOfOrder(db, orderId),
+    checksByHandOf(db, orderId),
   ]);
   if (!order && refunds.length === 0 && audit.length === 0) return null;
   const refs = [order?.recorded ?? {}, ...refunds.map((r) => r.recorded)].flatMap((recorded) =>
@@ -222,17 +226,81 @@ export async function orderStory(db: Db, orderId: string): Promise<OrderStory | 
         }
       : null,
     audit,
+    checksByHand,
     purgedDays: new Map(purged.map((p) => [p.day, p.purged_at])),
   };
 }
 
+/** The latest PAGE_SIZE audit rows of the order (console_audit_by_order, newest first), oldest first. */
 async function auditOfOrder(db: Db, orderId: string): Promise<AuditRow[]> {
   const rows = await db
     .selectFrom('console_audit')
     .selectAll()
     .where('order_id', '=', orderId)
-    .orderBy('id')
+    .orderBy('id', 'desc')
     .limit(PAGE_SIZE)
     .execute();
-  return rows.map(auditFromRow);
+  return rows.map(auditFromRow).reverse();
+}
+
+/** The checks of the order people asked for, counted (up to a bound), and the latest one. */
+async function checksByHandOf(db: Db, orderId: string): Promise<{ count: number; last: AuditRow | null }> {
+  const byHand = db
+    .selectFrom('console_audit')
+    .where('order_id', '=', orderId)
+    .where('action', '=', CHECK_ACTION)
+    .orderBy('id', 'desc');
+  const [counted, last] = await Promise.all([
+    db
+      .selectFrom(byHand.select('id').limit(CHECKS_COUNTED).as('checks'))
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirst(),
+    byHand.selectAll().limit(1).executeTakeFirst(),
+  ]);
+  return { count: Number(counted?.n ?? 0), last: last ? auditFromRow(last) : null };
+}
+
+/** The audit's action for a check asked for by a person (the console's, and others' when they are audited). */
+export const CHECK_ACTION = 'reconcile';
+/** Checks by hand counted at most (a person does not check one order a thousand times). */
+const CHECKS_COUNTED = 1000;
+
+/** An order as it stands now, for an action's result: its status, whether anything of it is open, its checks. */
+export interface OrderNow {
+  status: string | null;
+  updatedAt: Date | null;
+  /** The order, or a refund of it, is not final. */
+  open: boolean;
+  /** Its last change, or its refunds'. */
+  lastChange: Date | null;
+  nextCheckAt: Date | null;
+  givenUpAt: Date | null;
+}
+
+export async function orderNow(db: Db, orderId: string): Promise<OrderNow> {
+  const [order, refunds, check] = await Promise.all([
+    db.selectFrom('orders').select(['status', 'updated_at']).where('order_id', '=', orderId).executeTakeFirst(),
+    db
+      .selectFrom('refunds')
+      .select(['status', 'updated_at'])
+      .where('order_id', '=', orderId)
+      .limit(PAGE_SIZE)
+      .execute(),
+    db
+      .selectFrom('reconciliation_checks')
+      .select(['next_check_at', 'given_up_at'])
+      .where('order_id', '=', orderId)
+      .executeTakeFirst(),
+  ]);
+  const changes = [order?.updated_at, ...refunds.map((r) => r.updated_at)].filter((d): d is Date => d !== undefined);
+  return {
+    status: order?.status ?? null,
+    updatedAt: order?.updated_at ?? null,
+    open:
+      (order !== undefined && order.status !== 'COMPLETED' && order.status !== 'CANCELED') ||
+      refunds.some((r) => r.status === 'PENDING'),
+    lastChange: changes.length === 0 ? null : new Date(Math.max(...changes.map((d) => d.getTime()))),
+    nextCheckAt: check?.next_check_at ?? null,
+    givenUpAt: check?.given_up_at ?? null,
+  };
 }
