@@ -2,7 +2,7 @@ import type { Db } from '../database/pool';
 import type { PaymentApiState } from '../database/schema';
 import type { Logger } from '../observability/logger';
 import type { PaymentApiErrorDetails } from '../paymentApi/paymentApiError';
-import type { OrderCheck } from './checkOrder';
+import type { CheckResult } from '../observability/reconciliationMetrics';
 import { CONFIRM_EVERY_MS, recordReachability } from './reachabilityQueries';
 
 /**
@@ -12,9 +12,16 @@ import { CONFIRM_EVERY_MS, recordReachability } from './reachabilityQueries';
  * written a handful of times, never on the intake's path.
  */
 
+/** What reachability needs of a check (checkOrder.ts's OrderCheck): its POS, its result and why it failed. */
+export interface CheckSeen {
+  posId: string;
+  result: CheckResult;
+  failure: PaymentApiErrorDetails | null;
+}
+
 /** What a check's result says of the API for its POS; null when it says nothing of it (no question was asked). */
 export function reachabilityOf(
-  check: Pick<OrderCheck, 'result' | 'failure'>,
+  check: Pick<CheckSeen, 'result' | 'failure'>,
 ): { state: PaymentApiState; detail: string } | null {
   switch (check.result) {
     case 'unavailable':
@@ -52,7 +59,7 @@ export class PaymentApiReachability {
   ) {}
 
   /** Records what a check found of its POS's API, if it differs from what this process last wrote. Never throws. */
-  async observe(check: Pick<OrderCheck, 'posId' | 'result' | 'failure'>): Promise<void> {
+  async observe(check: CheckSeen): Promise<void> {
     const found = reachabilityOf(check);
     if (found === null) return;
     const at = this.now();

@@ -194,7 +194,7 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
     waitingOrders(db),
     db
       .selectFrom('orders')
-      .select(['order_id', 'ext_order_id', 'total_amount', 'currency_code', 'merchant_pos_id', 'updated_at'])
+      .selectAll()
       .where('status', '=', 'WAITING_FOR_CONFIRMATION')
       .orderBy('updated_at')
       .limit(PAGE_SIZE)

@@ -61,16 +61,8 @@ export function completedOrders(
   return pages(async (after) => {
     let query = db
       .selectFrom('orders')
-      .select([
-        'order_id',
-        'ext_order_id',
-        'payment_id',
-        'total_amount',
-        'currency_code',
-        'merchant_pos_id',
-        'updated_at',
-        sql<string>`${sql.ref('updated_at')}::text`.as('cursor_at'),
-      ])
+      .selectAll()
+      .select(sql<string>`${sql.ref('updated_at')}::text`.as('cursor_at'))
       .where('status', '=', 'COMPLETED')
       .where('merchant_pos_id', '=', range.posId)
       .where('updated_at', '>=', range.from)
@@ -110,17 +102,8 @@ export function finalizedRefunds(
       .selectFrom('refunds as r')
       .innerJoin('order_owners as w', 'w.order_id', 'r.order_id')
       .leftJoin('orders as o', 'o.order_id', 'r.order_id')
-      .select([
-        'r.refund_id',
-        'r.ext_refund_id',
-        'r.order_id',
-        'r.ext_order_id',
-        'r.amount',
-        'r.currency_code',
-        'r.updated_at',
-        'o.payment_id',
-        sql<string>`${sql.ref('r.updated_at')}::text`.as('cursor_at'),
-      ])
+      .selectAll('r')
+      .select(['o.payment_id', sql<string>`${sql.ref('r.updated_at')}::text`.as('cursor_at')])
       .where('r.status', '=', 'FINALIZED')
       .where('w.pos_id', '=', range.posId)
       .where('r.updated_at', '>=', range.from)

@@ -42,6 +42,7 @@ export function relative(at: Date, now: Date): string {
 
 /** A duration in words: "1 h", "30 min", "7 days". */
 export function duration(ms: number): string {
+  if (ms < 1000) return `${ms} ms`;
   const s = Math.round(ms / 1000);
   if (s < 60) return `${s} s`;
   if (s < 3600) return `${Math.round(s / 60)} min`;
