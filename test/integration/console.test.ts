@@ -501,7 +501,7 @@ describe("console: the shop's language", () => {
     const line = /<tr id="line-confirmation"[\s\S]*?<\/tr>/.exec(page.text)?.[0] ?? '';
     expect(line).toContain('data-severity="warning"');
     expect(textOf(line)).toMatch(/The first deadline: \d+ \w+ \d{4}, \d\d:\d\d:\d\d CES?T \(in \d days\)/);
-    expect(line).toContain('href="#confirmation"');
+    expect(line).toContain('href="/console/attention#confirmation"');
     const section = page.text.slice(page.text.indexOf('id="confirmation"'));
     expect(section).toContain(`/console/orders/${orderId}`);
     expect(textOf(section)).toContain('2,234.71 PLN');
@@ -519,7 +519,7 @@ describe("console: the shop's language", () => {
     const line = /<tr id="line-events-waiting"[\s\S]*?<\/tr>/.exec(page.text)?.[0] ?? '';
     expect(textOf(line)).toContain('returned: unroutable: no queue bound');
     expect(textOf(line)).toMatch(/do not know yet about these \d+ orders?/);
-    expect(line).toContain('href="#events-waiting"');
+    expect(line).toContain('href="/console/attention#events-waiting"');
     expect(page.text.slice(page.text.indexOf('id="events-waiting"'))).toContain(`/console/orders/${orderId}`);
   });
 });

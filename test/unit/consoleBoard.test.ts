@@ -62,7 +62,7 @@ describe('needs attention: the status board', () => {
         { posId: '145227', state: 'answering', since: ago(HOUR), detail: '', confirmedAt: ago(MIN) },
       ],
     });
-    expect(first).toMatchObject({ id: 'payment-api-300746', severity: 'critical', link: '#payment-api' });
+    expect(first).toMatchObject({ id: 'payment-api-300746', severity: 'critical', link: '/console/attention#payment-api' });
     expect(first?.title).toBe('The payment service cannot be reached for shop account 300746');
     expect(first?.now).toContain('it does not answer in time');
     const refused = lines({
@@ -90,7 +90,7 @@ describe('needs attention: the status board', () => {
     expect(stuck?.severity).toBe('critical');
     expect(stuck?.now).toContain('82 events about 40 orders are waiting');
     expect(stuck?.now).toContain('returned: unroutable: no queue bound (82 events)');
-    expect(stuck?.link).toBe('#events-waiting');
+    expect(stuck?.link).toBe('/console/attention#events-waiting');
   });
 
   it('When a payment waits for confirmation, then its deadline is given, and under a day from it the line is critical', () => {

@@ -81,7 +81,7 @@ function apiLine(r: Reachability, ctx: PageContext): Condition {
         and set up here again.`
       : html`Tell the engineers on duty, and look at the payment service’s status page. Nothing is lost: checks start
         again by themselves once it answers.`,
-    link: { href: '#payment-api', label: 'Each shop account' },
+    link: { href: '/console/attention#payment-api', label: 'Each shop account' },
   };
 }
 
@@ -116,7 +116,7 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
       since: earliest(a.reachability.map((r) => r.since)),
       meaning: html`Payments whose notification goes missing are learnt by asking it.`,
       todo: html`Nothing.`,
-      link: a.reachability.length === 0 ? null : { href: '#payment-api', label: 'Each shop account' },
+      link: a.reachability.length === 0 ? null : { href: '/console/attention#payment-api', label: 'Each shop account' },
     });
   else lines.push(...failing.map((r) => apiLine(r, ctx)));
 
@@ -162,7 +162,7 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
           ? html`No service listens for these events (“no queue bound”): tell the engineers on duty that the other
             services’ queues are not bound to the exchange.`
           : html`Tell the engineers on duty that the message broker does not take events.`,
-    link: p.count === 0 ? null : { href: '#events-waiting', label: 'The orders' },
+    link: p.count === 0 ? null : { href: '/console/attention#events-waiting', label: 'The orders' },
   });
 
   // Silence from the payment service.
@@ -205,7 +205,7 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
       a.quarantinedCount.count === 0
         ? html`Nothing.`
         : html`Tell the engineers; once they have fixed the cause, an operator retries them.`,
-    link: a.quarantinedCount.count === 0 ? null : { href: '#set-aside', label: 'The notifications' },
+    link: a.quarantinedCount.count === 0 ? null : { href: '/console/attention#set-aside', label: 'The notifications' },
   });
 
   // Conflicts and disagreements.
@@ -227,7 +227,7 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
       a.troubled.length === 0
         ? html`Nothing.`
         : html`Look each order up in the payment service’s panel, and tell the engineers which is true.`,
-    link: a.troubled.length === 0 ? null : { href: '#contradictions', label: 'The orders' },
+    link: a.troubled.length === 0 ? null : { href: '/console/attention#contradictions', label: 'The orders' },
   });
 
   // Checks given up.
@@ -249,7 +249,7 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
       a.givenUpCount.count === 0
         ? html`Nothing.`
         : html`Look each one up in the payment service’s panel; an operator can check it again.`,
-    link: a.givenUpCount.count === 0 ? null : { href: '#given-up', label: 'The orders' },
+    link: a.givenUpCount.count === 0 ? null : { href: '/console/attention#given-up', label: 'The orders' },
   });
 
   // Payments waiting for the shop's confirmation.
@@ -288,7 +288,7 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
       a.confirmationsCount.count === 0
         ? html`Nothing.`
         : html`Confirm (capture) or cancel each one in the payment service’s panel before its deadline.`,
-    link: a.confirmationsCount.count === 0 ? null : { href: '#confirmation', label: 'The payments' },
+    link: a.confirmationsCount.count === 0 ? null : { href: '/console/attention#confirmation', label: 'The payments' },
   });
 
   // The days of history.
