@@ -62,7 +62,11 @@ describe('needs attention: the status board', () => {
         { posId: '145227', state: 'answering', since: ago(HOUR), detail: '', confirmedAt: ago(MIN) },
       ],
     });
-    expect(first).toMatchObject({ id: 'payment-api-300746', severity: 'critical', link: '/console/attention#payment-api' });
+    expect(first).toMatchObject({
+      id: 'payment-api-300746',
+      severity: 'critical',
+      link: '/console/attention#payment-api',
+    });
     expect(first?.title).toBe('The payment service cannot be reached for shop account 300746');
     expect(first?.now).toContain('it does not answer in time');
     const refused = lines({
