@@ -22,7 +22,8 @@ import { DELIVERY_OUTCOME_WORDS, quarantineReasonWords } from './words';
 import { confirmPage, resultPage, type ActionResult, type Confirmation, type Link } from './views/actions';
 import { checkStatus, nextCheck, whatFailed } from './views/checks';
 import type { PageContext, Viewer } from './views/layout';
-import { orderLink, plural, setting, status, term, time, value } from './views/parts';
+import { orderLink, plural, status, time, value, withSettings } from './views/parts';
+import { setting, term } from './views/terms';
 
 /** Quarantined notifications one bulk retry takes at most; the rest wait for the next one. */
 export const BULK_RETRY_MAX = 200;
@@ -153,12 +154,12 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
       );
       if ('problem' in checked) {
         await audit(viewer, CHECK_ACTION, orderId, orderId, checked.problem, POS_PROBLEMS[checked.problem]);
-        return notDone(409, POS_PROBLEMS[checked.problem]);
+        return notDone(409, withSettings(POS_PROBLEMS[checked.problem]));
       }
       if (checked.result !== 'unchanged' && checked.result !== 'repaired') {
         const failed = whatFailed(checked.result, checked.failure, schedule, checked.posId);
         await audit(viewer, CHECK_ACTION, orderId, orderId, checked.result, failed);
-        return notDone(checkStatus(checked.result, checked.failure), failed);
+        return notDone(checkStatus(checked.result, checked.failure), withSettings(failed));
       }
       const applied = checked.applied.map(said);
       const detail =

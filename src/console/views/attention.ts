@@ -4,7 +4,8 @@ import type { QuarantineRow } from '../queries/lists';
 import type { Reachability } from '../../reconciliation/reachabilityQueries';
 import { checkResultWords, quarantineReasonWords } from '../words';
 import { layout, type PageContext } from './layout';
-import { duration, money, orderLink, plural, setting, status, term, time, value } from './parts';
+import { duration, money, orderLink, plural, status, time, value } from './parts';
+import { setting, term } from './terms';
 
 /**
  * Needs attention, as a status board: one line per condition, worst first, each with its severity, since when,
@@ -56,7 +57,7 @@ function apiLine(r: Reachability, ctx: PageContext): Condition {
   const refused = r.state === 'refused';
   const what =
     r.detail === 'timeout'
-      ? 'it does not answer in time (PAYMENT_API_TIMEOUT)'
+      ? html`it does not answer in time (${setting('PAYMENT_API_TIMEOUT')})`
       : r.detail === 'network'
         ? 'there is no connection to it'
         : r.detail.startsWith('http_')

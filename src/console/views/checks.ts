@@ -1,7 +1,8 @@
 import type { PaymentApiErrorDetails } from '../../paymentApi/paymentApiError';
 import { html, type Html } from '../html';
 import type { PageContext } from './layout';
-import { duration, plural, setting, term, time } from './parts';
+import { duration, plural, time } from './parts';
+import { setting, term } from './terms';
 
 /** What the order page and a check's result say of checks with the payment service: what failed, what comes next. */
 

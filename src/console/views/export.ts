@@ -1,7 +1,8 @@
 import { html, type Html } from '../html';
 import { CSV_HEADER } from '../financeCsv';
 import { layout, type PageContext } from './layout';
-import { term } from './parts';
+import {} from './parts';
+import { term } from './terms';
 
 /** The finance export's page: what it holds, and the form that downloads it. */
 

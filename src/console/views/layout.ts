@@ -1,5 +1,6 @@
 import { html, type Html } from '../html';
 import type { LocalTime } from '../localTime';
+import { setting } from './terms';
 import type { ConsoleRole } from '../session';
 
 /**
@@ -84,9 +85,9 @@ export function layout(title: string, ctx: PageContext, body: Html): Html {
         </header>
         <main id="main">${body}</main>
         <footer>
-          Times are in <strong>${clock.timeZone}</strong> (CONSOLE_TIME_ZONE); amounts and dates are written for
-          <strong>${clock.locale}</strong> (CONSOLE_LOCALE). Words and statuses are explained in the
-          <a href="/console/glossary">glossary</a>.
+          Times are in <strong>${clock.timeZone}</strong> (${setting('CONSOLE_TIME_ZONE')}); amounts and dates are
+          written for <strong>${clock.locale}</strong> (${setting('CONSOLE_LOCALE')}). Words and statuses are explained
+          in the <a href="/console/glossary">glossary</a>.
         </footer>
       </body>
     </html>`;

@@ -5,7 +5,8 @@ import type { ListedDelivery, QuarantinedNotification } from '../queries/lists';
 import type { AuditRow } from '../queries/rows';
 import { auditActionWords, checkResultWords, DELIVERY_OUTCOME_WORDS, quarantineReasonWords } from '../words';
 import { layout, type PageContext } from './layout';
-import { learnt, orderLink, outcome, setting, shownAsText, status, term, time, value } from './parts';
+import { learnt, orderLink, outcome, shownAsText, status, time, value } from './parts';
+import { setting, term } from './terms';
 
 /** The lists: the audit log, the deliveries, a notification set aside. */
 

@@ -6,7 +6,8 @@ import { auditActionWords, checkResultWords, orderStatusWords, TRANSITION_WORDS 
 import { nextCheck, type CheckSchedule } from './checks';
 import { layout, type PageContext } from './layout';
 import { auditTable } from './lists';
-import { fieldName, learnt, money, outcome, plural, setting, shownAsText, status, term, time, value } from './parts';
+import { fieldName, learnt, money, outcome, plural, shownAsText, status, time, value } from './parts';
+import { setting, term } from './terms';
 
 /** The order page: one order's whole story, in a support agent's words. */
 

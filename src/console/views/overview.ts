@@ -3,7 +3,8 @@ import { href, html, type Html } from '../html';
 import type { Overview, SearchMatch } from '../queries/overview';
 import { DELIVERY_OUTCOME_WORDS, FIELD_WORDS } from '../words';
 import { layout, type PageContext } from './layout';
-import { orderLink, plural, term, time, value } from './parts';
+import { orderLink, plural, time, value } from './parts';
+import { term } from './terms';
 
 /** The overview and the search results. */
 

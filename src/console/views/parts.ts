@@ -11,6 +11,7 @@ import {
 } from '../words';
 import type { DeliveryOutcome } from '../../domain/outcomes';
 import type { PageContext } from './layout';
+import { setting, term } from './terms';
 
 /** What pages are made of: times, amounts, values from notifications, statuses, and links to the glossary. */
 
@@ -64,10 +65,6 @@ export function money(ctx: Pick<PageContext, 'clock'>, minor: string | null, cur
         <span class="muted">(as received: ${shown.why})</span>`;
 }
 
-/** A link to a word of the glossary. */
-export const term = (id: string, label: string | Html): Html =>
-  html`<a class="term" href="/console/glossary#${id}">${label}</a>`;
-
 /** A field in a support agent's words, the name the payment service uses beside it: "shop reference (extOrderId)". */
 export const fieldName = (name: FieldName): Html =>
   html`${term(FIELD_WORDS[name].id, FIELD_WORDS[name].label)} <span class="field">(${FIELD_WORDS[name].field})</span>`;
@@ -87,12 +84,6 @@ export const outcome = (o: DeliveryOutcome): Html =>
 export const learnt = (): Html =>
   html` <span class="badge recon">${term(LEARNT_WORD.id, 'learnt from the payment service')}</span>`;
 
-/** A setting named on a page, with what it does in its title and the glossary. */
-export const setting = (name: string): Html =>
-  html`<a class="term" href="/console/glossary#setting-${name}" title="${SETTING_WORDS[name] ?? ''}"
-    ><code>${name}</code></a
-  >`;
-
 export const orderLink = (orderId: string): Html => html`<a href="${href(['orders', orderId])}">${value(orderId)}</a>`;
 
 /** "1 event" / "3 events". */
@@ -107,3 +98,10 @@ const INVISIBLE = /[\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g;
  */
 export const shownAsText = (text: string): string =>
   text.replace(INVISIBLE, (c) => `⟨U+${(c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}⟩`);
+
+/** A sentence with the settings it names (PAYMENT_API_TIMEOUT, ...) each linked to what it does. */
+export function withSettings(sentence: string): Html {
+  return html`${sentence
+    .split(/\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b/)
+    .map((part, i) => (i % 2 === 1 && SETTING_WORDS[part] !== undefined ? setting(part) : part))}`;
+}
