@@ -53,16 +53,17 @@ const counted = (b: Bounded, one: string, many?: string): string =>
 const earliest = (dates: ReadonlyArray<Date | null>): Date | null =>
   dates.reduce<Date | null>((a, b) => (b === null ? a : a === null || b < a ? b : a), null);
 
+/** Why a POS's checks cannot reach the payment service, from the record's short code. */
+function unreachableWords(detail: string): Html {
+  if (detail === 'timeout') return html`it does not answer in time (${setting('PAYMENT_API_TIMEOUT')})`;
+  if (detail === 'network') return html`there is no connection to it`;
+  if (detail.startsWith('http_')) return html`it answers with an error (HTTP ${detail.slice(5)})`;
+  return html`it does not answer`;
+}
+
 function apiLine(r: Reachability, ctx: PageContext): Condition {
   const refused = r.state === 'refused';
-  const what =
-    r.detail === 'timeout'
-      ? html`it does not answer in time (${setting('PAYMENT_API_TIMEOUT')})`
-      : r.detail === 'network'
-        ? 'there is no connection to it'
-        : r.detail.startsWith('http_')
-          ? `it answers with an error (HTTP ${r.detail.slice(5)})`
-          : 'it does not answer';
+  const what = unreachableWords(r.detail);
   return {
     id: `payment-api-${r.posId}`,
     severity: 'critical',
@@ -217,8 +218,10 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
     now:
       a.troubled.length === 0
         ? html`None.`
-        : html`${a.troubled.length >= 50 ? '50 or more' : a.troubled.length} notifications contradict a final status or
-          state a fact otherwise than the first.`,
+        : a.troubled.length >= 50
+          ? html`50 or more notifications contradict a final status or state a fact otherwise than the first.`
+          : html`${plural(a.troubled.length, 'notification')} ${a.troubled.length === 1 ? 'contradicts' : 'contradict'}
+            a final status or ${a.troubled.length === 1 ? 'states' : 'state'} a fact otherwise than the first.`,
     since: earliest(a.troubled.map((t) => t.receivedAt)),
     meaning:
       a.troubled.length === 0
@@ -419,7 +422,7 @@ export function attentionPage(ctx: PageContext, a: Attention, options: BoardOpti
                               ? 'answered'
                               : r.state === 'refused'
                                 ? html`<span class="badge bad">credentials refused</span>`
-                                : html`<span class="badge bad">cannot reach it</span> (${r.detail})`
+                                : html`<span class="badge bad">cannot reach it</span>: ${unreachableWords(r.detail)}`
                           }
                         </td>
                         <td>${time(r.since, ctx)}</td>
