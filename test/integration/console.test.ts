@@ -522,4 +522,20 @@ describe("console: the shop's language", () => {
     expect(line).toContain('href="/console/attention#events-waiting"');
     expect(page.text.slice(page.text.indexOf('id="events-waiting"'))).toContain(`/console/orders/${orderId}`);
   });
+
+  it('When tomorrow’s day of history is missing, then needs attention says so; when it is back, all is well', async () => {
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+    const partition = `notification_variants_p${tomorrow.replaceAll('-', '')}`;
+    await query(svc.database.url, `ALTER TABLE notification_variants DETACH PARTITION ${partition}`);
+    await query(svc.database.url, `DROP TABLE ${partition}`);
+    try {
+      const line = /<tr id="line-history-days"[\s\S]*?<\/tr>/.exec((await get('/console/attention', viewer)).text)?.[0];
+      expect(line).toContain('data-severity="warning"');
+      expect(textOf(line ?? '')).toContain('A day of history is missing');
+    } finally {
+      await query(svc.database.url, 'SELECT history_partitions_ensure($1::date, $1::date)', [tomorrow]);
+    }
+    const line = /<tr id="line-history-days"[\s\S]*?<\/tr>/.exec((await get('/console/attention', viewer)).text)?.[0];
+    expect(line).toContain('data-severity="ok"');
+  });
 });

@@ -24,7 +24,7 @@ const calm: Attention = {
   confirmationsCount: { count: 0, more: false },
   lastDeliveryAt: ago(MIN),
   reachability: [{ posId: '300746', state: 'answering', since: ago(HOUR), detail: '', confirmedAt: ago(MIN) }],
-  historyDaysAhead: 7,
+  historyDaysAhead: 1,
 };
 const options: BoardOptions = { quietAfterMs: HOUR, confirmWithinMs: 3 * 24 * HOUR, checksOn: true };
 const text = (html: { text: string }) => html.text.replace(/<[^>]*>/g, '').replace(/\s+/g, ' ');

@@ -1,8 +1,8 @@
-import type { SelectQueryBuilder } from 'kysely';
+import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Db } from '../../database/pool';
 import type { Database, Disagreement } from '../../database/schema';
 import type { StatusTransition } from '../../domain/outcomes';
-import { measureDaysAhead } from '../../history/maintenance';
+import { addDays, dayOf, HISTORY_TABLES, partitionName } from '../../history/days';
 import { readReachability, type Reachability } from '../../reconciliation/reachabilityQueries';
 import { countOpenQuarantined, openQuarantined, type QuarantineRow } from './lists';
 import { DELIVERY_AFTER_FIRST_MS, PAGE_SIZE } from './rows';
@@ -67,7 +67,7 @@ export interface Attention {
   confirmationsCount: Bounded;
   lastDeliveryAt: Date | null;
   reachability: Reachability[];
-  /** Days of history ready ahead of today (-1: today's is missing), as the maintainer's gauge measures it. */
+  /** -1: today's day of history is missing; 0: tomorrow's (UTC); 1: both are there. */
   historyDaysAhead: number;
 }
 
@@ -202,7 +202,7 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
     countUpTo(db.selectFrom('orders').select('order_id').where('status', '=', 'WAITING_FOR_CONFIRMATION'), db),
     lastDelivery(db, now),
     readReachability(db),
-    measureDaysAhead(db),
+    historyDaysReady(db, now),
   ]);
   return {
     quarantined,
@@ -254,6 +254,21 @@ async function countUpTo<TB extends keyof Database, O>(
     .select((eb) => eb.fn.countAll<string>().as('n'))
     .executeTakeFirst();
   return bounded(Number(row?.n ?? 0), COUNT_BOUND);
+}
+
+/**
+ * Whether today's and tomorrow's days of history (UTC) have their partitions: a lookup of six names in the
+ * catalog, where the maintainer's gauge reads the bounds of every partition (tens of ms with a year of them).
+ */
+async function historyDaysReady(db: Db, now: Date): Promise<number> {
+  const today = dayOf(now.getTime());
+  const names = (day: string) => HISTORY_TABLES.map((table) => partitionName(table, day));
+  const { rows } = await sql<{ name: string; found: boolean }>`
+    SELECT name, to_regclass(quote_ident(name)) IS NOT NULL AS found
+      FROM unnest(${[...names(today), ...names(addDays(today, 1))]}::text[]) AS name`.execute(db);
+  const missing = new Set(rows.filter((r) => !r.found).map((r) => r.name));
+  if (names(today).some((n) => missing.has(n))) return -1;
+  return names(addDays(today, 1)).some((n) => missing.has(n)) ? 0 : 1;
 }
 
 /** When the sender last delivered anything (reconciliation's own observations aside), within the last days. */

@@ -40,24 +40,14 @@ export interface ListedDelivery extends DeliveryRow {
 
 /**
  * Recent deliveries, newest first, within a bounded window (its days' partitions only), each with the order and
- * status it delivered: its notification, found by id in its own day (the partition's primary key, one row).
+ * status it delivered: its notification, found by id in its own day, a second statement by primary key for the page.
  */
 export async function deliveriesPage(db: Db, filter: DeliveryFilter): Promise<ListedDelivery[]> {
   let query = db
     .selectFrom('deliveries as d')
-    .leftJoinLateral(
-      (eb) =>
-        eb
-          .selectFrom('notifications as n')
-          .select(['n.order_id', 'n.kind', 'n.subject_id', 'n.status'])
-          .whereRef('n.id', '=', 'd.notification_id')
-          // Compared in SQL: a JavaScript Date would cut the microseconds of the partition key.
-          .whereRef('n.received_at', '=', 'd.notification_received_at')
-          .as('n'),
-      (join) => join.onTrue(),
-    )
     .select(DELIVERY_COLUMNS)
-    .select(['n.order_id', 'n.kind', 'n.subject_id', 'n.status'])
+    // As Postgres writes it, to the microsecond: a JavaScript Date would cut it, and never find its notification.
+    .select(sql<string>`${sql.ref('d.notification_received_at')}::text`.as('notification_at'))
     .where('d.notification_received_at', '>=', new Date(filter.from.getTime() - DELIVERY_AFTER_FIRST_MS))
     .where('d.notification_received_at', '<', filter.to)
     .where('d.received_at', '>=', filter.from)
@@ -67,13 +57,35 @@ export async function deliveriesPage(db: Db, filter: DeliveryFilter): Promise<Li
   if (filter.outcome !== null) query = query.where('d.outcome', '=', filter.outcome);
   if (filter.posId !== null) query = query.where('d.pos_id', '=', filter.posId);
   if (filter.before !== null) query = query.where('d.id', '<', filter.before);
-  return (await query.execute()).map((row) => ({
+  const rows = await query.execute();
+  const delivered = await notificationsOf(
+    db,
+    rows.flatMap((r) => (r.notification_id === null ? [] : [{ id: r.notification_id, at: r.notification_at }])),
+  );
+  return rows.map((row) => ({
     ...deliveryFromRow(row),
-    delivered:
-      row.order_id === null || row.kind === null || row.subject_id === null || row.status === null
-        ? null
-        : { orderId: row.order_id, kind: row.kind, subjectId: row.subject_id, status: row.status },
+    delivered: row.notification_id === null ? null : (delivered.get(row.notification_id) ?? null),
   }));
+}
+
+/**
+ * The order and status of each notification, by id in its day: the days' partitions only (planned with the days as
+ * values), each row by its primary key.
+ */
+async function notificationsOf(
+  db: Db,
+  refs: ReadonlyArray<{ id: string; at: string }>,
+): Promise<Map<string, NonNullable<ListedDelivery['delivered']>>> {
+  if (refs.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('notifications as n')
+    .select(['n.id', 'n.order_id', 'n.kind', 'n.subject_id', 'n.status'])
+    .where(sql<boolean>`${sql.ref('n.received_at')} = ANY(${[...new Set(refs.map((r) => r.at))]}::timestamptz[])`)
+    .where(sql<boolean>`${sql.ref('n.id')} = ANY(${refs.map((r) => r.id)}::bigint[])`)
+    .execute();
+  return new Map(
+    rows.map((n) => [n.id, { orderId: n.order_id, kind: n.kind, subjectId: n.subject_id, status: n.status }]),
+  );
 }
 
 export interface QuarantineRow {

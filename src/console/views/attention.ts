@@ -305,7 +305,7 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
         ? html`Today has no place in the database to record notifications in.`
         : a.historyDaysAhead === 0
           ? html`Tomorrow (UTC) has no place in the database yet.`
-          : html`${plural(a.historyDaysAhead, 'day')} ahead ${a.historyDaysAhead === 1 ? 'is' : 'are'} ready.`,
+          : html`Today and tomorrow (UTC) have their place in the database.`,
     since: null,
     meaning:
       a.historyDaysAhead < 0
