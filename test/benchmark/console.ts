@@ -295,7 +295,7 @@ export async function measureExport(service: Service, databaseUrl: string): Prom
   const pid = service.child.pid ?? 0;
   try {
     const cookie = await consoleSession(agent, service.adminPort, OPERATOR_TOKEN);
-    const path = `/console/export.csv?${new URLSearchParams({ pos: range.posId, from: range.from, to: range.to })}`;
+    const path = `/console/export.csv?${new URLSearchParams({ pos: range.posId, from: range.from, to: range.to }).toString()}`;
     const rssBeforeMb = rssMb(pid);
     let rssPeakMb = rssBeforeMb;
     const watch = setInterval(() => (rssPeakMb = Math.max(rssPeakMb, rssMb(pid))), 10);
