@@ -25,7 +25,7 @@ import {
   quarantinedNotification,
 } from './queries/lists';
 import { orderStory } from './queries/order';
-import { overview, searchIds } from './queries/overview';
+import { orderSummaries, overview, searchIds } from './queries/overview';
 import { PAGE_SIZE } from './queries/rows';
 import { attentionPage } from './views/attention';
 import { exportPage } from './views/export';
@@ -90,7 +90,8 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
           'refund reference. Check it with the customer; a payment started moments ago may not be here yet.',
       );
     if (orders.size === 1) return res.redirect(303, href(['orders', matches[0]?.orderId ?? '']));
-    send(res, 200, searchResultsPage(context(req, viewer), q, matches));
+    const summaries = await limited(res, () => orderSummaries(db, [...orders]));
+    send(res, 200, searchResultsPage(context(req, viewer), q, matches, summaries));
   });
 
   router.get('/orders/:orderId', async (req, res) => {

@@ -27,6 +27,30 @@ export async function searchIds(db: Db, q: string): Promise<SearchMatch[]> {
   return rows.map((r) => ({ orderId: r.order_id, field: r.field, refundId: r.refund_id }));
 }
 
+/** What tells apart the orders a search found: each one's status, amount and when it was first seen. */
+export interface OrderSummary {
+  status: string;
+  totalAmount: string | null;
+  currencyCode: string | null;
+  createdAt: Date;
+}
+
+/** The orders of a page of search matches, by primary key. */
+export async function orderSummaries(db: Db, orderIds: readonly string[]): Promise<Map<string, OrderSummary>> {
+  if (orderIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('orders')
+    .selectAll()
+    .where('order_id', 'in', [...orderIds])
+    .execute();
+  return new Map(
+    rows.map((o) => [
+      o.order_id,
+      { status: o.status, totalAmount: o.total_amount, currencyCode: o.currency_code, createdAt: o.created_at },
+    ]),
+  );
+}
+
 export interface Overview {
   /** The local day's deliveries (of notifications first received that day: its partitions only), by outcome. */
   byOutcome: Array<{ outcome: DeliveryOutcome; count: number }>;

@@ -1,9 +1,9 @@
 import { DELIVERY_OUTCOMES } from '../../domain/outcomes';
 import { href, html, type Html } from '../html';
-import type { Overview, SearchMatch } from '../queries/overview';
+import type { OrderSummary, Overview, SearchMatch } from '../queries/overview';
 import { DELIVERY_OUTCOME_WORDS, FIELD_WORDS } from '../words';
 import { layout, type PageContext } from './layout';
-import { orderLink, plural, time, value } from './parts';
+import { money, orderLink, plural, status, time, value } from './parts';
 import { term } from './terms';
 
 /** The overview and the search results. */
@@ -16,7 +16,12 @@ const MATCHED_AS: Record<SearchMatch['field'], string> = {
   extRefundId: `${FIELD_WORDS.extRefundId.label} (${FIELD_WORDS.extRefundId.field})`,
 };
 
-export function searchResultsPage(ctx: PageContext, q: string, matches: readonly SearchMatch[]): Html {
+export function searchResultsPage(
+  ctx: PageContext,
+  q: string,
+  matches: readonly SearchMatch[],
+  orders: ReadonlyMap<string, OrderSummary>,
+): Html {
   return layout(
     'Search',
     ctx,
@@ -26,6 +31,9 @@ export function searchResultsPage(ctx: PageContext, q: string, matches: readonly
         <thead>
           <tr>
             <th scope="col">Order</th>
+            <th scope="col">Status</th>
+            <th scope="col">Amount</th>
+            <th scope="col">First seen</th>
             <th scope="col">Found by its</th>
             <th scope="col">Refund</th>
           </tr>
@@ -35,6 +43,14 @@ export function searchResultsPage(ctx: PageContext, q: string, matches: readonly
             (m) =>
               html`<tr>
                 <td>${orderLink(m.orderId)}</td>
+                ${((o) =>
+                  o
+                    ? html`<td>${status('order', o.status)}</td>
+                        <td>${money(ctx, o.totalAmount, o.currencyCode)}</td>
+                        <td>${time(o.createdAt, ctx)}</td>`
+                    : html`<td colspan="3"><span class="muted">only its refunds are recorded</span></td>`)(
+                  orders.get(m.orderId),
+                )}
                 <td>${MATCHED_AS[m.field]}</td>
                 <td>${value(m.refundId ?? '')}</td>
               </tr>`,
