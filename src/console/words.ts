@@ -302,3 +302,13 @@ export const AUDIT_ACTION_WORDS: Readonly<Record<string, string>> = {
 };
 
 export const auditActionWords = (action: string): string => AUDIT_ACTION_WORDS[action] ?? action.replace(/_/g, ' ');
+
+/** How the customer paid (payMethod.type of a notification; spec, "Order"). */
+export const PAY_METHOD_WORDS: Readonly<Record<string, string>> = {
+  PBL: 'bank transfer',
+  CARD_TOKEN: 'card (or a wallet holding one)',
+  INSTALLMENTS: 'instalments',
+  BLIK_TOKEN: 'mobile code',
+  PAYMENT_WALL: 'chosen on the payment page',
+  TRANSPARENT: 'QR code transfer',
+};

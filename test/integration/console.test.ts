@@ -380,6 +380,20 @@ describe("console: the shop's language", () => {
     );
   });
 
+  it('When a notification states another amount than the first, then both are shown as money, on the order and under needs attention', async () => {
+    const orderId = uniqueId('CDISAGREE');
+    await deliver(orderBody({ orderId, status: 'PENDING', totalAmount: '223471' }));
+    await deliver(orderBody({ orderId, status: 'COMPLETED', totalAmount: '223472' }));
+    const page = textOf(
+      before((await get(`/console/orders/${orderId}`, viewer)).text, 'What the payment service sent'),
+    );
+    expect(page).toMatch(/totalAmount 2,234\.71 PLN 2,234\.72 PLN/);
+    expect(page).not.toMatch(/22347[12]/);
+    const attention = (await get('/console/attention', viewer)).text;
+    const section = textOf(attention.slice(attention.indexOf('id="contradictions"')));
+    expect(section).toContain('totalAmount: kept 2,234.71 PLN, received 2,234.72 PLN');
+  });
+
   it('When an amount is in a currency the console does not know, then it is shown as received and marked', async () => {
     const orderId = uniqueId('CXYZ');
     await deliver(orderBody({ orderId, status: 'PENDING', totalAmount: '223471', currencyCode: 'XYZ' }));

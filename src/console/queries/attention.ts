@@ -27,6 +27,8 @@ export interface TroubledRow {
   outcome: StatusTransition;
   disagreements: Disagreement[];
   receivedAt: Date;
+  /** Its order's currency: what an amount it disagrees on is in. */
+  currencyCode: string | null;
 }
 
 /** An order whose events wait for the broker: how many, since when, and the broker's last answer. */
@@ -185,6 +187,13 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
     db
       .selectFrom('notifications')
       .select(['order_id', 'kind', 'subject_id', 'status', 'outcome', 'disagreements', 'received_at'])
+      .select((eb) =>
+        eb
+          .selectFrom('orders')
+          .select('orders.currency_code')
+          .whereRef('orders.order_id', '=', 'notifications.order_id')
+          .as('currency_code'),
+      )
       .where('received_at', '>=', new Date(now.getTime() - TROUBLE_DAYS * 86_400_000))
       .where((eb) => eb.or([eb('outcome', '=', 'conflict'), eb('disagreements', 'is not', null)]))
       .orderBy('received_at', 'desc')
@@ -223,6 +232,7 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
       outcome: t.outcome,
       disagreements: t.disagreements ?? [],
       receivedAt: t.received_at,
+      currencyCode: t.currency_code,
     })),
     pending,
     waitingOrders: waiting,

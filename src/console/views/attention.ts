@@ -4,7 +4,7 @@ import type { QuarantineRow } from '../queries/lists';
 import type { Reachability } from '../../reconciliation/reachabilityQueries';
 import { checkResultWords, quarantineReasonWords } from '../words';
 import { layout, type PageContext } from './layout';
-import { duration, money, orderLink, plural, status, time, value } from './parts';
+import { duration, factValue, money, orderLink, plural, status, time, value } from './parts';
 import { setting, term } from './terms';
 
 /**
@@ -492,7 +492,8 @@ export function attentionPage(ctx: PageContext, a: Attention, options: BoardOpti
                         <td>
                           ${t.disagreements.map(
                             (d) =>
-                              html`<code>${d.field}</code>: kept ${value(d.kept)}, received ${value(d.received)}<br />`,
+                              html`<code>${d.field}</code>: kept ${factValue(d.field, d.kept, t.currencyCode, ctx)},
+                                received ${factValue(d.field, d.received, t.currencyCode, ctx)}<br />`,
                           )}
                         </td>
                         <td>${time(t.receivedAt, ctx)}</td>

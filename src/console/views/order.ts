@@ -2,11 +2,11 @@ import { readableBody } from '../bodies';
 import { href, html, type Html } from '../html';
 import { subtractMinor, sumMinor } from '../money';
 import type { NotificationRow, OrderStory, RefundRow } from '../queries/order';
-import { auditActionWords, checkResultWords, orderStatusWords, TRANSITION_WORDS } from '../words';
+import { auditActionWords, checkResultWords, orderStatusWords, PAY_METHOD_WORDS, TRANSITION_WORDS } from '../words';
 import { nextCheck, type CheckSchedule } from './checks';
 import { layout, type PageContext } from './layout';
 import { auditTable } from './lists';
-import { fieldName, learnt, money, outcome, plural, shownAsText, status, time, value } from './parts';
+import { factValue, fieldName, learnt, money, outcome, plural, shownAsText, status, time, value } from './parts';
 import { setting, term } from './terms';
 
 /** The order page: one order's whole story, in a support agent's words. */
@@ -197,8 +197,15 @@ export function orderPage(ctx: PageContext, story: OrderStory, options: OrderPag
                 <dd>${value(o.paymentId)}</dd>
                 <dt>${fieldName('posId')}</dt>
                 <dd>${value(o.posId)}</dd>
-                <dt>Pay method</dt>
-                <dd>${value(o.payMethodType)}</dd>
+                <dt>Paid by</dt>
+                <dd>
+                  ${
+                    o.payMethodType === null
+                      ? html`<span class="muted">not known yet</span>`
+                      : html`${PAY_METHOD_WORDS[o.payMethodType] ?? ''}
+                          <span class="field">(${value(o.payMethodType)})</span>`
+                  }
+                </dd>
                 <dt>First seen</dt>
                 <dd>${time(o.createdAt, ctx)}</dd>
               </dl>
@@ -251,7 +258,7 @@ export function orderPage(ctx: PageContext, story: OrderStory, options: OrderPag
               </tbody>
             </table>`
       }
-      ${disagreementsTable(story.notifications)}
+      ${disagreementsTable(story, ctx)}
       <h2>Refunds</h2>
       ${refundsTable(story, ctx)}
       <h2>What the payment service sent</h2>
@@ -332,7 +339,8 @@ function bodiesNotice(options: OrderPageOptions): Html {
   </p>`;
 }
 
-function disagreementsTable(notifications: readonly NotificationRow[]): Html {
+function disagreementsTable(story: OrderStory, ctx: PageContext): Html {
+  const notifications = story.notifications;
   const rows = notifications.flatMap((n) => n.disagreements.map((d) => ({ n, d })));
   if (rows.length === 0) return html``;
   return html`<h2>${term('disagreement', 'Disagreements')}</h2>
@@ -352,13 +360,19 @@ function disagreementsTable(notifications: readonly NotificationRow[]): Html {
             html`<tr>
               <td>${subject(n)} ${status(n.kind, n.status)}</td>
               <td><code>${d.field}</code></td>
-              <td>${value(d.kept)}</td>
-              <td>${value(d.received)}</td>
+              <td>${factValue(d.field, d.kept, currencyOf(story, n), ctx)}</td>
+              <td>${factValue(d.field, d.received, currencyOf(story, n), ctx)}</td>
             </tr>`,
         )}
       </tbody>
     </table>`;
 }
+
+/** The currency an amount of a notification is in: its order's, or its refund's. */
+const currencyOf = (story: OrderStory, n: NotificationRow): string | null =>
+  n.kind === 'order'
+    ? (story.order?.currencyCode ?? null)
+    : (story.refunds.find((r) => r.refundId === n.subjectId)?.currencyCode ?? null);
 
 function rawBody(
   n: NotificationRow,

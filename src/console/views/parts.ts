@@ -105,3 +105,11 @@ export function withSettings(sentence: string): Html {
     .split(/\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b/)
     .map((part, i) => (i % 2 === 1 && SETTING_WORDS[part] !== undefined ? setting(part) : part))}`;
 }
+
+/** A fact a notification stated (a disagreement's kept or received value): an amount as money, the rest as it is. */
+export const factValue = (
+  field: string,
+  stated: string,
+  currency: string | null,
+  ctx: Pick<PageContext, 'clock'>,
+): Html => (field === 'totalAmount' || field === 'amount' ? money(ctx, stated, currency) : value(stated));
