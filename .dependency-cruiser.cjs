@@ -10,6 +10,7 @@ const LAYERS = [
   ['composition root', '^src/service(Parts)?\\.ts'],
   ['configuration', '^src/config/'],
   ['HTTP ports', '^src/(intake|admin|console)/'],
+  ['order story', '^src/orderStory/'],
   ['reconciliation', '^src/reconciliation/'],
   ['recording', '^src/recording/'],
   ['outbox', '^src/outbox/'],

@@ -7,7 +7,7 @@
 CREATE TABLE payment_api_reachability (
   pos_id        text        PRIMARY KEY,
   state         text        NOT NULL CHECK (state IN ('answering', 'unreachable', 'refused')),
-  since         timestamptz NOT NULL,  -- the first check that found it in this state
+  entered_at    timestamptz NOT NULL,  -- the first check that found it in this state
   detail        text        NOT NULL DEFAULT '',  -- what failed, as a short code (timeout, network, http_503, ...)
   confirmed_at  timestamptz NOT NULL   -- the latest check that found it so (kept within a few minutes)
 );

@@ -14,7 +14,7 @@ import { createPublicListener } from './intake/publicListener';
 import { UnverifiedBodies } from './intake/unverifiedBodies';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
-import { readOutboxBacklog } from './outbox/backlog';
+import { readOutboxBacklog } from './outbox/outboxQueries';
 import { probeBroker } from './outbox/brokerChannel';
 import { createRelay, type OutboxRelay } from './outbox/relay';
 import { createReconciliation } from './reconciliation/reconciliation';

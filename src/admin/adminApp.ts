@@ -1,8 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
-import { sql } from 'kysely';
 import { isDatabaseUnavailable } from '../database/errors';
-import type { Db } from '../database/pool';
+import { ping, type Db } from '../database/pool';
 import { RequestError } from '../errors';
 import { answerError, sendError } from '../http/answers';
 import { beginRequest } from '../http/requestContext';
@@ -12,7 +11,7 @@ import { idProblem } from '../parsing/identifiers';
 import type { OrderCheck } from '../reconciliation/checkOrder';
 import type { PosProblem, Reconciliation } from '../reconciliation/reconciliation';
 import { createConsole, type ConsoleOptions } from '../console/consoleApp';
-import { findOrder, findRefund, type OrderView } from './projectionQueries';
+import { orderView, refundView, type OrderView } from './orderViews';
 
 /** The admin port's data routes: their own small pool, a cap on work at once, and an optional token. */
 export interface AdminData {
@@ -153,7 +152,7 @@ export function createAdminApp({
   app.get('/readyz', async (_req, res) => {
     if (!isAccepting()) return sendError(res, 503, 'shutting_down', 'the service is shutting down');
     try {
-      await sql`SELECT 1`.execute(probeDb);
+      await ping(probeDb);
       res.json({ status: 'ready' });
     } catch {
       sendError(res, 503, 'database_unavailable', 'the database does not answer');
@@ -167,7 +166,7 @@ export function createAdminApp({
       app.use('/console', createConsole({ ...data.console, db: data.db, limited, logger, reconciliation }));
     app.get('/orders/:orderId', authorized, async (req, res) => {
       const orderId = validId(req.params.orderId, 'order');
-      const order = await limited(res, () => findOrder(data.db, orderId));
+      const order = await limited(res, () => orderView(data.db, orderId));
       if (!order) throw new RequestError(404, 'order_not_found', 'no notification has been recorded for this order');
       res.json(order);
     });
@@ -194,7 +193,7 @@ export function createAdminApp({
                 'Retry-After': String(Math.max(1, Math.ceil((checked.retryAfterMs ?? 5000) / 1000))),
               },
             );
-          const order = await findOrder(data.db, orderId);
+          const order = await orderView(data.db, orderId);
           if (!order && checked.result === 'not_found')
             throw new RequestError(404, 'order_not_found', 'neither this service nor the payment API knows this order');
           const { result, posId: askedWith, said, applied, stale, conflicts } = checked;
@@ -215,7 +214,7 @@ export function createAdminApp({
 
     app.get('/refunds/:refundId', authorized, async (req, res) => {
       const refundId = validId(req.params.refundId, 'refund');
-      const refund = await limited(res, () => findRefund(data.db, refundId));
+      const refund = await limited(res, () => refundView(data.db, refundId));
       if (!refund) throw new RequestError(404, 'refund_not_found', 'no notification has been recorded for this refund');
       res.json(refund);
     });

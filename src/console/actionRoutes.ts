@@ -1,11 +1,11 @@
 import type { Request, Response } from 'express';
 import { isDatabaseUnavailable } from '../database/errors';
-import { republishOrderEvents } from '../outbox/republish';
+import { republishOrderEvents } from '../outbox/outboxQueries';
 import type { PosProblem } from '../reconciliation/reconciliation';
 import type { OrderCheck } from '../reconciliation/checkOrder';
 import { retryOne, type RetryResult } from '../recording/quarantineRetry';
-import { countOpenQuarantined, openQuarantinedIds } from './queries/lists';
-import { CHECK_ACTION, orderNow, type OrderNow } from './queries/order';
+import { countOpenQuarantined, openQuarantinedIds } from '../recording/quarantineQueries';
+import { readOrderStory, type OrderStory } from '../orderStory/orderStoryQueries';
 import {
   field,
   ID,
@@ -20,10 +20,13 @@ import {
 import { href, html, type Html } from './html';
 import { DELIVERY_OUTCOME_WORDS, quarantineReasonWords } from './words';
 import { confirmPage, resultPage, type ActionResult, type Confirmation, type Link } from './views/actions';
-import { checkStatus, nextCheck, whatFailed } from './views/checks';
+import { checkStatus, nextCheck, whatFailed, type CheckState } from './views/checks';
 import type { PageContext, Viewer } from './views/layout';
 import { orderLink, plural, status, time, value, withSettings } from './views/parts';
 import { setting, term } from './views/terms';
+
+/** The audit's action for a check a person asked for: the order's page counts them. */
+export const CHECK_ACTION = 'reconcile';
 
 /** Quarantined notifications one bulk retry takes at most; the rest wait for the next one. */
 export const BULK_RETRY_MAX = 200;
@@ -46,6 +49,30 @@ const said = (s: OrderCheck['said'][number]): Html =>
     : html`refund ${value(s.id)} ${status('refund', s.status)}`;
 
 const listed = (items: readonly Html[]): Html => html`${items.map((item, i) => html`${i > 0 ? '; ' : ''}${item}`)}`;
+
+/** An order as it stands now, from its story: its status, and what its next automatic check depends on. */
+interface OrderNow extends CheckState {
+  status: string | null;
+  updatedAt: Date | null;
+}
+
+function orderNowOf(story: OrderStory | null): OrderNow {
+  if (story === null)
+    return { status: null, updatedAt: null, open: false, lastChange: null, nextCheckAt: null, givenUpAt: null };
+  const changes = [story.order?.updatedAt, ...story.refunds.map((r) => r.updatedAt)].filter(
+    (at): at is Date => at !== undefined,
+  );
+  return {
+    status: story.order?.status ?? null,
+    updatedAt: story.order?.updatedAt ?? null,
+    open:
+      (story.order !== null && story.order.status !== 'COMPLETED' && story.order.status !== 'CANCELED') ||
+      story.refunds.some((r) => r.status === 'PENDING'),
+    lastChange: changes.length === 0 ? null : new Date(Math.max(...changes.map((at) => at.getTime()))),
+    nextCheckAt: story.reconciliation?.nextCheckAt ?? null,
+    givenUpAt: story.reconciliation?.givenUpAt ?? null,
+  };
+}
 
 /** The order's status now, in a sentence. */
 function orderStatusNow(state: OrderNow, ctx: PageContext): Html {
@@ -130,7 +157,7 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
       const schedule = options.checkSchedule;
       const reconciliation = options.reconciliation;
       const notDone = async (statusCode: number, failed: Html | string): Promise<ActionResult> => {
-        const state = await limited(res, () => orderNow(db, orderId));
+        const state = orderNowOf(await limited(res, () => readOrderStory(db, orderId)));
         return {
           status: statusCode,
           title: `Could not check order ${orderId}`,
@@ -167,7 +194,7 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
           ? 'nothing new'
           : `learnt ${checked.applied.map((s) => `${s.kind} ${s.status}`).join(', ')}`;
       await audit(viewer, CHECK_ACTION, orderId, orderId, checked.result, detail);
-      const state = await limited(res, () => orderNow(db, orderId));
+      const state = orderNowOf(await limited(res, () => readOrderStory(db, orderId)));
       const ignored = [...checked.stale, ...checked.conflicts];
       return {
         status: 200,

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { isDatabaseUnavailable } from '../database/errors';
 import { RequestError } from '../errors';
+import { recordAudit } from '../history/auditQueries';
 import { actionRoutes } from './actionRoutes';
 import { PageError, SECURITY_HEADERS, send, type ConsoleKit, type ConsoleOptions } from './consoleRouting';
 import { LocalTime } from './localTime';
@@ -37,18 +38,7 @@ export function createConsole(options: ConsoleOptions): Router {
     result: string,
     detail = '',
   ): Promise<void> => {
-    await db
-      .insertInto('console_audit')
-      .values({
-        actor: viewer.name,
-        role: viewer.role,
-        action,
-        target,
-        order_id: orderId,
-        result,
-        detail: detail.slice(0, 2000),
-      })
-      .execute();
+    await recordAudit(db, { actor: viewer.name, role: viewer.role, action, target, orderId, result, detail });
   };
 
   const form = express.urlencoded({ extended: false, limit: 4096, parameterLimit: 20 });

@@ -4,7 +4,7 @@ import type { PooledTransactions } from '../database/transaction';
 import type { Logger } from '../observability/logger';
 import { idProblem } from '../parsing/identifiers';
 import type { Reconciliation } from '../reconciliation/reconciliation';
-import type { QuarantineFilter } from './queries/lists';
+import type { QuarantineFilter } from '../recording/quarantineQueries';
 import type { Html } from './html';
 import { FIRST_YEAR, LAST_YEAR, type LocalTime, type ReadTime } from './localTime';
 import type { ConsoleRole, ConsoleToken } from './session';

@@ -17,15 +17,14 @@ import {
 import { BOM, CSV_HEADER, csvLine, exportLine } from './financeCsv';
 import { href } from './html';
 import { LocalTime } from './localTime';
+import { actionsOnOrder, auditPage as readAuditPage } from '../history/auditQueries';
+import { readOrderStory } from '../orderStory/orderStoryQueries';
+import { quarantinedNotification } from '../recording/quarantineQueries';
 import { attention } from './queries/attention';
 import { exportRows } from './queries/export';
-import {
-  auditPage as readAuditPage,
-  deliveriesPage as readDeliveriesPage,
-  quarantinedNotification,
-} from './queries/lists';
-import { orderStory } from './queries/order';
+import { deliveriesPage as readDeliveriesPage } from './queries/lists';
 import { orderSummaries, overview, searchIds } from './queries/overview';
+import { CHECK_ACTION } from './actionRoutes';
 import { PAGE_SIZE } from './queries/rows';
 import { attentionPage } from './views/attention';
 import { exportPage } from './views/export';
@@ -37,6 +36,8 @@ import { overviewPage, searchResultsPage } from './views/overview';
 
 /** Longest window of the deliveries list: its days' partitions are read. */
 const MAX_WINDOW_MS = 31 * 86_400_000;
+/** Checks people asked for counted at most on an order's page (a person does not check one order a thousand times). */
+const CHECKS_COUNTED = 1000;
 /** Most days one finance export covers. */
 export const EXPORT_MAX_DAYS = 31;
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
@@ -97,7 +98,9 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
   router.get('/orders/:orderId', async (req, res) => {
     const viewer = viewerOf(req, res);
     const orderId = orderIdOf(req);
-    const story = await limited(res, () => orderStory(db, orderId));
+    const [story, checksByHand] = await limited(res, () =>
+      Promise.all([readOrderStory(db, orderId), actionsOnOrder(db, orderId, CHECK_ACTION, CHECKS_COUNTED)]),
+    );
     if (story === null) throw new PageError(404, 'Not found', `No order or refund has the id “${orderId}”.`);
     send(
       res,
@@ -106,6 +109,7 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
         personalData: personalData(viewer),
         canAct: viewer.role === 'operator',
         checks: options.checkSchedule,
+        checksByHand,
       }),
     );
   });
@@ -188,7 +192,7 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
     const viewer = viewerOf(req, res);
     const cursor = param(req, 'cursor');
     if (cursor !== '' && !ID.test(cursor)) throw new PageError(400, 'Bad filter', 'cursor must be an audit id.');
-    const rows = await limited(res, () => readAuditPage(db, cursor === '' ? null : cursor));
+    const rows = await limited(res, () => readAuditPage(db, cursor === '' ? null : cursor, PAGE_SIZE + 1));
     const next = rows.length > PAGE_SIZE ? (rows[PAGE_SIZE - 1]?.id ?? null) : null;
     send(res, 200, auditPage(context(req, viewer), rows.slice(0, PAGE_SIZE), next));
   });

@@ -14,7 +14,7 @@ type Amount = ColumnType<string | null, string | null, string | null>;
  * each other by value, without foreign keys.
  */
 export interface NotificationsTable {
-  /** Reserved from notification_ids by the recorder's read, then inserted (src/recording/batchStatements.ts). */
+  /** Reserved from notification_ids by the recorder's read, then inserted (src/recording/batchQueries.ts). */
   id: ColumnType<string, string, never>;
   kind: 'order' | 'refund';
   subject_id: string;
@@ -204,7 +204,8 @@ export interface ConsoleAuditTable {
 export interface PaymentApiReachabilityTable {
   pos_id: string;
   state: PaymentApiState;
-  since: Date;
+  /** The first check that found it in this state. */
+  entered_at: Date;
   detail: string;
   confirmed_at: Date;
 }

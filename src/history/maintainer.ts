@@ -2,18 +2,10 @@ import type pg from 'pg';
 import { SingleActiveWorker, type NextStep } from '../database/singleActiveWorker';
 import type { Logger } from '../observability/logger';
 import type { HistoryMetrics } from '../observability/metrics';
-import { deleteAuditPast } from './audit';
+import { deleteAuditPast } from './auditQueries';
 import { dayOf } from './days';
-import {
-  historyPartitions,
-  makeDays,
-  makeDaysOn,
-  purgeBodiesPast,
-  removeDaysPast,
-  sessionOn,
-  withWorkLock,
-  type HistorySession,
-} from './maintenance';
+import { historyPartitions, makeDays, makeDaysOn, purgeBodiesPast, removeDaysPast, withWorkLock } from './maintenance';
+import { sessionOn, type HistorySession } from './historyQueries';
 
 /** Only one maintainer runs rounds on schedule, across every replica (as the relay and the reconciler). */
 export const HISTORY_MAINTAINER_LOCK = 7_316_004;

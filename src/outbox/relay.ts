@@ -1,13 +1,10 @@
-import { sql, type Selectable } from 'kysely';
 import type pg from 'pg';
-import { columnsOf, type Table } from '../database/columns';
-import type { OutboxEventsTable } from '../database/schema';
 import { backoffAfter, SingleActiveWorker, type NextStep } from '../database/singleActiveWorker';
-import { inTransaction, runOn, statement, type Statement } from '../database/transaction';
+import { inTransaction, runOn, type Statement } from '../database/transaction';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
 import { BrokerChannel, type PublishResult } from './brokerChannel';
-import { OUTBOX_CHANNEL } from './notifyChannel';
+import { claimEvents, deletePublished, listenForEvents, markEvents, type ClaimedEvent } from './outboxQueries';
 
 export interface RelayOptions {
   databaseUrl: string;
@@ -56,74 +53,6 @@ export function createRelay(
 export const RELAY_LOCK = 7_316_002;
 const RETENTION_SWEEP_MS = 60_000;
 
-const OUTBOX = 'outbox_events' satisfies Table;
-/** Its columns as the statements below name them: unqualified, and in the roles `o` and `p`. */
-const c = columnsOf('outbox_events');
-const o = columnsOf('outbox_events', 'o');
-const p = columnsOf('outbox_events', 'p');
-
-type ClaimedEvent = Pick<Selectable<OutboxEventsTable>, 'id' | 'type' | 'message' | 'created_at'>;
-
-/**
- * The relay's two statements are not prepared by name: a named statement is planned generically after
- * five runs, and the plan is kept while the table changes under it. Planned when the outbox was young,
- * the mark scanned the whole table for every batch (40 ms with 150,000 rows, growing), and the claim,
- * its limit unknown, sorted every pending event. Planned at each run with its arguments (a fraction of a
- * millisecond, once per batch of up to 200 events), each walks its index.
- */
-
-/**
- * The next batch: pending events due now, oldest first, at most the first pending event of each order,
- * skipping rows another transaction holds.
- */
-const claim = (limit: number): Statement<ClaimedEvent> =>
-  statement(
-    sql<ClaimedEvent>`
-      SELECT ${o('id')}, ${o('type')}, ${o('message')}, ${o('created_at')}
-        FROM ${sql.table(OUTBOX)} o
-       WHERE ${o('published_at')} IS NULL
-         AND ${o('next_attempt_at')} <= now()
-         AND NOT EXISTS (SELECT 1 FROM ${sql.table(OUTBOX)} p
-                          WHERE ${p('order_id')} = ${o('order_id')} AND ${p('published_at')} IS NULL
-                            AND ${p('sequence')} < ${o('sequence')})
-       ORDER BY ${o('created_at')}
-       LIMIT ${limit}
-       FOR UPDATE OF o SKIP LOCKED`,
-  );
-
-/**
- * What the broker said, written back: confirmed events published; the others attempted again later,
- * with a per-event backoff of 1 s doubling to 5 min (the order's later events wait behind them).
- */
-const mark = (published: readonly string[], failed: ReadonlyArray<{ id: string; error: string }>): Statement =>
-  statement(
-    sql`
-      WITH published AS (
-        UPDATE ${sql.table(OUTBOX)} SET ${c('published_at')} = clock_timestamp(), ${c('last_error')} = NULL
-         WHERE ${c('id')} = ANY(${published}::uuid[])
-      ), failed AS (
-        UPDATE ${sql.table(OUTBOX)} AS o
-           SET ${c('attempts')} = ${o('attempts')} + 1,
-               ${c('next_attempt_at')} = now() + least(interval '1 second' * power(2, ${o('attempts')}), interval '5 minutes'),
-               ${c('last_error')} = f.error
-          FROM unnest(${failed.map((f) => f.id)}::uuid[], ${failed.map((f) => f.error)}::text[]) AS f(id, error)
-         WHERE ${o('id')} = f.id
-      )
-      SELECT 1`,
-  );
-
-/** Published events past retention, deleted up to 10,000 at a time (the relay sweeps once a minute). */
-const deletePublished = (retentionMs: number): Statement<{ deleted: number }> =>
-  statement(
-    sql<{ deleted: number }>`
-      WITH deleted AS (
-        DELETE FROM ${sql.table(OUTBOX)} WHERE ${c('id')} IN (
-          SELECT ${c('id')} FROM ${sql.table(OUTBOX)}
-           WHERE ${c('published_at')} < now() - ${retentionMs} * interval '1 millisecond' LIMIT 10000)
-        RETURNING 1)
-      SELECT count(*)::int AS deleted FROM deleted`,
-  );
-
 /**
  * Publishes outbox rows to RabbitMQ and marks them published only after the broker confirmed them.
  *
@@ -170,7 +99,7 @@ export class OutboxRelay {
         sessionOptions: '-c synchronous_commit=off -c enable_bitmapscan=off',
         onConnect: async (client) => {
           client.on('notification', () => this.wake());
-          await runOn(client, statement(sql`LISTEN ${sql.id(OUTBOX_CHANNEL)}`));
+          await runOn(client, listenForEvents());
         },
       },
       logger: options.logger,
@@ -242,7 +171,7 @@ export class OutboxRelay {
    */
   private async publishBatch(connection: pg.Client): Promise<number> {
     return inTransaction(connection, async (trx) => {
-      const rows = await trx.run(claim(this.batchSize));
+      const rows = await trx.run(claimEvents(this.batchSize));
       if (rows.length > 0) await trx.runAndCommit(await this.publish(rows));
       return rows.length;
     });
@@ -267,7 +196,7 @@ export class OutboxRelay {
         'events not confirmed; will retry',
       );
     }
-    return mark(
+    return markEvents(
       published.map((r) => r.id),
       failed.map((r) => ({ id: r.id, error: `${r.reason}: ${r.error}` })),
     );

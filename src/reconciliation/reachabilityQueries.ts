@@ -33,7 +33,7 @@ export async function recordReachability(
     .values({
       pos_id: found.posId,
       state: found.state,
-      since: found.at,
+      entered_at: found.at,
       detail: found.detail,
       confirmed_at: found.at,
     })
@@ -42,11 +42,11 @@ export async function recordReachability(
         .column('pos_id')
         .doUpdateSet((eb) => ({
           state: eb.ref('excluded.state'),
-          since: eb
+          entered_at: eb
             .case()
             .when('payment_api_reachability.state', '=', eb.ref('excluded.state'))
-            .then(eb.ref('payment_api_reachability.since'))
-            .else(eb.ref('excluded.since'))
+            .then(eb.ref('payment_api_reachability.entered_at'))
+            .else(eb.ref('excluded.entered_at'))
             .end(),
           detail: eb.ref('excluded.detail'),
           confirmed_at: eb.ref('excluded.confirmed_at'),
@@ -68,7 +68,7 @@ export async function readReachability(db: Db): Promise<Reachability[]> {
   return rows.map((r) => ({
     posId: r.pos_id,
     state: r.state,
-    since: r.since,
+    since: r.entered_at,
     detail: r.detail,
     confirmedAt: r.confirmed_at,
   }));

@@ -31,7 +31,7 @@ import { ProjectionFold, type Folded } from './projectionFold';
  *      it publishes, numbered in its order's stream.
  *
  * A known repeat (the cache's) skips all three: only its delivery is recorded. The result is every row the
- * batch writes (batchStatements.ts) and every delivery's answer.
+ * batch writes (batchQueries.ts) and every delivery's answer.
  */
 export function decideBatch(
   items: readonly BatchItem[],

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { REDACTED } from '../../src/domain/personalData';
 import { fingerprintKey } from '../../src/verification/secondKeys';
 import { EventConsumer } from '../support/broker';
 import { query } from '../support/database';
@@ -162,15 +163,18 @@ describe('inspect', () => {
     expect(run.stdout).toMatch(/order\.completed .* published \d{4}-/);
   });
 
-  it('When --show-bodies is given, then the stored bodies are shown with the buyer and customer IP masked', async () => {
+  it('When --show-bodies is given, then the stored bodies are shown with every field but ids, amounts, statuses and dates redacted', async () => {
     const run = await runCli(['inspect', 'order', orderId, '--show-bodies', '--json'], env);
     const result = parseJson<Inspection>(run);
     const body = JSON.parse(result.notifications[1]?.body ?? 'null') as { order: Record<string, unknown> };
     expect(body.order).toMatchObject({
       orderId,
       status: 'COMPLETED',
-      buyer: '[personal data hidden]',
-      customerIp: '[personal data hidden]',
+      totalAmount: '15000',
+      buyer: REDACTED,
+      customerIp: REDACTED,
+      description: REDACTED,
+      products: REDACTED,
     });
     expect(run.stdout).not.toContain(BUYER.email);
   });

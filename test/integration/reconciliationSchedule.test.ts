@@ -210,8 +210,11 @@ describe('the reconciliation schedule', () => {
     try {
       // What a sweep reads: the orders observed since the last round, then the due rows; each through an index.
       const read: Array<{ relation: string; node: string; rows: number }> = [];
-      for (const step of [takeInObservationsQuery(new Date(now), AFTER_MS), dueOrdersQuery(new Date(now), 50)]) {
-        const compiled = step.compile(clocked.db);
+      for (const step of [
+        takeInObservationsQuery(clocked.db, new Date(now), AFTER_MS),
+        dueOrdersQuery(clocked.db, new Date(now), 50),
+      ]) {
+        const compiled = step.compile();
         const [explained] = await query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
           svc.database.url,
           `EXPLAIN (ANALYZE, FORMAT JSON) ${compiled.sql}`,

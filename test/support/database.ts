@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { ORDER_LOCK_SEED } from '../../src/recording/batchStatements';
+import { ORDER_LOCK_SEED } from '../../src/recording/batchQueries';
 
 export const PG_SERVER = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
 
@@ -46,7 +46,7 @@ export async function query<T extends pg.QueryResultRow>(
 
 /**
  * Runs `whileLocked` while another transaction holds an order's lock, the advisory lock the recorder
- * takes for it (lockOrders in src/recording/batchStatements.ts, with its ORDER_LOCK_SEED), then releases it: a recording
+ * takes for it (lockOrders in src/recording/batchQueries.ts, with its ORDER_LOCK_SEED), then releases it: a recording
  * transaction that needs the order waits on it meanwhile.
  */
 export async function whileOrderLocked<T>(pool: pg.Pool, orderId: string, whileLocked: () => Promise<T>): Promise<T> {

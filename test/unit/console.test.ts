@@ -1,5 +1,4 @@
 import { consoleTokens, loadConfig } from '../../src/config';
-import { readableBody, REDACTED } from '../../src/console/bodies';
 import { href, html } from '../../src/console/html';
 import { openSession, parseConsoleTokens, sealSession, tokenHolder } from '../../src/console/session';
 
@@ -40,27 +39,6 @@ describe('console sessions', () => {
     expect(problems.join(' ')).not.toContain('short');
     expect(tokenHolder(tokens, '0123456789abcdef')?.name).toBe('olga');
     expect(tokenHolder(tokens, '0123456789abcdeX')).toBeNull();
-  });
-});
-
-describe('console bodies', () => {
-  const body = Buffer.from(
-    JSON.stringify({ order: { orderId: 'A', customerIp: '1.2.3.4', buyer: { email: 'b@example.com' } } }),
-  );
-
-  it('When a viewer may not see personal data, then the buyer and the address are redacted and the raw bytes withheld', () => {
-    const { readable, raw } = readableBody(body, false);
-    expect(readable).not.toContain('b@example.com');
-    expect(readable).not.toContain('1.2.3.4');
-    expect(readable).toContain(REDACTED);
-    expect(raw).toBeNull();
-    expect(readableBody(Buffer.from('not json b@example.com'), false)).toEqual({ readable: REDACTED, raw: null });
-  });
-
-  it('When personal data may be shown, then the body is pretty-printed and given as received', () => {
-    const { readable, raw } = readableBody(body, true);
-    expect(readable).toContain('b@example.com');
-    expect(raw).toBe(body.toString('utf8'));
   });
 });
 

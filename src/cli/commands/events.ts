@@ -5,7 +5,7 @@ import { createLogger } from '../../observability/logger';
 import type { PublishResult } from '../../outbox/brokerChannel';
 import { BrokerChannel } from '../../outbox/brokerChannel';
 import { createRelayMetrics } from '../../observability/metrics';
-import type { Db } from '../../database/pool';
+import { selectEvents, type ReplaySelection } from '../../outbox/outboxQueries';
 import { readConfig, withDatabase } from './database';
 import { action, CliError, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { collect, durationOption, integerOption, timeOption, withDatabaseUrl, withJson } from './options';
@@ -14,47 +14,6 @@ import { emit, iso, startProgress, table } from './output';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PUBLISH_BATCH = 500;
 const CONFIRM_TIMEOUT_MS = 10_000;
-
-interface StoredEvent {
-  id: string;
-  order_id: string;
-  sequence: string;
-  type: string;
-  message: string;
-  created_at: Date;
-  published_at: Date | null;
-}
-
-export interface ReplaySelection {
-  ids: string[];
-  orders: string[];
-  since: Date | null;
-  until: Date | null;
-}
-
-/**
- * The stored events a selection names: by id and by order (either matches), within the time range
- * (created_at) when one is given; in the order the relay publishes them (created, then per-order sequence).
- */
-export async function selectEvents(db: Db, selection: ReplaySelection): Promise<StoredEvent[]> {
-  let query = db
-    .selectFrom('outbox_events')
-    .select(['id', 'order_id', 'sequence', 'type', 'message', 'created_at', 'published_at'])
-    .orderBy('created_at')
-    .orderBy('order_id')
-    .orderBy('sequence');
-  if (selection.ids.length > 0 || selection.orders.length > 0) {
-    query = query.where((eb) =>
-      eb.or([
-        ...(selection.ids.length > 0 ? [eb('id', 'in', selection.ids)] : []),
-        ...(selection.orders.length > 0 ? [eb('order_id', 'in', selection.orders)] : []),
-      ]),
-    );
-  }
-  if (selection.since) query = query.where('created_at', '>=', selection.since);
-  if (selection.until) query = query.where('created_at', '<', selection.until);
-  return query.execute();
-}
 
 interface ReplayOptions {
   id?: string[];

@@ -3,12 +3,12 @@ import {
   makeDays,
   purgeBodiesPast,
   removeDaysPast,
-  sessionOnKysely,
   withWorkLock,
   type PurgedBodies,
   type RemovedHistory,
 } from '../../history/maintenance';
-import { deleteAuditPast } from '../../history/audit';
+import { deleteAuditPast } from '../../history/auditQueries';
+import { sessionOnKysely } from '../../history/historyQueries';
 import { readConfig, withDatabase } from './database';
 import { action, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { integerOption, withDatabaseUrl, withJson } from './options';

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { columnsOf } from '../../database/columns';
 import type { Db } from '../../database/pool';
 
 /**
@@ -62,7 +63,7 @@ export function completedOrders(
     let query = db
       .selectFrom('orders')
       .selectAll()
-      .select(sql<string>`${sql.ref('updated_at')}::text`.as('cursor_at'))
+      .select(sql<string>`${columnsOf('orders')('updated_at')}::text`.as('cursor_at'))
       .where('status', '=', 'COMPLETED')
       .where('merchant_pos_id', '=', range.posId)
       .where('updated_at', '>=', range.from)
@@ -103,7 +104,7 @@ export function finalizedRefunds(
       .innerJoin('order_owners as w', 'w.order_id', 'r.order_id')
       .leftJoin('orders as o', 'o.order_id', 'r.order_id')
       .selectAll('r')
-      .select(['o.payment_id', sql<string>`${sql.ref('r.updated_at')}::text`.as('cursor_at')])
+      .select(['o.payment_id', sql<string>`${columnsOf('refunds', 'r')('updated_at')}::text`.as('cursor_at')])
       .where('r.status', '=', 'FINALIZED')
       .where('w.pos_id', '=', range.posId)
       .where('r.updated_at', '>=', range.from)

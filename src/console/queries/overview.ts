@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
+import { columnsOf, tableOf } from '../../database/columns';
 import type { Db } from '../../database/pool';
 import type { DeliveryOutcome } from '../../domain/outcomes';
-import { outboxLag, type OutboxLag } from './attention';
+import { outboxLag, type OutboxLag } from '../../outbox/outboxQueries';
 import { PAGE_SIZE } from './rows';
 
 /** The overview: the search box's lookups, and today's counts with the outbox lag. */
@@ -15,16 +16,22 @@ export interface SearchMatch {
   refundId: string | null;
 }
 
+const o = columnsOf('orders');
+const r = columnsOf('refunds');
+
 /** Each id column a person may hold, each by its own index, at most a page of matches in all. */
 export async function searchIds(db: Db, q: string): Promise<SearchMatch[]> {
-  const { rows } = await sql<{ order_id: string; field: SearchField; refund_id: string | null }>`
-    (SELECT order_id, 'orderId' AS field, NULL::text AS refund_id FROM orders WHERE order_id = ${q})
-    UNION ALL (SELECT order_id, 'extOrderId', NULL FROM orders WHERE ext_order_id = ${q} LIMIT ${PAGE_SIZE})
-    UNION ALL (SELECT order_id, 'paymentId', NULL FROM orders WHERE payment_id = ${q} LIMIT ${PAGE_SIZE})
-    UNION ALL (SELECT order_id, 'refundId', refund_id FROM refunds WHERE refund_id = ${q})
-    UNION ALL (SELECT order_id, 'extRefundId', refund_id FROM refunds WHERE ext_refund_id = ${q} LIMIT ${PAGE_SIZE})
+  const [orders, refunds] = [tableOf('orders'), tableOf('refunds')];
+  const { rows } = await sql<{ matched_order: string; field: SearchField; matched_refund: string | null }>`
+    (SELECT ${o('order_id')} AS matched_order, 'orderId' AS field, NULL::text AS matched_refund
+       FROM ${orders} WHERE ${o('order_id')} = ${q})
+    UNION ALL (SELECT ${o('order_id')}, 'extOrderId', NULL FROM ${orders} WHERE ${o('ext_order_id')} = ${q} LIMIT ${PAGE_SIZE})
+    UNION ALL (SELECT ${o('order_id')}, 'paymentId', NULL FROM ${orders} WHERE ${o('payment_id')} = ${q} LIMIT ${PAGE_SIZE})
+    UNION ALL (SELECT ${r('order_id')}, 'refundId', ${r('refund_id')} FROM ${refunds} WHERE ${r('refund_id')} = ${q})
+    UNION ALL (SELECT ${r('order_id')}, 'extRefundId', ${r('refund_id')} FROM ${refunds}
+                WHERE ${r('ext_refund_id')} = ${q} LIMIT ${PAGE_SIZE})
     LIMIT ${PAGE_SIZE}`.execute(db);
-  return rows.map((r) => ({ orderId: r.order_id, field: r.field, refundId: r.refund_id }));
+  return rows.map((m) => ({ orderId: m.matched_order, field: m.field, refundId: m.matched_refund }));
 }
 
 /** What tells apart the orders a search found: each one's status, amount and when it was first seen. */
@@ -64,7 +71,7 @@ export const QUARTER_MS = 15 * 60_000;
 
 /** The deliveries of the local day from `start` to `end` (23, 24 or 25 hours), and the events waiting. */
 export async function overview(db: Db, start: Date, end: Date): Promise<Overview> {
-  const quarter = sql<string>`floor(extract(epoch FROM ${sql.ref('received_at')}) * 1000 / ${QUARTER_MS})::bigint`;
+  const quarter = sql<string>`floor(extract(epoch FROM ${columnsOf('deliveries')('received_at')}) * 1000 / ${QUARTER_MS})::bigint`;
   const [rows, pending] = await Promise.all([
     db
       .selectFrom('deliveries')

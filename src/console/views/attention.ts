@@ -1,6 +1,6 @@
 import { href, html, type Html } from '../html';
 import type { Attention, Bounded } from '../queries/attention';
-import type { QuarantineRow } from '../queries/lists';
+import type { QuarantineRow } from '../../recording/quarantineQueries';
 import type { Reachability } from '../../reconciliation/reachabilityQueries';
 import { checkResultWords, quarantineReasonWords } from '../words';
 import { layout, type PageContext } from './layout';

@@ -1,8 +1,9 @@
 import { DELIVERY_OUTCOMES } from '../../domain/outcomes';
-import { readableBody } from '../bodies';
+import { readableBody } from '../../domain/personalData';
+import type { AuditRow } from '../../history/auditQueries';
+import type { QuarantinedNotification } from '../../recording/quarantineQueries';
 import { href, html, type Html } from '../html';
-import type { ListedDelivery, QuarantinedNotification } from '../queries/lists';
-import type { AuditRow } from '../queries/rows';
+import type { ListedDelivery } from '../queries/lists';
 import { auditActionWords, checkResultWords, DELIVERY_OUTCOME_WORDS, quarantineReasonWords } from '../words';
 import { layout, type PageContext } from './layout';
 import { learnt, orderLink, outcome, shownAsText, status, time, value } from './parts';
@@ -163,7 +164,7 @@ export function quarantinePage(
   q: QuarantinedNotification,
   options: { personalData: boolean; canAct: boolean },
 ): Html {
-  const readable = q.body === null ? null : readableBody(q.body, options.personalData);
+  const readable = q.body === null ? null : readableBody(q.body, { personalData: options.personalData });
   return layout(
     `Notification set aside #${q.id}`,
     ctx,

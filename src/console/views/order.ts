@@ -1,7 +1,8 @@
-import { readableBody } from '../bodies';
+import { readableBody } from '../../domain/personalData';
+import type { AuditRow } from '../../history/auditQueries';
+import type { OrderStory, StoryNotification, StoryRefund } from '../../orderStory/orderStoryQueries';
 import { href, html, type Html } from '../html';
 import { subtractMinor, sumMinor } from '../money';
-import type { NotificationRow, OrderStory, RefundRow } from '../queries/order';
 import { auditActionWords, checkResultWords, orderStatusWords, PAY_METHOD_WORDS, TRANSITION_WORDS } from '../words';
 import { nextCheck, type CheckSchedule } from './checks';
 import { layout, type PageContext } from './layout';
@@ -17,6 +18,8 @@ export interface OrderPageOptions {
   canAct: boolean;
   /** Null: checks with the payment service are off (PAYMENT_API_URL unset). */
   checks: CheckSchedule | null;
+  /** The checks people asked for (the audit's), counted, and the latest. */
+  checksByHand: { count: number; last: AuditRow | null };
 }
 
 const FINAL_ORDER = new Set(['COMPLETED', 'CANCELED']);
@@ -27,7 +30,7 @@ interface TimelineEntry {
   what: Html;
 }
 
-const subject = (n: Pick<NotificationRow, 'kind' | 'subjectId'>): Html =>
+const subject = (n: Pick<StoryNotification, 'kind' | 'subjectId'>): Html =>
   n.kind === 'order' ? html`Order` : html`Refund ${value(n.subjectId)}`;
 
 function timelineOf(story: OrderStory, ctx: PageContext): TimelineEntry[] {
@@ -85,7 +88,7 @@ function moneyBox(story: OrderStory, ctx: PageContext): Html {
   const o = story.order;
   if (!o) return html``;
   const currency = o.currencyCode;
-  const same = (r: RefundRow) => r.currencyCode === currency && r.amount !== null;
+  const same = (r: StoryRefund) => r.currencyCode === currency && r.amount !== null;
   const finalized = story.refunds.filter((r) => r.status === 'FINALIZED' && same(r));
   const pending = story.refunds.filter((r) => r.status === 'PENDING' && same(r));
   const other = story.refunds.filter((r) => !same(r));
@@ -130,9 +133,9 @@ function moneyBox(story: OrderStory, ctx: PageContext): Html {
 }
 
 /** The checks with the payment service: automatic ones, ones people asked for, and what comes next. */
-function checksBox(story: OrderStory, ctx: PageContext, checks: CheckSchedule | null): Html {
+function checksBox(story: OrderStory, ctx: PageContext, options: OrderPageOptions): Html {
+  const { checks, checksByHand: byHand } = options;
   const r = story.reconciliation;
-  const byHand = story.checksByHand;
   const o = story.order;
   const changes = [o?.updatedAt, ...story.refunds.map((refund) => refund.updatedAt)].filter(
     (at): at is Date => at !== undefined,
@@ -196,7 +199,7 @@ export function orderPage(ctx: PageContext, story: OrderStory, options: OrderPag
                 <dt>${fieldName('paymentId')}</dt>
                 <dd>${value(o.paymentId)}</dd>
                 <dt>${fieldName('posId')}</dt>
-                <dd>${value(o.posId)}</dd>
+                <dd>${value(o.merchantPosId)}</dd>
                 <dt>Paid by</dt>
                 <dd>
                   ${
@@ -224,7 +227,7 @@ export function orderPage(ctx: PageContext, story: OrderStory, options: OrderPag
       <ol data-testid="timeline">
         ${timelineOf(story, ctx).map((t) => html`<li>${time(t.at, ctx)}: ${t.what}</li>`)}
       </ol>
-      ${checksBox(story, ctx, options.checks)}
+      ${checksBox(story, ctx, options)}
       <h2>${term('events', 'Events for other services')}</h2>
       ${
         story.events.length === 0
@@ -369,13 +372,13 @@ function disagreementsTable(story: OrderStory, ctx: PageContext): Html {
 }
 
 /** The currency an amount of a notification is in: its order's, or its refund's. */
-const currencyOf = (story: OrderStory, n: NotificationRow): string | null =>
+const currencyOf = (story: OrderStory, n: StoryNotification): string | null =>
   n.kind === 'order'
     ? (story.order?.currencyCode ?? null)
     : (story.refunds.find((r) => r.refundId === n.subjectId)?.currencyCode ?? null);
 
 function rawBody(
-  n: NotificationRow,
+  n: StoryNotification,
   purgedDays: ReadonlyMap<string, Date>,
   options: OrderPageOptions,
   ctx: PageContext,
@@ -389,7 +392,7 @@ function rawBody(
         Deleted${purgedAt ? html` ${time(purgedAt, ctx)}` : ''}, as ${setting('BODY_RETENTION')} says.
       </p>`;
   }
-  const { readable, raw } = readableBody(n.body, options.personalData);
+  const { readable, raw } = readableBody(n.body, { personalData: options.personalData });
   return html`${head}
     <pre
       class="body"

@@ -2,7 +2,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Command } from 'commander';
-import { sql } from 'kysely';
 import type { Config } from '../../../config';
 import { prepareDatabase } from '../../../database/bootstrap';
 import { addDays, DAY_MS, dayOf, daysToMake } from '../../../history/days';
@@ -13,6 +12,7 @@ import { readConfig, withDatabase } from '../database';
 import { action, CliError, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from '../io';
 import { integerOption, withDatabaseUrl } from '../options';
 import type { SeedSettings } from './seededOrders';
+import { analyzeProjections, makeSeedDays, markDaysPurged, reserveNotificationIds } from './seedQueries';
 import {
   MAX_IDS_PER_ORDER,
   type ChunkCounts,
@@ -229,23 +229,13 @@ export async function seedHistory(io: CliIo, options: SeedOptions): Promise<Exit
     const settings = seedSettings(config, nowMs);
     const started = performance.now();
     // Every day it fills, and the days the service keeps made ahead.
-    await sql`SELECT history_partitions_ensure(${dayOf(fromMs)}::date, ${daysToMake(Date.now()).last}::date)`.execute(
-      db,
-    );
+    await makeSeedDays(db, dayOf(fromMs), daysToMake(Date.now()).last);
     if (settings.bodiesFromMs !== null && settings.bodiesFromMs > fromMs) {
       // The days before the body retention count as purged, as the maintainer would have left them.
-      await sql`
-        INSERT INTO history_bodies_purged (day)
-        SELECT generate_series(${dayOf(fromMs)}::date, ${addDays(dayOf(settings.bodiesFromMs), -1)}::date, interval '1 day')::date
-        ON CONFLICT (day) DO NOTHING`.execute(db);
+      await markDaysPurged(db, dayOf(fromMs), addDays(dayOf(settings.bodiesFromMs), -1));
     }
     // The notification ids of the whole run, reserved at once from the recorder's sequence; unused ones are gaps.
-    const reserved = BigInt(orders * MAX_IDS_PER_ORDER);
-    const { rows } = await sql<{ last: string }>`
-      SELECT setval('notification_ids', nextval('notification_ids') + ${String(reserved)}::bigint - 1)::text AS last`.execute(
-      db,
-    );
-    const firstId = BigInt(rows[0]?.last ?? '0') - reserved + 1n;
+    const firstId = await reserveNotificationIds(db, BigInt(orders * MAX_IDS_PER_ORDER));
     const chunks = planChunks(orders, fromMs, nowMs, { sample, random: seededRandom(freshSeed()), firstId });
     io.stderr.write(
       `seeding ${orders.toLocaleString('en')} orders over ${days} day(s) in ${chunks.length} chunk(s) on ` +
@@ -253,8 +243,7 @@ export async function seedHistory(io: CliIo, options: SeedOptions): Promise<Exit
     );
     const { totals, ids } = await runChunks(io, { url, settings }, chunks, threads, orders);
     const written = performance.now();
-    // The projections' statistics, as autovacuum would have kept them; it analyzes the day partitions itself.
-    await sql`ANALYZE orders, refunds, order_owners, event_streams, outbox_events, reconciliation_checks`.execute(db);
+    await analyzeProjections(db);
     const seconds = (written - started) / 1000;
     io.stderr.write(
       `seeded ${totals.orders.toLocaleString('en')} orders, ${totals.refunds.toLocaleString('en')} refunds, ` +

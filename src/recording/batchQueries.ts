@@ -1,8 +1,8 @@
 import { sql, type RawBuilder } from 'kysely';
-import { columnsOf, type Column, type Table } from '../database/columns';
+import { columnListOf, columnsOf, tableOf, type Column, type Table } from '../database/columns';
 import { prepared, preparedStatement, queries, statement, type Slot, type Statement } from '../database/transaction';
 import type { DeliveryOutcome } from '../domain/outcomes';
-import { OUTBOX_CHANNEL } from '../outbox/notifyChannel';
+import { relayHint } from '../outbox/outboxQueries';
 import { DELIVERY_ROWS_PER_NOTIFICATION } from './batch';
 import {
   DELIVERY_COLUMNS,
@@ -32,38 +32,49 @@ import type { Delivery } from './notificationStore';
 /** The seed of the order locks' keys (hashtextextended): the other advisory locks use keys of their own. */
 export const ORDER_LOCK_SEED = 7316;
 
-const columnList = <T extends Table>(columns: ReadonlyArray<Column<T>>): RawBuilder<unknown> =>
-  sql.join(columns.map((c) => sql.ref(c)));
-
 /** A table's rows from their JSON parameter: `SELECT columns FROM json_populate_recordset(NULL::table, rows)`. */
 const fromJson = <T extends Table>(table: T, columns: ReadonlyArray<Column<T>>, rows: Slot): RawBuilder<unknown> =>
-  sql`SELECT ${columnList(columns)} FROM json_populate_recordset(NULL::${sql.table(table)}, ${rows}::json)`;
+  sql`SELECT ${columnListOf(table, columns)} FROM json_populate_recordset(NULL::${tableOf(table)}, ${rows}::json)`;
 
 /** `INSERT INTO table (columns) SELECT columns FROM` their JSON parameter: only columns of that table. */
 const insertJson = <T extends Table>(table: T, columns: ReadonlyArray<Column<T>>, rows: Slot): RawBuilder<unknown> =>
-  sql`INSERT INTO ${sql.table(table)} (${columnList(columns)}) ${fromJson(table, columns, rows)}`;
+  sql`INSERT INTO ${tableOf(table)} (${columnListOf(table, columns)}) ${fromJson(table, columns, rows)}`;
 
 /** Rows as their statement's JSON parameter. */
 const json = (rows: readonly object[]): string => JSON.stringify(rows);
 
 /** `SET column = excluded.column` for every column but the key (and the given extras, e.g. updated_at = now()). */
 const updateFromExcluded = <T extends Table>(
-  _table: T,
+  table: T,
   columns: ReadonlyArray<Column<T>>,
   key: Column<T>,
   ...extra: RawBuilder<unknown>[]
-) => sql.join([...columns.filter((c) => c !== key).map((c) => sql`${sql.ref(c)} = excluded.${sql.ref(c)}`), ...extra]);
+) => {
+  const [own, excluded] = [columnsOf(table), columnsOf(table, 'excluded')];
+  return sql.join([...columns.filter((c) => c !== key).map((c) => sql`${own(c)} = ${excluded(c)}`), ...extra]);
+};
 
 /** `json_build_object('column', alias.column, ...)` of a table's columns; those named in `asText` as text. */
 const jsonObjectOf = <T extends Table>(
-  _table: T,
+  table: T,
   alias: string,
   columns: ReadonlyArray<Column<T>>,
   asText: ReadonlyArray<Column<T>> = [],
-) =>
-  sql`json_build_object(${sql.join(
-    columns.map((c) => sql`${sql.lit(c)}, ${sql.ref(`${alias}.${c}`)}${asText.includes(c) ? sql`::text` : sql``}`),
+) => {
+  const ref = columnsOf(table, alias);
+  return sql`json_build_object(${sql.join(
+    columns.map((c) => sql`${sql.lit(c)}, ${ref(c)}${asText.includes(c) ? sql`::text` : sql``}`),
   )})`;
+};
+
+const refund = columnsOf('refunds');
+
+/** `involved (involved_order)`: the orders named, and those the refunds named were recorded under. */
+const involved = (orderIds: Slot, refundIds: Slot) => sql`involved (involved_order) AS (
+        SELECT unnest(${orderIds}::text[])
+        UNION
+        SELECT ${refund('order_id')} FROM ${tableOf('refunds')} WHERE ${refund('refund_id')} = ANY(${refundIds}::text[])
+      )`;
 
 /**
  * Serializes every writer of an order (its notifications, projection, owner, refunds and event sequence)
@@ -78,15 +89,11 @@ const lockStatement = preparedStatement<
 >(
   'record_lock',
   (p) => sql<{ orders: string[] }>`
-      WITH involved AS (
-        SELECT unnest(${p.orderIds}::text[]) AS order_id
-        UNION
-        SELECT order_id FROM refunds WHERE refund_id = ANY(${p.refundIds}::text[])
-      )
-      SELECT (SELECT array_agg(order_id) FROM involved) AS orders,
+      WITH ${involved(p.orderIds, p.refundIds)}
+      SELECT (SELECT array_agg(involved_order) FROM involved) AS orders,
              (SELECT count(*) FROM (
                 SELECT pg_advisory_xact_lock(k)
-                  FROM (SELECT DISTINCT hashtextextended(order_id, ${ORDER_LOCK_SEED}) AS k FROM involved ORDER BY k) AS keys
+                  FROM (SELECT DISTINCT hashtextextended(involved_order, ${ORDER_LOCK_SEED}) AS k FROM involved ORDER BY k) AS keys
               ) AS locks) AS locked`,
 );
 
@@ -103,26 +110,27 @@ export const lockOrders = (
 const projected = <C extends string>(columns: readonly C[]): Array<Exclude<C, 'status_rank'>> =>
   columns.filter((c): c is Exclude<C, 'status_rank'> => c !== 'status_rank');
 
+const o = columnsOf('orders', 'o');
+const r = columnsOf('refunds', 'r');
+const s = columnsOf('event_streams', 's');
+const w = columnsOf('order_owners', 'w');
+
 const readStatement = preparedStatement<
   { orderIds: readonly string[]; refundIds: readonly string[]; meanings: number },
   StateRow
 >(
   'record_read',
   (p) => sql<StateRow>`
-      WITH involved AS (
-        SELECT unnest(${p.orderIds}::text[]) AS order_id
-        UNION
-        SELECT order_id FROM refunds WHERE refund_id = ANY(${p.refundIds}::text[])
-      )
+      WITH ${involved(p.orderIds, p.refundIds)}
       SELECT
         (SELECT json_agg(${jsonObjectOf('orders', 'o', projected(ORDER_COLUMNS), ['total_amount'])})
-           FROM orders o WHERE o.order_id IN (SELECT order_id FROM involved)) AS orders,
+           FROM ${tableOf('orders')} o WHERE ${o('order_id')} IN (SELECT involved_order FROM involved)) AS orders,
         (SELECT json_agg(${jsonObjectOf('refunds', 'r', projected(REFUND_COLUMNS), ['amount'])})
-           FROM refunds r WHERE r.refund_id = ANY(${p.refundIds}::text[])) AS refunds,
+           FROM ${tableOf('refunds')} r WHERE ${r('refund_id')} = ANY(${p.refundIds}::text[])) AS refunds,
         (SELECT json_agg(${jsonObjectOf('event_streams', 's', STREAM_COLUMNS, ['last_sequence'])})
-           FROM event_streams s WHERE s.order_id IN (SELECT order_id FROM involved)) AS streams,
+           FROM ${tableOf('event_streams')} s WHERE ${s('order_id')} IN (SELECT involved_order FROM involved)) AS streams,
         (SELECT json_agg(${jsonObjectOf('order_owners', 'w', OWNER_COLUMNS)})
-           FROM order_owners w WHERE w.order_id IN (SELECT order_id FROM involved)) AS owners,
+           FROM ${tableOf('order_owners')} w WHERE ${w('order_id')} IN (SELECT involved_order FROM involved)) AS owners,
         (SELECT array_agg(nextval('notification_ids')::text) FROM generate_series(1, ${p.meanings}::int)) AS new_ids,
         to_json(now())#>>'{}' AS now`,
 );
@@ -148,26 +156,31 @@ export function readHistory(refs: readonly HistoryLookup[]): Statement<HistoryRo
   return statement(
     sql<HistoryRow>`
       SELECT ${n('id')}::text AS id, encode(${n('body_sha256')}, 'hex') AS body_sha256,
-             ARRAY(SELECT encode(${v('body_sha256')}, 'hex') FROM ${sql.table('notification_variants')} v
+             ARRAY(SELECT encode(${v('body_sha256')}, 'hex') FROM ${tableOf('notification_variants')} v
                     WHERE ${v('notification_received_at')} = ${ats}
                       AND ${v('notification_received_at')} = ${n('received_at')} AND ${v('notification_id')} = ${n('id')}) AS variants,
              (SELECT count(*)::int FROM (
-                SELECT 1 FROM ${sql.table('deliveries')} d
+                SELECT 1 FROM ${tableOf('deliveries')} d
                  WHERE ${d('notification_received_at')} = ${ats}
                    AND ${d('notification_received_at')} = ${n('received_at')} AND ${d('notification_id')} = ${n('id')}
                  LIMIT ${DELIVERY_ROWS_PER_NOTIFICATION}::int) AS kept) AS delivery_rows
-        FROM ${sql.table('notifications')} n
+        FROM ${tableOf('notifications')} n
        WHERE ${n('received_at')} = ${ats} AND ${n('id')} = ANY(${refs.map((r) => r.id)}::bigint[])`,
   );
 }
+
+const repeat = columnsOf('delivery_repeats');
+const repeatStored = columnsOf('delivery_repeats', 'delivery_repeats');
+const repeatAdded = columnsOf('delivery_repeats', 'excluded');
 
 /** The deliveries' audit rows, and the repeats counted instead of a row. Part of a write. */
 const insertDeliveries = (deliveries: Slot, repeats: Slot) => sql`
     deliveries_added AS (${insertJson('deliveries', DELIVERY_COLUMNS, deliveries)}),
     repeats_counted AS (
       ${insertJson('delivery_repeats', DELIVERY_REPEAT_COLUMNS, repeats)}
-      ON CONFLICT (notification_id) WHERE notification_id IS NOT NULL
-      DO UPDATE SET deliveries = delivery_repeats.deliveries + excluded.deliveries, last_at = now()
+      ON CONFLICT (${repeat('notification_id')}) WHERE ${repeat('notification_id')} IS NOT NULL
+      DO UPDATE SET ${repeat('deliveries')} = ${repeatStored('deliveries')} + ${repeatAdded('deliveries')},
+                    ${repeat('last_at')} = now()
     )`;
 
 const deliveriesStatement = preparedStatement<{ deliveries: string; repeats: string }, unknown>(
@@ -192,13 +205,14 @@ const upsertProjection = <T extends 'orders' | 'refunds'>(
   key: Column<T>,
 ) => {
   const projected = columns.filter((c) => c !== key && c !== 'recorded');
-  const row = (alias: string) => sql.join(projected.map((c) => sql.ref(`${alias}.${c}`)));
-  return sql`ON CONFLICT (${sql.ref(key)}) DO UPDATE SET ${updateFromExcluded(
+  const [own, stored, excluded] = [columnsOf(table), columnsOf(table, table), columnsOf(table, 'excluded')];
+  const row = (ref: (column: Column<T>) => RawBuilder<unknown>) => sql.join(projected.map(ref));
+  return sql`ON CONFLICT (${own(key)}) DO UPDATE SET ${updateFromExcluded(
     table,
     columns,
     key,
-    sql`${sql.ref(UPDATED_AT)} = CASE WHEN (${row(table)}) IS DISTINCT FROM (${row('excluded')})
-                          THEN now() ELSE ${sql.ref(`${table}.${UPDATED_AT}`)} END`,
+    sql`${own(UPDATED_AT)} = CASE WHEN (${row(stored)}) IS DISTINCT FROM (${row(excluded)})
+                          THEN now() ELSE ${stored(UPDATED_AT)} END`,
   )}`;
 };
 
@@ -216,12 +230,13 @@ const writeStatement = preparedStatement<WriteArgs, unknown>(
         ${insertJson('refunds', REFUND_COLUMNS, p.refunds)} ${upsertProjection('refunds', REFUND_COLUMNS, 'refund_id')}
       ), sequences_updated AS (
         ${insertJson('event_streams', STREAM_COLUMNS, p.streams)}
-        ON CONFLICT (order_id) DO UPDATE SET ${updateFromExcluded('event_streams', STREAM_COLUMNS, 'order_id')}
+        ON CONFLICT (${columnsOf('event_streams')('order_id')})
+        DO UPDATE SET ${updateFromExcluded('event_streams', STREAM_COLUMNS, 'order_id')}
       ), events_added AS (${insertJson('outbox_events', OUTBOX_COLUMNS, p.events)}
       ), variants_added AS (${insertJson('notification_variants', VARIANT_COLUMNS, p.variants)}
       ), ${insertDeliveries(p.deliveries, p.repeats)}
       -- The relay's wake-up hint, delivered at commit; it also polls, so a lost hint costs a poll interval.
-      SELECT CASE WHEN ${p.eventCount}::int > 0 THEN pg_notify(${OUTBOX_CHANNEL}, '') END AS notified`,
+      SELECT CASE WHEN ${p.eventCount}::int > 0 THEN ${relayHint} END AS notified`,
 );
 
 /** Everything the decision wrote, as one statement (sent with COMMIT), and the relay's wake-up hint. */
@@ -311,7 +326,7 @@ export function writeQuarantine(delivery: Delivery, reason: string, detail: stri
                 sql<Buffer>`${delivery.bodySha256}::bytea`.as('body_sha256'),
                 sql<DeliveryOutcome>`'quarantined'`.as('outcome'),
                 'id',
-                sql<string>`received_at`.as('notification_received_at'),
+                'received_at as notification_received_at',
               ])
               .where('counted_only', '=', false),
           ),
@@ -330,10 +345,13 @@ export function writeQuarantine(delivery: Delivery, reason: string, detail: stri
             oc
               .column('quarantine_id')
               .where('quarantine_id', 'is not', null)
-              .doUpdateSet({ deliveries: sql`delivery_repeats.deliveries + 1`, last_at: sql`now()` }),
+              .doUpdateSet((eb) => ({
+                deliveries: eb('delivery_repeats.deliveries', '+', eb.lit(1)),
+                last_at: sql`now()`,
+              })),
           ),
       )
       .selectFrom('quarantined')
-      .select(sql<string>`id::text`.as('id')),
+      .select((eb) => eb.cast<string>('id', 'text').as('id')),
   );
 }
