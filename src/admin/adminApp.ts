@@ -96,7 +96,7 @@ function validId(value: unknown, kind: 'order' | 'refund'): string {
 }
 
 /** What POST /orders/{orderId}/reconcile answers: the check, and the projection after it. */
-type ReconcileAnswer = Omit<OrderCheck, 'final' | 'retryAfterMs'> & { order: OrderView | null };
+type ReconcileAnswer = Omit<OrderCheck, 'final' | 'retryAfterMs' | 'failure'> & { order: OrderView | null };
 
 const POS_PROBLEMS: Record<PosProblem, RequestError> = {
   pos_required: new RequestError(

@@ -215,8 +215,22 @@ export interface ConsoleAuditTable {
   detail: Generated<string>;
 }
 
+/** Whether the payment API answers each POS's checks (sql/014), written when that changes. */
+export interface PaymentApiReachabilityTable {
+  pos_id: string;
+  state: PaymentApiState;
+  /** The first check that found it in this state. */
+  entered_at: Date;
+  detail: string;
+  confirmed_at: Date;
+}
+
+/** The payment API for a POS: it answers, it cannot be reached, or it refuses the POS's credentials. */
+export type PaymentApiState = 'answering' | 'unreachable' | 'refused';
+
 export interface Database {
   console_audit: ConsoleAuditTable;
+  payment_api_reachability: PaymentApiReachabilityTable;
   history_bodies_purged: HistoryBodiesPurgedTable;
   schema_migrations: SchemaMigrationsTable;
   notifications: NotificationsTable;

@@ -179,39 +179,6 @@ const NONE: EventCondition = {
   orderId: null,
 };
 
-/** Events committed but not yet confirmed by the broker: the oldest first (its order's later events wait). */
-export async function waitingEvents(db: Db): Promise<EventCondition> {
-  const [counted, oldest] = await Promise.all([
-    db
-      .selectFrom((eb) =>
-        eb
-          .selectFrom('outbox_events')
-          .select('order_id')
-          .where('published_at', 'is', null)
-          .limit(EVENT_COUNT_BOUND + 1)
-          .as('waiting'),
-      )
-      .select((eb) => [eb.fn.countAll<string>().as('events'), eb.fn.count<string>('order_id').distinct().as('orders')])
-      .executeTakeFirstOrThrow(),
-    db
-      .selectFrom('outbox_events')
-      .select(['order_id', 'created_at', 'last_error'])
-      .where('published_at', 'is', null)
-      .orderBy('created_at')
-      .limit(1)
-      .executeTakeFirst(),
-  ]);
-  if (!oldest) return NONE;
-  return {
-    ...NONE,
-    count: Number(counted.events),
-    orders: Number(counted.orders),
-    since: oldest.created_at,
-    lastReason: oldest.last_error,
-    orderId: oldest.order_id,
-  };
-}
-
 /**
  * Events published that no queue was bound for (the broker returned them): kept in the outbox and the feed, they
  * held up nothing, but a consumer may be missing. Counted among the newest, since the first one kept.
@@ -257,14 +224,79 @@ export async function unroutedEvents(db: Db): Promise<EventCondition> {
 export interface OutboxLag {
   /** Pending events, counted up to countBound + 1. */
   count: number;
+  /** Orders those events are about (of the first countBound + 1 pending). */
+  orders: number;
   oldest: Date | null;
   countBound: number;
+  /** The broker's answers to the oldest pending events, most frequent first (at most three): why they wait. */
+  reasons: Array<{ reason: string | null; events: number }>;
 }
 
-/** The events waiting for the broker: how many (bounded) and since when (the overview's line). */
+/** The oldest pending events, at most EVENT_COUNT_BOUND + 1, through outbox_events_pending (by age). */
+const oldestPending = (db: Db) =>
+  db
+    .selectFrom('outbox_events')
+    .select(['order_id', 'created_at', 'last_error'])
+    .where('published_at', 'is', null)
+    .orderBy('created_at')
+    .limit(EVENT_COUNT_BOUND + 1);
+
+/** The events waiting for the broker: how many (bounded), about how many orders, since when, and why. */
 export async function outboxLag(db: Db): Promise<OutboxLag> {
-  const { count, since, countBound } = await waitingEvents(db);
-  return { count, oldest: since, countBound };
+  const [counts, reasons] = await Promise.all([
+    db
+      .selectFrom(oldestPending(db).as('p'))
+      .select((eb) => [
+        eb.fn.countAll<string>().as('events'),
+        eb.fn.count<string>('p.order_id').distinct().as('orders'),
+        eb.fn.min('p.created_at').as('oldest'),
+      ])
+      .executeTakeFirst(),
+    db
+      .selectFrom(oldestPending(db).as('p'))
+      .select((eb) => ['p.last_error', eb.fn.countAll<string>().as('events')])
+      .groupBy('p.last_error')
+      .orderBy('events', 'desc')
+      .limit(3)
+      .execute(),
+  ]);
+  return {
+    count: Number(counts?.events ?? 0),
+    orders: Number(counts?.orders ?? 0),
+    oldest: counts?.oldest ?? null,
+    countBound: EVENT_COUNT_BOUND,
+    reasons: reasons.map((r) => ({ reason: r.last_error, events: Number(r.events) })),
+  };
+}
+
+/** An order whose events wait for the broker: how many, since when, and the broker's last answer about them. */
+export interface WaitingOrder {
+  orderId: string;
+  events: number;
+  oldest: Date;
+  lastError: string | null;
+}
+
+/** The orders whose events wait longest, at most `limit` (of the oldest EVENT_COUNT_BOUND + 1 pending events). */
+export async function waitingOrders(db: Db, limit: number): Promise<WaitingOrder[]> {
+  const rows = await db
+    .selectFrom(oldestPending(db).as('p'))
+    .select((eb) => [
+      'p.order_id',
+      eb.fn.countAll<string>().as('events'),
+      eb.fn.min('p.created_at').as('oldest'),
+      eb.fn.max('p.last_error').as('last_error'),
+    ])
+    .groupBy('p.order_id')
+    .orderBy('oldest')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({
+    orderId: r.order_id,
+    events: Number(r.events),
+    oldest: r.oldest,
+    lastError: r.last_error,
+  }));
 }
 
 /** An event of the outbox, and what its message says it is about. */

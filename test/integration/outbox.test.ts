@@ -232,7 +232,9 @@ describe('events no queue is bound for', () => {
       expect(metrics).toMatch(/outbox_publish_failures_total\{reason="nack"\} 0/);
 
       const page = await attentionPage(svc);
-      expect(page).toContain(`${orders.length * 2} event(s) of ${orders.length} order(s) published since`);
+      expect(page).toContain(
+        `${orders.length * 2} events about ${orders.length} orders went out with no queue to take them`,
+      );
       expect(page).toContain('no queue bound for order.pending, order.waiting_for_confirmation');
     } finally {
       await svc.stop();
@@ -252,7 +254,8 @@ describe('events no queue is bound for', () => {
       expect(rows).toHaveLength(orders.length * LIFECYCLE.length);
       expect(rows.every((r) => r.published && r.unrouted)).toBe(true);
       const page = await attentionPage(svc);
-      expect(page).toContain('No event is waiting for the broker.');
+      expect(page).toMatch(/<tr id="line-events-waiting"[^>]*data-severity="ok"/);
+      expect(page).toMatch(/<tr id="line-events-unrouted"[^>]*data-severity="warning"/);
     } finally {
       await svc.stop();
     }
