@@ -42,6 +42,13 @@ module.exports = {
     },
     ...layerRules,
     {
+      name: 'examples-stand-alone',
+      comment: 'An example is copied out by a team: it imports nothing of the service or its tests.',
+      severity: 'error',
+      from: { path: '^examples/' },
+      to: { path: '^(src|test)/' },
+    },
+    {
       name: 'src-not-from-test',
       comment: 'The service never imports test code.',
       severity: 'error',

@@ -37,6 +37,10 @@ export const ERROR_CODES = [
   'reconciliation_off',
   'payment_api_unavailable',
   'admin_busy',
+  'invalid_query',
+  'queue_not_found',
+  'broker_unavailable',
+  'replay_incomplete',
   // Either port.
   'database_unavailable',
   'not_found',

@@ -200,6 +200,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
           db: adminDb,
           token: config.adminToken,
           concurrency: config.adminConcurrency,
+          amqpUrl: config.amqpUrl,
           console: {
             transactions: new PooledTransactions(adminPool),
             tokens: consoleTokens(config),
@@ -208,6 +209,15 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
             loopbackOnly: isLoopbackHost(config.host),
             viewersSeePersonalData: config.consoleViewersSeePersonalData,
             quietAfterMs: config.consoleQuietAfterMs,
+            timeZone: config.consoleTimeZone,
+            locale: config.consoleLocale,
+            confirmWithinMs: config.consoleConfirmWithinMs,
+            knownPos: [...new Set(config.secondKeys.map((k) => k.posId))],
+            checkSchedule: config.reconciliation && {
+              afterMs: config.reconciliation.afterMs,
+              giveUpMs: config.reconciliation.giveUpMs,
+              timeoutMs: config.reconciliation.timeoutMs,
+            },
             eventSource: config.eventSource,
           },
         },

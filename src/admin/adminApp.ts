@@ -11,6 +11,7 @@ import { idProblem } from '../parsing/identifiers';
 import type { OrderCheck } from '../reconciliation/checkOrder';
 import type { PosProblem, Reconciliation } from '../reconciliation/reconciliation';
 import { createConsole, type ConsoleOptions } from '../console/consoleApp';
+import { registerEventRoutes } from './eventRoutes';
 import { orderView, refundView, type OrderView } from './orderViews';
 
 /** The admin port's data routes: their own small pool, a cap on work at once, and an optional token. */
@@ -20,6 +21,8 @@ export interface AdminData {
   token: string | null;
   /** Data requests worked on at once (ADMIN_CONCURRENCY); past it, 503. */
   concurrency: number;
+  /** The broker POST /events/replay publishes to (AMQP_URL); null: replays are refused. */
+  amqpUrl?: string | null;
   /** The console under /console (src/console/); null: none. Its pages share the cap above. */
   console?: Omit<ConsoleOptions, 'db' | 'limited' | 'logger' | 'reconciliation'> | null;
 }
@@ -93,7 +96,7 @@ function validId(value: unknown, kind: 'order' | 'refund'): string {
 }
 
 /** What POST /orders/{orderId}/reconcile answers: the check, and the projection after it. */
-type ReconcileAnswer = Omit<OrderCheck, 'final' | 'retryAfterMs'> & { order: OrderView | null };
+type ReconcileAnswer = Omit<OrderCheck, 'final' | 'retryAfterMs' | 'failure'> & { order: OrderView | null };
 
 const POS_PROBLEMS: Record<PosProblem, RequestError> = {
   pos_required: new RequestError(
@@ -214,6 +217,8 @@ export function createAdminApp({
         res.json(answer);
       },
     );
+
+    registerEventRoutes(app, { db: data.db, amqpUrl: data.amqpUrl ?? null, authorized, limited });
 
     app.get('/refunds/:refundId', authorized, async (req, res) => {
       const refundId = validId(req.params.refundId, 'refund');

@@ -5,6 +5,7 @@ import { parsePaymentApiCredentials } from '../paymentApi/credentials';
 import { parseBasicCredentials } from '../intake/requestChecks';
 import { parseSourceAllowlist, parseTrustProxy } from '../intake/sourceAddress';
 import { MIN_HISTORY_RETENTION_MS } from '../history/days';
+import { canonicalLocale, canonicalTimeZone } from '../console/localTime';
 import { parseConsoleTokens } from '../console/session';
 
 /** The reconciliation settings (PAYMENT_API_*, RECONCILE_*), as src/reconciliation/ takes them. */
@@ -314,6 +315,49 @@ export const settings = z.object({
   consoleViewersSeePersonalData: fromEnv('CONSOLE_VIEWERS_SEE_PERSONAL_DATA', boolean.default(false)),
   /** CONSOLE_QUIET_AFTER: needs attention says so when no notification arrived for this long. */
   consoleQuietAfterMs: fromEnv('CONSOLE_QUIET_AFTER', durationMs(3_600_000, { min: 60_000, max: 7 * 86_400_000 })),
+  /** CONSOLE_TIME_ZONE: the IANA time zone every console page shows times in and reads filters in. */
+  consoleTimeZone: fromEnv(
+    'CONSOLE_TIME_ZONE',
+    z
+      .string()
+      .trim()
+      .default('UTC')
+      .transform((value, ctx) => {
+        const zone = canonicalTimeZone(value);
+        if (zone === null)
+          ctx.addIssue({ code: 'custom', message: 'must be an IANA time zone name such as Europe/Warsaw or UTC' });
+        return zone ?? 'UTC';
+      }),
+  ),
+  /** CONSOLE_LOCALE: how the console writes amounts and dates (a BCP 47 locale). */
+  consoleLocale: fromEnv(
+    'CONSOLE_LOCALE',
+    z
+      .string()
+      .trim()
+      .default('en-GB')
+      .transform((value, ctx) => {
+        const locale = canonicalLocale(value);
+        if (locale === null) ctx.addIssue({ code: 'custom', message: 'must be a locale such as en-GB or pl-PL' });
+        return locale ?? 'en-GB';
+      }),
+  ),
+  /**
+   * CONSOLE_CONFIRM_WITHIN: how long the shop has to confirm a payment waiting for its confirmation before the payment
+   * service cancels it (the days set per pay method in its panel, which it never sends); null: not known.
+   */
+  consoleConfirmWithinMs: fromEnv(
+    'CONSOLE_CONFIRM_WITHIN',
+    duration
+      .pipe(
+        z
+          .number()
+          .min(3_600_000, 'must be at least 1h')
+          .max(365 * 86_400_000, 'must be at most 365d'),
+      )
+      .nullable()
+      .default(null),
+  ),
   /** AUDIT_RETENTION: console audit rows older are deleted by the history maintainer and `purge`; `off` keeps them. */
   auditRetentionMs: fromEnv('AUDIT_RETENTION', retention(365 * 86_400_000, 86_400_000, 'at least 1d')),
 });

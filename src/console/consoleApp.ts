@@ -5,6 +5,7 @@ import { RequestError } from '../errors';
 import { recordAudit } from '../history/auditQueries';
 import { actionRoutes } from './actionRoutes';
 import { PageError, SECURITY_HEADERS, send, type ConsoleKit, type ConsoleOptions } from './consoleRouting';
+import { LocalTime } from './localTime';
 import { readRoutes } from './readRoutes';
 import type { ConsoleRole } from './session';
 import { signInRoutes } from './signInRoutes';
@@ -20,10 +21,12 @@ export function createConsole(options: ConsoleOptions): Router {
   const closed = options.tokens.length === 0 && !options.loopbackOnly;
   const open = options.tokens.length === 0 && options.loopbackOnly;
   const router = express.Router();
+  const clock = new LocalTime(options.timeZone, options.locale);
 
   const context = (req: Request, viewer: Viewer | null): PageContext => ({
     viewer,
     now: now(),
+    clock,
     q: typeof req.query.q === 'string' ? req.query.q : '',
   });
 
@@ -39,7 +42,7 @@ export function createConsole(options: ConsoleOptions): Router {
   };
 
   const form = express.urlencoded({ extended: false, limit: 4096, parameterLimit: 20 });
-  const kit: ConsoleKit = { router, options, db, limited, now, secret, closed, open, form, context, audit };
+  const kit: ConsoleKit = { router, options, db, limited, now, clock, secret, closed, open, form, context, audit };
   const signed = signInRoutes(kit);
   readRoutes(kit, signed);
   actionRoutes(kit, signed);

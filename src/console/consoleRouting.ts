@@ -6,6 +6,7 @@ import { idProblem } from '../parsing/identifiers';
 import type { Reconciliation } from '../reconciliation/reconciliation';
 import type { QuarantineFilter } from '../recording/quarantineQueries';
 import type { Html } from './html';
+import { FIRST_YEAR, LAST_YEAR, type LocalTime, type ReadTime } from './localTime';
 import type { ConsoleRole, ConsoleToken } from './session';
 import type { PageContext, Viewer } from './views/layout';
 
@@ -28,7 +29,16 @@ export interface ConsoleOptions {
   loopbackOnly: boolean;
   viewersSeePersonalData: boolean;
   quietAfterMs: number;
+  /** CONSOLE_TIME_ZONE and CONSOLE_LOCALE, as the configuration checked them: every time and amount shown in them. */
+  timeZone: string;
+  locale: string;
+  /** CONSOLE_CONFIRM_WITHIN: how long the shop has to confirm a payment waiting for it; null: not known. */
+  confirmWithinMs: number | null;
+  /** The POS ids the service knows (its keys'): offered by the finance export's form. */
+  knownPos: readonly string[];
   reconciliation: Reconciliation | null;
+  /** When reconciliation checks an order, and how long one question may take; null when it is off. */
+  checkSchedule: { afterMs: number; giveUpMs: number; timeoutMs: number } | null;
   eventSource: string;
   limited: WorkLimit;
   logger: Logger;
@@ -106,7 +116,6 @@ export function send(res: Response, status: number, page: Html, headers: Readonl
 export const ID = /^\d{1,18}$/;
 export const POS = /^[A-Za-z0-9_-]{1,64}$/;
 export const REASON = /^[a-z_]{1,64}$/;
-export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
 
 /** A query parameter as one string ('' when absent); a repeated one is nonsense. */
 export function param(req: Request, name: string): string {
@@ -123,17 +132,31 @@ export function field(req: Request, name: string): string {
   return typeof value === 'string' ? value.trim() : '';
 }
 
-export function parseTime(name: string, value: string): Date {
-  const ms = TIMESTAMP.test(value)
-    ? Date.parse(/T.*(Z|[+-]\d{2}:\d{2})$/.test(value) || !value.includes('T') ? value : `${value}Z`)
-    : NaN;
-  if (Number.isNaN(ms))
+/**
+ * A time typed into a filter, read in the console's zone (localTime.ts: a day, a local date and time, or an exact
+ * time with its offset); a 400 page with the expected format otherwise.
+ */
+export function parseLocalTime(clock: LocalTime, name: string, value: string, end: boolean): ReadTime {
+  const read = clock.readLocalTime(value, end);
+  if (read === null)
     throw new PageError(
       400,
       'Bad filter',
-      `${name} must be a UTC time such as 2026-11-27T09:00Z or a day such as 2026-11-27.`,
+      `${name} must be a date such as 2026-11-27 or a local time such as 2026-11-27T09:00 (${clock.timeZone}), ` +
+        `between the years ${FIRST_YEAR} and ${LAST_YEAR}.`,
     );
-  return new Date(ms);
+  return read;
+}
+
+/** What a filter's time was read as, when the clocks skip it or show it twice that night. */
+export function readingNote(name: string, value: string, read: ReadTime): string | null {
+  if (read.note === 'skipped')
+    return `${name} ${value} does not exist in this time zone (the clocks skip it): read as the moment they jumped.`;
+  if (read.note === 'repeated')
+    return `${name} ${value} happens twice in this time zone (the clocks go back): read as its ${
+      name === 'from' ? 'first' : 'second'
+    } occurrence, so both are included.`;
+  return null;
 }
 
 export function orderIdOf(req: Request): string {
@@ -158,6 +181,8 @@ export interface ConsoleKit {
   db: Db;
   limited: WorkLimit;
   now: () => Date;
+  /** The shop's time zone and locale. */
+  clock: LocalTime;
   /** Signs session cookies. */
   secret: Buffer;
   /** No tokens and not on loopback: every page but the stylesheet is refused. */

@@ -35,6 +35,11 @@ export class Href {
 
   private constructor(readonly path: string) {}
 
+  /** The same page, at one of its parts (`#fragment`, encoded). */
+  at(fragment: string): Href {
+    return makeHref(`${this.path}#${encodeURIComponent(fragment)}`);
+  }
+
   toString(): string {
     return this.path;
   }

@@ -172,6 +172,21 @@ export interface OutboxEventsTable {
   attempts: Generated<number>;
   next_attempt_at: Timestamp;
   last_error: string | null;
+  /** Published, but the broker returned it: no queue was bound for its routing key (sql/010). */
+  unrouted_at: ColumnType<Date | null, never, Date | null>;
+}
+
+/** Ids and times of events written before ids were derived (sql/011): what `events rebuild` gives them again. */
+export interface LegacyEventIdsTable {
+  notification_id: ColumnType<string, string, never>;
+  event_id: string;
+  event_time: Date;
+  created_at: Date;
+}
+
+/** One row: the first notification whose event id is derived (sql/011). */
+export interface EventIdDerivationTable {
+  derived_from: ColumnType<string, string, never>;
 }
 
 /** The migrations applied (src/database/migrations.ts), by file name, with the digest of the file as applied. */
@@ -200,8 +215,22 @@ export interface ConsoleAuditTable {
   detail: Generated<string>;
 }
 
+/** Whether the payment API answers each POS's checks (sql/014), written when that changes. */
+export interface PaymentApiReachabilityTable {
+  pos_id: string;
+  state: PaymentApiState;
+  /** The first check that found it in this state. */
+  entered_at: Date;
+  detail: string;
+  confirmed_at: Date;
+}
+
+/** The payment API for a POS: it answers, it cannot be reached, or it refuses the POS's credentials. */
+export type PaymentApiState = 'answering' | 'unreachable' | 'refused';
+
 export interface Database {
   console_audit: ConsoleAuditTable;
+  payment_api_reachability: PaymentApiReachabilityTable;
   history_bodies_purged: HistoryBodiesPurgedTable;
   schema_migrations: SchemaMigrationsTable;
   notifications: NotificationsTable;
@@ -214,6 +243,8 @@ export interface Database {
   refunds: RefundsTable;
   event_streams: EventStreamsTable;
   outbox_events: OutboxEventsTable;
+  legacy_event_ids: LegacyEventIdsTable;
+  event_id_derivation: EventIdDerivationTable;
   reconciliation_checks: ReconciliationChecksTable;
   reconciliation_progress: ReconciliationProgressTable;
 }

@@ -74,6 +74,28 @@ export async function auditOfOrder(db: Db, orderId: string, limit: number): Prom
   return rows.map(auditFromRow);
 }
 
+/** How many times an action was done to an order (counted up to `bound`), and the latest time. */
+export async function actionsOnOrder(
+  db: Db,
+  orderId: string,
+  action: string,
+  bound: number,
+): Promise<{ count: number; last: AuditRow | null }> {
+  const done = db
+    .selectFrom('console_audit')
+    .where('order_id', '=', orderId)
+    .where('action', '=', action)
+    .orderBy('id', 'desc');
+  const [counted, last] = await Promise.all([
+    db
+      .selectFrom(done.select('id').limit(bound).as('done'))
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirst(),
+    done.selectAll().limit(1).executeTakeFirst(),
+  ]);
+  return { count: Number(counted?.n ?? 0), last: last ? auditFromRow(last) : null };
+}
+
 const audit = columnsOf('console_audit');
 
 /**

@@ -3,7 +3,16 @@ import type pg from 'pg';
 import { columnsOf, tableOf } from '../database/columns';
 import type { Database } from '../database/schema';
 import { runOn, statement, type Query } from '../database/transaction';
-import { BODY_TABLES, HISTORY_TABLES, partitionName, type Day, type HistoryTable, type PartitionBounds } from './days';
+import {
+  addDays,
+  BODY_TABLES,
+  dayOf,
+  HISTORY_TABLES,
+  partitionName,
+  type Day,
+  type HistoryTable,
+  type PartitionBounds,
+} from './days';
 
 /**
  * The statements of history maintenance (maintenance.ts, and the console audit's retention in auditQueries.ts):
@@ -208,4 +217,20 @@ export async function purgeQuarantinedBodies(
           SELECT count(*)::int AS n, count(*) FILTER (WHERE purged_resolved_at IS NULL)::int AS open FROM purged`,
   );
   return { n: row?.n ?? 0, open: row?.open ?? 0 };
+}
+
+/**
+ * Whether today's and tomorrow's days of history (UTC) have their partitions: -1 today's is missing, 0 tomorrow's,
+ * 1 both are there. Six names looked up in the catalog, where the gauge's reading of every partition's bounds takes
+ * tens of milliseconds with a year of them: what the console's status board asks at each reload.
+ */
+export async function historyDaysReady(db: Kysely<Database>, nowMs: number): Promise<-1 | 0 | 1> {
+  const today = dayOf(nowMs);
+  const names = (day: Day) => HISTORY_TABLES.map((table) => partitionName(table, day));
+  const { rows } = await sql<{ part: string; found: boolean }>`
+    SELECT part, to_regclass(quote_ident(part)) IS NOT NULL AS found
+      FROM unnest(${[...names(today), ...names(addDays(today, 1))]}::text[]) AS part`.execute(db);
+  const missing = new Set(rows.filter((r) => !r.found).map((r) => r.part));
+  if (names(today).some((name) => missing.has(name))) return -1;
+  return names(addDays(today, 1)).some((name) => missing.has(name)) ? 0 : 1;
 }

@@ -10,7 +10,7 @@ import {
 export const NOTIFICATION_KINDS = ['order', 'refund', 'unknown'] as const;
 export type MetricKind = (typeof NOTIFICATION_KINDS)[number];
 
-export const PUBLISH_FAILURE_REASONS = ['nack', 'returned', 'timeout', 'connection'] as const;
+export const PUBLISH_FAILURE_REASONS = ['nack', 'timeout', 'connection'] as const;
 export type PublishFailureReason = (typeof PUBLISH_FAILURE_REASONS)[number];
 
 /** What every process's admin port serves: its registry (with Node's process metrics) and request durations. */
@@ -22,6 +22,8 @@ export interface ProcessMetrics {
 /** The outbox relay's, in the service or alone (`npm run relay`). */
 export interface RelayMetrics extends ProcessMetrics {
   eventsPublished: Counter<'type'>;
+  /** Published events the broker returned: no queue was bound for their routing key (kept in the outbox). */
+  eventsUnrouted: Counter<'type'>;
   publishFailures: Counter<'reason'>;
   publishLatency: Histogram;
   brokerConnectionUp: Gauge;
@@ -109,6 +111,12 @@ export function createRelayMetrics(sources: Pick<MetricSources, 'outboxBacklog'>
     labelNames: ['type'] as const,
     registers: [registry],
   });
+  const eventsUnrouted = new Counter({
+    name: 'outbox_events_unrouted_total',
+    help: 'Published events no queue was bound for (returned by the broker, kept in the outbox), by type.',
+    labelNames: ['type'] as const,
+    registers: [registry],
+  });
   const publishFailures = new Counter({
     name: 'outbox_publish_failures_total',
     help: 'Event publish attempts that did not end in a broker confirm, by reason.',
@@ -168,6 +176,7 @@ export function createRelayMetrics(sources: Pick<MetricSources, 'outboxBacklog'>
     registry,
     requestDuration,
     eventsPublished,
+    eventsUnrouted,
     publishFailures,
     publishLatency,
     brokerConnectionUp,

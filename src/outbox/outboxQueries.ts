@@ -7,9 +7,10 @@ import { statement, type Statement } from '../database/transaction';
 import type { OutboxBacklog } from '../observability/metrics';
 
 /**
- * Every query of the outbox (outbox_events, sql/002-003): the relay's claim, marks and sweep, the wake-up hint
- * the recorder and the re-publishing send it, the backlog and lag people and metrics read, an order's events,
- * and the events a replay selects.
+ * Every query of the outbox (outbox_events, sql/002-003, 010-011): the relay's claim, marks and sweep, the
+ * wake-up hint the recorder and the re-publishing send it, the backlog and the conditions people and metrics
+ * read (events waiting for the broker, events no queue took), an order's events, and the events a replay selects.
+ * The feed's pages are feedQueries.ts's.
  */
 
 /** The LISTEN/NOTIFY channel on which a commit that wrote events hints the relay. */
@@ -65,15 +66,21 @@ export const claimEvents = (limit: number): Statement<ClaimedEvent> =>
  */
 export const EVENT_RETRY: BackoffPolicy = { firstMs: 1000, maxMs: 300_000, jitter: 'none' };
 
-/** What the broker said, written back: confirmed events published; the others attempted again later. */
+/**
+ * What the broker said, written back: confirmed events published, those it returned (no queue bound) with
+ * unrouted_at too, so that they never hold up their order's later events; the others attempted again later, after
+ * EVENT_RETRY.
+ */
 export const markEvents = (
   published: readonly string[],
+  unrouted: readonly string[],
   failed: ReadonlyArray<{ id: string; error: string }>,
 ): Statement =>
   statement(
     sql`
       WITH published AS (
-        UPDATE ${OUTBOX} SET ${c('published_at')} = clock_timestamp(), ${c('last_error')} = NULL
+        UPDATE ${OUTBOX} SET ${c('published_at')} = clock_timestamp(), ${c('last_error')} = NULL,
+               ${c('unrouted_at')} = CASE WHEN ${c('id')} = ANY(${unrouted}::uuid[]) THEN clock_timestamp() END
          WHERE ${c('id')} = ANY(${published}::uuid[])
       ), failed AS (
         UPDATE ${OUTBOX} AS o
@@ -87,15 +94,33 @@ export const markEvents = (
       SELECT 1`,
   );
 
-/** Published events past retention, deleted up to 10,000 at a time (the relay sweeps once a minute). */
+const LEGACY = tableOf('legacy_event_ids');
+const legacy = columnsOf('legacy_event_ids');
+const d = columnsOf('outbox_events', 'd');
+
+/**
+ * Events created and published more than retention ago, deleted up to 10,000 at a time (the relay sweeps once a
+ * minute), walking the outbox in the order events were stored (outbox_events_by_time, sql/011). One written by a
+ * replica of the version before derived ids (a random, version-4 UUID: a rolling upgrade) is kept in
+ * legacy_event_ids as it goes, so that `events rebuild` can give it its id again.
+ */
 export const deletePublished = (retentionMs: number): Statement<{ deleted: number }> =>
   statement(
     sql<{ deleted: number }>`
       WITH deleted AS (
         DELETE FROM ${OUTBOX} WHERE ${c('id')} IN (
           SELECT ${c('id')} FROM ${OUTBOX}
-           WHERE ${c('published_at')} < now() - ${retentionMs} * interval '1 millisecond' LIMIT 10000)
-        RETURNING 1)
+           WHERE ${c('created_at')} < now() - ${retentionMs} * interval '1 millisecond'
+             AND ${c('published_at')} < now() - ${retentionMs} * interval '1 millisecond'
+           ORDER BY ${c('created_at')} LIMIT 10000)
+        RETURNING ${c('id')}, ${c('message')}, ${c('created_at')}
+      ), kept AS (
+        INSERT INTO ${LEGACY} (${legacy('notification_id')}, ${legacy('event_id')}, ${legacy('event_time')}, ${legacy('created_at')})
+        SELECT (${d('message')}::json -> 'data' ->> 'notificationId')::bigint, ${d('id')},
+               (${d('message')}::json ->> 'time')::timestamptz, ${d('created_at')}
+          FROM deleted d WHERE substr(${d('id')}::text, 15, 1) <> '7'
+        ON CONFLICT (${legacy('notification_id')}) DO NOTHING
+      )
       SELECT count(*)::int AS deleted FROM deleted`,
   );
 
@@ -111,7 +136,7 @@ export async function republishOrderEvents(db: Db, orderId: string): Promise<{ r
   return db.transaction().execute(async (trx) => {
     const rows = await trx
       .updateTable('outbox_events')
-      .set({ published_at: null, attempts: 0, next_attempt_at: sql`now()`, last_error: null })
+      .set({ published_at: null, attempts: 0, next_attempt_at: sql`now()`, last_error: null, unrouted_at: null })
       .where('order_id', '=', orderId)
       .where('published_at', 'is not', null)
       .returning('id')
@@ -134,37 +159,153 @@ export async function readOutboxBacklog(db: Db): Promise<OutboxBacklog> {
   return { pending: Number(row.pending), oldestCreatedAtSeconds: row.oldest === null ? 0 : Number(row.oldest) };
 }
 
-/** Pending events counted at most (the outbox may hold millions in a broker outage). */
-const PENDING_COUNT_BOUND = 10_000;
+/** Events counted at most (the outbox may hold millions: a broker outage, or a type nobody binds). */
+export const EVENT_COUNT_BOUND = 10_000;
+
+export interface EventCondition {
+  /** Events in the condition, counted up to countBound + 1 (the newest ones, for unrouted events). */
+  count: number;
+  countBound: number;
+  /** The orders those counted belong to. */
+  orders: number;
+  /** Since when: the oldest waiting event's creation, or the first unrouted event's publication. */
+  since: Date | null;
+  /**
+   * Why: the broker's last error on the oldest waiting event (null: not attempted yet), or the routing keys no
+   * queue was bound for, among those counted.
+   */
+  lastReason: string | null;
+  /** An order the condition holds for (the oldest waiting event's, the latest unrouted event's): where to look. */
+  orderId: string | null;
+}
+
+const NONE: EventCondition = {
+  count: 0,
+  countBound: EVENT_COUNT_BOUND,
+  orders: 0,
+  since: null,
+  lastReason: null,
+  orderId: null,
+};
+
+/**
+ * Events published that no queue was bound for (the broker returned them): kept in the outbox and the feed, they
+ * held up nothing, but a consumer may be missing. Counted among the newest, since the first one kept.
+ */
+export async function unroutedEvents(db: Db): Promise<EventCondition> {
+  const [counted, first] = await Promise.all([
+    db
+      .selectFrom((eb) =>
+        eb
+          .selectFrom('outbox_events')
+          .select(['order_id', 'type', 'unrouted_at'])
+          .where('unrouted_at', 'is not', null)
+          .orderBy('unrouted_at', 'desc')
+          .limit(EVENT_COUNT_BOUND + 1)
+          .as('unrouted'),
+      )
+      .select((eb) => [
+        eb.fn.countAll<string>().as('events'),
+        eb.fn.count<string>('order_id').distinct().as('orders'),
+        sql<string[] | null>`array_agg(DISTINCT ${c('type')} ORDER BY ${c('type')})`.as('types'),
+        sql<string | null>`(array_agg(${c('order_id')} ORDER BY ${c('unrouted_at')} DESC))[1]`.as('latest_order_id'),
+      ])
+      .executeTakeFirstOrThrow(),
+    db
+      .selectFrom('outbox_events')
+      .select('unrouted_at')
+      .where('unrouted_at', 'is not', null)
+      .orderBy('unrouted_at')
+      .limit(1)
+      .executeTakeFirst(),
+  ]);
+  if (!first?.unrouted_at) return NONE;
+  return {
+    ...NONE,
+    count: Number(counted.events),
+    orders: Number(counted.orders),
+    since: first.unrouted_at,
+    lastReason: counted.types ? `no queue bound for ${counted.types.join(', ')}` : null,
+    orderId: counted.latest_order_id,
+  };
+}
 
 export interface OutboxLag {
   /** Pending events, counted up to countBound + 1. */
   count: number;
+  /** Orders those events are about (of the first countBound + 1 pending). */
+  orders: number;
   oldest: Date | null;
   countBound: number;
+  /** The broker's answers to the oldest pending events, most frequent first (at most three): why they wait. */
+  reasons: Array<{ reason: string | null; events: number }>;
 }
 
-/** The events waiting for the broker: how many (bounded) and since when (outbox_events_pending, by age). */
-export async function outboxLag(db: Db): Promise<OutboxLag> {
-  const pending = db
+/** The oldest pending events, at most EVENT_COUNT_BOUND + 1, through outbox_events_pending (by age). */
+const oldestPending = (db: Db) =>
+  db
     .selectFrom('outbox_events')
+    .select(['order_id', 'created_at', 'last_error'])
     .where('published_at', 'is', null)
-    .select(sql<number>`1`.as('pending'))
-    .limit(PENDING_COUNT_BOUND + 1);
-  const [count, oldest] = await Promise.all([
+    .orderBy('created_at')
+    .limit(EVENT_COUNT_BOUND + 1);
+
+/** The events waiting for the broker: how many (bounded), about how many orders, since when, and why. */
+export async function outboxLag(db: Db): Promise<OutboxLag> {
+  const [counts, reasons] = await Promise.all([
     db
-      .selectFrom(pending.as('pending'))
-      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .selectFrom(oldestPending(db).as('p'))
+      .select((eb) => [
+        eb.fn.countAll<string>().as('events'),
+        eb.fn.count<string>('p.order_id').distinct().as('orders'),
+        eb.fn.min('p.created_at').as('oldest'),
+      ])
       .executeTakeFirst(),
     db
-      .selectFrom('outbox_events')
-      .select('created_at')
-      .where('published_at', 'is', null)
-      .orderBy('created_at')
-      .limit(1)
-      .executeTakeFirst(),
+      .selectFrom(oldestPending(db).as('p'))
+      .select((eb) => ['p.last_error', eb.fn.countAll<string>().as('events')])
+      .groupBy('p.last_error')
+      .orderBy('events', 'desc')
+      .limit(3)
+      .execute(),
   ]);
-  return { count: Number(count?.n ?? 0), oldest: oldest?.created_at ?? null, countBound: PENDING_COUNT_BOUND };
+  return {
+    count: Number(counts?.events ?? 0),
+    orders: Number(counts?.orders ?? 0),
+    oldest: counts?.oldest ?? null,
+    countBound: EVENT_COUNT_BOUND,
+    reasons: reasons.map((r) => ({ reason: r.last_error, events: Number(r.events) })),
+  };
+}
+
+/** An order whose events wait for the broker: how many, since when, and the broker's last answer about them. */
+export interface WaitingOrder {
+  orderId: string;
+  events: number;
+  oldest: Date;
+  lastError: string | null;
+}
+
+/** The orders whose events wait longest, at most `limit` (of the oldest EVENT_COUNT_BOUND + 1 pending events). */
+export async function waitingOrders(db: Db, limit: number): Promise<WaitingOrder[]> {
+  const rows = await db
+    .selectFrom(oldestPending(db).as('p'))
+    .select((eb) => [
+      'p.order_id',
+      eb.fn.countAll<string>().as('events'),
+      eb.fn.min('p.created_at').as('oldest'),
+      eb.fn.max('p.last_error').as('last_error'),
+    ])
+    .groupBy('p.order_id')
+    .orderBy('oldest')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({
+    orderId: r.order_id,
+    events: Number(r.events),
+    oldest: r.oldest,
+    lastError: r.last_error,
+  }));
 }
 
 /** An event of the outbox, and what its message says it is about. */
@@ -174,6 +315,8 @@ export interface StoredEventRow {
   type: string;
   createdAt: Date;
   publishedAt: Date | null;
+  /** Published, but no queue was bound for its routing key (the broker returned it). */
+  unroutedAt: Date | null;
   attempts: number;
   /** null: due at once. */
   nextAttemptAt: Date | null;
@@ -206,7 +349,17 @@ function eventData(message: string): Pick<StoredEventRow, 'refundId' | 'status' 
 export async function eventsOfOrder(db: Db, orderId: string, limit: number): Promise<StoredEventRow[]> {
   const rows = await db
     .selectFrom('outbox_events')
-    .select(['id', 'sequence', 'type', 'message', 'created_at', 'published_at', 'attempts', 'last_error'])
+    .select([
+      'id',
+      'sequence',
+      'type',
+      'message',
+      'created_at',
+      'published_at',
+      'unrouted_at',
+      'attempts',
+      'last_error',
+    ])
     // '-infinity' (due at once) reads back as a string: none.
     .select((eb) => eb.fn<Date | null>('nullif', [eb.ref('next_attempt_at'), sql.lit('-infinity')]).as('due_at'))
     .where('order_id', '=', orderId)
@@ -219,6 +372,7 @@ export async function eventsOfOrder(db: Db, orderId: string, limit: number): Pro
     type: e.type,
     createdAt: e.created_at,
     publishedAt: e.published_at,
+    unroutedAt: e.unrouted_at,
     attempts: e.attempts,
     nextAttemptAt: e.due_at,
     lastError: e.last_error,
@@ -234,6 +388,8 @@ export type StoredEvent = Pick<
 export interface ReplaySelection {
   ids: string[];
   orders: string[];
+  /** Only these types (routing keys); none: every type. */
+  types: string[];
   since: Date | null;
   until: Date | null;
 }
@@ -257,6 +413,7 @@ export async function selectEvents(db: Db, selection: ReplaySelection): Promise<
       ]),
     );
   }
+  if (selection.types.length > 0) query = query.where('type', 'in', selection.types);
   if (selection.since) query = query.where('created_at', '>=', selection.since);
   if (selection.until) query = query.where('created_at', '<', selection.until);
   return query.execute();

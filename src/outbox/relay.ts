@@ -59,7 +59,8 @@ const RETENTION_SWEEP_MS = 60_000;
  *
  * - Claims rows by state (published_at IS NULL) with FOR UPDATE SKIP LOCKED, never by an id offset.
  * - Takes at most the first pending event of each order per batch, so a failed event holds back
- *   the later events of its own order (order kept) and nothing else.
+ *   the later events of its own order (order kept) and nothing else. An event no queue takes (the
+ *   broker returns it) is published all the same, and marked unrouted: it holds back nothing.
  * - Holds a session advisory lock on its own connection: standbys retry every poll interval and
  *   take over as soon as the active relay's session ends.
  * - At-least-once: killed between the broker confirm and the commit, an event is sent again with
@@ -171,7 +172,9 @@ export class OutboxRelay extends SingleActiveJob {
 
   /** Publishes the claimed events and counts the outcome; answers the statement that records it. */
   private async publish(rows: ClaimedEvent[]): Promise<Statement> {
-    const results = await this.broker.publish(rows);
+    const results = await this.broker.publish(
+      rows.map((r) => ({ id: r.id, type: r.type, message: r.message, createdAt: r.created_at })),
+    );
     const confirmedAt = Date.now();
     const byId = new Map(rows.map((r) => [r.id, r]));
     const published = results.filter((r): r is Extract<PublishResult, { ok: true }> => r.ok);
@@ -179,6 +182,7 @@ export class OutboxRelay extends SingleActiveJob {
     for (const result of published) {
       const row = byId.get(result.id) as ClaimedEvent;
       this.options.metrics.eventsPublished.inc({ type: row.type });
+      if (!result.routed) this.options.metrics.eventsUnrouted.inc({ type: row.type });
       this.options.metrics.publishLatency.observe(Math.max(0, confirmedAt - row.created_at.getTime()) / 1000);
     }
     for (const result of failed) this.options.metrics.publishFailures.inc({ reason: result.reason });
@@ -190,6 +194,7 @@ export class OutboxRelay extends SingleActiveJob {
     }
     return markEvents(
       published.map((r) => r.id),
+      published.filter((r) => !r.routed).map((r) => r.id),
       failed.map((r) => ({ id: r.id, error: `${r.reason}: ${r.error}` })),
     );
   }

@@ -135,6 +135,8 @@ export function createPaymentApi(options: PaymentApiOptions): PaymentApi {
       correlationId: null,
       code: null,
       retryAfterMs: null,
+      noAnswer: null,
+      attempts: 1,
       ...details,
     });
 
@@ -220,6 +222,8 @@ export function createPaymentApi(options: PaymentApiOptions): PaymentApi {
         correlationId,
         code: result.answered ? codeOf(result.body) : null,
         retryAfterMs,
+        noAnswer: result.answered ? null : result.failure === 'timeout' ? ('timeout' as const) : ('network' as const),
+        attempts: attemptNumber,
       };
       if (attemptNumber >= retry.maxAttempts)
         throw failure('unavailable', `payment API ${endpoint}: ${status} after ${attemptNumber} attempt(s)`, details);

@@ -5,6 +5,7 @@ import { createPaymentApi, type PaymentApi, type PaymentApiCredential } from '..
 import type { NotificationStore } from '../recording/notificationStore';
 import { checkOrder, type OrderCheck } from './checkOrder';
 import { posToAsk } from './observations';
+import { PaymentApiReachability } from './reachability';
 import { Reconciler } from './reconciler';
 import { schedulePolicy } from './schedule';
 import { ownerOf, recordedMeanings } from './scheduleQueries';
@@ -84,6 +85,7 @@ export function createReconciliation(
     logger,
     metrics: metrics.reconciliation,
     recorded: (orderId: string) => recordedMeanings(db, orderId),
+    reachability: new PaymentApiReachability(db, logger),
   };
   const configured = settings.credentials.map((c) => c.posId);
   const shared = new SharedWork<OrderCheck | { problem: PosProblem }>();

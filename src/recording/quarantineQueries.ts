@@ -154,3 +154,43 @@ export async function listQuarantined(db: Db, { open, limit }: { open: boolean; 
     resolution: q.resolution,
   }));
 }
+
+/** One quarantined notification, whole: the console's page of it. */
+export interface QuarantinedNotification extends QuarantineRow {
+  keyFingerprint: string;
+  bodySha256: string;
+  /** null once purged (BODY_RETENTION). */
+  body: Buffer | null;
+  resolvedAt: Date | null;
+  resolution: string | null;
+}
+
+export async function quarantinedNotification(db: Db, id: string): Promise<QuarantinedNotification | null> {
+  const row = await db.selectFrom('quarantined_notifications').selectAll().where('id', '=', id).executeTakeFirst();
+  return row
+    ? {
+        id: row.id,
+        receivedAt: row.received_at,
+        reason: row.reason,
+        detail: row.detail,
+        posId: row.pos_id,
+        keyFingerprint: row.key_fingerprint,
+        bodySha256: row.body_sha256.toString('hex'),
+        body: row.body,
+        resolvedAt: row.resolved_at,
+        resolution: row.resolution,
+      }
+    : null;
+}
+
+/** When the oldest notification still set aside arrived (quarantined_notifications_open, by id); null: none. */
+export async function oldestOpenQuarantined(db: Db): Promise<Date | null> {
+  const row = await db
+    .selectFrom('quarantined_notifications')
+    .select('received_at')
+    .where('resolved_at', 'is', null)
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.received_at ?? null;
+}

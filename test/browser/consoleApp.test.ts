@@ -5,6 +5,7 @@
  * a form posted from another site is refused, the Content-Security-Policy is never violated, axe-core finds no
  * serious accessibility problem, and what a notification carries never executes.
  */
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
@@ -14,7 +15,7 @@ import { CONSOLE_ENV, OPERATOR_TOKEN, VIEWER_TOKEN } from '../support/console';
 import { query } from '../support/database';
 import { waitUntil } from '../support/wait';
 import { startTestService, type TestService } from '../support/service';
-import { orderBody, POS_ID, uniqueId } from '../support/signing';
+import { orderBody, POS_ID, refundBody, uniqueId } from '../support/signing';
 
 // A browser on a machine shared with other test runs: pages take their time.
 jest.setTimeout(120_000);
@@ -38,6 +39,7 @@ beforeAll(async () => {
       // Only the console's action checks an order here: the sweep waits an hour.
       RECONCILE_AFTER: '1h',
       RECONCILE_INTERVAL: '1h',
+      CONSOLE_TIME_ZONE: 'Europe/Warsaw',
     },
   });
   browser = await launchChromium();
@@ -75,6 +77,27 @@ async function auditRows(orderId: string): Promise<Array<{ actor: string; role: 
 
 const noProblems: PageProblems = { csp: [], dialogs: [], errors: [] };
 
+/** A day in Warsaw as a date input holds it: 2026-11-27. */
+const WARSAW_DAY = new Intl.DateTimeFormat('en-CA', {
+  timeZone: 'Europe/Warsaw',
+  year: 'numeric',
+  month: '2-digit',
+  day: '2-digit',
+});
+
+/** A time as the console shows it with CONSOLE_TIME_ZONE=Europe/Warsaw and the default locale. */
+const WARSAW = new Intl.DateTimeFormat('en-GB', {
+  timeZone: 'Europe/Warsaw',
+  year: 'numeric',
+  month: 'short',
+  day: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  hourCycle: 'h23',
+  timeZoneName: 'short',
+});
+
 describe.each([
   ['with JavaScript', true],
   ['without JavaScript', false],
@@ -92,25 +115,27 @@ describe.each([
       await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toContain(orderId);
       const timeline = page.getByTestId('timeline');
       await expect(timeline.textContent()).resolves.toContain('PENDING');
-      // Times are UTC whatever the browser's zone, in <time> elements.
+      // Times are the shop's (Europe/Warsaw), whatever the browser's zone, in <time> elements.
       const times = await timeline.locator('time').all();
       expect(times.length).toBeGreaterThan(0);
       for (const time of times) {
         const datetime = (await time.getAttribute('datetime')) ?? '';
         expect(datetime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-        expect(await time.textContent()).toContain(`${datetime.slice(11, 19)} UTC`);
+        expect(await time.textContent()).toBe(`${WARSAW.format(new Date(datetime))}`);
       }
 
-      await page.getByRole('link', { name: /^Reconcile this order now/ }).click();
+      await page.getByRole('link', { name: /^Check this order with the payment service now/ }).click();
       await page.waitForURL(url(`/console/orders/${orderId}/reconcile`));
       expect(await auditRows(orderId)).toEqual([]); // the confirmation page does nothing
       await page.getByRole('button', { name: /^Confirm/ }).click();
-      await expect(page.getByTestId('result').textContent()).resolves.toMatch(/Result: \S+/);
+      await expect(page.getByTestId('result').textContent()).resolves.toMatch(/Done: the service learnt 1 status/);
 
       await page.goto(url(`/console/orders/${orderId}`));
-      await expect(page.getByTestId('timeline').textContent()).resolves.toMatch(/COMPLETED[\s\S]*via reconciliation/);
+      await expect(page.getByTestId('timeline').textContent()).resolves.toMatch(
+        /COMPLETED[\s\S]*learnt from the payment service/,
+      );
       const audit = page.getByTestId('audit');
-      await expect(audit.textContent()).resolves.toMatch(/olga[\s\S]*operator[\s\S]*reconcile/);
+      await expect(audit.textContent()).resolves.toMatch(/olga[\s\S]*operator[\s\S]*checked the order/);
       expect(await auditRows(orderId)).toEqual([{ actor: 'olga', role: 'operator', action: 'reconcile' }]);
 
       await page.goto(url('/console/audit'));
@@ -131,7 +156,7 @@ it('When a viewer reads an order, then it offers no action, and an action they p
     await signIn(page, VIEWER_TOKEN);
     await page.goto(url(`/console/orders/${orderId}`));
     await expect(page.getByTestId('timeline').textContent()).resolves.toContain('PENDING');
-    expect(await page.getByRole('link', { name: /Reconcile|Re-publish/ }).count()).toBe(0);
+    expect(await page.getByRole('link', { name: /Check this order|Send its events/ }).count()).toBe(0);
 
     const confirmation = await page.goto(url(`/console/orders/${orderId}/reconcile`));
     expect(confirmation?.status()).toBe(403);
@@ -191,6 +216,174 @@ it('When a page of another site auto-submits a confirmed action to the console o
     await context.close();
     await new Promise((resolve) => otherSite.close(resolve));
   }
+});
+
+/** An order of 223471 PLN, paid, with two refunds of 28013 finalized: the issue's example. */
+async function refundedOrder(prefix: string): Promise<string> {
+  const orderId = uniqueId(prefix);
+  for (const status of ['PENDING', 'COMPLETED'])
+    expect((await svc.post(orderBody({ orderId, status, totalAmount: '223471', paymentId: '5011' }))).status).toBe(200);
+  for (const n of [1, 2])
+    for (const status of ['PENDING', 'FINALIZED'])
+      expect(
+        (await svc.post(refundBody({ orderId, refundId: `R${n}${orderId}`, status, amount: '28013' }))).status,
+      ).toBe(200);
+  return orderId;
+}
+
+describe.each([
+  ['with JavaScript', true],
+  ['without JavaScript', false],
+])('A support agent %s', (_title, javaScriptEnabled) => {
+  it('When they open an order of 223471 PLN with two finalized refunds of 28013, then they read 2,234.71, 280.13 twice and 560.26 refunded, and 223471 only in the bodies', async () => {
+    const orderId = await refundedOrder(javaScriptEnabled ? 'BRMONEYJS' : 'BRMONEY');
+    const { context, problems } = await watchedContext(browser, { javaScriptEnabled });
+    try {
+      const page = await context.newPage();
+      await signIn(page, VIEWER_TOKEN);
+      await page.goto(url(`/console/orders/${orderId}`));
+      const text = (await page.locator('main').innerText()).replace(/[\u00a0\u202f]/g, ' ');
+      const outsideBodies = text.slice(0, text.indexOf('What the payment service sent'));
+      expect(outsideBodies).toContain('2,234.71 PLN');
+      expect(outsideBodies.match(/280\.13 PLN/g)).toHaveLength(2);
+      await expect(page.getByTestId('refunded').innerText()).resolves.toMatch(/^560\.26\sPLN/);
+      await expect(page.getByTestId('net-paid').innerText()).resolves.toMatch(/^1,674\.45\sPLN/);
+      expect(outsideBodies).not.toContain('223471');
+      expect(outsideBodies).not.toContain('28013');
+      expect(text.slice(text.indexOf('What the payment service sent'))).toContain('"223471"');
+      // The viewer is told the original exists and who may open it.
+      await expect(page.getByTestId('redacted-notice').innerText()).resolves.toMatch(/an operator can open it/);
+      expect(problems).toEqual(noProblems);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('When the zone is Europe/Warsaw, then every time on the pages is the local one, named, and the deliveries filter takes local times', async () => {
+    const { orderId } = await pendingOrder(javaScriptEnabled ? 'BRZONEJS' : 'BRZONE');
+    const { context, problems } = await watchedContext(browser, { javaScriptEnabled });
+    try {
+      const page = await context.newPage();
+      await signIn(page, VIEWER_TOKEN);
+      for (const path of [`/console/orders/${orderId}`, '/console/deliveries', '/console/attention', '/console']) {
+        await page.goto(url(path));
+        for (const time of await page.locator('main time').all()) {
+          const datetime = (await time.getAttribute('datetime')) ?? '';
+          expect([path, await time.textContent()]).toEqual([path, WARSAW.format(new Date(datetime))]);
+        }
+        await expect(page.locator('footer').innerText()).resolves.toContain('Times are in Europe/Warsaw');
+      }
+      await page.goto(url('/console/deliveries'));
+      await page.locator('input[name="from"]').fill('2026-11-27T09:00:00');
+      await page.locator('input[name="to"]').fill('2026-11-27T10:00:00');
+      await page.getByRole('button', { name: 'Show' }).click();
+      await page.waitForURL(/from=2026-11-27T09/);
+      const window = page.getByTestId('window').locator('time');
+      expect(await window.nth(0).getAttribute('datetime')).toBe('2026-11-27T08:00:00.000Z');
+      expect(await window.nth(1).getAttribute('datetime')).toBe('2026-11-27T09:00:00.000Z');
+      expect(problems).toEqual(noProblems);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('When they list the recent deliveries, then every row leads to its order or to the notification set aside', async () => {
+    const { orderId } = await pendingOrder(javaScriptEnabled ? 'BRROWJS' : 'BRROW');
+    expect((await svc.post(orderBody({ orderId, status: 'PENDING' }))).status).toBe(200); // received twice
+    const { context, problems } = await watchedContext(browser, { javaScriptEnabled });
+    try {
+      const page = await context.newPage();
+      await signIn(page, VIEWER_TOKEN);
+      await page.goto(url('/console/deliveries'));
+      const rows = await page.getByTestId('deliveries').locator('tbody tr').all();
+      expect(rows.length).toBeGreaterThan(1);
+      for (const row of rows) {
+        const target = (await row.locator('td').nth(1).locator('a').getAttribute('href')) ?? '';
+        expect(target).toMatch(/^\/console\/(orders|quarantine)\//);
+      }
+      const ours = page.getByTestId('deliveries').locator(`tbody tr:has(a[href="/console/orders/${orderId}"])`);
+      expect(await ours.count()).toBe(2);
+      await ours.nth(0).locator(`a[href="/console/orders/${orderId}"]`).click();
+      await page.waitForURL(url(`/console/orders/${orderId}`));
+      expect(problems).toEqual(noProblems);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('When finance downloads a day’s CSV from the overview, then it opens with its amounts in major units', async () => {
+    const orderId = await refundedOrder(javaScriptEnabled ? 'BRCSVJS' : 'BRCSV');
+    const { context, problems } = await watchedContext(browser, { javaScriptEnabled, acceptDownloads: true });
+    try {
+      const page = await context.newPage();
+      await signIn(page, VIEWER_TOKEN);
+      await page.getByRole('link', { name: 'Finance export (CSV)' }).click();
+      await page.waitForURL(url('/console/export'));
+      const today = WARSAW_DAY.format(new Date());
+      await page.locator('input[name="pos"]').fill(POS_ID);
+      await page.locator('input[name="from"]').fill(today);
+      await page.locator('input[name="to"]').fill(today);
+      const downloading = page.waitForEvent('download');
+      await page.getByRole('button', { name: 'Download the CSV' }).click();
+      const download = await downloading;
+      expect(download.suggestedFilename()).toBe(`payments-${POS_ID}-${today}-to-${today}.csv`);
+      const csv = readFileSync((await download.path()) ?? '', 'utf8');
+      const lines = csv.split('\r\n').filter((line) => line.includes(orderId));
+      expect(lines).toEqual([
+        expect.stringMatching(
+          new RegExp(`^"payment","[^"]+\\+0[12]:00",".*","5011","${orderId}","","","2234\\.71","PLN"`),
+        ),
+        expect.stringMatching(/^"refund",.*"280\.13","PLN"/),
+        expect.stringMatching(/^"refund",.*"280\.13","PLN"/),
+      ]);
+      expect(problems).toEqual(noProblems);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('When an operator checks an order and the payment service cannot be reached, then the result says so and that nothing changed, and needs attention names the API and “no queue bound”', async () => {
+    const { orderId } = await pendingOrder(javaScriptEnabled ? 'BRDOWNJS' : 'BRDOWN');
+    // No queue is bound to the test's exchange: the broker returns every event, which is published unrouted.
+    await waitUntil(
+      'the broker returned an event no queue took',
+      async () =>
+        (await query(svc.database.url, 'SELECT 1 FROM outbox_events WHERE unrouted_at IS NOT NULL LIMIT 1')).length > 0,
+    );
+    const { context, problems } = await watchedContext(browser, { javaScriptEnabled });
+    try {
+      const page = await context.newPage();
+      await signIn(page, OPERATOR_TOKEN);
+      await page.goto(url(`/console/orders/${orderId}/reconcile`));
+      // Every connection to the payment service is cut: it cannot be reached.
+      double.injectFaults({ reset: true, times: 50 });
+      try {
+        await page.getByRole('button', { name: /^Confirm/ }).click();
+        await page.getByTestId('result').waitFor();
+      } finally {
+        double.clearFaults();
+      }
+      const result = await page.getByTestId('result').innerText();
+      expect(result).toMatch(/^Not done:/);
+      expect(result).toContain('could not reach the payment service');
+      expect(result).toContain('Nothing: no status was recorded and no event was written.');
+      expect(result).toMatch(/The order now\s+Payment in progress \(PENDING\)/);
+      expect(result).toMatch(/Next automatic check\s+about /);
+
+      await page.getByRole('link', { name: 'Needs attention' }).first().click();
+      await page.waitForURL(url('/console/attention'));
+      const board = page.getByTestId('board');
+      await expect(board.locator(`#line-payment-api-${POS_ID}`).innerText()).resolves.toContain(
+        `The payment service cannot be reached for shop account ${POS_ID}`,
+      );
+      await expect(board.locator('#line-events-unrouted').innerText()).resolves.toContain('no queue bound');
+      await board.locator('#line-events-unrouted').getByRole('link', { name: 'The latest order' }).click();
+      await expect(page.getByTestId('events').innerText()).resolves.toContain('no queue took it');
+      expect(problems).toEqual(noProblems);
+    } finally {
+      await context.close();
+    }
+  });
 });
 
 /** Values a notification may carry that would run, navigate or break the layout if a page trusted them. */
@@ -256,7 +449,7 @@ it('When notifications carry scripts, javascript: URLs, HTML and long unicode, t
     expect(missing).toEqual([]);
     await expect(page.getByRole('heading', { level: 2, name: 'Timeline' }).isVisible()).resolves.toBe(true);
     await page.goto(url('/console/attention'));
-    await expect(page.getByTestId('attention').textContent()).resolves.toMatch(/Quarantined/);
+    await expect(page.getByTestId('attention').textContent()).resolves.toMatch(/Notifications set aside/);
     expect(problems).toEqual(noProblems);
   } finally {
     await context.close();
@@ -268,9 +461,18 @@ describe('Every page', () => {
   let problems: PageProblems;
   let closeContext: () => Promise<void>;
   let orderId: string;
+  let refunded: string;
+  let quarantineId: string;
 
   beforeAll(async () => {
     ({ orderId } = await pendingOrder('BRPAGE'));
+    refunded = await refundedOrder('BRPAGEMONEY');
+    expect((await svc.post('{"order": "unreadable"')).status).toBe(200);
+    const [row] = await query<{ id: string }>(
+      svc.database.url,
+      'SELECT max(id)::text AS id FROM quarantined_notifications',
+    );
+    quarantineId = row?.id ?? '';
     const watched = await watchedContext(browser);
     problems = watched.problems;
     closeContext = () => watched.context.close();
@@ -285,8 +487,16 @@ describe('Every page', () => {
     ['/console/attention', 200],
     ['/console/deliveries', 200],
     ['/console/deliveries?outcome=nonsense', 400],
+    ['/console/deliveries?from=2026-03-29T02:30&to=2026-03-29T05:00', 200],
+    ['/console/deliveries?from=2026-13-01', 400],
     ['/console/audit', 200],
+    ['/console/glossary', 200],
+    ['/console/export', 200],
+    ['/console/export.csv?pos=300746&from=2026-01-01&to=2026-03-01', 400],
+    [`/console/quarantine/${quarantineId}`, 200],
+    [`/console/quarantine/${quarantineId}/retry`, 200],
     [`/console/orders/${orderId}`, 200],
+    [`/console/orders/${refunded}`, 200],
     [`/console/orders/${orderId}/reconcile`, 200],
     [`/console/orders/${orderId}/republish`, 200],
     ['/console/quarantine/retry', 200],
@@ -309,6 +519,78 @@ describe('Every page', () => {
     }
     expect(Object.entries(checked).filter(([, found]) => found.length > 0)).toEqual([]);
     expect(problems).toEqual(noProblems);
+  });
+
+  it('When a check’s result page is shown, then axe-core finds no serious or critical problem on it', async () => {
+    await signIn(page, OPERATOR_TOKEN);
+    await page.goto(url(`/console/orders/${orderId}/reconcile`));
+    await page.getByRole('button', { name: /^Confirm/ }).click();
+    await page.getByTestId('result').waitFor();
+    expect(await accessibilityProblems(page)).toEqual([]);
+    await page.goto(url(`/console/orders/${orderId}/republish`));
+    await page.getByRole('button', { name: /^Confirm/ }).click();
+    await page.getByTestId('result').waitFor();
+    expect(await accessibilityProblems(page)).toEqual([]);
+    expect(problems).toEqual(noProblems);
+  });
+
+  it('When an order page is printed, then every body is printed in full, and the navigation is not', async () => {
+    // A body longer than its box on the screen: sixty products.
+    const long = uniqueId('BRPRINT');
+    const products = Array.from({ length: 60 }, (_, i) => ({ name: `Item ${i}`, unitPrice: '100', quantity: '1' }));
+    const body = writeOrderNotification(
+      {
+        orderId: long,
+        extOrderId: `shop-${long}`,
+        orderCreateDate: '2026-11-01T10:00:00.000+01:00',
+        notifyUrl: 'https://shop.example/notifications',
+        customerIp: '127.0.0.1',
+        merchantPosId: POS_ID,
+        description: 'A long order',
+        currencyCode: 'PLN',
+        totalAmount: '6000',
+        products,
+      },
+      { status: 'PENDING' },
+    );
+    expect((await svc.post(body)).status).toBe(200);
+    await signIn(page, OPERATOR_TOKEN);
+    await page.goto(url(`/console/orders/${long}`));
+    const scrollsInside = "[...document.querySelectorAll('pre.body')].some((e) => e.scrollHeight > e.clientHeight + 1)";
+    expect(await page.evaluate<boolean>(scrollsInside)).toBe(true); // on the screen, it scrolls in its box
+    await page.emulateMedia({ media: 'print' });
+    try {
+      const bodies = await page.locator('pre.body').all();
+      expect(bodies.length).toBe(2); // readable, and as received (in a closed <details> on the screen)
+      for (const shown of bodies) expect(await shown.isVisible()).toBe(true);
+      expect(await page.evaluate<boolean>(scrollsInside)).toBe(false);
+      expect(await page.locator('header nav').isVisible()).toBe(false);
+    } finally {
+      await page.emulateMedia({ media: 'screen' });
+    }
+  });
+
+  it('When a shop reference holds U+202E, then it does not reorder the words around it', async () => {
+    const extOrderId = `shop-\u202e${Date.now()}-xyz`;
+    for (const prefix of ['BRBIDI1', 'BRBIDI2'])
+      expect((await svc.post(orderBody({ orderId: uniqueId(prefix), extOrderId, status: 'PENDING' }))).status).toBe(
+        200,
+      );
+    await signIn(page, VIEWER_TOKEN);
+    await page.goto(url(`/console/search?q=${encodeURIComponent(extOrderId)}`));
+    // "Several orders match “…”": the closing quote after the value is drawn right of it, where it belongs; without
+    // isolation the override would draw it reversed, inside the value.
+    const placed = await page.evaluate<{ value: number; quote: number } | null>(`(() => {
+      const bdi = document.querySelector('h1 bdi');
+      const after = bdi && bdi.nextSibling;
+      if (!after) return null;
+      const range = document.createRange();
+      range.selectNodeContents(after);
+      return { value: bdi.getBoundingClientRect().right, quote: range.getBoundingClientRect().left };
+    })()`);
+    expect(placed).not.toBeNull();
+    expect((placed?.quote ?? 0) >= (placed?.value ?? 1) - 1).toBe(true);
+    expect(await page.locator('h1').innerText()).toBe(`Several orders match “${extOrderId}”`);
   });
 
   it('When a page is framed by another site, then the browser refuses to show it', async () => {

@@ -1,7 +1,8 @@
 /**
  * CONTRIBUTING.md's rule for where tests go: a module's tests are found by its name in its tier's folder. Every
  * test file of the tiers that test modules (test/unit, test/integration, test/cli, test/browser, test/tools) is
- * named after a module of src/ (or the lint rules, lint/localRules.cjs): its file's name, its folder's for an
+ * named after a module of src/ (or of the example consumer, examples/consumer/src/, or the lint rules,
+ * lint/localRules.cjs): its file's name, its folder's for an
  * index.ts, or its folder's and its own together where two modules share a name (simulate/output.ts:
  * simulateOutput). test/cli tests src/cli/, the command line; the other tiers, the rest of src/. test/docs, test/contracts, test/helm and test/reliability test the docs, the contracts, the
  * chart and the fault scenarios, and are named after those.
@@ -36,8 +37,11 @@ function moduleNames(tier: string): Map<string, string[]> {
     }
   };
   walk('src');
+  walk('examples/consumer/src');
   add('localRules', 'lint/localRules.cjs');
-  const preferred = (modules: string[]): string[] => {
+  const preferred = (all: string[]): string[] => {
+    // The service's own module before the example's (`main`).
+    const modules = all.some((m) => m.startsWith('src/')) ? all.filter((m) => m.startsWith('src/')) : all;
     const inCli = modules.filter((m) => m.startsWith('src/cli/'));
     const mine = tier === 'cli' ? inCli : modules.filter((m) => !inCli.includes(m));
     return mine.length === 1 ? mine : modules;

@@ -789,8 +789,14 @@ describe('console Ingress', () => {
       CONSOLE_SESSION_TTL: '8h',
       CONSOLE_VIEWERS_SEE_PERSONAL_DATA: 'false',
       CONSOLE_QUIET_AFTER: '1h',
+      CONSOLE_TIME_ZONE: 'UTC',
+      CONSOLE_LOCALE: 'en-GB',
+      CONSOLE_CONFIRM_WITHIN: '',
       AUDIT_RETENTION: '365d',
     });
+    expect(
+      configOf(render({ set: ['config.consoleTimeZone=Europe/Warsaw', 'config.consoleLocale=pl-PL'] })),
+    ).toMatchObject({ CONSOLE_TIME_ZONE: 'Europe/Warsaw', CONSOLE_LOCALE: 'pl-PL' });
     const refs = (containerOf(podSpecOf(defaults)).env ?? []).filter((e) => e.name.startsWith('CONSOLE_'));
     expect(refs.map((e) => [e.name, e.valueFrom?.secretKeyRef?.key, e.valueFrom?.secretKeyRef?.optional])).toEqual([
       ['CONSOLE_OPERATOR_TOKENS', 'CONSOLE_OPERATOR_TOKENS', true],

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { query } from '../support/database';
-import { CONSOLE_ENV, OPERATOR_TOKEN, SAME_ORIGIN, signIn, VIEWER_TOKEN } from '../support/console';
+import { CONSOLE_ENV, OPERATOR_TOKEN, SAME_ORIGIN, signIn, VIEWER_TOKEN, textOf } from '../support/console';
 import { startTestService, type TestService } from '../support/service';
 import { quarantineAsOlderVersion } from '../support/quarantine';
 import { orderBody, refundBody, uniqueId } from '../support/signing';
@@ -9,7 +9,9 @@ let svc: TestService;
 let operator: string;
 let viewer: string;
 beforeAll(async () => {
-  svc = await startTestService({ env: { RELAY_ENABLED: 'false', ...CONSOLE_ENV } });
+  svc = await startTestService({
+    env: { RELAY_ENABLED: 'false', ...CONSOLE_ENV, CONSOLE_TIME_ZONE: 'Europe/Warsaw', CONSOLE_CONFIRM_WITHIN: '3d' },
+  });
   operator = await signIn(svc.adminUrl, OPERATOR_TOKEN);
   viewer = await signIn(svc.adminUrl, VIEWER_TOKEN);
 });
@@ -82,8 +84,16 @@ describe('console: search and the order page', () => {
     const page = await get(`/console/orders/${orderId}`, viewer);
     if (page.status !== 200) console.log(svc.logs.filter((l) => l.includes('unexpected')).join('\n'));
     expect(page.status).toBe(200);
-    for (const section of ['Timeline', 'Events', 'Reconciliation', 'Refunds', 'Raw bodies', 'Audit'])
-      expect(page.text).toContain(`<h2>${section}</h2>`);
+    for (const section of [
+      'Timeline',
+      'Checks with the payment service',
+      'Events for other services',
+      'Refunds',
+      'What the payment service sent',
+      'What the payment service said when asked',
+      'Who did what here',
+    ])
+      expect(page.text).toMatch(new RegExp(`<h2>(<a [^>]*>)?${section}(</a>)?</h2>`));
     expect(page.text).toContain('data-testid="timeline"');
   });
 });
@@ -258,7 +268,8 @@ describe('console: pages and actions', () => {
     const res = await post(`/console/orders/${orderId}/republish`, operator, { confirm: 'yes' });
     expect(res.status).toBe(200);
     expect(res.text).toContain('data-testid="result"');
-    expect(res.text).toContain('1 event(s) will be published again');
+    expect(res.text).toContain('1 event will be passed on to other services again');
+    expect(res.text).toContain('data-outcome="done"');
     const pending = await query(
       svc.database.url,
       'SELECT id FROM outbox_events WHERE order_id = $1 AND published_at IS NULL',
@@ -266,7 +277,7 @@ describe('console: pages and actions', () => {
     );
     expect(pending).toHaveLength(1);
     const page = await get(`/console/orders/${orderId}`, viewer);
-    expect(page.text).toMatch(/<td>olga<\/td>\s*<td>operator<\/td>\s*<td>republish<\/td>/);
+    expect(page.text).toMatch(/<td><bdi>olga<\/bdi><\/td>\s*<td>operator<\/td>\s*<td>sent the order’s events again/);
     const audit = await get('/console/audit', viewer);
     expect(audit.text).toContain('republish');
   });
@@ -298,9 +309,10 @@ describe('console: pages and actions', () => {
     expect(attention.text).toContain(`/console/quarantine/${id}/retry`);
     const one = await post(`/console/quarantine/${id}/retry`, operator, { confirm: 'yes' });
     expect(one.status).toBe(200);
-    expect(one.text).toContain('still unreadable');
+    expect(one.text).toContain('still cannot be read');
+    expect(one.text).toContain('data-outcome="not_done"');
     const count = await get('/console/quarantine/retry?reason=invalid_field', operator);
-    expect(count.text).toMatch(/<strong>\d+<\/strong> open quarantined/);
+    expect(count.text).toMatch(/<strong>\d+<\/strong> notification\(s\) set aside/);
     const bulk = await post('/console/quarantine/retry', operator, {
       confirm: 'yes',
       reason: 'invalid_field',
@@ -330,5 +342,214 @@ describe('console: pages and actions', () => {
     const page = await get(`/console/orders/${orderId}`, operator);
     expect(page.status).toBe(200);
     expect(page.text).toContain(`quarantine #${id}`);
+  });
+});
+
+/** The page's text between two markers (the raw bodies are the last part of an order's page). */
+const before = (page: string, marker: string): string => page.slice(0, page.indexOf(marker));
+
+const warsaw = new Intl.DateTimeFormat('en-GB', {
+  timeZone: 'Europe/Warsaw',
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  hourCycle: 'h23',
+});
+
+describe("console: the shop's language", () => {
+  it('When an order of 223471 PLN has two finalized refunds of 28013, then its page shows major units, the refunded total and net paid, and no minor units outside the bodies', async () => {
+    const orderId = uniqueId('CMONEY');
+    await deliver(orderBody({ orderId, status: 'PENDING', totalAmount: '223471' }));
+    await deliver(orderBody({ orderId, status: 'COMPLETED', totalAmount: '223471', paymentId: `P${orderId}` }));
+    for (const n of [1, 2]) {
+      await deliver(refundBody({ orderId, refundId: `R${n}${orderId}`, status: 'PENDING', amount: '28013' }));
+      await deliver(refundBody({ orderId, refundId: `R${n}${orderId}`, status: 'FINALIZED', amount: '28013' }));
+    }
+    await deliver(refundBody({ orderId, refundId: `R3${orderId}`, status: 'PENDING', amount: '1000' }));
+    const page = await get(`/console/orders/${orderId}`, viewer);
+    const shown = textOf(before(page.text, 'What the payment service sent'));
+    expect(shown).toContain('Amount 2,234.71 PLN');
+    expect(shown.match(/280\.13 PLN/g)).toHaveLength(2); // each finalized refund's row
+    expect(shown).toContain('Refunded 560.26 PLN in 2 refunds');
+    expect(shown).toContain('Refunds in progress 10.00 PLN in 1 refund');
+    expect(shown).toContain('Net paid 1,674.45 PLN');
+    expect(shown).not.toMatch(/223471|28013|56026/);
+    // The bodies, as received, keep the minor units.
+    expect(textOf(page.text.slice(page.text.indexOf('What the payment service sent')))).toContain(
+      '"totalAmount": "223471"',
+    );
+  });
+
+  it('When a notification states another amount than the first, then both are shown as money, on the order and under needs attention', async () => {
+    const orderId = uniqueId('CDISAGREE');
+    await deliver(orderBody({ orderId, status: 'PENDING', totalAmount: '223471' }));
+    await deliver(orderBody({ orderId, status: 'COMPLETED', totalAmount: '223472' }));
+    const page = textOf(
+      before((await get(`/console/orders/${orderId}`, viewer)).text, 'What the payment service sent'),
+    );
+    expect(page).toMatch(/totalAmount 2,234\.71 PLN 2,234\.72 PLN/);
+    expect(page).not.toMatch(/22347[12]/);
+    const attention = (await get('/console/attention', viewer)).text;
+    const section = textOf(attention.slice(attention.indexOf('id="contradictions"')));
+    expect(section).toContain('totalAmount: kept 2,234.71 PLN, received 2,234.72 PLN');
+  });
+
+  it('When an amount is in a currency the console does not know, then it is shown as received and marked', async () => {
+    const orderId = uniqueId('CXYZ');
+    await deliver(orderBody({ orderId, status: 'PENDING', totalAmount: '223471', currencyCode: 'XYZ' }));
+    const page = await get(`/console/orders/${orderId}`, viewer);
+    expect(textOf(before(page.text, 'What the payment service sent'))).toContain(
+      '223471 XYZ (as received: in minor units; the currency XYZ is not one the console knows)',
+    );
+  });
+
+  it('When the zone is Europe/Warsaw, then every time shown is the local one with its zone, the instant kept in datetime', async () => {
+    const orderId = uniqueId('CZONE');
+    await deliver(orderBody({ orderId, status: 'PENDING' }));
+    for (const path of [`/console/orders/${orderId}`, '/console/deliveries', '/console/attention', '/console']) {
+      const page = await get(path, viewer);
+      const times = [...page.text.matchAll(/<time datetime="([^"]+)"[^>]*>([^<]*)<\/time>/g)];
+      expect([path, times.length > 0]).toEqual([path, true]);
+      for (const [, iso, shown] of times) {
+        expect(shown).toContain(warsaw.format(new Date(iso ?? '')));
+        expect(shown).toMatch(/ CES?T$/);
+      }
+      expect(page.text).toContain('Times are in <strong>Europe/Warsaw</strong>');
+    }
+  });
+
+  it('When the deliveries are filtered by local times, then they are read in the zone; bad ones get 400 with the expected format', async () => {
+    const page = await get('/console/deliveries?from=2026-11-27T09:00&to=2026-11-27T10:00', viewer);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('datetime="2026-11-27T08:00:00.000Z"');
+    expect(page.text).toContain('datetime="2026-11-27T09:00:00.000Z"');
+    expect(page.text).toContain('value="2026-11-27T09:00:00"');
+    const skipped = await get('/console/deliveries?from=2026-03-29T02:30&to=2026-03-29T05:00', viewer);
+    expect(skipped.status).toBe(200);
+    expect(textOf(skipped.text)).toContain('does not exist in this time zone (the clocks skip it)');
+    expect(skipped.text).toContain('datetime="2026-03-29T01:00:00.000Z"');
+    for (const [query, says] of [
+      ['from=27.11.2026', 'must be a date such as 2026-11-27 or a local time such as 2026-11-27T09:00 (Europe/Warsaw)'],
+      ['from=1999-12-31', 'between the years 2000 and 2099'],
+      ['from=2026-02-30', 'must be a date such as 2026-11-27'],
+      ['from=2026-11-28&to=2026-11-27', 'from must be before to'],
+    ] as const) {
+      const res = await get(`/console/deliveries?${query}`, viewer);
+      expect({ query, status: res.status }).toEqual({ query, status: 400 });
+      expect(textOf(res.text)).toContain(says);
+    }
+  });
+
+  it('When deliveries are listed, then every one leads to its order, duplicates and late ones too, and a set-aside one to its page', async () => {
+    const orderId = uniqueId('CLINK');
+    await deliver(orderBody({ orderId, status: 'COMPLETED' }));
+    await deliver(orderBody({ orderId, status: 'COMPLETED' })); // received twice
+    await deliver(orderBody({ orderId, status: 'PENDING' })); // arrived late
+    expect(
+      (await svc.post(orderBody({ orderId: uniqueId('CLINKQ'), status: 'PENDING', totalAmount: '1.5' }))).body.outcome,
+    ).toBe('quarantined');
+    const page = await get('/console/deliveries', viewer);
+    const rows = [...page.text.matchAll(/<tr>\s*<td><time[\s\S]*?<\/tr>/g)].map((m) => m[0]);
+    expect(rows.length).toBeGreaterThan(3);
+    for (const row of rows) expect(row).toMatch(/href="\/console\/(orders|quarantine)\//);
+    const ours = rows.filter((r) => r.includes(`/console/orders/${orderId}"`));
+    expect(
+      ours
+        .map((r) => textOf(r).match(/recorded|received twice|arrived after a later status and was ignored/)?.[0])
+        .sort(),
+    ).toEqual(['arrived after a later status and was ignored', 'received twice', 'recorded']);
+    const quarantined = /href="(\/console\/quarantine\/\d+)"/.exec(page.text)?.[1] ?? '';
+    const detail = await get(quarantined, viewer);
+    expect(detail.status).toBe(200);
+    expect(textOf(detail.text)).toContain('a field holds a value the service does not accept');
+  });
+
+  it('When a value holds U+202E, then it is isolated wherever a page shows it, and not in the title', async () => {
+    const orderId = uniqueId('CBIDI');
+    const extOrderId = `shop-\u202e1234-abc`;
+    await deliver(orderBody({ orderId, extOrderId, status: 'PENDING', paymentId: `pay\u202e${orderId}` }));
+    for (const path of [`/console/orders/${orderId}`, `/console/search?q=${encodeURIComponent(extOrderId)}`]) {
+      const res = await get(path, operator);
+      const page = res.status === 303 ? (await get(res.headers.location as string, operator)).text : res.text;
+      const at = [...page.matchAll(/\u202e/g)].map((m) => m.index ?? 0);
+      expect(at.length).toBeGreaterThan(1);
+      for (const index of at) {
+        const open = page.lastIndexOf('<bdi>', index);
+        expect(open).toBeGreaterThan(page.lastIndexOf('</bdi>', index));
+      }
+      expect(page).toContain('⟨U+202E⟩'); // written out in the bodies
+      expect(page.slice(page.indexOf('<title>'), page.indexOf('</title>'))).not.toContain('\u202e');
+    }
+  });
+
+  it('When the glossary is read, then it explains every status for the customer and the shop, and every page links it', async () => {
+    const glossary = await request(svc.adminUrl).get('/console/glossary');
+    expect(glossary.status).toBe(200);
+    for (const status of ['NEW', 'PENDING', 'WAITING_FOR_CONFIRMATION', 'COMPLETED', 'CANCELED'])
+      expect(glossary.text).toContain(`id="order-${status}"`);
+    for (const status of ['PENDING', 'FINALIZED', 'CANCELED']) expect(glossary.text).toContain(`id="refund-${status}"`);
+    expect(textOf(glossary.text)).toContain('Refunded (FINALIZED) The money was sent back to the card or account');
+    const orderId = uniqueId('CGLOSS');
+    await deliver(orderBody({ orderId, status: 'PENDING' }));
+    const anchors = new Set([...glossary.text.matchAll(/id="([^"]+)"/g)].map((m) => m[1]));
+    for (const path of [
+      '/console',
+      '/console/attention',
+      '/console/deliveries',
+      '/console/audit',
+      '/console/export',
+      `/console/orders/${orderId}`,
+    ]) {
+      const page = await get(path, viewer);
+      expect([path, page.text.includes('href="/console/glossary"')]).toEqual([path, true]);
+      // Every word a page links to the glossary is one the glossary explains.
+      for (const [, anchor] of page.text.matchAll(/href="\/console\/glossary#([^"]+)"/g))
+        expect([path, anchor, anchors.has(anchor)]).toEqual([path, anchor, true]);
+    }
+  });
+
+  it('When an order waits for the shop’s confirmation, then needs attention lists it with its deadline', async () => {
+    const orderId = uniqueId('CWAIT');
+    await deliver(orderBody({ orderId, status: 'WAITING_FOR_CONFIRMATION', totalAmount: '223471' }));
+    const page = await get('/console/attention', viewer);
+    const line = /<tr id="line-confirmation"[\s\S]*?<\/tr>/.exec(page.text)?.[0] ?? '';
+    expect(line).toContain('data-severity="warning"');
+    expect(textOf(line)).toMatch(/The first deadline: \d+ \w+ \d{4}, \d\d:\d\d:\d\d CES?T \(in \d days\)/);
+    expect(line).toContain('href="/console/attention#confirmation"');
+    const section = page.text.slice(page.text.indexOf('id="confirmation"'));
+    expect(section).toContain(`/console/orders/${orderId}`);
+    expect(textOf(section)).toContain('2,234.71 PLN');
+  });
+
+  it('When events wait for the broker, then needs attention says how many orders other services miss, the broker’s answer and links them', async () => {
+    const orderId = uniqueId('CWAITEV');
+    await deliver(orderBody({ orderId, status: 'PENDING' }));
+    await query(
+      svc.database.url,
+      "UPDATE outbox_events SET last_error = 'returned: unroutable: no queue bound', attempts = 3 WHERE order_id = $1",
+      [orderId],
+    );
+    const page = await get('/console/attention', viewer);
+    const line = /<tr id="line-events-waiting"[\s\S]*?<\/tr>/.exec(page.text)?.[0] ?? '';
+    expect(textOf(line)).toContain('returned: unroutable: no queue bound');
+    expect(textOf(line)).toMatch(/do not know yet about these \d+ orders?/);
+    expect(line).toContain('href="/console/attention#events-waiting"');
+    expect(page.text.slice(page.text.indexOf('id="events-waiting"'))).toContain(`/console/orders/${orderId}`);
+  });
+
+  it('When tomorrow’s day of history is missing, then needs attention says so; when it is back, all is well', async () => {
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+    const partition = `notification_variants_p${tomorrow.replaceAll('-', '')}`;
+    await query(svc.database.url, `ALTER TABLE notification_variants DETACH PARTITION ${partition}`);
+    await query(svc.database.url, `DROP TABLE ${partition}`);
+    try {
+      const line = /<tr id="line-history-days"[\s\S]*?<\/tr>/.exec((await get('/console/attention', viewer)).text)?.[0];
+      expect(line).toContain('data-severity="warning"');
+      expect(textOf(line ?? '')).toContain('A day of history is missing');
+    } finally {
+      await query(svc.database.url, 'SELECT history_partitions_ensure($1::date, $1::date)', [tomorrow]);
+    }
+    const line = /<tr id="line-history-days"[\s\S]*?<\/tr>/.exec((await get('/console/attention', viewer)).text)?.[0];
+    expect(line).toContain('data-severity="ok"');
   });
 });

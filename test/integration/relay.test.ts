@@ -1,8 +1,10 @@
+import request from 'supertest';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 import { OutboxRelay } from '../../src/outbox/relay';
+import { republishOrderEvents } from '../../src/outbox/outboxQueries';
 import { AMQP_URL, EventConsumer, uniqueExchange } from '../support/broker';
-import { query, watchQueryOverlap } from '../support/database';
+import { query, watchQueryOverlap, withDb } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, refundBody, uniqueId } from '../support/signing';
 import { FaultProxy } from '../support/faultProxy';
@@ -78,6 +80,7 @@ describe('events of a lifecycle', () => {
       subject: orderId,
       time: expect.any(String),
       datacontenttype: 'application/json',
+      dataschema: 'urn:payment-notification-receiver:events:v1:order',
       data: {
         orderId,
         extOrderId: `ext-${orderId}`,
@@ -112,6 +115,7 @@ describe('events of a lifecycle', () => {
       subject: orderId,
       time: expect.any(String),
       datacontenttype: 'application/json',
+      dataschema: 'urn:payment-notification-receiver:events:v1:refund',
       data: {
         orderId,
         extOrderId: `ext-${orderId}`,
@@ -183,31 +187,102 @@ describe('without pipelining', () => {
   });
 });
 
-describe('unroutable events', () => {
-  it('When no queue is bound, then the broker returns the event and it is not marked published; once bound, it goes out', async () => {
+/** The console's needs-attention page (open on a loopback admin port without tokens), its text on one line. */
+const attentionPage = async (svc: TestService): Promise<string> =>
+  (await request(svc.adminUrl).get('/console/attention').expect(200)).text.replace(/\s+/g, ' ');
+
+describe('events no queue is bound for', () => {
+  const LIFECYCLE = ['PENDING', 'WAITING_FOR_CONFIRMATION', 'COMPLETED'];
+
+  interface OutboxState {
+    type: string;
+    published: boolean;
+    unrouted: boolean;
+  }
+  const outboxOf = (url: string, orderIds: readonly string[]): Promise<OutboxState[]> =>
+    query<OutboxState>(
+      url,
+      `SELECT type, published_at IS NOT NULL AS published, unrouted_at IS NOT NULL AS unrouted
+         FROM outbox_events WHERE order_id = ANY($1) ORDER BY order_id, sequence`,
+      [orderIds],
+    );
+
+  it('When only order.completed is bound, then every order.completed arrives at once, and the events no queue took are published, counted, kept and shown in needs attention', async () => {
+    const exchange = uniqueExchange();
+    const consumer = await new EventConsumer(exchange, 'order.completed').start();
+    const svc = await startTestService({ env: { AMQP_EXCHANGE: exchange } });
+    try {
+      const orders = Array.from({ length: 8 }, () => uniqueId('ONLYC'));
+      await Promise.all(
+        orders.map(async (orderId) => {
+          for (const status of LIFECYCLE) await svc.post(orderBody({ orderId, status })).expect(200);
+        }),
+      );
+      await consumer.waitFor(orders.length);
+      expect(
+        new Set(consumer.bodies<{ subject: string; type: string }>().map((e) => `${e.type} ${e.subject}`)),
+      ).toEqual(new Set(orders.map((orderId) => `order.completed ${orderId}`)));
+
+      await waitUntil('no event pending', async () => (await pendingEvents(svc.database.url)) === 0);
+      const rows = await outboxOf(svc.database.url, orders);
+      expect(rows).toHaveLength(orders.length * LIFECYCLE.length); // kept: the feed and a replay serve them
+      for (const row of rows)
+        expect(row).toEqual({ type: row.type, published: true, unrouted: row.type !== 'order.completed' });
+
+      const metrics = (await svc.admin.get('/metrics')).text;
+      expect(metrics).toMatch(new RegExp(`outbox_events_unrouted_total\\{type="order.pending"\\} ${orders.length}\\b`));
+      expect(metrics).toMatch(
+        new RegExp(`outbox_events_unrouted_total\\{type="order.waiting_for_confirmation"\\} ${orders.length}\\b`),
+      );
+      expect(metrics).not.toMatch(/outbox_events_unrouted_total\{type="order.completed"\}/);
+      expect(metrics).toMatch(/outbox_publish_failures_total\{reason="nack"\} 0/);
+
+      const page = await attentionPage(svc);
+      expect(page).toContain(
+        `${orders.length * 2} events about ${orders.length} orders went out with no queue to take them`,
+      );
+      expect(page).toContain('no queue bound for order.pending, order.waiting_for_confirmation');
+    } finally {
+      await svc.stop();
+      await consumer.stop();
+    }
+  });
+
+  it('When no queue is bound at all, then nothing is blocked and nothing is lost: every event is published as unrouted and kept', async () => {
+    const exchange = uniqueExchange();
+    const svc = await startTestService({ env: { AMQP_EXCHANGE: exchange } });
+    try {
+      const orders = Array.from({ length: 5 }, () => uniqueId('NOQ'));
+      for (const orderId of orders)
+        for (const status of LIFECYCLE) await svc.post(orderBody({ orderId, status })).expect(200);
+      await waitUntil('no event pending', async () => (await pendingEvents(svc.database.url)) === 0);
+      const rows = await outboxOf(svc.database.url, orders);
+      expect(rows).toHaveLength(orders.length * LIFECYCLE.length);
+      expect(rows.every((r) => r.published && r.unrouted)).toBe(true);
+      const page = await attentionPage(svc);
+      expect(page).toMatch(/<tr id="line-events-waiting"[^>]*data-severity="ok"/);
+      expect(page).toMatch(/<tr id="line-events-unrouted"[^>]*data-severity="warning"/);
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it("When an order's events were unrouted and are re-published once a queue is bound, then they reach it and are no longer marked unrouted", async () => {
     const exchange = uniqueExchange();
     const svc = await startTestService({ env: { AMQP_EXCHANGE: exchange } });
     let consumer: EventConsumer | null = null;
     try {
       const orderId = uniqueId('UNR');
       await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
-      await waitUntil('a returned publish counted', async () =>
-        /outbox_publish_failures_total\{reason="returned"\} [1-9]/.test((await svc.admin.get('/metrics')).text),
-      );
-      const [row] = await query<{ published_at: Date | null; attempts: number; last_error: string }>(
-        svc.database.url,
-        'SELECT published_at, attempts, last_error FROM outbox_events WHERE order_id = $1',
-        [orderId],
-      );
-      expect(row?.published_at).toBeNull();
-      expect(row?.attempts).toBeGreaterThan(0);
-      expect(row?.last_error).toMatch(/^returned/);
-
+      await waitUntil('the event published', async () => (await pendingEvents(svc.database.url)) === 0);
       consumer = await new EventConsumer(exchange).start();
-      await query(svc.database.url, 'UPDATE outbox_events SET next_attempt_at = now() WHERE order_id = $1', [orderId]); // skip the backoff wait
-      svc.service.relay?.wake();
+      expect(await withDb(svc.database.url, (db) => republishOrderEvents(db, orderId))).toEqual({ republished: 1 });
       await consumer.waitFor(1);
       expect(consumer.bodies<{ subject: string }>()[0]?.subject).toBe(orderId);
+      await waitUntil('the event published again', async () => (await pendingEvents(svc.database.url)) === 0);
+      expect(await outboxOf(svc.database.url, [orderId])).toEqual([
+        { type: 'order.pending', published: true, unrouted: false },
+      ]);
     } finally {
       await svc.stop();
       await consumer?.stop();

@@ -19,3 +19,16 @@ export async function signIn(adminUrl: string, token: string): Promise<string> {
   const cookie = ([] as string[]).concat(res.headers['set-cookie'] ?? [])[0] ?? '';
   return cookie.split(';')[0] ?? '';
 }
+
+/** What a person reads of a page: no tags (inline ones join their text, block ones part it), entities decoded. */
+export const textOf = (page: string): string =>
+  page
+    .replace(/<\/?(bdi|span|strong|a|time|code|small)\b[^>]*>/g, '')
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/&#39;|&#x27;/g, "'")
+    .replace(/&quot;/g, '"')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&')
+    .replace(/[\u00a0\u202f]/g, ' ')
+    .replace(/\s+/g, ' ');

@@ -216,6 +216,41 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it("When the console's time zone, locale and confirmation time are set, then they are read; by default UTC, en-GB, none", () => {
+    expect(loadConfig({ SECOND_KEYS: '1:k0123456789abcdef' })).toMatchObject({
+      consoleTimeZone: 'UTC',
+      consoleLocale: 'en-GB',
+      consoleConfirmWithinMs: null,
+    });
+    expect(
+      loadConfig({
+        SECOND_KEYS: '1:k0123456789abcdef',
+        CONSOLE_TIME_ZONE: 'europe/warsaw',
+        CONSOLE_LOCALE: 'pl-pl',
+        CONSOLE_CONFIRM_WITHIN: '5d',
+      }),
+    ).toMatchObject({
+      consoleTimeZone: 'Europe/Warsaw',
+      consoleLocale: 'pl-PL',
+      consoleConfirmWithinMs: 5 * 86_400_000,
+    });
+  });
+
+  it("When the console's time zone or locale does not exist, then the start is refused naming each setting", () => {
+    expect(
+      problemsOf({
+        SECOND_KEYS: '1:k0123456789abcdef',
+        CONSOLE_TIME_ZONE: 'Europe/Atlantis',
+        CONSOLE_LOCALE: 'xx-YY',
+        CONSOLE_CONFIRM_WITHIN: '10m',
+      }),
+    ).toEqual([
+      'CONSOLE_TIME_ZONE: must be an IANA time zone name such as Europe/Warsaw or UTC',
+      'CONSOLE_LOCALE: must be a locale such as en-GB or pl-PL',
+      'CONSOLE_CONFIRM_WITHIN: must be at least 1h',
+    ]);
+  });
+
   it('When NOTIFY_BASIC_AUTH has a password with ":", then it splits on the first ":" only', () => {
     expect(loadConfig({ SECOND_KEYS: '1:k0123456789abcdef', NOTIFY_BASIC_AUTH: 'shop:pa:ss' }).notifyBasicAuth).toEqual(
       {

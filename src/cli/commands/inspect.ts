@@ -61,6 +61,8 @@ export interface EventView {
   createdAt: string | null;
   published: boolean;
   publishedAt: string | null;
+  /** When the broker returned it on publishing: no queue was bound for its routing key. */
+  unroutedAt: string | null;
   attempts: number;
   nextAttemptAt: string | null;
   lastError: string | null;
@@ -125,6 +127,7 @@ function eventView(e: StoredEventRow): EventView {
     createdAt: iso(e.createdAt),
     published: e.publishedAt !== null,
     publishedAt: iso(e.publishedAt),
+    unroutedAt: iso(e.unroutedAt),
     attempts: e.attempts,
     nextAttemptAt: iso(e.nextAttemptAt),
     lastError: e.lastError,
@@ -183,7 +186,7 @@ function eventLines(events: EventView[]): string[] {
       `notification #${e.notificationId ?? '?'}`,
       e.id,
       e.published
-        ? `published ${e.publishedAt}`
+        ? `published ${e.publishedAt}${e.unroutedAt ? ' (unrouted: no queue was bound for its routing key)' : ''}`
         : e.attempts === 0
           ? 'not published yet'
           : `NOT PUBLISHED (${e.attempts} failed attempt(s), last error: ${e.lastError ?? '?'}${e.nextAttemptAt ? `, next ${e.nextAttemptAt}` : ''})`,

@@ -111,7 +111,7 @@ export function consoleFloodScenario(report: RunReport): void {
         expect(cookie).toMatch(/=/);
         const attention = await page('/console/attention');
         expect(attention.status).toBe(200);
-        expect(attention.body).toMatch(/Quarantined notifications not yet retried/);
+        expect(attention.body).toMatch(/Notifications set aside, not retried yet/);
       },
       120_000,
     );

@@ -238,7 +238,7 @@ export function seedOrder(
       },
     }));
     state = { ...state, newIds: [nextId()], now: at };
-    const { writes } = decideBatch(items, state, settings.eventSource, new Date(receivedMs));
+    const { writes } = decideBatch(items, state, settings.eventSource);
     state = stateAfter(state, writes);
     for (const { projection } of [...writes.orders, ...writes.refunds])
       touched('refundId' in projection ? projection.refundId : projection.orderId, receivedMs);
