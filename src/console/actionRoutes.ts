@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import { isDatabaseUnavailable } from '../database/errors';
+import { CHECK_ACTION } from '../history/auditQueries';
 import { republishOrderEvents } from '../outbox/outboxQueries';
 import type { PosProblem } from '../reconciliation/reconciliation';
 import type { OrderCheck } from '../reconciliation/checkOrder';
@@ -24,9 +25,6 @@ import { checkStatus, nextCheck, whatFailed, type CheckState } from './views/che
 import type { PageContext, Viewer } from './views/layout';
 import { orderLink, plural, status, time, value, withSettings } from './views/parts';
 import { setting, term } from './views/terms';
-
-/** The audit's action for a check a person asked for: the order's page counts them. */
-export const CHECK_ACTION = 'reconcile';
 
 /** Quarantined notifications one bulk retry takes at most; the rest wait for the next one. */
 export const BULK_RETRY_MAX = 200;
