@@ -31,7 +31,7 @@ const lines = (a: Partial<Attention>, o: Partial<BoardOptions> = {}) =>
     severity: c.severity,
     title: text(c.title),
     now: text(c.now),
-    link: c.link?.href ?? null,
+    link: c.link?.href.path ?? null,
   }));
 
 describe('needs attention: the status board', () => {
