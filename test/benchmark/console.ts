@@ -377,13 +377,15 @@ export async function runConsole(orders: number): Promise<void> {
       await settle(databaseUrl);
     }
     const ids = await sampleIds(databaseUrl, REQUESTS + WARM_UP);
-    service = await startService(databaseUrl, exchange, cgroup, false, {
-      // No relay: nothing is published, so the run needs no exchange and leaves none behind.
-      RELAY_ENABLED: 'false',
-      HISTORY_RETENTION: 'off',
-      BODY_RETENTION: 'off',
-      CONSOLE_OPERATOR_TOKENS: `bench:${OPERATOR_TOKEN}`,
-      CONSOLE_SESSION_SECRET: randomBytes(32).toString('hex'),
+    service = await startService(databaseUrl, exchange, cgroup, {
+      env: {
+        // No relay: nothing is published, so the run needs no exchange and leaves none behind.
+        RELAY_ENABLED: 'false',
+        HISTORY_RETENTION: 'off',
+        BODY_RETENTION: 'off',
+        CONSOLE_OPERATOR_TOKENS: `bench:${OPERATOR_TOKEN}`,
+        CONSOLE_SESSION_SECRET: randomBytes(32).toString('hex'),
+      },
     });
     const figures = await measurePages(service, ids);
     const exported = await measureExport(service, databaseUrl);

@@ -81,7 +81,7 @@ export async function runHistory(orders: number): Promise<void> {
 
     /** The service started fresh on a database for `work`, then stopped. */
     const onService = async <T>(which: Which, work: (s: Awaited<ReturnType<typeof startService>>) => Promise<T>) => {
-      const service = await startService(urls[which], exchange, cgroup, false, serviceEnv);
+      const service = await startService(urls[which], exchange, cgroup, { env: serviceEnv });
       children.add(service.child);
       try {
         return await work(service);

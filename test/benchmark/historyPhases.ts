@@ -6,7 +6,16 @@ import http from 'node:http';
 import { ADMIN_ADMISSION } from '../../src/admin/adminListener';
 import type { PurgeReport } from '../../src/cli/commands/purge';
 import { cli } from './historyDatabases';
-import { closedLoop, latencySummary, madeAhead, openLoop, openLoopSamples, take, workload } from './load';
+import {
+  BENCH_WORKLOAD,
+  closedLoop,
+  latencySummary,
+  madeAhead,
+  openLoop,
+  openLoopSamples,
+  take,
+  workload,
+} from './load';
 import {
   AHEAD_PER_SECOND,
   BODY_PURGE_DAYS,
@@ -20,7 +29,7 @@ import { quantile, round2 } from './stats';
 import { sleep } from '../support/wait';
 
 /** The history mode's traffic: random order ids, as a shop's are, whose new orders land all over large indexes. */
-const traffic = (seed: string) => workload(seed, true);
+const traffic = (seed: string) => workload(seed, { ...BENCH_WORKLOAD, randomIds: true });
 
 /** The service warmed up at the history rate, as the default mode warms it (JIT, pools, caches). */
 export async function warmUp(service: Service, seed: string): Promise<void> {

@@ -12,31 +12,52 @@ import { CONNECTIONS, KEY } from './options';
 import { quantile } from './stats';
 import { sleep } from '../support/wait';
 
-/** One signed notification: its body and its signature header. */
+/** One signed notification: its body and its signature header, and whether it repeats one sent before. */
 export interface Notification {
   body: string;
   signature: string;
+  repeat: boolean;
 }
 
+/** What a workload's stream holds. */
+export interface WorkloadShape {
+  /** Every fifth order goes through WAITING_FOR_CONFIRMATION between PENDING and COMPLETED. */
+  waitingStep: boolean;
+  /** Every fourth order is refunded (FINALIZED) after COMPLETED. */
+  refunds: boolean;
+  /** The share of the stream that repeats an earlier notification, from 0 to 0.5 (each step repeated once, at most). */
+  repeatShare: number;
+  /** Order ids random as the payment service's, rather than the seed and a counter. */
+  randomIds: boolean;
+}
+
+/** The benchmark's workload: the lifecycle with its WAITING step and refunds, 20 % repeats, counted ids. */
+export const BENCH_WORKLOAD: WorkloadShape = { waitingStep: true, refunds: true, repeatShare: 0.2, randomIds: false };
+
 /**
- * An endless stream of fresh notifications: order lifecycles, each step followed a quarter of the
- * time by a repeat of an earlier notification (so 20 % of the stream are duplicates, however much
- * of it a run takes). Order ids are the seed and a counter; with `randomIds`, random as the payment
- * service's are, so that new orders land all over the indexes that a long history has made large.
+ * An endless stream of fresh notifications: order lifecycles (PENDING, COMPLETED with buyer and pay method, and
+ * what `shape` adds), each step followed by repeats of earlier notifications so that `shape.repeatShare` of the
+ * stream are duplicates, however much of it a run takes. Order ids are the seed and a counter; with
+ * `randomIds`, random as the payment service's are, so that new orders land all over the indexes that a long
+ * history has made large.
  */
-export function workload(seed: string, randomIds = false): () => Notification {
+export function workload(seed: string, shape: WorkloadShape = BENCH_WORKLOAD): () => Notification {
   const sent: Notification[] = [];
   const ready: Notification[] = [];
+  // Each step is followed by one repeat with this chance p: p / (1 + p) of the stream is then repeats.
+  const repeatChance = shape.repeatShare / (1 - shape.repeatShare);
   let n = 0;
   const push = (notification: Notification): void => {
     sent.push(notification);
     ready.push(notification);
   };
   const nextLifecycle = (): void => {
-    const orderId = randomIds ? randomOrderId() : `B${seed}${n.toString(36).toUpperCase()}`;
+    const orderId = shape.randomIds ? randomOrderId() : `B${seed}${n.toString(36).toUpperCase()}`;
     n++;
     const steps = [orderBody({ orderId, status: 'PENDING', paymentId: String(n) })];
-    if (n % 5 === 0) steps.push(orderBody({ orderId, status: 'WAITING_FOR_CONFIRMATION', paymentId: String(n) }));
+    if (shape.waitingStep && n % 5 === 0) {
+      steps.push(orderBody({ orderId, status: 'WAITING_FOR_CONFIRMATION', paymentId: String(n) }));
+    }
     steps.push(
       orderBody({
         orderId,
@@ -47,10 +68,13 @@ export function workload(seed: string, randomIds = false): () => Notification {
         buyer: { email: 'buyer@example.com', firstName: 'Ann', lastName: 'Buyer', language: 'pl' },
       }),
     );
-    if (n % 4 === 0) steps.push(refundBody({ orderId, refundId: `R${orderId}`, status: 'FINALIZED' }));
+    if (shape.refunds && n % 4 === 0) steps.push(refundBody({ orderId, refundId: `R${orderId}`, status: 'FINALIZED' }));
     for (const body of steps) {
-      push({ body, signature: sign(body, KEY) });
-      if (Math.random() < 0.25 && sent.length > 1) push(sent[Math.floor(Math.random() * sent.length)] as Notification);
+      push({ body, signature: sign(body, KEY), repeat: false });
+      // A repeat is always of a notification already ahead of it in the stream.
+      if (Math.random() < repeatChance && sent.length > 1) {
+        push({ ...(sent[Math.floor(Math.random() * sent.length)] as Notification), repeat: true });
+      }
     }
   };
   let next = 0;
@@ -89,15 +113,16 @@ export const cycle = (notifications: readonly Notification[]): (() => Notificati
   return () => notifications[next++ % notifications.length] as Notification;
 };
 
-/** Closed loop: CONNECTIONS connections, each sending its next notification as soon as the last was answered. */
+/** Closed loop: `connections` connections, each sending its next notification as soon as the last was answered. */
 export async function closedLoop(
   port: number,
   nextNotification: () => Notification,
   seconds: number,
-): Promise<{ rps: number; requests: number; non2xx: number }> {
+  connections = CONNECTIONS,
+): Promise<{ rps: number; requests: number; non2xx: number; seconds: number }> {
   const result = await autocannon({
     url: `http://127.0.0.1:${port}/notifications`,
-    connections: CONNECTIONS,
+    connections,
     duration: seconds,
     requests: [
       {
@@ -115,7 +140,12 @@ export async function closedLoop(
       },
     ],
   });
-  return { rps: result.requests.average, requests: result.requests.total, non2xx: result.non2xx };
+  return {
+    rps: result.requests.average,
+    requests: result.requests.total,
+    non2xx: result.non2xx,
+    seconds: result.duration,
+  };
 }
 
 /** One request of an open loop: when it was due (performance.now()), and what it got how long after. */

@@ -2,7 +2,7 @@
  * What a benchmark run is asked to do (environment variables, see run.ts) and what it runs the
  * service with: by default the Helm chart's V8 flags and memory limit, so that it runs as deployed.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 
@@ -14,23 +14,23 @@ export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 export const RATE = Number(process.env.BENCH_RATE ?? 1000);
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
-export const ROOT = path.resolve(__dirname, '..', '..', '..');
+/** The project's root: the nearest folder above this file with a package.json (run from dist-bench/ or by jest). */
+export const ROOT = projectRoot(__dirname);
 /** The service's warm-up at the open loop's rate, before anything is measured. */
 export const WARM_UP_SECONDS = 15;
-/** The Helm chart's values: by default the service runs as the chart deploys it. */
-const CHART_VALUES = chartValues();
 /**
  * Node.js flags for the service's process only: by default the V8 heap flags the Helm chart gives
  * the server, so that the service runs as deployed; BENCH_SERVICE_NODE_FLAGS replaces them (an empty
  * value runs it with none), to measure other V8 settings.
  */
-export const SERVICE_NODE_FLAGS = (process.env.BENCH_SERVICE_NODE_FLAGS ?? chartNodeFlags(CHART_VALUES))
-  .split(' ')
-  .filter(Boolean);
+export const serviceNodeFlags = (root: string): string[] =>
+  (process.env.BENCH_SERVICE_NODE_FLAGS ?? chartNodeFlags(chartValues(root))).split(' ').filter(Boolean);
 /** The service's memory limit, in MiB: the chart's resources.limits.memory unless BENCH_SERVICE_MEMORY_LIMIT_MB says otherwise (0: none). */
-export const SERVICE_MEMORY_LIMIT_MB = Number(
-  process.env.BENCH_SERVICE_MEMORY_LIMIT_MB ?? chartMemoryLimitMb(CHART_VALUES),
-);
+export const serviceMemoryLimitMb = (root: string): number =>
+  Number(process.env.BENCH_SERVICE_MEMORY_LIMIT_MB ?? chartMemoryLimitMb(chartValues(root)));
+/** This tree's service's flags and memory limit (the A/B mode reads another tree's with the functions above). */
+export const SERVICE_NODE_FLAGS = serviceNodeFlags(ROOT);
+export const SERVICE_MEMORY_LIMIT_MB = serviceMemoryLimitMb(ROOT);
 /** The history mode's open-loop rate (`--history`): a busy shop's peak, well under what the service takes here. */
 export const HISTORY_RATE = Number(process.env.BENCH_HISTORY_RATE ?? 500);
 /** The history mode seeds a year; retention then removes half of it. */
@@ -52,9 +52,9 @@ interface ChartValues {
   resources?: { limits?: { memory?: string } };
 }
 
-/** The chart's values.yaml. */
-function chartValues(): ChartValues {
-  return parse(readFileSync(path.join(ROOT, 'helm', 'notification-receiver', 'values.yaml'), 'utf8')) as ChartValues;
+/** The chart's values.yaml in a tree: by default the service runs as the chart deploys it. */
+function chartValues(root: string): ChartValues {
+  return parse(readFileSync(path.join(root, 'helm', 'notification-receiver', 'values.yaml'), 'utf8')) as ChartValues;
 }
 
 /** The V8 flags the chart gives the server through NODE_OPTIONS (heapLimitMb, heapSemiSpaceMb). */
@@ -73,4 +73,11 @@ function chartMemoryLimitMb(values: ChartValues): number {
   const match = /^(\d+)(Mi|Gi)$/.exec(limit);
   if (!match) throw new Error(`resources.limits.memory "${limit}" in values.yaml: expected <n>Mi or <n>Gi`);
   return Number(match[1]) * (match[2] === 'Gi' ? 1024 : 1);
+}
+
+function projectRoot(from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'package.json'))) return dir;
+    if (dir === path.dirname(dir)) throw new Error(`no package.json above ${from}`);
+  }
 }

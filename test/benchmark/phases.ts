@@ -7,7 +7,14 @@ import pg from 'pg';
 import { closedLoop, cycle, madeAhead, openLoop, take, workload } from './load';
 import { AHEAD_PER_SECOND, RATE, ROUNDS, SECONDS } from './options';
 import type { Service } from './receivers';
-import { cpuPerRequest, cpuReading, idlePercent, type CpuByGroup, type ServiceWatcher } from './resources';
+import {
+  cpuMeter,
+  cpuPerRequest,
+  idlePercent,
+  receiverSubjects,
+  type CpuByGroup,
+  type ServiceWatcher,
+} from './resources';
 import { gcSoFar, metricsText, recorderFigures, serviceCounters } from './serviceMetrics';
 import { sleep } from '../support/wait';
 
@@ -18,6 +25,8 @@ export interface OtherReceivers {
   barePort: number;
   barePid: number;
   consumerPid: number;
+  /** The service's and the reference's databases: their Postgres backends count, other databases' do not. */
+  databases: string[];
 }
 
 /**
@@ -40,7 +49,7 @@ export async function throughputRounds(
   const batchSizes: number[] = [];
   // CPU per notification of every process involved, to tell how far each receiver is from what two cores allow.
   const servicePid = service.child.pid as number;
-  const { referencePort, referencePid, consumerPid } = others;
+  const { referencePort, referencePid, consumerPid, databases } = others;
   const serviceCpu: CpuByGroup[] = [];
   const referenceCpu: CpuByGroup[] = [];
   let non2xx = 0;
@@ -50,22 +59,18 @@ export async function throughputRounds(
     // Made (signed) before the counters are read, so that the measured window holds only the run.
     const stream = () => madeAhead(workload(`${suffix}${round}`), AHEAD_PER_SECOND * SECONDS);
     const [serviceStream, referenceStream] = [stream(), stream()];
-    const [countersBefore, serviceBefore] = [
-      await serviceCounters(service.adminPort),
-      cpuReading(servicePid, consumerPid),
-    ];
+    const countersBefore = await serviceCounters(service.adminPort);
+    const serviceMeter = cpuMeter(receiverSubjects(servicePid, consumerPid, databases));
     const s = await closedLoop(service.port, serviceStream, SECONDS);
-    const [countersAfter, serviceAfter] = [
-      await serviceCounters(service.adminPort),
-      cpuReading(servicePid, consumerPid),
-    ];
-    const referenceBefore = cpuReading(referencePid, consumerPid);
+    const serviceUsed = serviceMeter.stop();
+    const countersAfter = await serviceCounters(service.adminPort);
+    const referenceMeter = cpuMeter(receiverSubjects(referencePid, consumerPid, databases));
     const r = await closedLoop(referencePort, referenceStream, SECONDS);
-    const referenceAfter = cpuReading(referencePid, consumerPid);
-    serviceIdle.push(idlePercent(serviceBefore.machine, serviceAfter.machine));
-    referenceIdle.push(idlePercent(referenceBefore.machine, referenceAfter.machine));
-    serviceCpu.push(cpuPerRequest(serviceBefore, serviceAfter, s.requests));
-    referenceCpu.push(cpuPerRequest(referenceBefore, referenceAfter, r.requests));
+    const referenceUsed = referenceMeter.stop();
+    serviceIdle.push(idlePercent(serviceUsed));
+    referenceIdle.push(idlePercent(referenceUsed));
+    serviceCpu.push(cpuPerRequest(serviceUsed, s.requests));
+    referenceCpu.push(cpuPerRequest(referenceUsed, r.requests));
     const recorder = recorderFigures(countersBefore, countersAfter);
     recorderBusy.push(recorder.recorderBusyPercent);
     eventLoopBusy.push(recorder.eventLoopBusyPercent);
@@ -103,7 +108,7 @@ export async function duplicatesRounds(
   suffix: string,
 ) {
   const servicePid = service.child.pid as number;
-  const { referencePort, referencePid, barePort, barePid, consumerPid } = others;
+  const { referencePort, referencePid, barePort, barePid, consumerPid, databases } = others;
   await watcher.enter('duplicates only');
   // Everything below was recorded already.
   const recorded = take(workload(`${suffix}dup`), 2000);
@@ -115,9 +120,9 @@ export async function duplicatesRounds(
   const dupReferenceCpu: CpuByGroup[] = [];
   /** One duplicates-only run of a receiver: its throughput, and the CPU per request it took. */
   const duplicatesRun = async (port: number, pid: number, rps: number[], cpu: CpuByGroup[]): Promise<void> => {
-    const before = cpuReading(pid, consumerPid);
+    const meter = cpuMeter(receiverSubjects(pid, consumerPid, databases));
     const run = await closedLoop(port, cycle(recorded), Math.max(3, SECONDS / 2));
-    cpu.push(cpuPerRequest(before, cpuReading(pid, consumerPid), run.requests));
+    cpu.push(cpuPerRequest(meter.stop(), run.requests));
     rps.push(run.rps);
   };
   const dupBare: number[] = [];

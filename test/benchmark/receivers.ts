@@ -82,7 +82,7 @@ export async function runConsumer(exchange: string): Promise<void> {
 }
 
 /** Waits until `url` answers 200. */
-async function waitFor(url: string, timeoutMs = 20_000): Promise<void> {
+async function waitFor(url: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
@@ -130,27 +130,44 @@ export interface Service {
   readyMs: number;
 }
 
+/** A built tree whose service the benchmark runs, and the Node.js flags it runs it with. */
+export interface ServiceBuild {
+  root: string;
+  nodeFlags: string[];
+}
+
+/** This tree's build (`npm run bench` builds it first), with the chart's flags. */
+export const THIS_BUILD: ServiceBuild = { root: ROOT, nodeFlags: SERVICE_NODE_FLAGS };
+
+export interface StartOptions {
+  /** Writes a CPU profile of the service to bench.cpuprofile. */
+  profile?: boolean;
+  /** Adds to or overrides the service's settings. */
+  env?: NodeJS.ProcessEnv;
+  /** Whose service: this tree's unless told (the A/B mode runs another build's). */
+  build?: ServiceBuild;
+}
+
 /**
- * Starts the built service; inside the memory cgroup when there is one (it enters it before node starts).
- * `env` adds to or overrides its settings.
+ * Starts a built service, inside the memory cgroup when there is one (it enters it before node starts), and
+ * waits until it is ready; fails at once, with its exit status, if it exits first.
  */
 export async function startService(
   databaseUrl: string,
   exchange: string,
   cgroup: MemoryCgroup,
-  profile = false,
-  env: NodeJS.ProcessEnv = {},
+  { profile = false, env = {}, build = THIS_BUILD }: StartOptions = {},
 ): Promise<Service> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const started = Date.now();
-  const nodeFlags = [...SERVICE_NODE_FLAGS, ...(profile ? ['--cpu-prof', '--cpu-prof-name=bench.cpuprofile'] : [])];
+  const nodeFlags = [...build.nodeFlags, ...(profile ? ['--cpu-prof', '--cpu-prof-name=bench.cpuprofile'] : [])];
   const command = [process.execPath, ...nodeFlags, 'dist/main.js'];
   const [file, args] =
     'procs' in cgroup
       ? ['/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', cgroup.procs, ...command]]
       : [command[0] as string, command.slice(1)];
   const child = spawn(file, args, {
-    cwd: ROOT,
+    cwd: build.root,
     env: {
       ...process.env,
       NODE_ENV: 'production',
@@ -166,15 +183,30 @@ export async function startService(
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  await waitFor(`http://127.0.0.1:${adminPort}/readyz`);
+  const exited = new Promise<never>((_resolve, reject) =>
+    child.once('exit', (code, signal) =>
+      reject(new Error(`the service in ${build.root} exited (${signal ?? code}) before it was ready`)),
+    ),
+  );
+  exited.catch(() => undefined);
+  try {
+    await Promise.race([waitFor(`http://127.0.0.1:${adminPort}/readyz`), exited]);
+  } catch (error) {
+    await stop(child);
+    throw error;
+  }
   return { child, port, adminPort, readyMs: Date.now() - started };
 }
 
-/** Stops a process with SIGTERM and waits for it to exit. */
-export async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
+/** Stops a process with SIGTERM and waits for it to exit; SIGKILL if it has not within `graceMs`. */
+export async function stop(child: ChildProcess, graceMs = 30_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
   await new Promise<void>((resolve) => {
-    child.once('exit', () => resolve());
+    const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
     child.kill('SIGTERM');
   });
 }

@@ -28,6 +28,10 @@
  * --max-old-space-size=<heapLimitMb>), BENCH_SERVICE_MEMORY_LIMIT_MB (the service's memory limit; default:
  * the chart's resources.limits.memory; 0: none).
  *
+ * `npm run bench -- --ab <git ref> [options]` runs the A/B mode instead (ab.ts): the ref's service against this
+ * tree's, round by round on fresh databases, and the paired ratios' geometric mean with its confidence interval
+ * (its options: abOptions.ts; a bad one prints the usage).
+ *
  * `npm run bench -- --console [<orders>]` runs the console mode instead (console.ts): each console page's p50 and
  * p99 with a year of history (BENCH_CONSOLE_DATABASE_URL: a database already seeded; BENCH_CONSOLE_REQUESTS: 200).
  *
@@ -35,7 +39,8 @@
  * service, the reference, the receiver that does nothing, the consumer), load.ts (the workload and
  * the closed and open loops), resources.ts (memory cgroup, RSS, CPU by process), serviceMetrics.ts
  * (the service's own counters), phases.ts (what a run does, phase by phase), report.ts (table and
- * JSON line); the history mode's history.ts (its run), historyDatabases.ts, historyPhases.ts, historyReport.ts.
+ * JSON line); the history mode's history.ts (its run), historyDatabases.ts, historyPhases.ts, historyReport.ts;
+ * the A/B mode's ab.ts (its rounds), abOptions.ts, abRef.ts (the ref's build), abReport.ts.
  */
 import { fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -43,6 +48,7 @@ import amqp from 'amqplib';
 import { freePort } from '../support/net';
 import { closedLoop, openLoop, take, workload } from './load';
 import { AMQP, PG, RATE, SERVICE_MEMORY_LIMIT_MB, WARM_UP_SECONDS } from './options';
+import { abMain } from './ab';
 import { runConsole } from './console';
 import { runHistory } from './history';
 import { duplicatesRounds, latencyPhase, referenceLatencyPhase, throughputRounds, type OtherReceivers } from './phases';
@@ -91,7 +97,7 @@ async function main(): Promise<void> {
       readyTimes.push(s.readyMs);
       await stop(s.child);
     }
-    const service = await startService(serviceUrl, exchange, cgroup, process.env.BENCH_PROFILE === '1');
+    const service = await startService(serviceUrl, exchange, cgroup, { profile: process.env.BENCH_PROFILE === '1' });
     const watcher = watchService(service.child.pid as number, service.adminPort);
     await Promise.all([waitForPort(referencePort), waitForPort(barePort)]);
 
@@ -115,6 +121,7 @@ async function main(): Promise<void> {
       barePort,
       barePid: bare.pid as number,
       consumerPid: consumer.pid as number,
+      databases: [serviceDb, referenceDb],
     };
     const throughput = await throughputRounds(service, others, watcher, suffix);
     const duplicates = await duplicatesRounds(service, others, watcher, suffix);
@@ -181,7 +188,9 @@ function consoleRun(orders: string | undefined): () => Promise<void> {
   return () => runConsole(count);
 }
 
-if (process.argv[2] === '--reference') {
+if (process.argv.slice(2).some((arg) => arg === '--ab' || arg.startsWith('--ab='))) {
+  abMain(process.argv.slice(2));
+} else if (process.argv[2] === '--reference') {
   void runReference(Number(process.argv[3]), process.argv[4] as string);
 } else if (process.argv[2] === '--bare') {
   runBare(Number(process.argv[3]));

@@ -129,17 +129,24 @@ async function main(): Promise<void> {
   await channel.assertExchange(exchange, 'topic', { durable: true });
   const { queue } = await channel.assertQueue('', { exclusive: true });
   await channel.bindQueue(queue, exchange, '#');
-  const service = await startService(`${PG}/${database}`, exchange, { unavailable: 'not measured' }, false, {
-    ...CONSOLE_ENV,
-    PAYMENT_API_URL: double.url,
-    // The double, on this machine, in clear (production mode refuses http:// otherwise).
-    PAYMENT_API_ALLOW_HTTP: 'true',
-    PAYMENT_API_CREDENTIALS: `${POS.posId}:${POS.clientId}:${POS.clientSecret}`,
-    RECONCILE_AFTER: '1h',
-    RECONCILE_INTERVAL: '1h',
-    CONSOLE_TIME_ZONE: 'Europe/Warsaw',
-    CONSOLE_CONFIRM_WITHIN: '5d',
-  });
+  const service = await startService(
+    `${PG}/${database}`,
+    exchange,
+    { unavailable: 'not measured' },
+    {
+      env: {
+        ...CONSOLE_ENV,
+        PAYMENT_API_URL: double.url,
+        // The double, on this machine, in clear (production mode refuses http:// otherwise).
+        PAYMENT_API_ALLOW_HTTP: 'true',
+        PAYMENT_API_CREDENTIALS: `${POS.posId}:${POS.clientId}:${POS.clientSecret}`,
+        RECONCILE_AFTER: '1h',
+        RECONCILE_INTERVAL: '1h',
+        CONSOLE_TIME_ZONE: 'Europe/Warsaw',
+        CONSOLE_CONFIRM_WITHIN: '5d',
+      },
+    },
+  );
   const svc: Running = {
     publicUrl: `http://127.0.0.1:${service.port}`,
     adminUrl: `http://127.0.0.1:${service.adminPort}`,
