@@ -191,7 +191,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
         // Node checks those timeouts on this interval (default 30 s, which would double them).
         connectionsCheckingInterval: 1000,
       },
-      createPublicListener({ config, store, unverified, metrics, logger, onEventsWritten: () => relay?.wake() }),
+      createPublicListener({ config, store, unverified, metrics, logger }),
     ),
     adminServer: createAdminServer(
       createAdminApp({
@@ -219,7 +219,6 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
               timeoutMs: config.reconciliation.timeoutMs,
             },
             eventSource: config.eventSource,
-            onEventsWritten: () => relay?.wake(),
           },
         },
         reconciliation: reconciliation?.reconciliation ?? null,

@@ -184,7 +184,10 @@ export function createAdminApp({
           throw new RequestError(409, 'reconciliation_off', 'reconciliation is off: PAYMENT_API_URL is not set');
         const posId = requestedPosId(req.body);
         const answer = await limited(res, async (clientLeft) => {
-          const checked = await reconciliation.reconcileOrder(orderId, posId, false, clientLeft);
+          const checked = await reconciliation.reconcileOrder(orderId, {
+            ...(posId === undefined ? {} : { posId }),
+            clientLeft,
+          });
           if ('problem' in checked) throw POS_PROBLEMS[checked.problem];
           if (checked.result === 'unavailable')
             throw new RequestError(

@@ -70,8 +70,10 @@ const duration = z.string().transform((value, ctx) => {
 });
 
 /** A duration with a default (in ms) and bounds (in ms). */
-const durationMs = (fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
-  duration.default(fallback).pipe(z.number().min(min).max(max));
+const durationMs = (
+  fallback: number,
+  { min = 0, max = Number.MAX_SAFE_INTEGER }: { min?: number; max?: number } = {},
+) => duration.default(fallback).pipe(z.number().min(min).max(max));
 
 /** A retention: a duration of at least `min` (`atLeast` says it), or `off` (null: kept for ever). */
 const retention = (fallback: number, min: number, atLeast: string) =>
@@ -238,7 +240,7 @@ export const settings = z.object({
   /** DATABASE_POOL_MAX: connections in the service's pool. */
   databasePoolMax: fromEnv('DATABASE_POOL_MAX', count(1, 200).default(10)),
   /** DATABASE_TIMEOUT: longest a request waits for the database (pool slot or statement) before answering 503. */
-  databaseTimeoutMs: fromEnv('DATABASE_TIMEOUT', durationMs(3000, 100, 60_000)),
+  databaseTimeoutMs: fromEnv('DATABASE_TIMEOUT', durationMs(3000, { min: 100, max: 60_000 })),
   /** DATABASE_PIPELINE: send a batch's statements without waiting for each answer (pg's pipeline mode). */
   databasePipeline: fromEnv('DATABASE_PIPELINE', boolean.default(true)),
   /** DATABASE_WRITE_LANES: recording transactions at once, each on its own connection (at most DATABASE_POOL_MAX - 1). */
@@ -284,7 +286,7 @@ export const settings = z.object({
     z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ),
   /** SHUTDOWN_TIMEOUT: longest a graceful stop waits for in-flight requests. */
-  shutdownTimeoutMs: fromEnv('SHUTDOWN_TIMEOUT', durationMs(20_000, 0, 300_000)),
+  shutdownTimeoutMs: fromEnv('SHUTDOWN_TIMEOUT', durationMs(20_000, { max: 300_000 })),
   // The console (src/console/, issue 40): who may sign in, how long a session lasts, what viewers see.
   /** CONSOLE_OPERATOR_TOKENS: name:token entries of the people who may act (ADMIN_TOKEN also signs in as one). Secret. */
   consoleOperatorTokens: fromEnv(
@@ -308,11 +310,11 @@ export const settings = z.object({
     z.string().min(32, 'must be at least 32 characters').nullable().default(null),
   ),
   /** CONSOLE_SESSION_TTL: a session ends this long after sign-in (a working shift). */
-  consoleSessionTtlMs: fromEnv('CONSOLE_SESSION_TTL', durationMs(8 * 3_600_000, 60_000, 7 * 86_400_000)),
+  consoleSessionTtlMs: fromEnv('CONSOLE_SESSION_TTL', durationMs(8 * 3_600_000, { min: 60_000, max: 7 * 86_400_000 })),
   /** CONSOLE_VIEWERS_SEE_PERSONAL_DATA: viewers see raw bodies whole; off: the buyer's fields are redacted for them. */
   consoleViewersSeePersonalData: fromEnv('CONSOLE_VIEWERS_SEE_PERSONAL_DATA', boolean.default(false)),
   /** CONSOLE_QUIET_AFTER: needs attention says so when no notification arrived for this long. */
-  consoleQuietAfterMs: fromEnv('CONSOLE_QUIET_AFTER', durationMs(3_600_000, 60_000, 7 * 86_400_000)),
+  consoleQuietAfterMs: fromEnv('CONSOLE_QUIET_AFTER', durationMs(3_600_000, { min: 60_000, max: 7 * 86_400_000 })),
   /** CONSOLE_TIME_ZONE: the IANA time zone every console page shows times in and reads filters in. */
   consoleTimeZone: fromEnv(
     'CONSOLE_TIME_ZONE',
@@ -381,17 +383,17 @@ export const reconciliationSettings = z.object({
    */
   allowHttp: fromEnv('PAYMENT_API_ALLOW_HTTP', boolean.default(false)),
   /** PAYMENT_API_TIMEOUT: longest one payment API attempt may take, answer included. */
-  timeoutMs: fromEnv('PAYMENT_API_TIMEOUT', durationMs(10_000, 100, 300_000)),
+  timeoutMs: fromEnv('PAYMENT_API_TIMEOUT', durationMs(10_000, { min: 100, max: 300_000 })),
   /** PAYMENT_API_MAX_IN_FLIGHT: API requests at once, per process. */
   maxInFlight: fromEnv('PAYMENT_API_MAX_IN_FLIGHT', count(1, 64).default(4)),
   /** PAYMENT_API_MAX_PER_SECOND: API requests started per second, per process. */
   maxPerSecond: fromEnv('PAYMENT_API_MAX_PER_SECOND', z.coerce.number().min(0.1).max(1000).default(10)),
   /** RECONCILE_AFTER: an open order is checked this long after its last observation. */
-  afterMs: fromEnv('RECONCILE_AFTER', durationMs(5 * 60_000, 1000)),
+  afterMs: fromEnv('RECONCILE_AFTER', durationMs(5 * 60_000, { min: 1000 })),
   /** RECONCILE_GIVE_UP: checks of an order stop this long after its last observation. */
-  giveUpMs: fromEnv('RECONCILE_GIVE_UP', durationMs(7 * 86_400_000, 60_000)),
+  giveUpMs: fromEnv('RECONCILE_GIVE_UP', durationMs(7 * 86_400_000, { min: 60_000 })),
   /** RECONCILE_INTERVAL: how often the sweep looks for due work. */
-  intervalMs: fromEnv('RECONCILE_INTERVAL', durationMs(30_000, 100, 86_400_000)),
+  intervalMs: fromEnv('RECONCILE_INTERVAL', durationMs(30_000, { min: 100, max: 86_400_000 })),
 });
 
 /** An http(s) address without a query or fragment: what a path is appended to. */

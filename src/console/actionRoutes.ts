@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import { isDatabaseUnavailable } from '../database/errors';
+import { CHECK_ACTION } from '../history/auditQueries';
 import { republishOrderEvents } from '../outbox/outboxQueries';
 import type { PosProblem } from '../reconciliation/reconciliation';
 import type { OrderCheck } from '../reconciliation/checkOrder';
@@ -25,9 +26,6 @@ import type { PageContext, Viewer } from './views/layout';
 import { orderLink, plural, status, time, value, withSettings } from './views/parts';
 import { setting, term } from './views/terms';
 
-/** The audit's action for a check a person asked for: the order's page counts them. */
-export const CHECK_ACTION = 'reconcile';
-
 /** Quarantined notifications one bulk retry takes at most; the rest wait for the next one. */
 export const BULK_RETRY_MAX = 200;
 
@@ -40,7 +38,7 @@ const POS_PROBLEMS: Record<PosProblem, string> = {
 
 const NOTHING_CHANGED = html`Nothing: no status was recorded and no event was written.`;
 const backToOrder = (orderId: string): Link => ({ label: 'Back to the order', href: href(['orders', orderId]) });
-const ATTENTION: Link = { label: 'Back to what needs attention', href: '/console/attention#set-aside' };
+const ATTENTION: Link = { label: 'Back to what needs attention', href: href(['attention']).at('set-aside') };
 
 /** A status said by the payment service, in words: "order Paid (COMPLETED)", "refund 912873 Refunded (FINALIZED)". */
 const said = (s: OrderCheck['said'][number]): Html =>
@@ -176,9 +174,7 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
         await audit(viewer, CHECK_ACTION, orderId, orderId, 'refused', 'checks are off (PAYMENT_API_URL is not set)');
         return notDone(409, html`checks are off: ${setting('PAYMENT_API_URL')} is not set.`);
       }
-      const checked = await limited(res, (clientLeft) =>
-        reconciliation.reconcileOrder(orderId, undefined, false, clientLeft),
-      );
+      const checked = await limited(res, (clientLeft) => reconciliation.reconcileOrder(orderId, { clientLeft }));
       if ('problem' in checked) {
         await audit(viewer, CHECK_ACTION, orderId, orderId, checked.problem, POS_PROBLEMS[checked.problem]);
         return notDone(409, withSettings(POS_PROBLEMS[checked.problem]));
@@ -252,7 +248,6 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
       const orderId = orderIdOf(req);
       const { republished } = await limited(res, () => republishOrderEvents(db, orderId));
       await audit(viewer, 'republish', orderId, orderId, 'done', `${republished} event(s) pending again`);
-      if (republished > 0) options.onEventsWritten();
       return republished > 0
         ? {
             status: 200,
@@ -323,7 +318,6 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
         result.result,
         'detail' in result ? result.detail : '',
       );
-      if (result.result === 'recorded' && result.eventsWritten > 0) options.onEventsWritten();
       const recorded = result.result === 'recorded';
       return {
         status: result.result === 'not_found' ? 404 : 200,
@@ -354,7 +348,7 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
             Each is read again; one that can be read now is recorded as if it had just arrived, the others stay set
             aside.
           </p>`,
-        action: '/console/quarantine/retry',
+        action: href(['quarantine', 'retry']),
         fields: { reason, pos },
         button: `retry ${Math.min(count, BULK_RETRY_MAX)}`,
         cancel: ATTENTION,
@@ -380,7 +374,6 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
       const recorded = results.filter((r) => r.result === 'recorded').length;
       const target = `quarantine reason=${reason || 'any'} pos=${pos || 'any'}`;
       await audit(viewer, 'quarantine_retry_all', target, null, `${recorded} of ${results.length} recorded`);
-      if (recorded > 0) options.onEventsWritten();
       return {
         status: 200,
         title: 'Retried the notifications set aside',

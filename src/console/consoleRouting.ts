@@ -40,8 +40,6 @@ export interface ConsoleOptions {
   /** When reconciliation checks an order, and how long one question may take; null when it is off. */
   checkSchedule: { afterMs: number; giveUpMs: number; timeoutMs: number } | null;
   eventSource: string;
-  /** Hints the relay that events were written (quarantine retry). */
-  onEventsWritten: () => void;
   limited: WorkLimit;
   logger: Logger;
   now?: () => Date;

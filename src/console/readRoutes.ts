@@ -17,14 +17,13 @@ import {
 import { BOM, CSV_HEADER, csvLine, exportLine } from './financeCsv';
 import { href } from './html';
 import { LocalTime } from './localTime';
-import { actionsOnOrder, auditPage as readAuditPage } from '../history/auditQueries';
+import { auditPage as readAuditPage } from '../history/auditQueries';
 import { readOrderStory } from '../orderStory/orderStoryQueries';
 import { quarantinedNotification } from '../recording/quarantineQueries';
 import { attention } from './queries/attention';
 import { exportRows } from './queries/export';
 import { deliveriesPage as readDeliveriesPage } from './queries/lists';
 import { orderSummaries, overview, searchIds } from './queries/overview';
-import { CHECK_ACTION } from './actionRoutes';
 import { PAGE_SIZE } from './queries/rows';
 import { attentionPage } from './views/attention';
 import { exportPage } from './views/export';
@@ -36,8 +35,6 @@ import { overviewPage, searchResultsPage } from './views/overview';
 
 /** Longest window of the deliveries list: its days' partitions are read. */
 const MAX_WINDOW_MS = 31 * 86_400_000;
-/** Checks people asked for counted at most on an order's page (a person does not check one order a thousand times). */
-const CHECKS_COUNTED = 1000;
 /** Most days one finance export covers. */
 export const EXPORT_MAX_DAYS = 31;
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
@@ -90,7 +87,7 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
         `No order or refund has the id “${q}”: not as an order id, shop reference, payment id, refund id or shop’s ` +
           'refund reference. Check it with the customer; a payment started moments ago may not be here yet.',
       );
-    if (orders.size === 1) return res.redirect(303, href(['orders', matches[0]?.orderId ?? '']));
+    if (orders.size === 1) return res.redirect(303, href(['orders', matches[0]?.orderId ?? '']).path);
     const summaries = await limited(res, () => orderSummaries(db, [...orders]));
     send(res, 200, searchResultsPage(context(req, viewer), q, matches, summaries));
   });
@@ -98,9 +95,7 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
   router.get('/orders/:orderId', async (req, res) => {
     const viewer = viewerOf(req, res);
     const orderId = orderIdOf(req);
-    const [story, checksByHand] = await limited(res, () =>
-      Promise.all([readOrderStory(db, orderId), actionsOnOrder(db, orderId, CHECK_ACTION, CHECKS_COUNTED)]),
-    );
+    const story = await limited(res, () => readOrderStory(db, orderId));
     if (story === null) throw new PageError(404, 'Not found', `No order or refund has the id “${orderId}”.`);
     send(
       res,
@@ -109,7 +104,6 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
         personalData: personalData(viewer),
         canAct: viewer.role === 'operator',
         checks: options.checkSchedule,
-        checksByHand,
       }),
     );
   });

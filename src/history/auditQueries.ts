@@ -74,6 +74,9 @@ export async function auditOfOrder(db: Db, orderId: string, limit: number): Prom
   return rows.map(auditFromRow);
 }
 
+/** The audit's action for a check of an order a person asked for (the console's "check now"). */
+export const CHECK_ACTION = 'reconcile';
+
 /** How many times an action was done to an order (counted up to `bound`), and the latest time. */
 export async function actionsOnOrder(
   db: Db,

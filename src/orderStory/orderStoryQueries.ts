@@ -4,7 +4,7 @@ import { columnsOf, type ColumnRef } from '../database/columns';
 import type { Db } from '../database/pool';
 import type { DeliveriesTable, Disagreement, ObservedVia, RecordedStatuses } from '../database/schema';
 import type { DeliveryOutcome, StatusTransition } from '../domain/outcomes';
-import { auditOfOrder, type AuditRow } from '../history/auditQueries';
+import { actionsOnOrder, auditOfOrder, CHECK_ACTION, type AuditRow } from '../history/auditQueries';
 import { eventsOfOrder, type StoredEventRow } from '../outbox/outboxQueries';
 import { scheduleOf, type ScheduleEntry } from '../reconciliation/scheduleQueries';
 import type { OrderProjection, RefundProjection } from '../recording/projection';
@@ -20,8 +20,8 @@ import { orderFromRow, refundFromRow } from '../recording/projectionRows';
  * day retention removed is not in the story. Every part is read through an index and bounded.
  */
 
-/** How much of each part is read at most: far more than a real order has. */
-const MOST = { refunds: 1000, events: 1000, deliveries: 1000, audit: 200 } as const;
+/** How much of each part is read at most: far more than a real order has (no one checks an order a thousand times). */
+const MOST = { refunds: 1000, events: 1000, deliveries: 1000, audit: 200, checksByHand: 1000 } as const;
 
 /** A projection's own times: first recorded, and last moved. */
 interface Times {
@@ -91,6 +91,8 @@ export interface OrderStory {
   events: StoredEventRow[];
   reconciliation: ScheduleEntry | null;
   audit: AuditRow[];
+  /** The checks people asked for in the console (counted up to a thousand), and the latest. */
+  checksByHand: { count: number; last: AuditRow | null };
   /** Days whose bodies were purged, with when (YYYY-MM-DD to the purge's time). */
   purgedDays: Map<string, Date>;
 }
@@ -159,7 +161,7 @@ const purgedDay = columnsOf('history_bodies_purged')('day');
 
 /** Everything known of one order, oldest first; null when nothing is (no order, refund or audit row). */
 export async function readOrderStory(db: Db, orderId: string): Promise<OrderStory | null> {
-  const [order, refunds, events, reconciliation, audit] = await Promise.all([
+  const [order, refunds, events, reconciliation, audit, checksByHand] = await Promise.all([
     db.selectFrom('orders').selectAll().where('order_id', '=', orderId).executeTakeFirst(),
     db
       .selectFrom('refunds')
@@ -172,6 +174,7 @@ export async function readOrderStory(db: Db, orderId: string): Promise<OrderStor
     eventsOfOrder(db, orderId, MOST.events),
     scheduleOf(db, orderId),
     auditOfOrder(db, orderId, MOST.audit),
+    actionsOnOrder(db, orderId, CHECK_ACTION, MOST.checksByHand),
   ]);
   if (!order && refunds.length === 0 && audit.length === 0) return null;
   const history = await historyOf(db, [order?.recorded ?? {}, ...refunds.map((r) => r.recorded)]);
@@ -183,6 +186,7 @@ export async function readOrderStory(db: Db, orderId: string): Promise<OrderStor
     events,
     reconciliation,
     audit,
+    checksByHand,
   };
 }
 

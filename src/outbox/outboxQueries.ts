@@ -2,6 +2,7 @@ import { sql, type Selectable } from 'kysely';
 import { columnsOf, tableOf } from '../database/columns';
 import type { Db } from '../database/pool';
 import type { OutboxEventsTable } from '../database/schema';
+import type { BackoffPolicy } from '../domain/backoff';
 import { statement, type Statement } from '../database/transaction';
 import type { OutboxBacklog } from '../observability/metrics';
 
@@ -59,9 +60,16 @@ export const claimEvents = (limit: number): Statement<ClaimedEvent> =>
   );
 
 /**
+ * An event the broker did not confirm is attempted again after backoffMs(EVENT_RETRY, attempts): 1 s doubling to
+ * 5 min (the order's later events wait behind it). The one back-off policy (src/domain/backoff.ts), computed in
+ * SQL for the events a batch marks.
+ */
+export const EVENT_RETRY: BackoffPolicy = { firstMs: 1000, maxMs: 300_000, jitter: 'none' };
+
+/**
  * What the broker said, written back: confirmed events published, those it returned (no queue bound) with
- * unrouted_at too, so that they never hold up their order's later events; the others attempted again later,
- * with a per-event backoff of 1 s doubling to 5 min (the order's later events wait behind them).
+ * unrouted_at too, so that they never hold up their order's later events; the others attempted again later, after
+ * EVENT_RETRY.
  */
 export const markEvents = (
   published: readonly string[],
@@ -77,7 +85,8 @@ export const markEvents = (
       ), failed AS (
         UPDATE ${OUTBOX} AS o
            SET ${c('attempts')} = ${o('attempts')} + 1,
-               ${c('next_attempt_at')} = now() + least(interval '1 second' * power(2, ${o('attempts')}), interval '5 minutes'),
+               ${c('next_attempt_at')} = now() + interval '1 millisecond' * least(
+                 ${EVENT_RETRY.firstMs}::int * power(2, least(${o('attempts')}, 40)), ${EVENT_RETRY.maxMs}::int),
                ${c('last_error')} = f.failed_error
           FROM unnest(${failed.map((f) => f.id)}::uuid[], ${failed.map((f) => f.error)}::text[]) AS f(failed_id, failed_error)
          WHERE ${o('id')} = f.failed_id

@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import { backoffAfter, SingleActiveWorker, type NextStep } from '../database/singleActiveWorker';
+import { SingleActiveJob, type NextStep } from '../database/singleActiveWorker';
+import { Retries, type BackoffPolicy } from '../domain/backoff';
 import { inTransaction, runOn, type Statement } from '../database/transaction';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
@@ -65,27 +66,18 @@ const RETENTION_SWEEP_MS = 60_000;
  * - At-least-once: killed between the broker confirm and the commit, an event is sent again with
  *   the same id.
  */
-export class OutboxRelay {
+export class OutboxRelay extends SingleActiveJob {
   private readonly batchSize: number;
   private readonly pollIntervalMs: number;
-  private readonly maxBackoffMs: number;
   private readonly broker: BrokerChannel;
-  private readonly worker: SingleActiveWorker;
+  /** Broker connection attempts that failed in a row, and the wait after each. */
+  private readonly brokerRetries: Retries;
   private lastSweep = 0;
-  private brokerBackoffMs = 0;
 
   constructor(private readonly options: RelayOptions) {
-    this.batchSize = options.batchSize ?? 200;
-    this.pollIntervalMs = options.pollIntervalMs ?? 1000;
-    this.maxBackoffMs = options.maxBackoffMs ?? 10_000;
-    this.broker = new BrokerChannel(
-      options.amqpUrl,
-      options.exchange,
-      options.confirmTimeoutMs ?? 10_000,
-      options.metrics,
-      options.logger,
-    );
-    this.worker = new SingleActiveWorker({
+    const pollIntervalMs = options.pollIntervalMs ?? 1000;
+    const backoff: BackoffPolicy = { firstMs: 250, maxMs: options.maxBackoffMs ?? 10_000, jitter: 'none' };
+    super({
       lock: {
         key: RELAY_LOCK,
         databaseUrl: options.databaseUrl,
@@ -98,10 +90,6 @@ export class OutboxRelay {
         // would pick a bitmap scan that re-reads all of them on every batch until the next VACUUM
         // (sql/003_outbox_pending_by_age.sql).
         sessionOptions: '-c synchronous_commit=off -c enable_bitmapscan=off',
-        onConnect: async (client) => {
-          client.on('notification', () => this.wake());
-          await runOn(client, listenForEvents());
-        },
       },
       logger: options.logger,
       lines: {
@@ -110,29 +98,29 @@ export class OutboxRelay {
         failed: 'outbox relay lost its database connection',
       },
       activeGauge: options.metrics.relayActive,
-      standbyMs: this.pollIntervalMs,
-      backoff: { firstMs: 250, maxMs: this.maxBackoffMs },
-      step: (connection) => this.step(connection),
-      onStop: () => this.broker.close(),
+      standbyMs: pollIntervalMs,
+      backoff,
     });
+    this.batchSize = options.batchSize ?? 200;
+    this.pollIntervalMs = pollIntervalMs;
+    this.brokerRetries = new Retries(backoff);
+    this.broker = new BrokerChannel(
+      options.amqpUrl,
+      options.exchange,
+      options.confirmTimeoutMs ?? 10_000,
+      options.metrics,
+      options.logger,
+    );
   }
 
-  get isActive(): boolean {
-    return this.worker.isActive;
+  /** Each new session of the lock's listens for the hint a commit that wrote events sends. */
+  protected override async onConnect(connection: pg.Client): Promise<void> {
+    connection.on('notification', () => this.wake());
+    await runOn(connection, listenForEvents());
   }
 
-  start(): void {
-    this.worker.start();
-  }
-
-  /** A hint that events were committed; the relay also polls, so a lost hint costs at most a poll interval. */
-  wake(): void {
-    this.worker.wake();
-  }
-
-  /** Finishes the current batch, releases the lock and closes both connections. */
-  async stop(): Promise<void> {
-    await this.worker.stop();
+  protected override onStop(): Promise<void> {
+    return this.broker.close();
   }
 
   /**
@@ -141,28 +129,32 @@ export class OutboxRelay {
    * confirms are the next batch), poll only when one comes back empty. A commit's wake-up hint cuts a poll
    * wait short, never a backoff.
    */
-  private async step(connection: pg.Client): Promise<NextStep> {
-    if (!(await this.openBroker())) return { waitMs: this.brokerBackoffMs, wakeable: false };
+  protected async step(connection: pg.Client): Promise<NextStep> {
+    const brokerWaitMs = await this.openBroker();
+    if (brokerWaitMs !== null) return { waitMs: brokerWaitMs, wakeable: false };
     const published = await this.publishBatch(connection);
     await this.sweepPublished(connection);
     return { waitMs: published > 0 ? 0 : this.pollIntervalMs, wakeable: true };
   }
 
-  /** Connects to the broker if needed; on failure backs off (250 ms doubling to maxBackoffMs). */
-  private async openBroker(): Promise<boolean> {
-    if (this.broker.isOpen) return true;
+  /**
+   * Connects to the broker if needed: null once connected; on failure, how long to back off (250 ms doubling to
+   * maxBackoffMs), the lock kept.
+   */
+  private async openBroker(): Promise<number | null> {
+    if (this.broker.isOpen) return null;
     try {
       await this.broker.open();
-      this.brokerBackoffMs = 0;
-      return true;
+      this.brokerRetries.reset();
+      return null;
     } catch (error) {
-      this.brokerBackoffMs = backoffAfter(this.brokerBackoffMs, 250, this.maxBackoffMs);
+      const retryInMs = this.brokerRetries.next();
       this.options.metrics.publishFailures.inc({ reason: 'connection' });
       this.options.logger.warn(
-        { err: { message: (error as Error).message }, retryInMs: this.brokerBackoffMs },
+        { err: { message: (error as Error).message }, retryInMs },
         'broker unreachable; events wait in the outbox',
       );
-      return false;
+      return retryInMs;
     }
   }
 

@@ -100,8 +100,7 @@ export async function checkOrder(
   deps: CheckDependencies,
   orderId: string,
   posId: string,
-  dryRun = false,
-  signal?: AbortSignal,
+  { dryRun = false, signal }: { dryRun?: boolean; signal?: AbortSignal } = {},
 ): Promise<OrderCheck> {
   const check = uncheckedOrder(orderId, posId, 'unchanged');
   const asked = await ask(deps.api, orderId, posId, signal);

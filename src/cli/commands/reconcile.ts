@@ -45,7 +45,7 @@ async function checkLine(
   posId: string | undefined,
   dryRun: boolean,
 ): Promise<ReconcileLine> {
-  const checked = await reconciliation.reconcileOrder(orderId, posId, dryRun);
+  const checked = await reconciliation.reconcileOrder(orderId, { ...(posId === undefined ? {} : { posId }), dryRun });
   if ('problem' in checked)
     return { orderId, posId: posId ?? null, result: checked.problem, said: [], applied: [], stale: [], conflicts: [] };
   return {

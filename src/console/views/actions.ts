@@ -1,11 +1,12 @@
-import { html, type Html } from '../html';
+import { html, type Href, type Html } from '../html';
 import { layout, type PageContext } from './layout';
 
 /** The action pages: a confirmation step, and a result that says what happened. */
 
+/** A link to one of our pages: its words, and where it goes (made by href()). */
 export interface Link {
   label: string;
-  href: string;
+  href: Href;
 }
 
 /** A confirmation step: what will happen, and a form that posts it with confirm=yes. */
@@ -13,7 +14,8 @@ export interface Confirmation {
   title: string;
   /** Sentences saying what the action does. */
   explanation: Html;
-  action: string;
+  /** Where the form posts: one of our routes. */
+  action: Href;
   fields: Readonly<Record<string, string>>;
   button: string;
   /** Where Cancel goes: back where the person came from. */

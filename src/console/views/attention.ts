@@ -3,6 +3,7 @@ import type { Attention, Bounded } from '../queries/attention';
 import type { QuarantineRow } from '../../recording/quarantineQueries';
 import type { Reachability } from '../../reconciliation/reachabilityQueries';
 import { checkResultWords, quarantineReasonWords } from '../words';
+import type { Link } from './actions';
 import { layout, type PageContext } from './layout';
 import { duration, factValue, money, orderLink, plural, status, time, value } from './parts';
 import { setting, term } from './terms';
@@ -24,7 +25,7 @@ export interface Condition {
   since: Date | null;
   meaning: Html;
   todo: Html;
-  link: { href: string; label: string } | null;
+  link: Link | null;
 }
 
 export interface BoardOptions {
@@ -83,7 +84,7 @@ function apiLine(r: Reachability, ctx: PageContext): Condition {
         and set up here again.`
       : html`Tell the engineers on duty, and look at the payment service’s status page. Nothing is lost: checks start
         again by themselves once it answers.`,
-    link: { href: '/console/attention#payment-api', label: 'Each shop account' },
+    link: { href: href(['attention']).at('payment-api'), label: 'Each shop account' },
   };
 }
 
@@ -118,7 +119,10 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
       since: earliest(a.reachability.map((r) => r.since)),
       meaning: html`Payments whose notification goes missing are learnt by asking it.`,
       todo: html`Nothing.`,
-      link: a.reachability.length === 0 ? null : { href: '/console/attention#payment-api', label: 'Each shop account' },
+      link:
+        a.reachability.length === 0
+          ? null
+          : { href: href(['attention']).at('payment-api'), label: 'Each shop account' },
     });
   else lines.push(...failing.map((r) => apiLine(r, ctx)));
 
@@ -164,7 +168,7 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
           ? html`No service listens for these events (“no queue bound”): tell the engineers on duty that the other
             services’ queues are not bound to the exchange.`
           : html`Tell the engineers on duty that the message broker does not take events.`,
-    link: p.count === 0 ? null : { href: '/console/attention#events-waiting', label: 'The orders' },
+    link: p.count === 0 ? null : { href: href(['attention']).at('events-waiting'), label: 'The orders' },
   });
 
   // Events no service listened for: sent, held up nothing, but a service may be missing them.
@@ -212,7 +216,7 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
     todo: quiet
       ? html`If customers are paying now, tell the engineers on duty: notifications do not arrive.`
       : html`Nothing.`,
-    link: { href: '/console/deliveries', label: 'Recent deliveries' },
+    link: { href: href(['deliveries']), label: 'Recent deliveries' },
   });
 
   // Notifications set aside.
@@ -234,7 +238,8 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
       a.quarantinedCount.count === 0
         ? html`Nothing.`
         : html`Tell the engineers; once they have fixed the cause, an operator retries them.`,
-    link: a.quarantinedCount.count === 0 ? null : { href: '/console/attention#set-aside', label: 'The notifications' },
+    link:
+      a.quarantinedCount.count === 0 ? null : { href: href(['attention']).at('set-aside'), label: 'The notifications' },
   });
 
   // Conflicts and disagreements.
@@ -258,7 +263,7 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
       a.troubled.length === 0
         ? html`Nothing.`
         : html`Look each order up in the payment service’s panel, and tell the engineers which is true.`,
-    link: a.troubled.length === 0 ? null : { href: '/console/attention#contradictions', label: 'The orders' },
+    link: a.troubled.length === 0 ? null : { href: href(['attention']).at('contradictions'), label: 'The orders' },
   });
 
   // Checks given up.
@@ -280,7 +285,7 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
       a.givenUpCount.count === 0
         ? html`Nothing.`
         : html`Look each one up in the payment service’s panel; an operator can check it again.`,
-    link: a.givenUpCount.count === 0 ? null : { href: '/console/attention#given-up', label: 'The orders' },
+    link: a.givenUpCount.count === 0 ? null : { href: href(['attention']).at('given-up'), label: 'The orders' },
   });
 
   // Payments waiting for the shop's confirmation.
@@ -319,7 +324,8 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
       a.confirmationsCount.count === 0
         ? html`Nothing.`
         : html`Confirm (capture) or cancel each one in the payment service’s panel before its deadline.`,
-    link: a.confirmationsCount.count === 0 ? null : { href: '/console/attention#confirmation', label: 'The payments' },
+    link:
+      a.confirmationsCount.count === 0 ? null : { href: href(['attention']).at('confirmation'), label: 'The payments' },
   });
 
   // The days of history.

@@ -1,5 +1,4 @@
 import { readableBody } from '../../domain/personalData';
-import type { AuditRow } from '../../history/auditQueries';
 import type { OrderStory, StoryNotification, StoryRefund } from '../../orderStory/orderStoryQueries';
 import { href, html, type Html } from '../html';
 import { subtractMinor, sumMinor } from '../money';
@@ -18,8 +17,6 @@ export interface OrderPageOptions {
   canAct: boolean;
   /** Null: checks with the payment service are off (PAYMENT_API_URL unset). */
   checks: CheckSchedule | null;
-  /** The checks people asked for (the audit's), counted, and the latest. */
-  checksByHand: { count: number; last: AuditRow | null };
 }
 
 const FINAL_ORDER = new Set(['COMPLETED', 'CANCELED']);
@@ -135,7 +132,8 @@ function moneyBox(story: OrderStory, ctx: PageContext): Html {
 
 /** The checks with the payment service: automatic ones, ones people asked for, and what comes next. */
 function checksBox(story: OrderStory, ctx: PageContext, options: OrderPageOptions): Html {
-  const { checks, checksByHand: byHand } = options;
+  const { checks } = options;
+  const byHand = story.checksByHand;
   const r = story.reconciliation;
   const o = story.order;
   const changes = [o?.updatedAt, ...story.refunds.map((refund) => refund.updatedAt)].filter(

@@ -174,6 +174,19 @@ describe('console: what a notification carries is untrusted text', () => {
     expect(asViewer.text).not.toContain('buyer@example.com');
     expect(asViewer.text).toContain('[redacted: personal data]');
   });
+
+  it('When a body holds a field unknown today, then a viewer sees its value redacted, and an operator sees it', async () => {
+    const orderId = uniqueId('CNEW');
+    const body = JSON.parse(orderBody({ orderId, status: 'PENDING' })) as { order: Record<string, unknown> };
+    body.order.loyaltyCard = 'LOYALTY-4242-1717';
+    await deliver(JSON.stringify({ ...body, shipping: { address: 'Ulica Nowa 5, Kraków' } }));
+    const asViewer = await get(`/console/orders/${orderId}`, viewer);
+    expect(asViewer.status).toBe(200);
+    expect(asViewer.text).toContain('loyaltyCard');
+    for (const secret of ['LOYALTY-4242-1717', 'Ulica Nowa']) expect(asViewer.text).not.toContain(secret);
+    const asOperator = await get(`/console/orders/${orderId}`, operator);
+    expect(asOperator.text).toContain('LOYALTY-4242-1717');
+  });
 });
 
 describe('console: bad input gets a clear page and changes nothing', () => {
