@@ -570,27 +570,26 @@ describe('Every page', () => {
     }
   });
 
-  it('When a shop reference holds U+202E, then it does not reorder the words around it', async () => {
-    const extOrderId = `shop-\u202e${Date.now()}-xyz`;
-    for (const prefix of ['BRBIDI1', 'BRBIDI2'])
-      expect((await svc.post(orderBody({ orderId: uniqueId(prefix), extOrderId, status: 'PENDING' }))).status).toBe(
-        200,
-      );
+  it('When a value holds U+202E, then it does not reorder the words around it', async () => {
+    // An id holding it is quarantined (issue 45): it would pass for another id. Other values are shown as they came,
+    // such as the pay method's type, isolated.
+    const type = `PBL\u202e${Date.now()}-xyz`;
+    const orderId = uniqueId('BRBIDI');
+    expect((await svc.post(orderBody({ orderId, status: 'COMPLETED', payMethodType: type }))).status).toBe(200);
     await signIn(page, VIEWER_TOKEN);
-    await page.goto(url(`/console/search?q=${encodeURIComponent(extOrderId)}`));
-    // "Several orders match “…”": the closing quote after the value is drawn right of it, where it belongs; without
-    // isolation the override would draw it reversed, inside the value.
-    const placed = await page.evaluate<{ value: number; quote: number } | null>(`(() => {
-      const bdi = document.querySelector('h1 bdi');
+    await page.goto(url(`/console/orders/${orderId}`));
+    // "(…)": the closing parenthesis after the value is drawn right of it, where it belongs; without isolation the
+    // override would draw it reversed, inside the value.
+    const placed = await page.evaluate<{ value: number; after: number } | null>(`(() => {
+      const bdi = [...document.querySelectorAll('span.field bdi')].find((b) => b.textContent === ${JSON.stringify(type)});
       const after = bdi && bdi.nextSibling;
       if (!after) return null;
       const range = document.createRange();
       range.selectNodeContents(after);
-      return { value: bdi.getBoundingClientRect().right, quote: range.getBoundingClientRect().left };
+      return { value: bdi.getBoundingClientRect().right, after: range.getBoundingClientRect().left };
     })()`);
     expect(placed).not.toBeNull();
-    expect((placed?.quote ?? 0) >= (placed?.value ?? 1) - 1).toBe(true);
-    expect(await page.locator('h1').innerText()).toBe(`Several orders match “${extOrderId}”`);
+    expect((placed?.after ?? 0) >= (placed?.value ?? 1) - 1).toBe(true);
   });
 
   it('When a page is framed by another site, then the browser refuses to show it', async () => {

@@ -479,20 +479,21 @@ describe("console: the shop's language", () => {
 
   it('When a value holds U+202E, then it is isolated wherever a page shows it, and not in the title', async () => {
     const orderId = uniqueId('CBIDI');
-    const extOrderId = `shop-\u202e1234-abc`;
-    await deliver(orderBody({ orderId, extOrderId, status: 'PENDING', paymentId: `pay\u202e${orderId}` }));
-    for (const path of [`/console/orders/${orderId}`, `/console/search?q=${encodeURIComponent(extOrderId)}`]) {
-      const res = await get(path, operator);
-      const page = res.status === 303 ? (await get(res.headers.location as string, operator)).text : res.text;
-      const at = [...page.matchAll(/\u202e/g)].map((m) => m.index ?? 0);
-      expect(at.length).toBeGreaterThan(1);
-      for (const index of at) {
-        const open = page.lastIndexOf('<bdi>', index);
-        expect(open).toBeGreaterThan(page.lastIndexOf('</bdi>', index));
-      }
-      expect(page).toContain('⟨U+202E⟩'); // written out in the bodies
-      expect(page.slice(page.indexOf('<title>'), page.indexOf('</title>'))).not.toContain('\u202e');
+    // An id holding it is quarantined (issue 45: it would look like another id); any other value is shown, isolated.
+    const asId = await svc.post(
+      orderBody({ orderId: uniqueId('CBIDQ'), extOrderId: 'shop-\u202e1234-abc', status: 'PENDING' }),
+    );
+    expect(asId.body.outcome).toBe('quarantined');
+    await deliver(orderBody({ orderId, status: 'COMPLETED', payMethodType: `PBL\u202e-evil` }));
+    const page = (await get(`/console/orders/${orderId}`, operator)).text;
+    const at = [...page.matchAll(/\u202e/g)].map((m) => m.index ?? 0);
+    expect(at.length).toBeGreaterThan(0);
+    for (const index of at) {
+      const open = page.lastIndexOf('<bdi>', index);
+      expect(open).toBeGreaterThan(page.lastIndexOf('</bdi>', index));
     }
+    expect(page).toContain('⟨U+202E⟩'); // written out in the bodies
+    expect(page.slice(page.indexOf('<title>'), page.indexOf('</title>'))).not.toContain('\u202e');
   });
 
   it('When the glossary is read, then it explains every status for the customer and the shop, and every page links it', async () => {
