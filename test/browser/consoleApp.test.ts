@@ -218,6 +218,35 @@ it('When a page of another site auto-submits a confirmed action to the console o
   }
 });
 
+it('When an operator signs out, then the page says so, and the back button and a reload show the sign-in page, not the console', async () => {
+  const { orderId } = await pendingOrder('BROUT');
+  const { context, problems } = await watchedContext(browser);
+  try {
+    const page = await context.newPage();
+    await signIn(page, OPERATOR_TOKEN);
+    // The __Host- cookie (Secure) is kept over plain http on 127.0.0.1: signIn reached the console with it.
+    expect((await context.cookies()).map((c) => [c.name, c.secure, c.path])).toEqual([
+      ['__Host-console_session', true, '/'],
+    ]);
+    await page.goto(url(`/console/orders/${orderId}`));
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(url('/console/signed-out'));
+    await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('You are signed out');
+    expect(await context.cookies()).toEqual([]);
+
+    await page.goBack();
+    await page.waitForURL(url('/console/sign-in'));
+    expect(await page.locator('input[name="token"]').count()).toBe(1);
+    expect(await page.getByTestId('timeline').count()).toBe(0);
+    await page.reload();
+    expect(page.url()).toBe(url('/console/sign-in'));
+    expect(await page.locator('input[name="token"]').count()).toBe(1);
+    expect(problems).toEqual(noProblems);
+  } finally {
+    await context.close();
+  }
+});
+
 /** An order of 223471 PLN, paid, with two refunds of 28013 finalized: the issue's example. */
 async function refundedOrder(prefix: string): Promise<string> {
   const orderId = uniqueId(prefix);
@@ -495,6 +524,8 @@ describe('Every page', () => {
     ['/console/export.csv?pos=300746&from=2026-01-01&to=2026-03-01', 400],
     [`/console/quarantine/${quarantineId}`, 200],
     [`/console/quarantine/${quarantineId}/retry`, 200],
+    ['/console/audit?action=sign_in', 200],
+    ['/console/sessions', 200],
     [`/console/orders/${orderId}`, 200],
     [`/console/orders/${refunded}`, 200],
     [`/console/orders/${orderId}/reconcile`, 200],
