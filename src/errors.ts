@@ -25,6 +25,9 @@ export const ERROR_CODES = [
   'overloaded',
   'method_not_allowed',
   // The admin port.
+  'unexpected_host',
+  'cross_site_request',
+  'too_many_failures',
   'unauthorized',
   'shutting_down',
   'bad_request',

@@ -1,4 +1,4 @@
-import express, { type Express, type RequestHandler, type Response } from 'express';
+import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import type { Db } from '../database/pool';
 import { RequestError } from '../errors';
 import { EVENT_TYPES, isEventType, type EventType } from '../outbox/events';
@@ -18,6 +18,8 @@ export interface EventRoutesOptions {
   amqpUrl: string | null;
   authorized: RequestHandler;
   limited: <T>(res: Response, work: (clientLeft: AbortSignal) => Promise<T>) => Promise<T>;
+  /** Records a replay in the audit trail (an action: events go out again), whatever its outcome. */
+  recordReplay: (req: Request, replay: { queue: string; orderId: string | null; result: string }) => Promise<void>;
 }
 
 const FEED_LIMIT_DEFAULT = 100;
@@ -120,7 +122,10 @@ function queueName(body: Record<string, unknown>): string {
   return queue;
 }
 
-export function registerEventRoutes(app: Express, { db, amqpUrl, authorized, limited }: EventRoutesOptions): void {
+export function registerEventRoutes(
+  app: Express,
+  { db, amqpUrl, authorized, limited, recordReplay }: EventRoutesOptions,
+): void {
   app.get('/events', authorized, async (req, res) => {
     const query = selection(req.query, {
       fallback: FEED_LIMIT_DEFAULT,
@@ -142,6 +147,14 @@ export function registerEventRoutes(app: Express, { db, amqpUrl, authorized, lim
         'Retry-After': '60',
       });
     const replayed = await limited(res, (clientLeft) => replayToQueue(db, amqpUrl, { queue, query }, clientLeft));
+    await recordReplay(req, {
+      queue,
+      orderId: query.orderId,
+      result:
+        replayed.outcome === 'replayed' || replayed.outcome === 'not_confirmed'
+          ? `${replayed.outcome} ${replayed.replayed}`
+          : replayed.outcome,
+    });
     switch (replayed.outcome) {
       case 'queue_not_found':
         throw new RequestError(404, 'queue_not_found', `the queue ${queue} does not exist; nothing was published`);

@@ -7,6 +7,7 @@ import { parseSourceAllowlist, parseTrustProxy } from '../intake/sourceAddress';
 import { MIN_HISTORY_RETENTION_MS } from '../history/days';
 import { canonicalLocale, canonicalTimeZone } from '../console/localTime';
 import { parseConsoleTokens } from '../console/session';
+import { parseAdminOrigins } from '../http/origins';
 
 /** The reconciliation settings (PAYMENT_API_*, RECONCILE_*), as src/reconciliation/ takes them. */
 export type ReconciliationConfig = Omit<z.output<typeof reconciliationSettings>, 'allowHttp' | 'paymentApiUrl'> & {
@@ -26,6 +27,13 @@ export type Config = z.output<typeof settings> & {
   reconciliation: ReconciliationConfig | null;
   /** Reconciliation settings given while PAYMENT_API_URL is not: they take no effect (a start warning). */
   unusedSettings: string[];
+  /** Settings no longer read that are still set (a start warning): RETIRED_SETTINGS says why each went. */
+  retiredSettings: string[];
+};
+
+/** Settings the service read once and no longer does, with what replaced them: set, they are warned about. */
+export const RETIRED_SETTINGS: Readonly<Record<string, string>> = {
+  CONSOLE_SESSION_SECRET: 'console sessions are held in the database now, the same for every replica',
 };
 
 /** Sources allowed by default outside production: this machine only. */
@@ -170,8 +178,8 @@ export const settings = z.object({
   port: fromEnv('PORT', port().default(8080)),
   /** ADMIN_PORT: probes, metrics and the projections; never public. */
   adminPort: fromEnv('ADMIN_PORT', port().default(9090)),
-  /** HOST: the address both ports bind to. */
-  host: fromEnv('HOST', nonEmpty().default('0.0.0.0')),
+  /** HOST: the address both ports bind to; outside production, loopback unless set (nothing open by accident). */
+  host: fromEnv('HOST', nonEmpty().default('0.0.0.0'), { value: '127.0.0.1' }),
   /** SECOND_KEYS: the POS second keys a signature is checked against. Secret. */
   secondKeys: fromEnv(
     'SECOND_KEYS',
@@ -220,6 +228,17 @@ export const settings = z.object({
   unverifiedBodiesLimitBytes: fromEnv('UNVERIFIED_BODIES_LIMIT', size('32mb', 64 * 1024, 1024 * 1024 * 1024)),
   /** ADMIN_TOKEN: bearer token of the admin port's data routes; null: open (the port must not be reachable). */
   adminToken: fromEnv('ADMIN_TOKEN', z.string().min(16, 'must be at least 16 characters').nullable().default(null)),
+  /**
+   * ADMIN_ORIGINS: the origins (scheme://host[:port]) the admin port's console and JSON API answer besides
+   * loopback: the console's public address, the Service's names in the cluster. Any other Host: 421.
+   */
+  adminOrigins: fromEnv(
+    'ADMIN_ORIGINS',
+    list((value) => {
+      const { origins, problems } = parseAdminOrigins(value);
+      return { value: origins, problems };
+    }).default([]),
+  ),
   /** ADMIN_CONCURRENCY: admin data requests served at once; past it, 503. */
   adminConcurrency: fromEnv('ADMIN_CONCURRENCY', count(1, 64).default(4)),
   /** DATABASE_URL: the Postgres; null outside production when unset: the embedded Postgres in dataDir. Secret. */
@@ -304,13 +323,13 @@ export const settings = z.object({
       return { value: tokens, problems };
     }).default([]),
   ),
-  /** CONSOLE_SESSION_SECRET: signs the session cookie; the same on every replica. Required in production with tokens. Secret. */
-  consoleSessionSecret: fromEnv(
-    'CONSOLE_SESSION_SECRET',
-    z.string().min(32, 'must be at least 32 characters').nullable().default(null),
-  ),
   /** CONSOLE_SESSION_TTL: a session ends this long after sign-in (a working shift). */
   consoleSessionTtlMs: fromEnv('CONSOLE_SESSION_TTL', durationMs(8 * 3_600_000, { min: 60_000, max: 7 * 86_400_000 })),
+  /** CONSOLE_SESSION_IDLE: a session ends when unused this long (within a minute: last use is written once a minute). */
+  consoleSessionIdleMs: fromEnv(
+    'CONSOLE_SESSION_IDLE',
+    durationMs(30 * 60_000, { min: 2 * 60_000, max: 7 * 86_400_000 }),
+  ),
   /** CONSOLE_VIEWERS_SEE_PERSONAL_DATA: viewers see raw bodies whole; off: the buyer's fields are redacted for them. */
   consoleViewersSeePersonalData: fromEnv('CONSOLE_VIEWERS_SEE_PERSONAL_DATA', boolean.default(false)),
   /** CONSOLE_QUIET_AFTER: needs attention says so when no notification arrived for this long. */

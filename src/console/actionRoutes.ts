@@ -1,4 +1,4 @@
-import type { Request, Response } from 'express';
+import type { Request, Response, Router } from 'express';
 import { isDatabaseUnavailable } from '../database/errors';
 import { CHECK_ACTION } from '../history/auditQueries';
 import { republishOrderEvents } from '../outbox/outboxQueries';
@@ -7,6 +7,8 @@ import type { OrderCheck } from '../reconciliation/checkOrder';
 import { retryOne, type RetryResult } from '../recording/quarantineRetry';
 import { countOpenQuarantined, openQuarantinedIds } from '../recording/quarantineQueries';
 import { readOrderStory, type OrderStory } from '../orderStory/orderStoryQueries';
+import { recordAudit, type AuditAction } from '../history/auditQueries';
+import type { Access } from './access';
 import {
   field,
   ID,
@@ -14,10 +16,12 @@ import {
   PageError,
   param,
   quarantineFilterOf,
+  readForm,
   send,
-  type ConsoleKit,
-  type Signed,
+  type ConsoleOptions,
 } from './consoleRouting';
+import { endSessionsOf } from './queries/sessions';
+import { NAME } from './session';
 import { href, html, type Html } from './html';
 import { DELIVERY_OUTCOME_WORDS, quarantineReasonWords } from './words';
 import { confirmPage, resultPage, type ActionResult, type Confirmation, type Link } from './views/actions';
@@ -104,9 +108,28 @@ function retryLine(r: RetryResult): Html {
   }
 }
 
-/** The operators' actions, each a confirmation page and its POST: check now, send events again, retry. */
-export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
-  const { router, options, db, limited, form, context, audit } = kit;
+/** What the actions use of the console's options, and how they draw a page's frame. */
+export type ActionSettings = Pick<
+  ConsoleOptions,
+  'db' | 'limited' | 'transactions' | 'reconciliation' | 'checkSchedule' | 'eventSource'
+> & { context: (req: Request, viewer: Viewer | null) => PageContext };
+
+/**
+ * The operators' actions, each a confirmation page and its POST: check now, send events again, retry, end a
+ * person's sessions. Each is recorded in the audit trail with who did it and how it ended.
+ */
+export function actionRoutes(router: Router, access: Access, settings: ActionSettings): void {
+  const { db, limited, context } = settings;
+  const options = settings;
+  const audit = (
+    viewer: Viewer,
+    action: AuditAction,
+    target: string | null,
+    orderId: string | null,
+    result: string,
+    detail = '',
+  ): Promise<void> =>
+    recordAudit(db, { actor: viewer.name, role: viewer.role, action, target, orderId, result, detail });
 
   /** A confirmed action: GET shows what it will do, POST with confirm=yes does it and says what happened. */
   const action = (
@@ -115,11 +138,11 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
     act: (req: Request, res: Response, viewer: Viewer, ctx: PageContext) => Promise<ActionResult>,
   ): void => {
     router.get(path, async (req, res) => {
-      const viewer = operatorOf(req, res);
+      const viewer = await access.operatorOf(req, res);
       send(res, 200, confirmPage(context(req, viewer), await confirm(req, res, viewer)));
     });
-    router.post(path, form, async (req, res) => {
-      const viewer = operatorOf(req, res);
+    router.post(path, readForm, async (req, res) => {
+      const viewer = await access.operatorOf(req, res);
       if (field(req, 'confirm') !== 'yes')
         throw new PageError(
           400,
@@ -391,6 +414,43 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
         ],
         lines: results.map(retryLine),
         back: ATTENTION,
+      };
+    },
+  );
+
+  const nameOf = (req: Request): string => {
+    const name = typeof req.params.name === 'string' ? req.params.name : '';
+    if (!NAME.test(name)) throw new PageError(400, 'Bad name', 'A name is letters, digits and _@-, up to 64.');
+    return name;
+  };
+
+  action(
+    '/sessions/:name/end',
+    (req) => {
+      const name = nameOf(req);
+      return {
+        title: `End every session of ${name}`,
+        explanation: html`<p>
+          Everyone signed in as <strong>${name}</strong>, in any browser, is signed out at their next request, on every
+          replica. Their token still signs in: to keep them out, remove their entry from the console's tokens.
+        </p>`,
+        action: href(['sessions', name, 'end']),
+        fields: {},
+        button: 'end their sessions',
+        cancel: { label: 'Back to who is signed in', href: href(['sessions']) },
+      };
+    },
+    async (req, res, viewer) => {
+      const name = nameOf(req);
+      const ended = await limited(res, () => endSessionsOf(db, name));
+      await audit(viewer, 'end_sessions', name, null, 'done', `${ended} session(s) ended`);
+      return {
+        status: 200,
+        title: `Ended the sessions of ${name}`,
+        outcome: 'done',
+        headline: html`${plural(ended, 'session')} of ${name} ended: they sign in again to go on.`,
+        facts: [{ label: 'What changed', value: html`${ended} session(s) ended, on every replica.` }],
+        back: { label: 'Back to who is signed in', href: href(['sessions']) },
       };
     },
   );

@@ -1,13 +1,15 @@
-import type { Request, RequestHandler, Response, Router } from 'express';
+import express, { type Request, type Response } from 'express';
+import type { Counter } from 'prom-client';
 import type { Db } from '../database/pool';
 import type { PooledTransactions } from '../database/transaction';
+import { clientAddress, type TrustProxy } from '../intake/sourceAddress';
 import type { Logger } from '../observability/logger';
 import { idProblem } from '../parsing/identifiers';
 import type { Reconciliation } from '../reconciliation/reconciliation';
 import type { QuarantineFilter } from '../recording/quarantineQueries';
 import type { Html } from './html';
 import { FIRST_YEAR, LAST_YEAR, type LocalTime, type ReadTime } from './localTime';
-import type { ConsoleRole, ConsoleToken } from './session';
+import type { ConsoleToken } from './session';
 import type { PageContext, Viewer } from './views/layout';
 
 /** What every console route uses: its options, the page error, the headers, the reading of a request. */
@@ -15,18 +17,29 @@ import type { PageContext, Viewer } from './views/layout';
 /** The admin port's cap on work at once (adminApp.ts), which every console page goes through. */
 export type WorkLimit = <T>(res: Response, work: (clientLeft: AbortSignal) => Promise<T>) => Promise<T>;
 
+/**
+ * How the console lets people in: `tokens` (sign in with a token), `open` (no token set and the admin port on
+ * loopback: everyone is the operator `local`), `closed` (no token set, the port beyond loopback: every page 403).
+ */
+export type ConsoleMode = 'tokens' | 'open' | 'closed';
+
 export interface ConsoleOptions {
   /** The admin port's own pool. */
   db: Db;
   /** Transactions on that pool, for the recorder (quarantine retry). */
   transactions: PooledTransactions;
+  mode: ConsoleMode;
   /** Everyone who may sign in (CONSOLE_OPERATOR_TOKENS, CONSOLE_VIEWER_TOKENS, ADMIN_TOKEN as an operator). */
   tokens: readonly ConsoleToken[];
-  /** Signs session cookies (CONSOLE_SESSION_SECRET); null: a random one for this process. */
-  sessionSecret: string | null;
   sessionTtlMs: number;
-  /** The admin port listens on loopback only: with no tokens, the console is then open (as operator `local`). */
-  loopbackOnly: boolean;
+  /** A session unused this long ends (CONSOLE_SESSION_IDLE). */
+  sessionIdleMs: number;
+  /** ADMIN_ORIGINS: the origins besides loopback that a form may be posted from (src/http/origins.ts). */
+  adminOrigins: readonly string[];
+  /** Whose X-Forwarded-For tells who is signing in (TRUST_PROXY). */
+  trustProxy: TrustProxy;
+  /** Counts sign-ins by result (admin_sign_ins_total). */
+  signIns: Counter<'result' | 'via'>;
   viewersSeePersonalData: boolean;
   quietAfterMs: number;
   /** CONSOLE_TIME_ZONE and CONSOLE_LOCALE, as the configuration checked them: every time and amount shown in them. */
@@ -57,8 +70,6 @@ export class PageError extends Error {
   }
 }
 
-export const SESSION_COOKIE = 'console_session';
-
 /**
  * No script at all; styles from our own file only; nothing may frame the console; forms post only to it.
  * The SVG charts are inline markup, which needs no script or style exception.
@@ -73,38 +84,6 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'Cross-Origin-Resource-Policy': 'same-origin',
   'Cache-Control': 'no-store',
 };
-
-/**
- * A POST from another site is refused: the browser says where it comes from in `Sec-Fetch-Site` (every current
- * browser sends it); without it (an older browser, a script), `Origin` must name this very host. With neither, it
- * is refused: a form post from a page always carries one of them.
- */
-export function sameOrigin(req: Pick<Request, 'headers'>): boolean {
-  const site = req.headers['sec-fetch-site'];
-  if (typeof site === 'string') return site === 'same-origin';
-  const origin = req.headers.origin;
-  const host = req.headers.host;
-  if (typeof origin !== 'string' || typeof host !== 'string') return false;
-  try {
-    return new URL(origin).host === host;
-  } catch {
-    return false;
-  }
-}
-
-export function cookieValue(req: Request, name: string): string | null {
-  for (const part of (req.headers.cookie ?? '').split(';')) {
-    const eq = part.indexOf('=');
-    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return null;
-}
-
-/**
- * The cookie is always Secure: browsers keep Secure cookies from http://localhost and 127.0.0.1 (a port-forward),
- * and anywhere else the console must be reached over TLS, so a cookie never travels in clear.
- */
-export const cookieAttributes = 'Path=/console; HttpOnly; Secure; SameSite=Strict';
 
 export function send(res: Response, status: number, page: Html, headers: Readonly<Record<string, string>> = {}): void {
   res
@@ -125,11 +104,21 @@ export function param(req: Request, name: string): string {
   return value.trim();
 }
 
-export function field(req: Request, name: string): string {
+/** A posted form (urlencoded, small), read by the routes that take one. */
+export const readForm = express.urlencoded({ extended: false, limit: 4096, parameterLimit: 20 });
+
+/**
+ * A posted form's field ('' when absent), at most `maxLength` characters: one given twice or longer than that
+ * is refused (400), never read as something else.
+ */
+export function field(req: Request, name: string, maxLength = 512): string {
   const body: unknown = req.body;
   const value =
     body !== null && typeof body === 'object' && name in body ? (body as Record<string, unknown>)[name] : '';
-  return typeof value === 'string' ? value.trim() : '';
+  if (typeof value !== 'string') throw new PageError(400, 'Bad request', `${name} is given more than once.`);
+  if (value.length > maxLength)
+    throw new PageError(400, 'Bad request', `${name} is longer than ${maxLength} characters.`);
+  return value.trim();
 }
 
 /**
@@ -174,36 +163,15 @@ export function quarantineFilterOf(reason: string, pos: string): QuarantineFilte
   return { reason: reason === '' ? null : reason, posId: pos === '' ? null : pos };
 }
 
-/** What createConsole sets up once and every group of routes uses. */
-export interface ConsoleKit {
-  router: Router;
-  options: ConsoleOptions;
-  db: Db;
-  limited: WorkLimit;
-  now: () => Date;
-  /** The shop's time zone and locale. */
-  clock: LocalTime;
-  /** Signs session cookies. */
-  secret: Buffer;
-  /** No tokens and not on loopback: every page but the stylesheet is refused. */
-  closed: boolean;
-  /** No tokens, on loopback: everyone is operator `local`. */
-  open: boolean;
-  /** Reads a posted form. */
-  form: RequestHandler;
-  context: (req: Request, viewer: Viewer | null) => PageContext;
-  audit: (
-    viewer: { name: string; role: ConsoleRole | null },
-    action: string,
-    target: string | null,
-    orderId: string | null,
-    result: string,
-    detail?: string,
-  ) => Promise<void>;
+/** What a page's frame is drawn with: who is looking, when, in which zone and locale, the search box's value. */
+export function pageContext(req: Request, viewer: Viewer | null, now: Date, clock: LocalTime): PageContext {
+  return { viewer, now, clock, q: typeof req.query.q === 'string' ? req.query.q : '' };
 }
 
-/** Who is asking, from their session; operatorOf refuses a viewer. */
-export interface Signed {
-  viewerOf: (req: Request, res: Response) => Viewer;
-  operatorOf: (req: Request, res: Response) => Viewer;
+/** Where a request came from (TRUST_PROXY's rule), or 400: the throttle and the audit trail need it. */
+export function sourceOf(req: Request, trust: TrustProxy): string {
+  const forwarded = req.headers['x-forwarded-for'];
+  const address = clientAddress(req.socket.remoteAddress, typeof forwarded === 'string' ? forwarded : undefined, trust);
+  if (address === null) throw new PageError(400, 'Bad request', 'The request’s source address cannot be read.');
+  return address;
 }

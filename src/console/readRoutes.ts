@@ -1,6 +1,8 @@
 import { once } from 'node:events';
-import type { Request, Response } from 'express';
+import type { Request, Response, Router } from 'express';
 import { DELIVERY_OUTCOMES, type DeliveryOutcome } from '../domain/outcomes';
+import { idProblem } from '../parsing/identifiers';
+import type { Access } from './access';
 import {
   ID,
   orderIdOf,
@@ -11,13 +13,12 @@ import {
   readingNote,
   SECURITY_HEADERS,
   send,
-  type ConsoleKit,
-  type Signed,
+  type ConsoleOptions,
 } from './consoleRouting';
 import { BOM, CSV_HEADER, csvLine, exportLine } from './financeCsv';
 import { href } from './html';
 import { LocalTime } from './localTime';
-import { auditPage as readAuditPage } from '../history/auditQueries';
+import { AUDIT_ACTIONS, auditPage as readAuditPage } from '../history/auditQueries';
 import { readOrderStory } from '../orderStory/orderStoryQueries';
 import { quarantinedNotification } from '../recording/quarantineQueries';
 import { attention } from './queries/attention';
@@ -25,11 +26,12 @@ import { exportRows } from './queries/export';
 import { deliveriesPage as readDeliveriesPage } from './queries/lists';
 import { orderSummaries, overview, searchIds } from './queries/overview';
 import { PAGE_SIZE } from './queries/rows';
+import { signedIn } from './queries/sessions';
 import { attentionPage } from './views/attention';
 import { exportPage } from './views/export';
 import { glossaryPage } from './views/glossary';
-import type { Viewer } from './views/layout';
-import { auditPage, deliveriesPage, quarantinePage } from './views/lists';
+import type { PageContext, Viewer } from './views/layout';
+import { auditPage, deliveriesPage, quarantinePage, sessionsPage } from './views/lists';
 import { orderPage } from './views/order';
 import { overviewPage, searchResultsPage } from './views/overview';
 
@@ -39,16 +41,31 @@ const MAX_WINDOW_MS = 31 * 86_400_000;
 export const EXPORT_MAX_DAYS = 31;
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
+/** What the reading pages use of the console's options, and how they draw a page's frame. */
+export type ReadSettings = Pick<
+  ConsoleOptions,
+  | 'db'
+  | 'limited'
+  | 'viewersSeePersonalData'
+  | 'quietAfterMs'
+  | 'confirmWithinMs'
+  | 'knownPos'
+  | 'reconciliation'
+  | 'checkSchedule'
+  | 'sessionIdleMs'
+> & { now: () => Date; clock: LocalTime; context: (req: Request, viewer: Viewer | null) => PageContext };
+
 /**
  * The pages that read: the overview, search, an order, what needs attention, the deliveries, a notification set
- * aside, the audit log, the glossary and the finance export.
+ * aside, the audit log, the glossary, the finance export, and (operators) who is signed in.
  */
-export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
-  const { router, options, db, limited, now, clock, context } = kit;
+export function readRoutes(router: Router, access: Access, settings: ReadSettings): void {
+  const { db, limited, now, clock, context } = settings;
+  const options = settings;
   const personalData = (viewer: Viewer): boolean => viewer.role === 'operator' || options.viewersSeePersonalData;
 
   router.get('/', async (req, res) => {
-    const viewer = viewerOf(req, res);
+    const viewer = await access.viewerOf(req, res);
     const at = now();
     const today = clock.localDay(at);
     const start = clock.startOfDay(today);
@@ -57,11 +74,11 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
     send(res, 200, overviewPage(context(req, viewer), data, { start, text: today }));
   });
 
-  router.get('/glossary', (req, res) => {
+  router.get('/glossary', async (req, res) => {
     // Words only, no data: readable before signing in too (the sign-in page links it).
     let viewer: Viewer | null = null;
     try {
-      viewer = viewerOf(req, res);
+      viewer = await access.viewerOf(req, res);
     } catch (error) {
       if (!(error instanceof PageError)) throw error;
     }
@@ -69,7 +86,7 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
   });
 
   router.get('/search', async (req, res) => {
-    const viewer = viewerOf(req, res);
+    const viewer = await access.viewerOf(req, res);
     const q = param(req, 'q');
     if (q === '' || q.length > 200 || /\p{Cc}/u.test(q))
       throw new PageError(
@@ -93,7 +110,7 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
   });
 
   router.get('/orders/:orderId', async (req, res) => {
-    const viewer = viewerOf(req, res);
+    const viewer = await access.viewerOf(req, res);
     const orderId = orderIdOf(req);
     const story = await limited(res, () => readOrderStory(db, orderId));
     if (story === null) throw new PageError(404, 'Not found', `No order or refund has the id “${orderId}”.`);
@@ -109,7 +126,7 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
   });
 
   router.get('/attention', async (req, res) => {
-    const viewer = viewerOf(req, res);
+    const viewer = await access.viewerOf(req, res);
     const data = await limited(res, () => attention(db, now()));
     send(
       res,
@@ -124,7 +141,7 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
   });
 
   router.get('/deliveries', async (req, res) => {
-    const viewer = viewerOf(req, res);
+    const viewer = await access.viewerOf(req, res);
     const query = {
       outcome: param(req, 'outcome'),
       pos: param(req, 'pos'),
@@ -169,7 +186,7 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
     const id = typeof req.params.id === 'string' ? req.params.id : '';
     // `/quarantine/retry` is the bulk retry's confirmation (actionRoutes.ts).
     if (!ID.test(id)) return next();
-    const viewer = viewerOf(req, res);
+    const viewer = await access.viewerOf(req, res);
     const found = await limited(res, () => quarantinedNotification(db, id));
     if (found === null) throw new PageError(404, 'Not found', `No notification set aside has the number ${id}.`);
     send(
@@ -183,16 +200,53 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
   });
 
   router.get('/audit', async (req, res) => {
-    const viewer = viewerOf(req, res);
+    const viewer = await access.viewerOf(req, res);
+    const query = {
+      actor: param(req, 'actor'),
+      action: param(req, 'action'),
+      order: param(req, 'order'),
+      from: param(req, 'from'),
+      to: param(req, 'to'),
+    };
     const cursor = param(req, 'cursor');
+    if (query.actor.length > 200 || /\p{Cc}/u.test(query.actor))
+      throw new PageError(400, 'Bad filter', 'person must be a name of up to 200 characters.');
+    const action = AUDIT_ACTIONS.find((a) => a === query.action) ?? null;
+    if (query.action !== '' && action === null)
+      throw new PageError(400, 'Bad filter', `action must be one of ${AUDIT_ACTIONS.join(', ')}.`);
+    const orderProblem = query.order === '' ? null : idProblem(query.order);
+    if (orderProblem !== null) throw new PageError(400, 'Bad filter', `order is not an order id: ${orderProblem}.`);
     if (cursor !== '' && !ID.test(cursor)) throw new PageError(400, 'Bad filter', 'cursor must be an audit id.');
-    const rows = await limited(res, () => readAuditPage(db, cursor === '' ? null : cursor, PAGE_SIZE + 1));
+    const from = query.from === '' ? null : parseLocalTime(clock, 'from', query.from, false).at;
+    const to = query.to === '' ? null : parseLocalTime(clock, 'to', query.to, true).at;
+    if (from !== null && to !== null && from.getTime() >= to.getTime())
+      throw new PageError(400, 'Bad filter', 'from must be before to: the range is given oldest first.');
+    const rows = await limited(res, () =>
+      readAuditPage(
+        db,
+        {
+          actor: query.actor === '' ? null : query.actor,
+          action,
+          orderId: query.order === '' ? null : query.order,
+          from,
+          to,
+          before: cursor === '' ? null : cursor,
+        },
+        PAGE_SIZE + 1,
+      ),
+    );
     const next = rows.length > PAGE_SIZE ? (rows[PAGE_SIZE - 1]?.id ?? null) : null;
-    send(res, 200, auditPage(context(req, viewer), rows.slice(0, PAGE_SIZE), next));
+    send(res, 200, auditPage(context(req, viewer), query, rows.slice(0, PAGE_SIZE), next));
   });
 
-  router.get('/export', (req, res) => {
-    const viewer = viewerOf(req, res);
+  router.get('/sessions', async (req, res) => {
+    const viewer = await access.operatorOf(req, res);
+    const sessions = await limited(res, () => signedIn(db, now(), settings.sessionIdleMs));
+    send(res, 200, sessionsPage(context(req, viewer), sessions));
+  });
+
+  router.get('/export', async (req, res) => {
+    const viewer = await access.viewerOf(req, res);
     const yesterday = clock.localDay(new Date(now().getTime() - 86_400_000));
     const form = {
       pos: param(req, 'pos') || (options.knownPos.length === 1 ? (options.knownPos[0] ?? '') : ''),
@@ -203,7 +257,7 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
   });
 
   router.get('/export.csv', async (req, res) => {
-    viewerOf(req, res);
+    await access.viewerOf(req, res);
     const range = exportRangeOf(req, clock);
     await limited(res, (clientLeft) => streamExport(res, range, clientLeft));
   });

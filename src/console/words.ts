@@ -299,6 +299,10 @@ export const AUDIT_ACTION_WORDS: Readonly<Record<string, string>> = {
   republish: 'sent the order’s events again',
   quarantine_retry: 'retried a notification set aside',
   quarantine_retry_all: 'retried the notifications set aside',
+  end_sessions: 'ended a person’s sessions',
+  events_replay: 'sent events again to a queue',
+  reproject: 'rebuilt the orders from their history',
+  purge: 'deleted data past its retention',
 };
 
 export const auditActionWords = (action: string): string => AUDIT_ACTION_WORDS[action] ?? action.replace(/_/g, ' ');

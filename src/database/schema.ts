@@ -202,7 +202,13 @@ export interface HistoryBodiesPurgedTable {
   purged_at: Generated<Date>;
 }
 
-/** Every console sign-in and action (sql/009): who, as what, did what to what, and how it ended. */
+/** Where an audited action came from (sql/012). */
+export type AuditVia = 'console' | 'api' | 'command line';
+
+/**
+ * Every sign-in and action (sql/009, sql/012): who, as what, through which door, did what to what, and how it
+ * ended; a row that coalesces repeats (coalesce_key) counts them, from `at` to `last_at`.
+ */
 export interface ConsoleAuditTable {
   id: BigintId;
   at: Generated<Date>;
@@ -213,6 +219,30 @@ export interface ConsoleAuditTable {
   order_id: string | null;
   result: string;
   detail: Generated<string>;
+  via: Generated<AuditVia>;
+  source_address: string | null;
+  count: Generated<number>;
+  last_at: Date | null;
+  coalesce_key: string | null;
+}
+
+/** A signed-in person (sql/012), found by the SHA-256 of their cookie's random id. */
+export interface ConsoleSessionsTable {
+  id_hash: Buffer;
+  name: string;
+  role: 'viewer' | 'operator';
+  token_fingerprint: string;
+  source_address: string | null;
+  created_at: Generated<Date>;
+  last_seen_at: Generated<Date>;
+  expires_at: Date;
+}
+
+/** Failed sign-ins per source and minute (sql/012), for every replica's throttle. */
+export interface ConsoleSignInFailuresTable {
+  minute: Date;
+  source: string;
+  failures: number;
 }
 
 /** Whether the payment API answers each POS's checks (sql/014), written when that changes. */
@@ -230,6 +260,8 @@ export type PaymentApiState = 'answering' | 'unreachable' | 'refused';
 
 export interface Database {
   console_audit: ConsoleAuditTable;
+  console_sessions: ConsoleSessionsTable;
+  console_sign_in_failures: ConsoleSignInFailuresTable;
   payment_api_reachability: PaymentApiReachabilityTable;
   history_bodies_purged: HistoryBodiesPurgedTable;
   schema_migrations: SchemaMigrationsTable;

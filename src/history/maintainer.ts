@@ -4,7 +4,15 @@ import type { Logger } from '../observability/logger';
 import type { HistoryMetrics } from '../observability/metrics';
 import { deleteAuditPast } from './auditQueries';
 import { dayOf } from './days';
-import { historyPartitions, makeDays, makeDaysOn, purgeBodiesPast, removeDaysPast, withWorkLock } from './maintenance';
+import {
+  findMissingDays,
+  historyPartitions,
+  makeDays,
+  makeDaysOn,
+  purgeBodiesPast,
+  removeDaysPast,
+  withWorkLock,
+} from './maintenance';
 import { sessionOn, type HistorySession } from './historyQueries';
 
 /** Only one maintainer runs rounds on schedule, across every replica (as the relay and the reconciler). */
@@ -12,6 +20,12 @@ export const HISTORY_MAINTAINER_LOCK = 7_316_004;
 
 /** Least time between two starts of making the days a write found missing (one failed write is enough). */
 const MISSING_DAY_GAP_MS = 5000;
+
+/**
+ * How often the active maintainer looks for days without a partition between its rounds (one catalog read): a day
+ * removed by hand is made again this soon with no write failing on it first (issue 45).
+ */
+export const MISSING_DAY_CHECK_MS = 10_000;
 
 /** What the maintainer reads of the configuration. */
 export interface HistorySettings {
@@ -92,10 +106,23 @@ export class HistoryMaintainer extends SingleActiveJob {
 
   /** A round when one is due (at once when this process became active), else the wait until it is. */
   protected async step(connection: pg.Client): Promise<NextStep> {
-    if (this.now() < this.nextRoundAt) return { waitMs: this.nextRoundAt - this.now(), wakeable: true };
-    await this.round(sessionOn(connection));
-    this.nextRoundAt = this.now() + this.intervalMs;
-    return { waitMs: this.intervalMs, wakeable: true };
+    const session = sessionOn(connection);
+    if (this.now() >= this.nextRoundAt) {
+      await this.round(session);
+      this.nextRoundAt = this.now() + this.intervalMs;
+    } else await this.makeMissingDays(session);
+    const untilRound = Math.max(0, this.nextRoundAt - this.now());
+    return { waitMs: Math.min(untilRound, MISSING_DAY_CHECK_MS), wakeable: true };
+  }
+
+  /** Between rounds: the days without a partition (a day removed by hand, a restore), made at once. */
+  private async makeMissingDays(session: HistorySession): Promise<void> {
+    const missing = await findMissingDays(session, this.now());
+    if (missing.length === 0) return;
+    const { logger } = this.options;
+    logger.warn({ missingDays: missing }, 'days of history without a partition; making them now');
+    const daysMade = await makeDays(session, this.now());
+    logger.warn({ daysMade }, 'missing days of history made');
   }
 
   /**

@@ -1,12 +1,15 @@
 import pg from 'pg';
 import type { Db } from '../database/pool';
 import {
+  addDays,
   BODY_TABLES,
   daysAhead,
   daysPast,
   daysToMake,
   HISTORY_TABLES,
+  missingDays,
   parsePartitionName,
+  partitionName,
   type Day,
   type HistoryTable,
 } from './days';
@@ -17,6 +20,7 @@ import {
   listPartitions,
   lockHistoryWork,
   partitionBounds,
+  partitionBoundsNamed,
   purgeDayBodies,
   purgedDays,
   purgeQuarantinedBodies,
@@ -89,6 +93,15 @@ export async function makeDaysOn(databaseUrl: string, nowMs: number): Promise<nu
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/** The days from yesterday to DAYS_AHEAD that some history table has no partition for (days.ts missingDays). */
+export async function findMissingDays(session: HistorySession, nowMs: number): Promise<Day[]> {
+  const { first, last } = daysToMake(nowMs);
+  const names: string[] = [];
+  for (let day = first; day <= last; day = addDays(day, 1))
+    for (const table of HISTORY_TABLES) names.push(partitionName(table, day));
+  return missingDays(await partitionBoundsNamed(session, names), nowMs);
 }
 
 /** Days ahead (days.ts), measured from the partitions' bounds now: what the gauge reports at each scrape. */

@@ -39,6 +39,8 @@ export interface Metrics extends RelayMetrics {
   statusConflicts: Counter<'kind' | 'status' | 'kept_status' | 'source'>;
   recorderBatchSize: Histogram;
   recorderBusy: Counter;
+  /** Token checks of the admin port (console sign-ins, the JSON API's bearer): signed in, refused, throttled. */
+  signIns: Counter<'result' | 'via'>;
   paymentApi: PaymentApiMetrics;
   reconciliation: ReconciliationMetrics;
   history: HistoryMetrics;
@@ -270,9 +272,20 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     },
   });
 
+  const signIns = new Counter({
+    name: 'admin_sign_ins_total',
+    help: "Token checks of the admin port by result (signed_in, refused, throttled: 429 with no token checked) and door (console sign-in, api: the JSON API's bearer token); the JSON API's successes are not counted.",
+    labelNames: ['result', 'via'] as const,
+    registers: [registry],
+  });
+  for (const result of ['signed_in', 'refused', 'throttled'])
+    for (const via of ['console', 'api'])
+      if (!(result === 'signed_in' && via === 'api')) signIns.inc({ result, via }, 0);
+
   return {
     ...relay,
     notifications,
+    signIns,
     variants,
     disagreements,
     statusConflicts,

@@ -218,6 +218,35 @@ it('When a page of another site auto-submits a confirmed action to the console o
   }
 });
 
+it('When an operator signs out, then the page says so, and the back button and a reload show the sign-in page, not the console', async () => {
+  const { orderId } = await pendingOrder('BROUT');
+  const { context, problems } = await watchedContext(browser);
+  try {
+    const page = await context.newPage();
+    await signIn(page, OPERATOR_TOKEN);
+    // The __Host- cookie (Secure) is kept over plain http on 127.0.0.1: signIn reached the console with it.
+    expect((await context.cookies()).map((c) => [c.name, c.secure, c.path])).toEqual([
+      ['__Host-console_session', true, '/'],
+    ]);
+    await page.goto(url(`/console/orders/${orderId}`));
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(url('/console/signed-out'));
+    await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('You are signed out');
+    expect(await context.cookies()).toEqual([]);
+
+    await page.goBack();
+    await page.waitForURL(url('/console/sign-in'));
+    expect(await page.locator('input[name="token"]').count()).toBe(1);
+    expect(await page.getByTestId('timeline').count()).toBe(0);
+    await page.reload();
+    expect(page.url()).toBe(url('/console/sign-in'));
+    expect(await page.locator('input[name="token"]').count()).toBe(1);
+    expect(problems).toEqual(noProblems);
+  } finally {
+    await context.close();
+  }
+});
+
 /** An order of 223471 PLN, paid, with two refunds of 28013 finalized: the issue's example. */
 async function refundedOrder(prefix: string): Promise<string> {
   const orderId = uniqueId(prefix);
@@ -495,6 +524,8 @@ describe('Every page', () => {
     ['/console/export.csv?pos=300746&from=2026-01-01&to=2026-03-01', 400],
     [`/console/quarantine/${quarantineId}`, 200],
     [`/console/quarantine/${quarantineId}/retry`, 200],
+    ['/console/audit?action=sign_in', 200],
+    ['/console/sessions', 200],
     [`/console/orders/${orderId}`, 200],
     [`/console/orders/${refunded}`, 200],
     [`/console/orders/${orderId}/reconcile`, 200],
@@ -570,27 +601,26 @@ describe('Every page', () => {
     }
   });
 
-  it('When a shop reference holds U+202E, then it does not reorder the words around it', async () => {
-    const extOrderId = `shop-\u202e${Date.now()}-xyz`;
-    for (const prefix of ['BRBIDI1', 'BRBIDI2'])
-      expect((await svc.post(orderBody({ orderId: uniqueId(prefix), extOrderId, status: 'PENDING' }))).status).toBe(
-        200,
-      );
+  it('When a value holds U+202E, then it does not reorder the words around it', async () => {
+    // An id holding it is quarantined (issue 45): it would pass for another id. Other values are shown as they came,
+    // such as the pay method's type, isolated.
+    const type = `PBL\u202e${Date.now()}-xyz`;
+    const orderId = uniqueId('BRBIDI');
+    expect((await svc.post(orderBody({ orderId, status: 'COMPLETED', payMethodType: type }))).status).toBe(200);
     await signIn(page, VIEWER_TOKEN);
-    await page.goto(url(`/console/search?q=${encodeURIComponent(extOrderId)}`));
-    // "Several orders match “…”": the closing quote after the value is drawn right of it, where it belongs; without
-    // isolation the override would draw it reversed, inside the value.
-    const placed = await page.evaluate<{ value: number; quote: number } | null>(`(() => {
-      const bdi = document.querySelector('h1 bdi');
+    await page.goto(url(`/console/orders/${orderId}`));
+    // "(…)": the closing parenthesis after the value is drawn right of it, where it belongs; without isolation the
+    // override would draw it reversed, inside the value.
+    const placed = await page.evaluate<{ value: number; after: number } | null>(`(() => {
+      const bdi = [...document.querySelectorAll('span.field bdi')].find((b) => b.textContent === ${JSON.stringify(type)});
       const after = bdi && bdi.nextSibling;
       if (!after) return null;
       const range = document.createRange();
       range.selectNodeContents(after);
-      return { value: bdi.getBoundingClientRect().right, quote: range.getBoundingClientRect().left };
+      return { value: bdi.getBoundingClientRect().right, after: range.getBoundingClientRect().left };
     })()`);
     expect(placed).not.toBeNull();
-    expect((placed?.quote ?? 0) >= (placed?.value ?? 1) - 1).toBe(true);
-    expect(await page.locator('h1').innerText()).toBe(`Several orders match “${extOrderId}”`);
+    expect((placed?.after ?? 0) >= (placed?.value ?? 1) - 1).toBe(true);
   });
 
   it('When a page is framed by another site, then the browser refuses to show it', async () => {

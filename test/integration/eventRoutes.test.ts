@@ -325,6 +325,26 @@ describe('the replay into a team queue', () => {
     // consumer of order.completed.
     expect(await bystander.drain()).toEqual([]);
     expect(consumer.messages).toHaveLength(orders.length);
+    // An action on the record (issue 45): by the token's holder, through the api, on the order's page.
+    expect(
+      await query(
+        svc.database.url,
+        "SELECT actor, via, target, result FROM console_audit WHERE action = 'events_replay' AND order_id = $1",
+        [orderId],
+      ),
+    ).toEqual([{ actor: 'admin', via: 'api', target: `queue ${team.queue}`, result: 'replayed 2' }]);
+  });
+
+  it('When a page of another site asks for a replay, then 403 and nothing is published', async () => {
+    const team = await declareQueue();
+    const res = await svc.admin
+      .post('/events/replay')
+      .set(auth)
+      .set('Origin', 'https://evil.example')
+      .send({ queue: team.queue, orderId: orders[1] as string });
+    expect(res.status).toBe(403);
+    expect(res.body.error.code).toBe('cross_site_request');
+    expect(await team.drain()).toEqual([]);
   });
 
   it('When a replay is larger than a call, then calls with the cursor replay the rest, none twice', async () => {

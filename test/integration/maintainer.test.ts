@@ -1,3 +1,5 @@
+import pg from 'pg';
+import request from 'supertest';
 import { HISTORY_MAINTAINER_LOCK } from '../../src/history/maintainer';
 import { query, testDatabase, type TestDatabase } from '../support/database';
 import { backdateHistory, historyDays } from '../support/history';
@@ -22,6 +24,24 @@ async function dropToday(tables: readonly string[]): Promise<void> {
   for (const table of tables) {
     await query(db.url, `ALTER TABLE ${table} DETACH PARTITION ${table}_p${dayOf(0)}`);
     await query(db.url, `DROP TABLE ${table}_p${dayOf(0)}`);
+  }
+}
+
+/** sql/008's lock, which every maker of days takes (the maintainer, a write that found its day missing, purge). */
+const MAKERS_LOCK = 7_316_006;
+
+/**
+ * Runs `work` while every maker of days waits: a day dropped meanwhile stays missing until `work` is done, so what
+ * it sees of the gap (a 503, the attention page) is not raced by the maintainer's check (MISSING_DAY_CHECK_MS).
+ */
+async function whileMakersWait<T>(work: () => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MAKERS_LOCK]);
+    return await work();
+  } finally {
+    await client.end();
   }
 }
 
@@ -157,12 +177,14 @@ describe('history kept by the service itself', () => {
         'a maintenance round',
         async () => (await metric(svc, 'history_maintenance_rounds_total{result="ok"}')) >= 1,
       );
-      await dropToday(['deliveries']);
-      expect(await metric(svc, 'history_partition_days_ahead')).toBe(-1);
       const body = orderBody({ orderId: uniqueId('HGAP'), status: 'PENDING' });
-      const refused = await svc.post(body);
-      expect(refused.status).toBe(503);
-      expect(refused.headers['retry-after']).toBeDefined();
+      await whileMakersWait(async () => {
+        await dropToday(['deliveries']);
+        expect(await metric(svc, 'history_partition_days_ahead')).toBe(-1);
+        const refused = await svc.post(body);
+        expect(refused.status).toBe(503);
+        expect(refused.headers['retry-after']).toBeDefined();
+      });
       // Nothing made by hand, no restart: the write that failed had the missing days made.
       const retried = await waitUntil('a retry answered 200', async () => {
         const answer = await svc.post(body);
@@ -236,9 +258,11 @@ describe('history kept by the service itself', () => {
         ];
         return activeA + activeB === 1 && (activeA === 0 ? a : b);
       });
-      await dropToday(['notifications']);
       const body = orderBody({ orderId: uniqueId('HSTBY'), status: 'PENDING' });
-      expect((await standby.post(body)).status).toBe(503);
+      await whileMakersWait(async () => {
+        await dropToday(['notifications']);
+        expect((await standby.post(body)).status).toBe(503);
+      });
       await waitUntil('a retry answered 200', async () => (await standby.post(body)).status === 200);
       expect(await metric(standby, 'history_missing_partition_writes_total')).toBeGreaterThanOrEqual(1);
       expect(await metric(standby, 'history_maintainer_active')).toBe(0);
@@ -246,4 +270,33 @@ describe('history kept by the service itself', () => {
       await Promise.all([a.stop(), b.stop()]);
     }
   });
+
+  it("When today's partitions are dropped and nothing arrives, then the service makes them again within a minute, and needs attention says so meanwhile", async () => {
+    const svc = await startTestService({ database: db, env: { RELAY_ENABLED: 'false' } });
+    try {
+      await waitUntil(
+        'a maintenance round',
+        async () => (await metric(svc, 'history_maintenance_rounds_total{result="ok"}')) >= 1,
+      );
+      await whileMakersWait(async () => {
+        await dropToday(['notifications', 'notification_variants', 'deliveries']);
+        const attention = await request(svc.adminUrl).get('/console/attention');
+        expect(attention.status).toBe(200);
+        expect(attention.text).toContain('A day of history is missing');
+        expect(attention.text).toContain('Today has no place in the database to record notifications in.');
+      });
+      // No notification is sent: the maintainer's own check makes the day (MISSING_DAY_CHECK_MS, 10 s).
+      await waitUntil(
+        'today made again',
+        async () => (await metric(svc, 'history_partition_days_ahead')) === 7,
+        60_000,
+        250,
+      );
+      expect(await metric(svc, 'history_missing_partition_writes_total')).toBe(0);
+      expect(svc.logs.some((l) => l.includes('days of history without a partition; making them now'))).toBe(true);
+      expect((await request(svc.adminUrl).get('/console/attention')).text).toContain('The days of history are ready');
+    } finally {
+      await svc.stop();
+    }
+  }, 90_000);
 });

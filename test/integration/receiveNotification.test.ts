@@ -158,6 +158,32 @@ describe('POST /notifications: verification', () => {
     },
   );
 
+  it('When a signed extOrderId or order id holds a bidirectional or invisible format character, then it is quarantined (200) and the admin API refuses to look it up', async () => {
+    const orderId = uniqueId('FMT');
+    for (const [fields, detail] of [
+      [
+        { orderId, extOrderId: `shop-\u202e1-fer` },
+        'order.extOrderId contains an invisible or bidirectional format character',
+      ],
+      [{ orderId: `${orderId}\u200b` }, 'order.orderId is not an id the admin API takes: the id contains an invisible'],
+    ] as const) {
+      const body = orderBody({ ...fields, status: 'PENDING' });
+      const res = await svc.post(body);
+      expect(res.status).toBe(200);
+      expect(res.body.outcome).toBe('quarantined');
+      const [row] = await query<{ detail: string }>(
+        svc.database.url,
+        'SELECT detail FROM quarantined_notifications WHERE body = $1',
+        [Buffer.from(body)],
+      );
+      expect(row?.detail).toContain(detail);
+    }
+    expect(await query(svc.database.url, 'SELECT 1 FROM orders WHERE order_id LIKE $1', [`${orderId}%`])).toEqual([]);
+    const lookup = await svc.admin.get(`/orders/${encodeURIComponent(`${orderId}\u200b`)}`);
+    expect(lookup.status).toBe(400);
+    expect(lookup.body.error.code).toBe('invalid_order_id');
+  });
+
   it('When a verified body is JSON of no known shape, then it is quarantined with the reason and counted', async () => {
     const res = await sendFixture(fixture('real-17')); // {"order": {"orderId": "orderId"}}: no status
     expect(res.status).toBe(200);

@@ -4,6 +4,7 @@ import {
   daysAhead,
   daysPast,
   daysToMake,
+  missingDays,
   parsePartitionName,
   partitionName,
   HISTORY_TABLES,
@@ -69,5 +70,27 @@ describe('history days', () => {
       ),
     ).toBe(-1);
     expect(daysAhead([], now)).toBe(-1);
+  });
+
+  it('When days are looked for between rounds, then every day from yesterday to a week ahead that a table lacks is missing', () => {
+    const now = at('2026-11-26T08:00:00Z');
+    const days = (table: HistoryTable, ...list: string[]): PartitionBounds[] =>
+      list.map((day) => ({ table, fromMs: at(`${day}T00:00:00Z`), toMs: at(`${day}T00:00:00Z`) + DAY }));
+    const window = ['2026-11-25', '2026-11-26', '2026-11-27', '2026-11-28', '2026-11-29', '2026-11-30'];
+    const all = [...window, '2026-12-01', '2026-12-02', '2026-12-03'];
+    const full = HISTORY_TABLES.flatMap((t) => days(t, ...all));
+    expect(missingDays(full, now)).toEqual([]);
+    expect(
+      missingDays(
+        full.filter((p) => !(p.table === 'deliveries' && p.fromMs === at('2026-11-26T00:00:00Z'))),
+        now,
+      ),
+    ).toEqual(['2026-11-26']);
+    expect(
+      missingDays(
+        HISTORY_TABLES.flatMap((t) => days(t, ...window)),
+        now,
+      ),
+    ).toEqual(['2026-12-01', '2026-12-02', '2026-12-03']);
   });
 });

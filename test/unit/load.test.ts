@@ -110,7 +110,8 @@ describe('loadConfig', () => {
       dataDir: '.data',
       amqpUrl: 'amqp://guest:guest@127.0.0.1:5672',
     });
-    expect(config.localDefaults).toEqual(['SECOND_KEYS', 'ALLOWED_SOURCE_IPS', 'DATABASE_URL', 'AMQP_URL']);
+    expect(config.localDefaults).toEqual(['HOST', 'SECOND_KEYS', 'ALLOWED_SOURCE_IPS', 'DATABASE_URL', 'AMQP_URL']);
+    expect(config.host).toBe('127.0.0.1');
     expect(config.secondKeys.map((k) => k.posId)).toEqual(['300746']);
     const from = (address: string) => resolveSource(address, undefined, config.trustProxy, config.sourceAllowlist);
     expect(from('127.0.0.1')).toMatchObject({ ok: true, allowed: true });
@@ -121,6 +122,7 @@ describe('loadConfig', () => {
 
   it('When settings are given outside production, then they win and are not reported as local defaults', () => {
     const config = loadConfig({
+      HOST: '0.0.0.0',
       SECOND_KEYS: '1:k0123456789abcdef',
       ALLOWED_SOURCE_IPS: 'sandbox',
       DATABASE_URL: 'postgres://u@h/d',
@@ -135,8 +137,10 @@ describe('loadConfig', () => {
     const problems = problemsOf({ NODE_ENV: 'production' });
     expect(problems.map((p) => p.split(':')[0])).toEqual(required);
     for (const problem of problems) expect(problem).toMatch(/^[A-Z_]+: is required with NODE_ENV=production/);
-    // Every local default is among them but the allowlist, which has a production default of its own.
-    expect(loadConfig({}).localDefaults.filter((name) => name !== 'ALLOWED_SOURCE_IPS')).toEqual(required);
+    // Every local default is among them but the allowlist and HOST, which have production defaults of their own.
+    expect(loadConfig({}).localDefaults.filter((name) => !['ALLOWED_SOURCE_IPS', 'HOST'].includes(name))).toEqual(
+      required,
+    );
     expect(problemsOf({ NODE_ENV: 'production', SECOND_KEYS: '1:k0123456789abcdef', AMQP_URL: 'amqp://mq' })).toEqual([
       expect.stringMatching(/^DATABASE_URL: is required/),
     ]);
@@ -491,17 +495,23 @@ describe('console settings', () => {
     RELAY_ENABLED: 'false',
   };
 
-  it('When tokens are set in production without a session secret, then the start is refused naming it', () => {
-    expect(() => loadConfig({ ...production, CONSOLE_VIEWER_TOKENS: 'vera:0123456789abcdef' })).toThrow(
-      /CONSOLE_SESSION_SECRET: is required/,
-    );
+  it('When one name is in both roles, or a console token is also ADMIN_TOKEN, then the start is refused', () => {
     expect(() =>
       loadConfig({
         ...production,
-        CONSOLE_VIEWER_TOKENS: 'vera:0123456789abcdef',
-        CONSOLE_SESSION_SECRET: 's'.repeat(32),
+        CONSOLE_OPERATOR_TOKENS: 'olga:0123456789abcdef',
+        CONSOLE_VIEWER_TOKENS: 'olga:fedcba9876543210',
       }),
-    ).not.toThrow();
+    ).toThrow(/CONSOLE_VIEWER_TOKENS: entry 1 \(olga\): the name is also in CONSOLE_OPERATOR_TOKENS/);
+    expect(() =>
+      loadConfig({ ...production, ADMIN_TOKEN: '0123456789abcdef', CONSOLE_VIEWER_TOKENS: 'vera:0123456789abcdef' }),
+    ).toThrow(/ADMIN_TOKEN: is also vera's console token/);
+  });
+
+  it('When HOST is not set outside production, then it is loopback (a local default); in production every address', () => {
+    expect(loadConfig({}).host).toBe('127.0.0.1');
+    expect(loadConfig({}).localDefaults).toContain('HOST');
+    expect(loadConfig(production).host).toBe('0.0.0.0');
   });
 
   it('When ADMIN_TOKEN is set, then it signs in to the console as the operator admin', () => {

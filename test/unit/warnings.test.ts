@@ -29,21 +29,31 @@ describe('configurationWarnings', () => {
     ).toEqual([]);
   });
 
-  it('When reconciliation is on, ADMIN_TOKEN unset and the admin port beyond loopback, then a warning names both settings', () => {
+  it('When ADMIN_TOKEN is unset and the admin port beyond loopback, then a warning says its data routes answer 401, reconciliation on or not', () => {
     const reconciling = {
       SECOND_KEYS: '1:k0123456789abcdef',
       PAYMENT_API_URL: 'https://api.example.com',
       PAYMENT_API_CREDENTIALS: '1:c:s',
+      CONSOLE_VIEWER_TOKENS: 'vera:0123456789abcdef',
     };
     const [warning] = warningsOf({ ...reconciling, HOST: '0.0.0.0' });
-    expect(warning).toMatch(
-      /PAYMENT_API_URL is set .* ADMIN_TOKEN is not, while the admin port listens on HOST=0\.0\.0\.0/,
-    );
+    expect(warning).toMatch(/^ADMIN_TOKEN is not set and HOST=0\.0\.0\.0 is not loopback: .* answer 401/);
     expect(warningsOf({ ...reconciling, HOST: '10.1.2.3' })).toHaveLength(1);
     expect(warningsOf({ ...reconciling, HOST: '127.0.0.1' })).toEqual([]);
     expect(warningsOf({ ...reconciling, HOST: '::1' })).toEqual([]);
-    expect(warningsOf({ ...reconciling, ADMIN_TOKEN: 'a-token-of-sixteen-chars' })).toEqual([]);
-    expect(warningsOf({ SECOND_KEYS: '1:k0123456789abcdef', HOST: '0.0.0.0' })).toEqual([]);
+    expect(warningsOf({ ...reconciling, HOST: '0.0.0.0', ADMIN_TOKEN: 'a-token-of-sixteen-chars' })).toEqual([]);
+    expect(warningsOf({ SECOND_KEYS: '1:k0123456789abcdef', HOST: '0.0.0.0' })).toEqual([
+      expect.stringMatching(/^ADMIN_TOKEN is not set/),
+      expect.stringMatching(/^no console token is set/),
+    ]);
+  });
+
+  it('When CONSOLE_SESSION_SECRET is still set, then the start goes on and warns that it is no longer read', () => {
+    expect(warningsOf({ SECOND_KEYS: '1:k0123456789abcdef', CONSOLE_SESSION_SECRET: 's'.repeat(32) })).toEqual([
+      expect.stringMatching(
+        /^CONSOLE_SESSION_SECRET is set but no longer read: console sessions are held in the database/,
+      ),
+    ]);
   });
 
   it('When TRUST_PROXY is a hop count, then a warning says any peer can choose its address; CIDRs do not warn', () => {

@@ -5,7 +5,9 @@ import { createLogger } from '../../observability/logger';
 import { BrokerChannel, REPLAY_HEADER, type PublishResult } from '../../outbox/brokerChannel';
 import { EVENT_TYPES, isEventType } from '../../outbox/events';
 import { createRelayMetrics } from '../../observability/metrics';
+import type { Db } from '../../database/pool';
 import { selectEvents, type ReplaySelection } from '../../outbox/outboxQueries';
+import { auditCommand, AUDITED_ORDERS_MAX } from './audit';
 import { readConfig, withDatabase } from './database';
 import { rebuildEvents, type RebuildOptions } from './eventRebuild';
 import { action, CliError, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
@@ -48,6 +50,41 @@ export interface ReplayedEvent {
 
 type PublishResultReason = Extract<PublishResult, { ok: false }>['reason'];
 
+/**
+ * A replay is an action on each order whose events go out again: a row each (up to AUDITED_ORDERS_MAX orders,
+ * else one row for the whole selection), recorded before publishing, with how many events were selected.
+ */
+async function auditReplay(
+  db: Db,
+  selection: ReplaySelection,
+  events: ReadonlyArray<{ order_id: string }>,
+): Promise<void> {
+  const orders = [...new Set(events.map((e) => e.order_id))];
+  const detail = `${events.length} event(s) selected (${[
+    selection.ids.length > 0 ? `${selection.ids.length} id(s)` : '',
+    selection.orders.length > 0 ? `${selection.orders.length} order(s)` : '',
+    selection.since ? `since ${selection.since.toISOString()}` : '',
+    selection.until ? `until ${selection.until.toISOString()}` : '',
+  ]
+    .filter((part) => part !== '')
+    .join(', ')})`;
+  if (orders.length > AUDITED_ORDERS_MAX)
+    return auditCommand(db, {
+      action: 'events_replay',
+      target: `${orders.length} orders`,
+      result: 'publishing',
+      detail,
+    });
+  for (const orderId of orders)
+    await auditCommand(db, {
+      action: 'events_replay',
+      target: orderId,
+      orderId,
+      result: 'publishing',
+      detail: `${events.filter((e) => e.order_id === orderId).length} of ${detail}`,
+    });
+}
+
 export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<ExitCode> {
   const selection: ReplaySelection = {
     ids: options.id ?? [],
@@ -81,7 +118,11 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
   const json = options.json === true;
   const dryRun = options.dryRun === true;
 
-  const events = await withDatabase(io, config, (db) => selectEvents(db, selection));
+  const events = await withDatabase(io, config, async (db) => {
+    const selected = await selectEvents(db, selection);
+    if (!dryRun && selected.length > 0) await auditReplay(db, selection, selected);
+    return selected;
+  });
   const found = new Set(events.map((e) => e.id.toLowerCase()));
   const missing = selection.ids.filter((id) => !found.has(id.toLowerCase()));
   const results: ReplayedEvent[] = events.map((e) => ({

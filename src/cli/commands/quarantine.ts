@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { listQuarantined, openQuarantinedIds } from '../../recording/quarantineQueries';
 import { retryOne, type RetryResult } from '../../recording/quarantineRetry';
+import { auditCommand } from './audit';
 import { readConfig, withDatabase } from './database';
 import { action, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { integerOption, withDatabaseUrl, withJson } from './options';
@@ -94,12 +95,21 @@ export async function retryQuarantine(io: CliIo, ids: string[], options: RetryOp
     const done: RetryResult[] = [];
     try {
       for (const id of selected) {
+        let result: RetryResult;
         try {
-          done.push(await retryOne(transactions, id, config.eventSource));
+          result = await retryOne(transactions, id, config.eventSource);
         } catch (error) {
           // The transaction rolled back: nothing recorded, the row still open. Go on with the others.
-          done.push({ id, result: 'failed', detail: `recording failed, nothing changed: ${(error as Error).message}` });
+          result = { id, result: 'failed', detail: `recording failed, nothing changed: ${(error as Error).message}` };
         }
+        done.push(result);
+        await auditCommand(db, {
+          action: 'quarantine_retry',
+          target: `quarantine #${id}`,
+          orderId: result.result === 'recorded' ? result.orderId : null,
+          result: result.result,
+          detail: 'detail' in result ? result.detail : '',
+        });
         progress.increment();
       }
     } finally {

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { Db } from '../../database/pool';
+import { auditCommand } from './audit';
 import { readConfig, withDatabase } from './database';
 import { action, CliError, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { withDatabaseUrl, withJson } from './options';
@@ -118,10 +119,17 @@ export async function reproject(io: CliIo, options: ReprojectOptions): Promise<E
       if (!apply) return await reprojectAll(db, progress, false);
       // Writers wait while the projections are rebuilt from what is committed now; a notification
       // recorded after the lock applies on top of the repaired projection through the usual rules.
-      return await db.transaction().execute(async (trx) => {
+      const applied = await db.transaction().execute(async (trx) => {
         await lockProjections(trx);
         return await reprojectAll(trx, progress, true);
       });
+      await auditCommand(db, {
+        action: 'reproject',
+        target: 'every order',
+        result: `repaired ${applied.differences.length}`,
+        detail: `from ${applied.notifications} notification(s)`,
+      });
+      return applied;
     } finally {
       progress.stop();
     }

@@ -349,7 +349,7 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
           : html`Notifications can be recorded.`,
     todo:
       a.historyDaysAhead < 1
-        ? html`Tell the engineers on duty. The service makes the days by itself within the hour.`
+        ? html`The service makes the days by itself within a minute; if this stays, tell the engineers on duty.`
         : html`Nothing.`,
     link: null,
   });

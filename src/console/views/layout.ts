@@ -55,6 +55,7 @@ export function layout(title: string, ctx: PageContext, body: Html): Html {
             viewer
               ? html`<nav aria-label="Main">
                     ${NAV.slice(1).map(([path, label]) => html`<a href="${path}">${label}</a>`)}
+                    ${viewer.role === 'operator' ? html`<a href="/console/sessions">Signed in</a>` : ''}
                   </nav>
                   <form role="search" data-testid="search" action="/console/search" method="get">
                     <label for="q">Find an order</label>
@@ -114,6 +115,20 @@ export function signInPage(ctx: PageContext, problem: string | null): Html {
         </p>
         <p><button class="primary" type="submit">Sign in</button></p>
       </form>`,
+  );
+}
+
+/** After signing out: the session is gone on every replica; back and reload lead to the sign-in form. */
+export function signedOutPage(ctx: PageContext): Html {
+  return layout(
+    'Signed out',
+    ctx,
+    html`<h1>You are signed out</h1>
+      <p data-testid="signed-out">
+        Your session has ended on every replica of the service: this browser, or anyone holding its cookie, can no
+        longer use it.
+      </p>
+      <p><a href="/console/sign-in">Sign in again</a></p>`,
   );
 }
 

@@ -82,7 +82,6 @@ export function consoleFloodScenario(report: RunReport): void {
           exchange: world.exchange,
           env: {
             CONSOLE_OPERATOR_TOKENS: `olga:${OPERATOR_TOKEN}`,
-            CONSOLE_SESSION_SECRET: 'console-reliability-session-secret-0123456789',
           },
         });
         const answers: string[] = [];
