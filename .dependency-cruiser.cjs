@@ -10,6 +10,7 @@ const LAYERS = [
   ['composition root', '^src/service(Parts)?\\.ts'],
   ['configuration', '^src/config/'],
   ['HTTP ports', '^src/(intake|admin|console)/'],
+  ['order story', '^src/orderStory/'],
   ['reconciliation', '^src/reconciliation/'],
   ['recording', '^src/recording/'],
   ['outbox', '^src/outbox/'],
@@ -40,6 +41,13 @@ module.exports = {
       to: { circular: true },
     },
     ...layerRules,
+    {
+      name: 'examples-stand-alone',
+      comment: 'An example is copied out by a team: it imports nothing of the service or its tests.',
+      severity: 'error',
+      from: { path: '^examples/' },
+      to: { path: '^(src|test)/' },
+    },
     {
       name: 'src-not-from-test',
       comment: 'The service never imports test code.',

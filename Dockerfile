@@ -3,14 +3,18 @@
 # Runs `node dist/main.js` as UID 1000 (the base image's `node` user), on a read-only-friendly
 # layout: nothing under /app is writable by that user, only /tmp needs to be.
 
-# Node.js 22, an LTS line (20 reached its end of life in April 2026; the code still runs on it).
-ARG NODE_IMAGE=node:22-bookworm-slim
+# Node.js 22, an LTS line (20 reached its end of life in April 2026; the code still runs on it), at an exact
+# version: the same as scripts/image.sh's stand-in base (NODE_VERSION there), so both builds run the same Node.
+ARG NODE_IMAGE=node:22.23.3-bookworm-slim
 
 # --- build: full dependency tree, TypeScript compiled to dist/ ---------------------------
+# No install script runs (--ignore-scripts): compiling needs none (tsc is plain JavaScript), and a dependency's
+# script would otherwise run here as root with the build's network. The optional embedded Postgres is not needed
+# to compile. Were a package ever to need its script, it would be run here by name, on its own line.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN --mount=type=cache,target=/root/.npm npm ci --no-audit --no-fund
+RUN --mount=type=cache,target=/root/.npm npm ci --ignore-scripts --omit=optional --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 # tsc's incremental state is no part of what runs.

@@ -1,11 +1,24 @@
-// Lint: typescript-eslint's type-aware rules. Formatting is Prettier's (npm run format); import cycles and
+// Lint: typescript-eslint's type-aware rules, and the project's own (lint/localRules.cjs). Formatting is Prettier's (npm run format); import cycles and
 // the direction of imports between folders are dependency-cruiser's (.dependency-cruiser.cjs).
 import eslint from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
+import local from './lint/localRules.cjs';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'dist-bench/', 'coverage/', 'node_modules/', '**/*.js', '**/*.cjs', '**/*.mjs'] },
+  {
+    ignores: [
+      'dist/',
+      'dist-bench/',
+      'coverage/',
+      'node_modules/',
+      '**/*.js',
+      '**/*.cjs',
+      '**/*.mjs',
+      // Generated from docs/asyncapi.yaml, as a consumer generates it.
+      'examples/consumer/src/paymentEvents.ts',
+    ],
+  },
   eslint.configs.recommended,
   tseslint.configs.recommendedTypeChecked,
   {
@@ -14,6 +27,16 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    // The data layer's and the console's conventions (lint/localRules.cjs; ARCHITECTURE.md, "The data layer").
+    files: ['src/**/*.ts'],
+    plugins: { local },
+    rules: {
+      'local/queries-in-query-modules': 'error',
+      'local/typed-sql-names': 'error',
+      'local/html-by-tag-only': 'error',
     },
   },
   {

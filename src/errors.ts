@@ -25,6 +25,9 @@ export const ERROR_CODES = [
   'overloaded',
   'method_not_allowed',
   // The admin port.
+  'unexpected_host',
+  'cross_site_request',
+  'too_many_failures',
   'unauthorized',
   'shutting_down',
   'bad_request',
@@ -37,6 +40,10 @@ export const ERROR_CODES = [
   'reconciliation_off',
   'payment_api_unavailable',
   'admin_busy',
+  'invalid_query',
+  'queue_not_found',
+  'broker_unavailable',
+  'replay_incomplete',
   // Either port.
   'database_unavailable',
   'not_found',

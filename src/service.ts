@@ -2,7 +2,7 @@ import http from 'node:http';
 import type pg from 'pg';
 import { createAdminApp } from './admin/adminApp';
 import { createAdminServer } from './admin/adminListener';
-import { brokerUrl, configurationWarnings, consoleTokens, isLoopbackHost, writeLanes, type Config } from './config';
+import { adminDoors, brokerUrl, configurationWarnings, consoleTokens, writeLanes, type Config } from './config';
 import { openDatabase } from './database/bootstrap';
 import { describeDatabase, type DatabaseServer } from './database/embeddedPostgres';
 import { createDb, createPool, type Db } from './database/pool';
@@ -14,7 +14,7 @@ import { createPublicListener } from './intake/publicListener';
 import { UnverifiedBodies } from './intake/unverifiedBodies';
 import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
-import { readOutboxBacklog } from './outbox/backlog';
+import { readOutboxBacklog } from './outbox/outboxQueries';
 import { probeBroker } from './outbox/brokerChannel';
 import { createRelay, type OutboxRelay } from './outbox/relay';
 import { createReconciliation } from './reconciliation/reconciliation';
@@ -191,7 +191,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
         // Node checks those timeouts on this interval (default 30 s, which would double them).
         connectionsCheckingInterval: 1000,
       },
-      createPublicListener({ config, store, unverified, metrics, logger, onEventsWritten: () => relay?.wake() }),
+      createPublicListener({ config, store, unverified, metrics, logger }),
     ),
     adminServer: createAdminServer(
       createAdminApp({
@@ -199,17 +199,30 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
         data: {
           db: adminDb,
           token: config.adminToken,
+          access: adminDoors(config).dataRoutes,
           concurrency: config.adminConcurrency,
+          adminOrigins: config.adminOrigins,
+          trustProxy: config.trustProxy,
+          signIns: metrics.signIns,
+          amqpUrl: config.amqpUrl,
           console: {
             transactions: new PooledTransactions(adminPool),
+            mode: adminDoors(config).console,
             tokens: consoleTokens(config),
-            sessionSecret: config.consoleSessionSecret,
             sessionTtlMs: config.consoleSessionTtlMs,
-            loopbackOnly: isLoopbackHost(config.host),
+            sessionIdleMs: config.consoleSessionIdleMs,
             viewersSeePersonalData: config.consoleViewersSeePersonalData,
             quietAfterMs: config.consoleQuietAfterMs,
+            timeZone: config.consoleTimeZone,
+            locale: config.consoleLocale,
+            confirmWithinMs: config.consoleConfirmWithinMs,
+            knownPos: [...new Set(config.secondKeys.map((k) => k.posId))],
+            checkSchedule: config.reconciliation && {
+              afterMs: config.reconciliation.afterMs,
+              giveUpMs: config.reconciliation.giveUpMs,
+              timeoutMs: config.reconciliation.timeoutMs,
+            },
             eventSource: config.eventSource,
-            onEventsWritten: () => relay?.wake(),
           },
         },
         reconciliation: reconciliation?.reconciliation ?? null,
@@ -319,6 +332,9 @@ function announceStart(
       ...ports,
       relay: relay !== null,
       reconciler: reconciler !== null,
+      // Who the admin port lets in: its data routes (token, open on loopback, closed: 401) and console (tokens,
+      // open on loopback, closed: 403).
+      adminDoors: adminDoors(config),
       allowedSources: config.sourceAllowlist.any ? 'any' : config.sourceAllowlist.entries,
       database: database.embedded
         ? `embedded Postgres in ${database.embedded.clusterDir} (${describeDatabase(database.url)})`

@@ -1,28 +1,52 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
-import { sql } from 'kysely';
+import type { Counter } from 'prom-client';
 import { isDatabaseUnavailable } from '../database/errors';
-import type { Db } from '../database/pool';
+import { ping, type Db } from '../database/pool';
 import { RequestError } from '../errors';
 import { answerError, sendError } from '../http/answers';
+import { originsForHost } from '../http/origins';
 import { beginRequest } from '../http/requestContext';
+import { clientAddress, type TrustProxy } from '../intake/sourceAddress';
 import type { Logger } from '../observability/logger';
 import type { ProcessMetrics } from '../observability/metrics';
 import { idProblem } from '../parsing/identifiers';
 import type { OrderCheck } from '../reconciliation/checkOrder';
 import type { PosProblem, Reconciliation } from '../reconciliation/reconciliation';
 import { createConsole, type ConsoleOptions } from '../console/consoleApp';
-import { findOrder, findRefund, type OrderView } from './projectionQueries';
+import { recordAudit } from '../history/auditQueries';
+import { createSignInGuard, type SignInGuard } from '../console/signInGuard';
+import { registerEventRoutes } from './eventRoutes';
+import { orderView, refundView, type OrderView } from './orderViews';
 
-/** The admin port's data routes: their own small pool, a cap on work at once, and an optional token. */
+/**
+ * How the JSON data routes let callers in: `token` (Bearer ADMIN_TOKEN), `open` (no token and HOST loopback: this
+ * machine only), `closed` (no token and HOST beyond loopback: 401 on every one, config/runtime.ts adminDoors).
+ */
+export type DataRoutesAccess = 'token' | 'open' | 'closed';
+
+/** The admin port's data routes: their own small pool, a cap on work at once, and their token. */
 export interface AdminData {
   db: Db;
-  /** Bearer token the data routes require (ADMIN_TOKEN); null: open. */
+  /** Bearer token the data routes require (ADMIN_TOKEN); null: none. */
   token: string | null;
+  access: DataRoutesAccess;
   /** Data requests worked on at once (ADMIN_CONCURRENCY); past it, 503. */
   concurrency: number;
+  /** ADMIN_ORIGINS: the Hosts (besides loopback) the console and the JSON API answer (src/http/origins.ts). */
+  adminOrigins: readonly string[];
+  /** Whose X-Forwarded-For tells who a caller is (TRUST_PROXY): the throttle and the audit trail. */
+  trustProxy: TrustProxy;
+  /** admin_sign_ins_total: refused and throttled bearer tokens here, and the console's sign-ins. */
+  signIns: Counter<'result' | 'via'>;
+  /** The broker POST /events/replay publishes to (AMQP_URL); null: replays are refused. */
+  amqpUrl?: string | null;
   /** The console under /console (src/console/); null: none. Its pages share the cap above. */
-  console?: Omit<ConsoleOptions, 'db' | 'limited' | 'logger' | 'reconciliation'> | null;
+  console?: Omit<
+    ConsoleOptions,
+    'db' | 'limited' | 'logger' | 'reconciliation' | 'adminOrigins' | 'trustProxy' | 'signIns'
+  > | null;
+  now?: () => Date;
 }
 
 export interface AdminOptions {
@@ -40,18 +64,93 @@ export interface AdminOptions {
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 
-/** The bearer token when one is configured (compared in constant time); 401 without it. */
-function authorize({ token }: AdminData) {
-  const expected = token === null ? null : digest(token);
-  return (req: Request, res: Response, next: NextFunction): void => {
-    if (expected) {
-      const presented = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
-      if (presented === undefined || !timingSafeEqual(digest(presented), expected)) {
-        return sendError(res, 401, 'unauthorized', 'a valid admin bearer token is required', {
-          'WWW-Authenticate': 'Bearer realm="admin"',
-        });
-      }
+/** Who called, by TRUST_PROXY's rule; 400 when an address on the way cannot be read. */
+function callerOf(req: Request, trust: TrustProxy): string {
+  const forwarded = req.headers['x-forwarded-for'];
+  const address = clientAddress(req.socket.remoteAddress, typeof forwarded === 'string' ? forwarded : undefined, trust);
+  if (address === null) throw new RequestError(400, 'bad_request', 'the source address cannot be read');
+  return address;
+}
+
+/** The Bearer token of an Authorization header, when it has the form; undefined otherwise. */
+const bearerOf = (header: string): string | undefined =>
+  header.length <= 1024 ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
+
+/**
+ * The data routes' door. `token`: a valid `Authorization: Bearer` (compared in constant time), checked only when
+ * the caller's source is not throttled (signInGuard.ts, as the console's sign-in: ADMIN_TOKEN signs in there
+ * too, so guessing it here costs the same); a wrong one counts against the source. `closed`: 401 always,
+ * saying why. `open`: anyone who reaches this loopback port.
+ */
+function authorize(data: AdminData, guard: SignInGuard) {
+  const expected = data.token === null ? null : digest(data.token);
+  const challenge = { 'WWW-Authenticate': 'Bearer realm="admin"' };
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    if (data.access === 'open') return next();
+    if (data.access === 'closed' || expected === null)
+      return sendError(
+        res,
+        401,
+        'unauthorized',
+        'the data routes are closed: ADMIN_TOKEN is not set and HOST is not loopback; set ADMIN_TOKEN',
+        challenge,
+      );
+    const headers = req.headersDistinct.authorization ?? [];
+    if (headers.length === 0)
+      return sendError(res, 401, 'unauthorized', 'a valid admin bearer token is required', challenge);
+    const source = callerOf(req, data.trustProxy);
+    const admitted = await guard.admit(source, 'api');
+    if (admitted.throttled)
+      return sendError(res, 429, 'too_many_failures', 'too many failed tokens from this address; retry later', {
+        'Retry-After': String(admitted.retryAfterSeconds),
+      });
+    if (headers.length > 1) {
+      await guard.refused(source, 'api', 'Authorization given more than once');
+      return sendError(res, 400, 'bad_request', 'Authorization is given more than once');
     }
+    const presented = bearerOf(headers[0] ?? '');
+    if (presented === undefined || !timingSafeEqual(digest(presented), expected)) {
+      await guard.refused(source, 'api', 'no valid bearer token');
+      return sendError(res, 401, 'unauthorized', 'a valid admin bearer token is required', challenge);
+    }
+    next();
+  };
+}
+
+/**
+ * The Host a request names must be one the admin port answers (src/http/origins.ts), else 421 before any
+ * routing or lookup: a page that rebinds its own name to this address is refused. A Host given twice is 400.
+ */
+function admitHost(adminOrigins: readonly string[]) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const hosts = req.headersDistinct.host ?? [];
+    if (hosts.length > 1) return sendError(res, 400, 'bad_request', 'Host is given more than once');
+    if (originsForHost(hosts[0], adminOrigins) === null)
+      return sendError(
+        res,
+        421,
+        'unexpected_host',
+        'this admin port does not answer that Host: use 127.0.0.1 (a port-forward) or one of ADMIN_ORIGINS',
+      );
+    next();
+  };
+}
+
+/**
+ * A POST from a browser on another site is refused (403) before it does anything: `Sec-Fetch-Site` must be
+ * same-origin (or none: typed, a bookmark), else `Origin`, when sent, one the admitted Host belongs to. A client
+ * that is not a browser sends neither and goes on (its token, or this loopback port, is what lets it in).
+ */
+function sameOriginPost(adminOrigins: readonly string[]) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const site = req.headers['sec-fetch-site'];
+    const origin = req.headers.origin;
+    const allowed = originsForHost(req.headers.host, adminOrigins) ?? [];
+    if (
+      (typeof site === 'string' && site !== 'same-origin' && site !== 'none') ||
+      (typeof origin === 'string' && !allowed.includes(origin.toLowerCase()))
+    )
+      return sendError(res, 403, 'cross_site_request', 'a request from another site is refused');
     next();
   };
 }
@@ -94,7 +193,7 @@ function validId(value: unknown, kind: 'order' | 'refund'): string {
 }
 
 /** What POST /orders/{orderId}/reconcile answers: the check, and the projection after it. */
-type ReconcileAnswer = Omit<OrderCheck, 'final' | 'retryAfterMs'> & { order: OrderView | null };
+type ReconcileAnswer = Omit<OrderCheck, 'final' | 'retryAfterMs' | 'failure'> & { order: OrderView | null };
 
 const POS_PROBLEMS: Record<PosProblem, RequestError> = {
   pos_required: new RequestError(
@@ -153,7 +252,7 @@ export function createAdminApp({
   app.get('/readyz', async (_req, res) => {
     if (!isAccepting()) return sendError(res, 503, 'shutting_down', 'the service is shutting down');
     try {
-      await sql`SELECT 1`.execute(probeDb);
+      await ping(probeDb);
       res.json({ status: 'ready' });
     } catch {
       sendError(res, 503, 'database_unavailable', 'the database does not answer');
@@ -161,28 +260,78 @@ export function createAdminApp({
   });
 
   if (data) {
-    const authorized = authorize(data);
+    const now = data.now ?? (() => new Date());
+    const guard = createSignInGuard({ db: data.db, now, signIns: data.signIns });
+    const authorized = authorize(data, guard);
     const limited = workLimit(data);
+    // Every route below answers only the Hosts it expects; the probes and /metrics above answer any (the kubelet
+    // sends the pod's address).
+    app.use(admitHost(data.adminOrigins));
+    app.get('/', (_req, res) => res.redirect(303, '/console'));
     if (data.console)
-      app.use('/console', createConsole({ ...data.console, db: data.db, limited, logger, reconciliation }));
+      app.use(
+        '/console',
+        createConsole(
+          {
+            ...data.console,
+            db: data.db,
+            limited,
+            logger,
+            reconciliation,
+            adminOrigins: data.adminOrigins,
+            trustProxy: data.trustProxy,
+            signIns: data.signIns,
+            now,
+          },
+          guard,
+        ),
+      );
     app.get('/orders/:orderId', authorized, async (req, res) => {
       const orderId = validId(req.params.orderId, 'order');
-      const order = await limited(res, () => findOrder(data.db, orderId));
+      const order = await limited(res, () => orderView(data.db, orderId));
       if (!order) throw new RequestError(404, 'order_not_found', 'no notification has been recorded for this order');
       res.json(order);
     });
 
+    /** The JSON API's actions are in the audit trail too: by the token's holder (`admin`), or `local` when open. */
+    const auditApi = (req: Request, orderId: string, result: string, detail = ''): Promise<void> =>
+      recordAudit(data.db, {
+        actor: data.access === 'open' ? 'local' : 'admin',
+        role: 'operator',
+        action: 'reconcile',
+        target: orderId,
+        orderId,
+        result,
+        detail,
+        via: 'api',
+        sourceAddress: callerOf(req, data.trustProxy),
+      });
+
     app.post(
       '/orders/:orderId/reconcile',
+      sameOriginPost(data.adminOrigins),
       authorized,
       express.json({ limit: 1024, strict: true }),
       async (req, res) => {
         const orderId = validId(req.params.orderId, 'order');
-        if (!reconciliation)
+        if (!reconciliation) {
+          await auditApi(req, orderId, 'refused', 'reconciliation is off');
           throw new RequestError(409, 'reconciliation_off', 'reconciliation is off: PAYMENT_API_URL is not set');
+        }
         const posId = requestedPosId(req.body);
         const answer = await limited(res, async (clientLeft) => {
-          const checked = await reconciliation.reconcileOrder(orderId, posId, false, clientLeft);
+          const checked = await reconciliation.reconcileOrder(orderId, {
+            ...(posId === undefined ? {} : { posId }),
+            clientLeft,
+          });
+          await auditApi(
+            req,
+            orderId,
+            'problem' in checked ? checked.problem : checked.result,
+            'problem' in checked
+              ? ''
+              : `applied ${checked.applied.length}, stale ${checked.stale.length}, conflicts ${checked.conflicts.length}`,
+          );
           if ('problem' in checked) throw POS_PROBLEMS[checked.problem];
           if (checked.result === 'unavailable')
             throw new RequestError(
@@ -194,7 +343,7 @@ export function createAdminApp({
                 'Retry-After': String(Math.max(1, Math.ceil((checked.retryAfterMs ?? 5000) / 1000))),
               },
             );
-          const order = await findOrder(data.db, orderId);
+          const order = await orderView(data.db, orderId);
           if (!order && checked.result === 'not_found')
             throw new RequestError(404, 'order_not_found', 'neither this service nor the payment API knows this order');
           const { result, posId: askedWith, said, applied, stale, conflicts } = checked;
@@ -213,9 +362,29 @@ export function createAdminApp({
       },
     );
 
+    // A replay publishes events again: a browser on another site may not ask for one, and each is on the record.
+    app.post('/events/replay', sameOriginPost(data.adminOrigins));
+    registerEventRoutes(app, {
+      db: data.db,
+      amqpUrl: data.amqpUrl ?? null,
+      authorized,
+      limited,
+      recordReplay: (req, { queue, orderId, result }) =>
+        recordAudit(data.db, {
+          actor: data.access === 'open' ? 'local' : 'admin',
+          role: 'operator',
+          action: 'events_replay',
+          target: `queue ${queue}`,
+          orderId,
+          result,
+          via: 'api',
+          sourceAddress: callerOf(req, data.trustProxy),
+        }),
+    });
+
     app.get('/refunds/:refundId', authorized, async (req, res) => {
       const refundId = validId(req.params.refundId, 'refund');
-      const refund = await limited(res, () => findRefund(data.db, refundId));
+      const refund = await limited(res, () => refundView(data.db, refundId));
       if (!refund) throw new RequestError(404, 'refund_not_found', 'no notification has been recorded for this refund');
       res.json(refund);
     });

@@ -12,7 +12,7 @@ import {
   type ExitCode,
 } from './commands/io';
 import { registerEvents } from './commands/events';
-import { registerHistory } from './commands/history';
+import { registerHistory } from './commands/history/historySeed';
 import { registerInspect } from './commands/inspect';
 import { registerPurge } from './commands/purge';
 import { registerQuarantine } from './commands/quarantine';

@@ -4,7 +4,7 @@ import { brokerUrl, loadConfig, loadDotEnv } from '../config';
 import { close, listen } from '../http/server';
 import { createLogger } from '../observability/logger';
 import { createRelayMetrics } from '../observability/metrics';
-import { readOutboxBacklog } from '../outbox/backlog';
+import { readOutboxBacklog } from '../outbox/outboxQueries';
 import { createDb, createPool } from '../database/pool';
 import { openDatabase } from '../database/bootstrap';
 import { createRelay } from '../outbox/relay';

@@ -3,8 +3,8 @@
  * and checking them (load.ts), what a valid one may still get wrong (warnings.ts), and what the running service
  * derives from it (runtime.ts).
  */
-export { brokerUrl, consoleTokens, writeLanes } from './runtime';
-export { configurationWarnings, isLoopbackHost } from './warnings';
+export { adminDoors, brokerUrl, consoleTokens, isLoopbackHost, writeLanes } from './runtime';
+export { configurationWarnings } from './warnings';
 export { loadConfig, loadDotEnv } from './load';
 export {
   ConfigError,

@@ -1,9 +1,12 @@
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import type { ReconciliationSettings } from '../reconciliation/reconciliation';
-import { doubtfulKeys, isLoopbackHost } from './warnings';
+import { isLoopbackHost } from './runtime';
+import { doubtfulKeys } from './warnings';
+import { tokenListProblems } from '../console/session';
 import {
   ConfigError,
+  RETIRED_SETTINGS,
   reconciliationSettings,
   settings,
   sourceOf,
@@ -42,6 +45,20 @@ function readGroup<Shape extends z.ZodRawShape>(
     problems.push(`${schema ? sourceOf(schema).env : 'environment'}: ${issue.message}`);
   }
   return null;
+}
+
+/**
+ * One name in both console roles, or one token for two people (ADMIN_TOKEN's holder, `admin`, among them): the
+ * start is refused (exit 78), naming the entries, never a token.
+ */
+function consoleTokenProblems(
+  base: Pick<Config, 'consoleOperatorTokens' | 'consoleViewerTokens' | 'adminToken'>,
+): string[] {
+  const problems = tokenListProblems(base.consoleOperatorTokens, base.consoleViewerTokens);
+  const same = [...base.consoleOperatorTokens, ...base.consoleViewerTokens].find((t) => t.token === base.adminToken);
+  if (same !== undefined)
+    problems.push(`ADMIN_TOKEN: is also ${same.name}'s console token; give the admin API a token of its own`);
+  return problems;
 }
 
 /** Loads ./.env for local runs (Node's own loader); variables already set win. */
@@ -108,22 +125,14 @@ export function loadConfig(env: NodeJS.ProcessEnv, needs: Partial<ProcessNeeds> 
     const clients = reconciliationSettings.shape.credentials.safeParse(present('PAYMENT_API_CREDENTIALS')).data ?? [];
     for (const doubt of doubtfulKeys(keys, clients)) problems.push(`${doubt}; refused with NODE_ENV=production`);
   }
-  if (
-    base !== null &&
-    production &&
-    base.consoleSessionSecret === null &&
-    base.consoleOperatorTokens.length + base.consoleViewerTokens.length > 0
-  )
-    problems.push(
-      'CONSOLE_SESSION_SECRET: is required with NODE_ENV=production when console tokens are set (32 characters or ' +
-        'more, the same on every replica)',
-    );
+  if (base !== null) problems.push(...consoleTokenProblems(base));
   if (base === null || reconciliation === null || problems.length > 0) throw new ConfigError(problems);
   const { paymentApiUrl, allowHttp: _checkedAbove, ...client } = reconciliation;
   return {
     ...base,
     production,
     localDefaults,
+    retiredSettings: Object.keys(RETIRED_SETTINGS).filter((name) => present(name) !== undefined),
     unusedSettings:
       paymentApiUrl === undefined
         ? Object.values(reconciliationSettings.shape)

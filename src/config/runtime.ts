@@ -1,6 +1,9 @@
 import type { ConsoleToken } from '../console/session';
 import { ConfigError, type Config } from './schema';
 
+/** This machine only: localhost, 127.0.0.0/8 or ::1. */
+export const isLoopbackHost = (host: string): boolean => /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i.test(host);
+
 /** The broker of a process that publishes: loadConfig required AMQP_URL for it (never null there). */
 export function brokerUrl(config: Pick<Config, 'amqpUrl'>): string {
   if (config.amqpUrl === null)
@@ -27,4 +30,24 @@ export function consoleTokens(
   return config.adminToken === null || named.some((t) => t.name === 'admin')
     ? named
     : [...named, { name: 'admin', token: config.adminToken, role: 'operator' }];
+}
+
+/**
+ * Whether the admin port's doors are shut for want of a token (issue 45): its JSON data routes without
+ * ADMIN_TOKEN, its console without any console token (ADMIN_TOKEN signs in too), whenever HOST is not loopback.
+ * Shut, they answer 401 (the data routes) and 403 (the console) on every request; probes and /metrics stay open.
+ * Open (no token, loopback HOST) only this machine reaches them, as the operator `local`.
+ */
+export function adminDoors(
+  config: Pick<Config, 'host' | 'adminToken' | 'consoleOperatorTokens' | 'consoleViewerTokens'>,
+): {
+  dataRoutes: 'token' | 'open' | 'closed';
+  console: 'tokens' | 'open' | 'closed';
+} {
+  const loopback = isLoopbackHost(config.host);
+  const signIn = consoleTokens(config).length > 0;
+  return {
+    dataRoutes: config.adminToken !== null ? 'token' : loopback ? 'open' : 'closed',
+    console: signIn ? 'tokens' : loopback ? 'open' : 'closed',
+  };
 }

@@ -5,7 +5,9 @@ import { parsePaymentApiCredentials } from '../paymentApi/credentials';
 import { parseBasicCredentials } from '../intake/requestChecks';
 import { parseSourceAllowlist, parseTrustProxy } from '../intake/sourceAddress';
 import { MIN_HISTORY_RETENTION_MS } from '../history/days';
+import { canonicalLocale, canonicalTimeZone } from '../console/localTime';
 import { parseConsoleTokens } from '../console/session';
+import { parseAdminOrigins } from '../http/origins';
 
 /** The reconciliation settings (PAYMENT_API_*, RECONCILE_*), as src/reconciliation/ takes them. */
 export type ReconciliationConfig = Omit<z.output<typeof reconciliationSettings>, 'allowHttp' | 'paymentApiUrl'> & {
@@ -25,6 +27,13 @@ export type Config = z.output<typeof settings> & {
   reconciliation: ReconciliationConfig | null;
   /** Reconciliation settings given while PAYMENT_API_URL is not: they take no effect (a start warning). */
   unusedSettings: string[];
+  /** Settings no longer read that are still set (a start warning): RETIRED_SETTINGS says why each went. */
+  retiredSettings: string[];
+};
+
+/** Settings the service read once and no longer does, with what replaced them: set, they are warned about. */
+export const RETIRED_SETTINGS: Readonly<Record<string, string>> = {
+  CONSOLE_SESSION_SECRET: 'console sessions are held in the database now, the same for every replica',
 };
 
 /** Sources allowed by default outside production: this machine only. */
@@ -69,8 +78,10 @@ const duration = z.string().transform((value, ctx) => {
 });
 
 /** A duration with a default (in ms) and bounds (in ms). */
-const durationMs = (fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
-  duration.default(fallback).pipe(z.number().min(min).max(max));
+const durationMs = (
+  fallback: number,
+  { min = 0, max = Number.MAX_SAFE_INTEGER }: { min?: number; max?: number } = {},
+) => duration.default(fallback).pipe(z.number().min(min).max(max));
 
 /** A retention: a duration of at least `min` (`atLeast` says it), or `off` (null: kept for ever). */
 const retention = (fallback: number, min: number, atLeast: string) =>
@@ -167,8 +178,8 @@ export const settings = z.object({
   port: fromEnv('PORT', port().default(8080)),
   /** ADMIN_PORT: probes, metrics and the projections; never public. */
   adminPort: fromEnv('ADMIN_PORT', port().default(9090)),
-  /** HOST: the address both ports bind to. */
-  host: fromEnv('HOST', nonEmpty().default('0.0.0.0')),
+  /** HOST: the address both ports bind to; outside production, loopback unless set (nothing open by accident). */
+  host: fromEnv('HOST', nonEmpty().default('0.0.0.0'), { value: '127.0.0.1' }),
   /** SECOND_KEYS: the POS second keys a signature is checked against. Secret. */
   secondKeys: fromEnv(
     'SECOND_KEYS',
@@ -217,6 +228,17 @@ export const settings = z.object({
   unverifiedBodiesLimitBytes: fromEnv('UNVERIFIED_BODIES_LIMIT', size('32mb', 64 * 1024, 1024 * 1024 * 1024)),
   /** ADMIN_TOKEN: bearer token of the admin port's data routes; null: open (the port must not be reachable). */
   adminToken: fromEnv('ADMIN_TOKEN', z.string().min(16, 'must be at least 16 characters').nullable().default(null)),
+  /**
+   * ADMIN_ORIGINS: the origins (scheme://host[:port]) the admin port's console and JSON API answer besides
+   * loopback: the console's public address, the Service's names in the cluster. Any other Host: 421.
+   */
+  adminOrigins: fromEnv(
+    'ADMIN_ORIGINS',
+    list((value) => {
+      const { origins, problems } = parseAdminOrigins(value);
+      return { value: origins, problems };
+    }).default([]),
+  ),
   /** ADMIN_CONCURRENCY: admin data requests served at once; past it, 503. */
   adminConcurrency: fromEnv('ADMIN_CONCURRENCY', count(1, 64).default(4)),
   /** DATABASE_URL: the Postgres; null outside production when unset: the embedded Postgres in dataDir. Secret. */
@@ -237,7 +259,7 @@ export const settings = z.object({
   /** DATABASE_POOL_MAX: connections in the service's pool. */
   databasePoolMax: fromEnv('DATABASE_POOL_MAX', count(1, 200).default(10)),
   /** DATABASE_TIMEOUT: longest a request waits for the database (pool slot or statement) before answering 503. */
-  databaseTimeoutMs: fromEnv('DATABASE_TIMEOUT', durationMs(3000, 100, 60_000)),
+  databaseTimeoutMs: fromEnv('DATABASE_TIMEOUT', durationMs(3000, { min: 100, max: 60_000 })),
   /** DATABASE_PIPELINE: send a batch's statements without waiting for each answer (pg's pipeline mode). */
   databasePipeline: fromEnv('DATABASE_PIPELINE', boolean.default(true)),
   /** DATABASE_WRITE_LANES: recording transactions at once, each on its own connection (at most DATABASE_POOL_MAX - 1). */
@@ -283,7 +305,7 @@ export const settings = z.object({
     z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ),
   /** SHUTDOWN_TIMEOUT: longest a graceful stop waits for in-flight requests. */
-  shutdownTimeoutMs: fromEnv('SHUTDOWN_TIMEOUT', durationMs(20_000, 0, 300_000)),
+  shutdownTimeoutMs: fromEnv('SHUTDOWN_TIMEOUT', durationMs(20_000, { max: 300_000 })),
   // The console (src/console/, issue 40): who may sign in, how long a session lasts, what viewers see.
   /** CONSOLE_OPERATOR_TOKENS: name:token entries of the people who may act (ADMIN_TOKEN also signs in as one). Secret. */
   consoleOperatorTokens: fromEnv(
@@ -301,17 +323,60 @@ export const settings = z.object({
       return { value: tokens, problems };
     }).default([]),
   ),
-  /** CONSOLE_SESSION_SECRET: signs the session cookie; the same on every replica. Required in production with tokens. Secret. */
-  consoleSessionSecret: fromEnv(
-    'CONSOLE_SESSION_SECRET',
-    z.string().min(32, 'must be at least 32 characters').nullable().default(null),
-  ),
   /** CONSOLE_SESSION_TTL: a session ends this long after sign-in (a working shift). */
-  consoleSessionTtlMs: fromEnv('CONSOLE_SESSION_TTL', durationMs(8 * 3_600_000, 60_000, 7 * 86_400_000)),
+  consoleSessionTtlMs: fromEnv('CONSOLE_SESSION_TTL', durationMs(8 * 3_600_000, { min: 60_000, max: 7 * 86_400_000 })),
+  /** CONSOLE_SESSION_IDLE: a session ends when unused this long (within a minute: last use is written once a minute). */
+  consoleSessionIdleMs: fromEnv(
+    'CONSOLE_SESSION_IDLE',
+    durationMs(30 * 60_000, { min: 2 * 60_000, max: 7 * 86_400_000 }),
+  ),
   /** CONSOLE_VIEWERS_SEE_PERSONAL_DATA: viewers see raw bodies whole; off: the buyer's fields are redacted for them. */
   consoleViewersSeePersonalData: fromEnv('CONSOLE_VIEWERS_SEE_PERSONAL_DATA', boolean.default(false)),
   /** CONSOLE_QUIET_AFTER: needs attention says so when no notification arrived for this long. */
-  consoleQuietAfterMs: fromEnv('CONSOLE_QUIET_AFTER', durationMs(3_600_000, 60_000, 7 * 86_400_000)),
+  consoleQuietAfterMs: fromEnv('CONSOLE_QUIET_AFTER', durationMs(3_600_000, { min: 60_000, max: 7 * 86_400_000 })),
+  /** CONSOLE_TIME_ZONE: the IANA time zone every console page shows times in and reads filters in. */
+  consoleTimeZone: fromEnv(
+    'CONSOLE_TIME_ZONE',
+    z
+      .string()
+      .trim()
+      .default('UTC')
+      .transform((value, ctx) => {
+        const zone = canonicalTimeZone(value);
+        if (zone === null)
+          ctx.addIssue({ code: 'custom', message: 'must be an IANA time zone name such as Europe/Warsaw or UTC' });
+        return zone ?? 'UTC';
+      }),
+  ),
+  /** CONSOLE_LOCALE: how the console writes amounts and dates (a BCP 47 locale). */
+  consoleLocale: fromEnv(
+    'CONSOLE_LOCALE',
+    z
+      .string()
+      .trim()
+      .default('en-GB')
+      .transform((value, ctx) => {
+        const locale = canonicalLocale(value);
+        if (locale === null) ctx.addIssue({ code: 'custom', message: 'must be a locale such as en-GB or pl-PL' });
+        return locale ?? 'en-GB';
+      }),
+  ),
+  /**
+   * CONSOLE_CONFIRM_WITHIN: how long the shop has to confirm a payment waiting for its confirmation before the payment
+   * service cancels it (the days set per pay method in its panel, which it never sends); null: not known.
+   */
+  consoleConfirmWithinMs: fromEnv(
+    'CONSOLE_CONFIRM_WITHIN',
+    duration
+      .pipe(
+        z
+          .number()
+          .min(3_600_000, 'must be at least 1h')
+          .max(365 * 86_400_000, 'must be at most 365d'),
+      )
+      .nullable()
+      .default(null),
+  ),
   /** AUDIT_RETENTION: console audit rows older are deleted by the history maintainer and `purge`; `off` keeps them. */
   auditRetentionMs: fromEnv('AUDIT_RETENTION', retention(365 * 86_400_000, 86_400_000, 'at least 1d')),
 });
@@ -337,17 +402,17 @@ export const reconciliationSettings = z.object({
    */
   allowHttp: fromEnv('PAYMENT_API_ALLOW_HTTP', boolean.default(false)),
   /** PAYMENT_API_TIMEOUT: longest one payment API attempt may take, answer included. */
-  timeoutMs: fromEnv('PAYMENT_API_TIMEOUT', durationMs(10_000, 100, 300_000)),
+  timeoutMs: fromEnv('PAYMENT_API_TIMEOUT', durationMs(10_000, { min: 100, max: 300_000 })),
   /** PAYMENT_API_MAX_IN_FLIGHT: API requests at once, per process. */
   maxInFlight: fromEnv('PAYMENT_API_MAX_IN_FLIGHT', count(1, 64).default(4)),
   /** PAYMENT_API_MAX_PER_SECOND: API requests started per second, per process. */
   maxPerSecond: fromEnv('PAYMENT_API_MAX_PER_SECOND', z.coerce.number().min(0.1).max(1000).default(10)),
   /** RECONCILE_AFTER: an open order is checked this long after its last observation. */
-  afterMs: fromEnv('RECONCILE_AFTER', durationMs(5 * 60_000, 1000)),
+  afterMs: fromEnv('RECONCILE_AFTER', durationMs(5 * 60_000, { min: 1000 })),
   /** RECONCILE_GIVE_UP: checks of an order stop this long after its last observation. */
-  giveUpMs: fromEnv('RECONCILE_GIVE_UP', durationMs(7 * 86_400_000, 60_000)),
+  giveUpMs: fromEnv('RECONCILE_GIVE_UP', durationMs(7 * 86_400_000, { min: 60_000 })),
   /** RECONCILE_INTERVAL: how often the sweep looks for due work. */
-  intervalMs: fromEnv('RECONCILE_INTERVAL', durationMs(30_000, 100, 86_400_000)),
+  intervalMs: fromEnv('RECONCILE_INTERVAL', durationMs(30_000, { min: 100, max: 86_400_000 })),
 });
 
 /** An http(s) address without a query or fragment: what a path is appended to. */

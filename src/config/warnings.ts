@@ -1,11 +1,8 @@
 import { redundantEntries } from '../intake/sourceAddress';
 import type { PaymentApiCredential } from '../paymentApi/credentials';
 import { isPublicSandboxKey, PUBLIC_SANDBOX_KEY, type SecondKey } from '../verification/secondKeys';
-import { writeLanes } from './runtime';
-import type { Config } from './schema';
-
-/** This machine only: localhost, 127.0.0.0/8 or ::1. */
-export const isLoopbackHost = (host: string): boolean => /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i.test(host);
+import { adminDoors, writeLanes } from './runtime';
+import { RETIRED_SETTINGS, type Config } from './schema';
 
 /** The shortest second key taken without a doubt; the payment service's are 32 hex digits. */
 const MIN_SECOND_KEY_LENGTH = 16;
@@ -57,13 +54,18 @@ export function configurationWarnings(config: Config): string[] {
         "service's documentation) while production senders are allowed: anyone can sign with it; remove it",
     );
   }
-  if (config.reconciliation && config.adminToken === null && !isLoopbackHost(config.host)) {
+  const doors = adminDoors(config);
+  if (doors.dataRoutes === 'closed')
     warnings.push(
-      `PAYMENT_API_URL is set (reconciliation on) and ADMIN_TOKEN is not, while the admin port listens on ` +
-        `HOST=${config.host}: whoever reaches ADMIN_PORT can read every order and make this service ask the payment ` +
-        'API with its credentials; set ADMIN_TOKEN, or HOST=127.0.0.1',
+      `ADMIN_TOKEN is not set and HOST=${config.host} is not loopback: the admin port's data routes (/orders, ` +
+        '/refunds, reconcile) answer 401 to everyone rather than serve whoever reaches them; set ADMIN_TOKEN, or ' +
+        'HOST=127.0.0.1 (probes and /metrics are open either way)',
     );
-  }
+  if (doors.console === 'closed')
+    warnings.push(
+      `no console token is set and HOST=${config.host} is not loopback: the console answers 403; set ` +
+        'CONSOLE_OPERATOR_TOKENS or CONSOLE_VIEWER_TOKENS (or ADMIN_TOKEN), or HOST=127.0.0.1',
+    );
   for (const redundant of redundantEntries(config.sourceAllowlist.entries))
     warnings.push(`ALLOWED_SOURCE_IPS: ${redundant}: remove it, or correct it if another address was meant`);
   // Production refused these at load.
@@ -80,6 +82,8 @@ export function configurationWarnings(config: Config): string[] {
       `${config.unusedSettings.join(', ')} ${config.unusedSettings.length === 1 ? 'is' : 'are'} set but ` +
         'PAYMENT_API_URL is not: reconciliation is off and they take no effect; set PAYMENT_API_URL to turn it on',
     );
+  for (const name of config.retiredSettings)
+    warnings.push(`${name} is set but no longer read: ${RETIRED_SETTINGS[name] ?? 'it has no effect'}; remove it`);
   if (config.trustProxy.kind === 'hops') {
     warnings.push(
       `TRUST_PROXY=${config.trustProxy.hops} believes X-Forwarded-For from whichever peer connects: any client ` +

@@ -1,9 +1,14 @@
-import type { Request, Response } from 'express';
+import type { Request, Response, Router } from 'express';
 import { isDatabaseUnavailable } from '../database/errors';
-import { republishOrderEvents } from '../outbox/republish';
+import { CHECK_ACTION } from '../history/auditQueries';
+import { republishOrderEvents } from '../outbox/outboxQueries';
 import type { PosProblem } from '../reconciliation/reconciliation';
+import type { OrderCheck } from '../reconciliation/checkOrder';
 import { retryOne, type RetryResult } from '../recording/quarantineRetry';
-import { countOpenQuarantined, openQuarantinedIds } from './queries/lists';
+import { countOpenQuarantined, openQuarantinedIds } from '../recording/quarantineQueries';
+import { readOrderStory, type OrderStory } from '../orderStory/orderStoryQueries';
+import { recordAudit, type AuditAction } from '../history/auditQueries';
+import type { Access } from './access';
 import {
   field,
   ID,
@@ -11,62 +16,142 @@ import {
   PageError,
   param,
   quarantineFilterOf,
+  readForm,
   send,
-  type ConsoleKit,
-  type Signed,
+  type ConsoleOptions,
 } from './consoleRouting';
+import { endSessionsOf } from './queries/sessions';
+import { NAME } from './session';
 import { href, html, type Html } from './html';
-import { confirmPage, resultPage, type Confirmation } from './views/actions';
-import type { Viewer } from './views/layout';
+import { DELIVERY_OUTCOME_WORDS, quarantineReasonWords } from './words';
+import { confirmPage, resultPage, type ActionResult, type Confirmation, type Link } from './views/actions';
+import { checkStatus, nextCheck, whatFailed, type CheckState } from './views/checks';
+import type { PageContext, Viewer } from './views/layout';
+import { orderLink, plural, status, time, value, withSettings } from './views/parts';
+import { setting, term } from './views/terms';
 
 /** Quarantined notifications one bulk retry takes at most; the rest wait for the next one. */
 export const BULK_RETRY_MAX = 200;
 
-const POS_PROBLEMS: Record<PosProblem, { status: number; message: string }> = {
-  pos_required: {
-    status: 409,
-    message: 'Nothing is recorded for this order and several POS are configured: use the admin API with a posId.',
-  },
-  unknown_pos: { status: 409, message: 'No payment API credentials are configured for this order’s POS.' },
-  pos_mismatch: { status: 409, message: 'The order belongs to another POS.' },
+const POS_PROBLEMS: Record<PosProblem, string> = {
+  pos_required:
+    'nothing is recorded for this order and several shop accounts are set up, so the service cannot tell which one to ask with (the admin API takes a posId).',
+  unknown_pos: 'no credentials are set up for this order’s shop account (PAYMENT_API_CREDENTIALS).',
+  pos_mismatch: 'the order belongs to another shop account.',
 };
 
-function retryLine(r: RetryResult): Html {
-  if (r.result === 'recorded')
-    return html`#${r.id}: recorded (${r.outcome}${r.notificationId ? `, notification #${r.notificationId}` : ''},
-    ${r.eventsWritten} event(s)); resolved.`;
-  if (r.result === 'still_unreadable') return html`#${r.id}: still unreadable (${r.reason}: ${r.detail}); left open.`;
-  return html`#${r.id}: ${r.result.replace('_', ' ')} (${r.detail}).`;
+const NOTHING_CHANGED = html`Nothing: no status was recorded and no event was written.`;
+const backToOrder = (orderId: string): Link => ({ label: 'Back to the order', href: href(['orders', orderId]) });
+const ATTENTION: Link = { label: 'Back to what needs attention', href: href(['attention']).at('set-aside') };
+
+/** A status said by the payment service, in words: "order Paid (COMPLETED)", "refund 912873 Refunded (FINALIZED)". */
+const said = (s: OrderCheck['said'][number]): Html =>
+  s.kind === 'order'
+    ? html`the order ${status('order', s.status)}`
+    : html`refund ${value(s.id)} ${status('refund', s.status)}`;
+
+const listed = (items: readonly Html[]): Html => html`${items.map((item, i) => html`${i > 0 ? '; ' : ''}${item}`)}`;
+
+/** An order as it stands now, from its story: its status, and what its next automatic check depends on. */
+interface OrderNow extends CheckState {
+  status: string | null;
+  updatedAt: Date | null;
 }
 
-/** The operators' actions, each a confirmation page and its POST: reconcile, re-publish, retry quarantined. */
-export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
-  const { router, options, db, limited, form, context, audit } = kit;
+function orderNowOf(story: OrderStory | null): OrderNow {
+  if (story === null)
+    return { status: null, updatedAt: null, open: false, lastChange: null, nextCheckAt: null, givenUpAt: null };
+  const changes = [story.order?.updatedAt, ...story.refunds.map((r) => r.updatedAt)].filter(
+    (at): at is Date => at !== undefined,
+  );
+  return {
+    status: story.order?.status ?? null,
+    updatedAt: story.order?.updatedAt ?? null,
+    open:
+      (story.order !== null && story.order.status !== 'COMPLETED' && story.order.status !== 'CANCELED') ||
+      story.refunds.some((r) => r.status === 'PENDING'),
+    lastChange: changes.length === 0 ? null : new Date(Math.max(...changes.map((at) => at.getTime()))),
+    nextCheckAt: story.reconciliation?.nextCheckAt ?? null,
+    givenUpAt: story.reconciliation?.givenUpAt ?? null,
+  };
+}
+
+/** The order's status now, in a sentence. */
+function orderStatusNow(state: OrderNow, ctx: PageContext): Html {
+  if (state.status === null) return html`nothing is recorded of the order itself.`;
+  return html`${status('order', state.status)} since ${time(state.updatedAt, ctx)}.`;
+}
+
+/** One retried notification, in words. */
+function retryLine(r: RetryResult): Html {
+  switch (r.result) {
+    case 'recorded':
+      return html`#${r.id}: read and recorded for order ${orderLink(r.orderId)}
+      (${DELIVERY_OUTCOME_WORDS[r.outcome as keyof typeof DELIVERY_OUTCOME_WORDS]?.label ?? r.outcome}); no longer set
+      aside.`;
+    case 'still_unreadable':
+      return html`#${r.id}: still cannot be read (${quarantineReasonWords(r.reason)}: ${value(r.detail)}); still set
+      aside, nothing changed.`;
+    case 'not_found':
+      return html`#${r.id}: there is no notification set aside with this number.`;
+    case 'already_resolved':
+      return html`#${r.id}: already retried and recorded before${r.detail ? html` (${value(r.detail)})` : ''}; nothing
+      changed.`;
+    case 'body_purged':
+      return html`#${r.id}: what was received has been deleted (${setting('BODY_RETENTION')}), so it cannot be read
+      again; nothing changed.`;
+    case 'pos_mismatch':
+      return html`#${r.id}: it names another shop account than the one whose key signed it (${value(r.detail)}); nothing
+      changed.`;
+    case 'failed':
+      return html`#${r.id}: recording it failed (${value(r.detail)}); nothing changed.`;
+  }
+}
+
+/** What the actions use of the console's options, and how they draw a page's frame. */
+export type ActionSettings = Pick<
+  ConsoleOptions,
+  'db' | 'limited' | 'transactions' | 'reconciliation' | 'checkSchedule' | 'eventSource'
+> & { context: (req: Request, viewer: Viewer | null) => PageContext };
+
+/**
+ * The operators' actions, each a confirmation page and its POST: check now, send events again, retry, end a
+ * person's sessions. Each is recorded in the audit trail with who did it and how it ended.
+ */
+export function actionRoutes(router: Router, access: Access, settings: ActionSettings): void {
+  const { db, limited, context } = settings;
+  const options = settings;
+  const audit = (
+    viewer: Viewer,
+    action: AuditAction,
+    target: string | null,
+    orderId: string | null,
+    result: string,
+    detail = '',
+  ): Promise<void> =>
+    recordAudit(db, { actor: viewer.name, role: viewer.role, action, target, orderId, result, detail });
 
   /** A confirmed action: GET shows what it will do, POST with confirm=yes does it and says what happened. */
   const action = (
     path: string,
     confirm: (req: Request, res: Response, viewer: Viewer) => Confirmation | Promise<Confirmation>,
-    act: (
-      req: Request,
-      res: Response,
-      viewer: Viewer,
-    ) => Promise<{ status: number; title: string; lines: Html[]; back: { label: string; href: string } }>,
+    act: (req: Request, res: Response, viewer: Viewer, ctx: PageContext) => Promise<ActionResult>,
   ): void => {
     router.get(path, async (req, res) => {
-      const viewer = operatorOf(req, res);
+      const viewer = await access.operatorOf(req, res);
       send(res, 200, confirmPage(context(req, viewer), await confirm(req, res, viewer)));
     });
-    router.post(path, form, async (req, res) => {
-      const viewer = operatorOf(req, res);
+    router.post(path, readForm, async (req, res) => {
+      const viewer = await access.operatorOf(req, res);
       if (field(req, 'confirm') !== 'yes')
         throw new PageError(
           400,
           'Not confirmed',
           'Nothing was done: the action needs its confirmation (confirm=yes), from its confirmation page.',
         );
-      const result = await act(req, res, viewer);
-      send(res, result.status, resultPage(context(req, viewer), result.title, result.lines, result.back));
+      const ctx = context(req, viewer);
+      const result = await act(req, res, viewer, ctx);
+      send(res, result.status, resultPage(ctx, result));
     });
   };
 
@@ -75,49 +160,92 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
     (req) => {
       const orderId = orderIdOf(req);
       return {
-        title: `Reconcile order ${orderId} now`,
+        title: `Check order ${orderId} with the payment service now`,
         explanation: html`<p>
-          The service asks the payment API for this order’s status and its refunds’ now, and records what it says as a
-          notification would be recorded (marked “via reconciliation”). Nothing changes if it says nothing new.
+          The service asks the payment service for this order’s status and its refunds’ now. A status it had not
+          recorded is recorded as a notification would be, marked
+          ${term('learnt', '“learnt from the payment service”')}, and passed on to other services. If the payment
+          service says nothing new, nothing changes.
         </p>`,
         action: href(['orders', orderId, 'reconcile']),
         fields: {},
-        button: 'reconcile now',
+        button: 'check now',
+        cancel: backToOrder(orderId),
       };
     },
-    async (req, res, viewer) => {
+    async (req, res, viewer, ctx) => {
       const orderId = orderIdOf(req);
+      const schedule = options.checkSchedule;
       const reconciliation = options.reconciliation;
+      const notDone = async (statusCode: number, failed: Html | string): Promise<ActionResult> => {
+        const state = orderNowOf(await limited(res, () => readOrderStory(db, orderId)));
+        return {
+          status: statusCode,
+          title: `Could not check order ${orderId}`,
+          outcome: 'not_done',
+          headline: html`the payment service was not asked, or gave no answer that could be used.`,
+          facts: [
+            { label: 'What failed', value: html`${failed}` },
+            { label: 'What changed', value: NOTHING_CHANGED },
+            { label: 'The order now', value: orderStatusNow(state, ctx) },
+            { label: 'Next automatic check', value: nextCheck(state, ctx, schedule) },
+          ],
+          back: backToOrder(orderId),
+        };
+      };
       if (!reconciliation) {
-        await audit(viewer, 'reconcile', orderId, orderId, 'refused', 'reconciliation is off');
-        throw new PageError(
-          409,
-          'Reconciliation is off',
-          'PAYMENT_API_URL is not set: the service cannot ask the payment API.',
-        );
+        await audit(viewer, CHECK_ACTION, orderId, orderId, 'refused', 'checks are off (PAYMENT_API_URL is not set)');
+        return notDone(409, html`checks are off: ${setting('PAYMENT_API_URL')} is not set.`);
       }
-      const checked = await limited(res, (clientLeft) =>
-        reconciliation.reconcileOrder(orderId, undefined, false, clientLeft),
-      );
+      const checked = await limited(res, (clientLeft) => reconciliation.reconcileOrder(orderId, { clientLeft }));
       if ('problem' in checked) {
-        await audit(viewer, 'reconcile', orderId, orderId, checked.problem);
-        const { status, message } = POS_PROBLEMS[checked.problem];
-        throw new PageError(status, 'Cannot reconcile', message);
+        await audit(viewer, CHECK_ACTION, orderId, orderId, checked.problem, POS_PROBLEMS[checked.problem]);
+        return notDone(409, withSettings(POS_PROBLEMS[checked.problem]));
       }
-      const detail = `applied ${checked.applied.length}, stale ${checked.stale.length}, conflicts ${checked.conflicts.length}`;
-      await audit(viewer, 'reconcile', orderId, orderId, checked.result, detail);
-      const said = checked.said
-        .map((s) => (s.kind === 'refund' ? `refund ${s.id} ${s.status}` : `order ${s.status}`))
-        .join(', ');
+      if (checked.result !== 'unchanged' && checked.result !== 'repaired') {
+        const failed = whatFailed(checked.result, checked.failure, schedule, checked.posId);
+        await audit(viewer, CHECK_ACTION, orderId, orderId, checked.result, failed);
+        return notDone(checkStatus(checked.result, checked.failure), withSettings(failed));
+      }
+      const applied = checked.applied.map(said);
+      const detail =
+        checked.applied.length === 0
+          ? 'nothing new'
+          : `learnt ${checked.applied.map((s) => `${s.kind} ${s.status}`).join(', ')}`;
+      await audit(viewer, CHECK_ACTION, orderId, orderId, checked.result, detail);
+      const state = orderNowOf(await limited(res, () => readOrderStory(db, orderId)));
+      const ignored = [...checked.stale, ...checked.conflicts];
       return {
-        status: checked.result === 'unavailable' ? 503 : 200,
-        title: `Reconciled order ${orderId}`,
-        lines: [
-          html`Result: <strong>${checked.result}</strong>.`,
-          html`The payment API says: ${said === '' ? 'nothing' : said}.`,
-          html`Recorded: ${detail}.`,
+        status: 200,
+        title: `Checked order ${orderId} with the payment service`,
+        outcome: 'done',
+        headline:
+          applied.length === 0
+            ? html`the payment service said nothing the service did not already have.`
+            : html`the service learnt ${plural(applied.length, 'status', 'statuses')} whose notification never came.`,
+        facts: [
+          {
+            label: 'The payment service says',
+            value: checked.said.length === 0 ? html`nothing of the order` : listed(checked.said.map(said)),
+          },
+          {
+            label: 'What changed',
+            value:
+              applied.length === 0
+                ? NOTHING_CHANGED
+                : html`recorded ${listed(applied)}, each ${term('learnt', 'learnt from the payment service')}, and
+                  passed on to other
+                  services.${
+                    ignored.length > 0
+                      ? html` Also recorded but ignored, being older than or contradicting what was kept:
+                        ${listed(ignored.map(said))}.`
+                      : ''
+                  }`,
+          },
+          { label: 'The order now', value: orderStatusNow(state, ctx) },
+          { label: 'Next automatic check', value: nextCheck(state, ctx, schedule) },
         ],
-        back: { label: 'Back to the order', href: href(['orders', orderId]) },
+        back: backToOrder(orderId),
       };
     },
   );
@@ -127,34 +255,62 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
     (req) => {
       const orderId = orderIdOf(req);
       return {
-        title: `Re-publish the events of order ${orderId}`,
+        title: `Send the events of order ${orderId} to other services again`,
         explanation: html`<p>
-          Its events already published and still in the outbox are published again, in order, each with its original id,
-          so consumers that already have them ignore them (they deduplicate by id). Nothing new is written. Events
-          deleted after OUTBOX_RETENTION cannot be re-published.
+          Its ${term('events', 'events')} already passed on and still kept are sent again, in order, each with its
+          original id: services that already have one ignore it. Nothing new is recorded. Events deleted after
+          ${setting('OUTBOX_RETENTION')} cannot be sent again.
         </p>`,
         action: href(['orders', orderId, 'republish']),
         fields: {},
-        button: 're-publish',
+        button: 'send again',
+        cancel: backToOrder(orderId),
       };
     },
     async (req, res, viewer) => {
       const orderId = orderIdOf(req);
       const { republished } = await limited(res, () => republishOrderEvents(db, orderId));
       await audit(viewer, 'republish', orderId, orderId, 'done', `${republished} event(s) pending again`);
-      options.onEventsWritten();
-      return {
-        status: 200,
-        title: `Re-published the events of order ${orderId}`,
-        lines: [html`${republished} event(s) will be published again, with their original ids.`],
-        back: { label: 'Back to the order', href: href(['orders', orderId]) },
-      };
+      return republished > 0
+        ? {
+            status: 200,
+            title: `Sending the events of order ${orderId} again`,
+            outcome: 'done',
+            headline: html`${plural(republished, 'event')} will be passed on to other services again.`,
+            facts: [
+              {
+                label: 'What changed',
+                value: html`${republished === 1 ? 'it waits' : 'they wait'} for the broker again, with
+                ${republished === 1 ? 'its' : 'their'} original ${republished === 1 ? 'id' : 'ids'}.`,
+              },
+              {
+                label: 'What comes next',
+                value: html`the broker takes them within seconds; if not, Needs attention says why.`,
+              },
+            ],
+            back: backToOrder(orderId),
+          }
+        : {
+            status: 200,
+            title: `Nothing to send again for order ${orderId}`,
+            outcome: 'not_done',
+            headline: html`no event of this order that was passed on is still kept.`,
+            facts: [
+              {
+                label: 'Why',
+                value: html`none was written, none has been passed on yet, or they were deleted after
+                ${setting('OUTBOX_RETENTION')}.`,
+              },
+              { label: 'What changed', value: NOTHING_CHANGED },
+            ],
+            back: backToOrder(orderId),
+          };
     },
   );
 
   const quarantineIdOf = (req: Request): string => {
     const id = typeof req.params.id === 'string' ? req.params.id : '';
-    if (!ID.test(id)) throw new PageError(400, 'Bad id', 'A quarantine id is a number.');
+    if (!ID.test(id)) throw new PageError(400, 'Bad id', 'A notification set aside has a number as its id.');
     return id;
   };
 
@@ -163,14 +319,15 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
     (req) => {
       const id = quarantineIdOf(req);
       return {
-        title: `Retry quarantined notification #${id}`,
+        title: `Retry the notification set aside #${id}`,
         explanation: html`<p>
-          Its body is read again; if it now parses, it is recorded as a live delivery would be and the quarantine row is
-          marked resolved, in one transaction. If not, it is left as it is.
+          What was received is read again. If it can be read now, it is recorded as if it had just arrived and is no
+          longer set aside. If not, it stays as it is.
         </p>`,
         action: href(['quarantine', id, 'retry']),
         fields: {},
         button: 'retry it',
+        cancel: { label: 'Cancel', href: href(['quarantine', id]) },
       };
     },
     async (req, res, viewer) => {
@@ -184,12 +341,14 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
         result.result,
         'detail' in result ? result.detail : '',
       );
-      if (result.result === 'recorded' && result.eventsWritten > 0) options.onEventsWritten();
+      const recorded = result.result === 'recorded';
       return {
         status: result.result === 'not_found' ? 404 : 200,
-        title: `Retried quarantined notification #${id}`,
-        lines: [retryLine(result)],
-        back: { label: 'Back to what needs attention', href: '/console/attention' },
+        title: `Retried the notification set aside #${id}`,
+        outcome: recorded ? 'done' : 'not_done',
+        headline: recorded ? html`it could be read now and was recorded.` : html`it was not recorded.`,
+        facts: [{ label: recorded ? 'What changed' : 'Why', value: retryLine(result) }],
+        back: recorded ? backToOrder(result.orderId) : ATTENTION,
       };
     },
   );
@@ -202,20 +361,20 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
       const filter = quarantineFilterOf(reason, pos);
       const count = await limited(res, () => countOpenQuarantined(db, filter, BULK_RETRY_MAX));
       return {
-        title: 'Retry quarantined notifications',
+        title: 'Retry the notifications set aside',
         explanation: html`<p>
-            <strong>${count > BULK_RETRY_MAX ? `More than ${BULK_RETRY_MAX}` : count}</strong> open quarantined
-            notification(s)
-            match${reason ? html` reason <code>${reason}</code>` : ''}${pos ? html` POS <code>${pos}</code>` : ''}. At
-            most ${BULK_RETRY_MAX} are retried at once, oldest first; run it again for the rest.
+            <strong>${count > BULK_RETRY_MAX ? `More than ${BULK_RETRY_MAX}` : count}</strong> notification(s) set aside
+            match${reason ? html` the reason <code>${reason}</code>` : ''}${pos ? html` shop account <code>${pos}</code>` : ''}.
+            At most ${BULK_RETRY_MAX} are retried at once, oldest first; retry again for the rest.
           </p>
           <p>
-            Each body is read again; one that now parses is recorded as a live delivery would be and resolved; the
-            others are left open.
+            Each is read again; one that can be read now is recorded as if it had just arrived, the others stay set
+            aside.
           </p>`,
-        action: '/console/quarantine/retry',
+        action: href(['quarantine', 'retry']),
         fields: { reason, pos },
         button: `retry ${Math.min(count, BULK_RETRY_MAX)}`,
+        cancel: ATTENTION,
       };
     },
     async (req, res, viewer) => {
@@ -238,12 +397,60 @@ export function actionRoutes(kit: ConsoleKit, { operatorOf }: Signed): void {
       const recorded = results.filter((r) => r.result === 'recorded').length;
       const target = `quarantine reason=${reason || 'any'} pos=${pos || 'any'}`;
       await audit(viewer, 'quarantine_retry_all', target, null, `${recorded} of ${results.length} recorded`);
-      if (recorded > 0) options.onEventsWritten();
       return {
         status: 200,
-        title: 'Retried quarantined notifications',
-        lines: [html`${recorded} of ${results.length} recorded.`, ...results.map(retryLine)],
-        back: { label: 'Back to what needs attention', href: '/console/attention' },
+        title: 'Retried the notifications set aside',
+        outcome: results.length > 0 && recorded === results.length ? 'done' : recorded > 0 ? 'partly' : 'not_done',
+        headline: html`${recorded} of ${results.length} recorded.`,
+        facts: [
+          {
+            label: 'What changed',
+            value:
+              recorded === 0
+                ? NOTHING_CHANGED
+                : html`${plural(recorded, 'notification')} recorded and no longer set aside; the others stay as they
+                  were.`,
+          },
+        ],
+        lines: results.map(retryLine),
+        back: ATTENTION,
+      };
+    },
+  );
+
+  const nameOf = (req: Request): string => {
+    const name = typeof req.params.name === 'string' ? req.params.name : '';
+    if (!NAME.test(name)) throw new PageError(400, 'Bad name', 'A name is letters, digits and _@-, up to 64.');
+    return name;
+  };
+
+  action(
+    '/sessions/:name/end',
+    (req) => {
+      const name = nameOf(req);
+      return {
+        title: `End every session of ${name}`,
+        explanation: html`<p>
+          Everyone signed in as <strong>${name}</strong>, in any browser, is signed out at their next request, on every
+          replica. Their token still signs in: to keep them out, remove their entry from the console's tokens.
+        </p>`,
+        action: href(['sessions', name, 'end']),
+        fields: {},
+        button: 'end their sessions',
+        cancel: { label: 'Back to who is signed in', href: href(['sessions']) },
+      };
+    },
+    async (req, res, viewer) => {
+      const name = nameOf(req);
+      const ended = await limited(res, () => endSessionsOf(db, name));
+      await audit(viewer, 'end_sessions', name, null, 'done', `${ended} session(s) ended`);
+      return {
+        status: 200,
+        title: `Ended the sessions of ${name}`,
+        outcome: 'done',
+        headline: html`${plural(ended, 'session')} of ${name} ended: they sign in again to go on.`,
+        facts: [{ label: 'What changed', value: html`${ended} session(s) ended, on every replica.` }],
+        back: { label: 'Back to who is signed in', href: href(['sessions']) },
       };
     },
   );

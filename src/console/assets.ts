@@ -38,4 +38,42 @@ dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 svg.chart { max-width: 100%; height: auto; }
 .filters { display: flex; flex-wrap: wrap; gap: 8px; align-items: end; }
 .filters label { display: flex; flex-direction: column; font-size: 0.9em; }
+header form[role=search] { display: flex; flex-wrap: wrap; gap: 4px 8px; align-items: center; }
+header .hint { flex-basis: 100%; color: var(--muted); font-size: 0.85em; }
+footer { margin: 32px 16px 16px; padding-top: 8px; border-top: 1px solid var(--line); color: var(--muted);
+  font-size: 0.9em; max-width: 1200px; }
+.field { color: var(--muted); font-size: 0.9em; }
+a.term { color: inherit; text-decoration: underline dotted; text-underline-offset: 2px; }
+a.term:hover, a.term:focus { color: var(--accent); }
+.actions { margin: 12px 0; }
+.money { white-space: nowrap; font-variant-numeric: tabular-nums; }
+.as-received { border-bottom: 2px dotted var(--warn); }
+.severity { display: inline-block; padding: 0 6px; border-radius: 8px; font-weight: 600; white-space: nowrap;
+  border: 1px solid var(--line); }
+.severity.critical { background: #fdecea; border-color: var(--bad); color: var(--bad); }
+.severity.warning { background: #fff4e5; border-color: var(--warn); color: var(--warn); }
+.severity.info { background: var(--bg); color: var(--muted); }
+.severity.ok { background: #e9f7ec; border-color: var(--good); color: var(--good); }
+table.board td:nth-child(3) { min-width: 11em; }
+table.board caption { text-align: left; color: var(--muted); padding-bottom: 4px; }
+table.board tr.critical td:first-child { border-left: 4px solid var(--bad); }
+table.board tr.warning td:first-child { border-left: 4px solid var(--warn); }
+.summary { font-weight: 600; }
+.result.done { border-left: 4px solid var(--good); padding: 8px 12px; background: #e9f7ec; }
+.result.partly { border-left: 4px solid var(--warn); padding: 8px 12px; background: #fff4e5; }
+.result.not_done { border-left: 4px solid var(--bad); padding: 8px 12px; background: #fdecea; }
+dl.glossary dt { font-weight: 600; margin-top: 8px; }
+dl.glossary dd { margin: 2px 0 0 16px; }
+dl.glossary dt:target, tr:target { background: #fff8c5; }
+.toc { margin: 8px 0 16px; }
+.notice-inline { background: var(--bg); padding: 0 4px; }
+/* Printed, a page is the record of an order: every body in full, no navigation. */
+@media print {
+  header nav, header form, header .who, .actions, form { display: none; }
+  main { max-width: none; padding: 0; }
+  pre { max-height: none; overflow: visible; }
+  details > summary { list-style: none; }
+  details::details-content { content-visibility: visible; display: block; }
+  a { color: inherit; text-decoration: none; }
+}
 `;

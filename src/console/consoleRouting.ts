@@ -1,12 +1,15 @@
-import type { Request, RequestHandler, Response, Router } from 'express';
+import express, { type Request, type Response } from 'express';
+import type { Counter } from 'prom-client';
 import type { Db } from '../database/pool';
 import type { PooledTransactions } from '../database/transaction';
+import { clientAddress, type TrustProxy } from '../intake/sourceAddress';
 import type { Logger } from '../observability/logger';
 import { idProblem } from '../parsing/identifiers';
 import type { Reconciliation } from '../reconciliation/reconciliation';
-import type { QuarantineFilter } from './queries/lists';
+import type { QuarantineFilter } from '../recording/quarantineQueries';
 import type { Html } from './html';
-import type { ConsoleRole, ConsoleToken } from './session';
+import { FIRST_YEAR, LAST_YEAR, type LocalTime, type ReadTime } from './localTime';
+import type { ConsoleToken } from './session';
 import type { PageContext, Viewer } from './views/layout';
 
 /** What every console route uses: its options, the page error, the headers, the reading of a request. */
@@ -14,24 +17,42 @@ import type { PageContext, Viewer } from './views/layout';
 /** The admin port's cap on work at once (adminApp.ts), which every console page goes through. */
 export type WorkLimit = <T>(res: Response, work: (clientLeft: AbortSignal) => Promise<T>) => Promise<T>;
 
+/**
+ * How the console lets people in: `tokens` (sign in with a token), `open` (no token set and the admin port on
+ * loopback: everyone is the operator `local`), `closed` (no token set, the port beyond loopback: every page 403).
+ */
+export type ConsoleMode = 'tokens' | 'open' | 'closed';
+
 export interface ConsoleOptions {
   /** The admin port's own pool. */
   db: Db;
   /** Transactions on that pool, for the recorder (quarantine retry). */
   transactions: PooledTransactions;
+  mode: ConsoleMode;
   /** Everyone who may sign in (CONSOLE_OPERATOR_TOKENS, CONSOLE_VIEWER_TOKENS, ADMIN_TOKEN as an operator). */
   tokens: readonly ConsoleToken[];
-  /** Signs session cookies (CONSOLE_SESSION_SECRET); null: a random one for this process. */
-  sessionSecret: string | null;
   sessionTtlMs: number;
-  /** The admin port listens on loopback only: with no tokens, the console is then open (as operator `local`). */
-  loopbackOnly: boolean;
+  /** A session unused this long ends (CONSOLE_SESSION_IDLE). */
+  sessionIdleMs: number;
+  /** ADMIN_ORIGINS: the origins besides loopback that a form may be posted from (src/http/origins.ts). */
+  adminOrigins: readonly string[];
+  /** Whose X-Forwarded-For tells who is signing in (TRUST_PROXY). */
+  trustProxy: TrustProxy;
+  /** Counts sign-ins by result (admin_sign_ins_total). */
+  signIns: Counter<'result' | 'via'>;
   viewersSeePersonalData: boolean;
   quietAfterMs: number;
+  /** CONSOLE_TIME_ZONE and CONSOLE_LOCALE, as the configuration checked them: every time and amount shown in them. */
+  timeZone: string;
+  locale: string;
+  /** CONSOLE_CONFIRM_WITHIN: how long the shop has to confirm a payment waiting for it; null: not known. */
+  confirmWithinMs: number | null;
+  /** The POS ids the service knows (its keys'): offered by the finance export's form. */
+  knownPos: readonly string[];
   reconciliation: Reconciliation | null;
+  /** When reconciliation checks an order, and how long one question may take; null when it is off. */
+  checkSchedule: { afterMs: number; giveUpMs: number; timeoutMs: number } | null;
   eventSource: string;
-  /** Hints the relay that events were written (quarantine retry). */
-  onEventsWritten: () => void;
   limited: WorkLimit;
   logger: Logger;
   now?: () => Date;
@@ -49,8 +70,6 @@ export class PageError extends Error {
   }
 }
 
-export const SESSION_COOKIE = 'console_session';
-
 /**
  * No script at all; styles from our own file only; nothing may frame the console; forms post only to it.
  * The SVG charts are inline markup, which needs no script or style exception.
@@ -66,38 +85,6 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'Cache-Control': 'no-store',
 };
 
-/**
- * A POST from another site is refused: the browser says where it comes from in `Sec-Fetch-Site` (every current
- * browser sends it); without it (an older browser, a script), `Origin` must name this very host. With neither, it
- * is refused: a form post from a page always carries one of them.
- */
-export function sameOrigin(req: Pick<Request, 'headers'>): boolean {
-  const site = req.headers['sec-fetch-site'];
-  if (typeof site === 'string') return site === 'same-origin';
-  const origin = req.headers.origin;
-  const host = req.headers.host;
-  if (typeof origin !== 'string' || typeof host !== 'string') return false;
-  try {
-    return new URL(origin).host === host;
-  } catch {
-    return false;
-  }
-}
-
-export function cookieValue(req: Request, name: string): string | null {
-  for (const part of (req.headers.cookie ?? '').split(';')) {
-    const eq = part.indexOf('=');
-    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return null;
-}
-
-/**
- * The cookie is always Secure: browsers keep Secure cookies from http://localhost and 127.0.0.1 (a port-forward),
- * and anywhere else the console must be reached over TLS, so a cookie never travels in clear.
- */
-export const cookieAttributes = 'Path=/console; HttpOnly; Secure; SameSite=Strict';
-
 export function send(res: Response, status: number, page: Html, headers: Readonly<Record<string, string>> = {}): void {
   res
     .status(status)
@@ -108,7 +95,6 @@ export function send(res: Response, status: number, page: Html, headers: Readonl
 export const ID = /^\d{1,18}$/;
 export const POS = /^[A-Za-z0-9_-]{1,64}$/;
 export const REASON = /^[a-z_]{1,64}$/;
-export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
 
 /** A query parameter as one string ('' when absent); a repeated one is nonsense. */
 export function param(req: Request, name: string): string {
@@ -118,24 +104,48 @@ export function param(req: Request, name: string): string {
   return value.trim();
 }
 
-export function field(req: Request, name: string): string {
+/** A posted form (urlencoded, small), read by the routes that take one. */
+export const readForm = express.urlencoded({ extended: false, limit: 4096, parameterLimit: 20 });
+
+/**
+ * A posted form's field ('' when absent), at most `maxLength` characters: one given twice or longer than that
+ * is refused (400), never read as something else.
+ */
+export function field(req: Request, name: string, maxLength = 512): string {
   const body: unknown = req.body;
   const value =
     body !== null && typeof body === 'object' && name in body ? (body as Record<string, unknown>)[name] : '';
-  return typeof value === 'string' ? value.trim() : '';
+  if (typeof value !== 'string') throw new PageError(400, 'Bad request', `${name} is given more than once.`);
+  if (value.length > maxLength)
+    throw new PageError(400, 'Bad request', `${name} is longer than ${maxLength} characters.`);
+  return value.trim();
 }
 
-export function parseTime(name: string, value: string): Date {
-  const ms = TIMESTAMP.test(value)
-    ? Date.parse(/T.*(Z|[+-]\d{2}:\d{2})$/.test(value) || !value.includes('T') ? value : `${value}Z`)
-    : NaN;
-  if (Number.isNaN(ms))
+/**
+ * A time typed into a filter, read in the console's zone (localTime.ts: a day, a local date and time, or an exact
+ * time with its offset); a 400 page with the expected format otherwise.
+ */
+export function parseLocalTime(clock: LocalTime, name: string, value: string, end: boolean): ReadTime {
+  const read = clock.readLocalTime(value, end);
+  if (read === null)
     throw new PageError(
       400,
       'Bad filter',
-      `${name} must be a UTC time such as 2026-11-27T09:00Z or a day such as 2026-11-27.`,
+      `${name} must be a date such as 2026-11-27 or a local time such as 2026-11-27T09:00 (${clock.timeZone}), ` +
+        `between the years ${FIRST_YEAR} and ${LAST_YEAR}.`,
     );
-  return new Date(ms);
+  return read;
+}
+
+/** What a filter's time was read as, when the clocks skip it or show it twice that night. */
+export function readingNote(name: string, value: string, read: ReadTime): string | null {
+  if (read.note === 'skipped')
+    return `${name} ${value} does not exist in this time zone (the clocks skip it): read as the moment they jumped.`;
+  if (read.note === 'repeated')
+    return `${name} ${value} happens twice in this time zone (the clocks go back): read as its ${
+      name === 'from' ? 'first' : 'second'
+    } occurrence, so both are included.`;
+  return null;
 }
 
 export function orderIdOf(req: Request): string {
@@ -153,34 +163,15 @@ export function quarantineFilterOf(reason: string, pos: string): QuarantineFilte
   return { reason: reason === '' ? null : reason, posId: pos === '' ? null : pos };
 }
 
-/** What createConsole sets up once and every group of routes uses. */
-export interface ConsoleKit {
-  router: Router;
-  options: ConsoleOptions;
-  db: Db;
-  limited: WorkLimit;
-  now: () => Date;
-  /** Signs session cookies. */
-  secret: Buffer;
-  /** No tokens and not on loopback: every page but the stylesheet is refused. */
-  closed: boolean;
-  /** No tokens, on loopback: everyone is operator `local`. */
-  open: boolean;
-  /** Reads a posted form. */
-  form: RequestHandler;
-  context: (req: Request, viewer: Viewer | null) => PageContext;
-  audit: (
-    viewer: { name: string; role: ConsoleRole | null },
-    action: string,
-    target: string | null,
-    orderId: string | null,
-    result: string,
-    detail?: string,
-  ) => Promise<void>;
+/** What a page's frame is drawn with: who is looking, when, in which zone and locale, the search box's value. */
+export function pageContext(req: Request, viewer: Viewer | null, now: Date, clock: LocalTime): PageContext {
+  return { viewer, now, clock, q: typeof req.query.q === 'string' ? req.query.q : '' };
 }
 
-/** Who is asking, from their session; operatorOf refuses a viewer. */
-export interface Signed {
-  viewerOf: (req: Request, res: Response) => Viewer;
-  operatorOf: (req: Request, res: Response) => Viewer;
+/** Where a request came from (TRUST_PROXY's rule), or 400: the throttle and the audit trail need it. */
+export function sourceOf(req: Request, trust: TrustProxy): string {
+  const forwarded = req.headers['x-forwarded-for'];
+  const address = clientAddress(req.socket.remoteAddress, typeof forwarded === 'string' ? forwarded : undefined, trust);
+  if (address === null) throw new PageError(400, 'Bad request', 'The request’s source address cannot be read.');
+  return address;
 }

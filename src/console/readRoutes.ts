@@ -1,65 +1,132 @@
+import { once } from 'node:events';
+import type { Request, Response, Router } from 'express';
 import { DELIVERY_OUTCOMES, type DeliveryOutcome } from '../domain/outcomes';
-import { attention } from './queries/attention';
+import { idProblem } from '../parsing/identifiers';
+import type { Access } from './access';
 import {
-  auditPage as readAuditPage,
-  deliveriesPage as readDeliveriesPage,
-  ordersOfNotifications,
-} from './queries/lists';
-import { orderStory } from './queries/order';
-import { overview, searchIds } from './queries/overview';
-import { PAGE_SIZE } from './queries/rows';
-import { ID, orderIdOf, PageError, param, parseTime, POS, send, type ConsoleKit, type Signed } from './consoleRouting';
+  ID,
+  orderIdOf,
+  PageError,
+  param,
+  parseLocalTime,
+  POS,
+  readingNote,
+  SECURITY_HEADERS,
+  send,
+  type ConsoleOptions,
+} from './consoleRouting';
+import { BOM, CSV_HEADER, csvLine, exportLine } from './financeCsv';
 import { href } from './html';
-import { attentionPage, auditPage, deliveriesPage } from './views/lists';
+import { LocalTime } from './localTime';
+import { AUDIT_ACTIONS, auditPage as readAuditPage } from '../history/auditQueries';
+import { readOrderStory } from '../orderStory/orderStoryQueries';
+import { quarantinedNotification } from '../recording/quarantineQueries';
+import { attention } from './queries/attention';
+import { exportRows } from './queries/export';
+import { deliveriesPage as readDeliveriesPage } from './queries/lists';
+import { orderSummaries, overview, searchIds } from './queries/overview';
+import { PAGE_SIZE } from './queries/rows';
+import { signedIn } from './queries/sessions';
+import { attentionPage } from './views/attention';
+import { exportPage } from './views/export';
+import { glossaryPage } from './views/glossary';
+import type { PageContext, Viewer } from './views/layout';
+import { auditPage, deliveriesPage, quarantinePage, sessionsPage } from './views/lists';
 import { orderPage } from './views/order';
 import { overviewPage, searchResultsPage } from './views/overview';
 
 /** Longest window of the deliveries list: its days' partitions are read. */
 const MAX_WINDOW_MS = 31 * 86_400_000;
+/** Most days one finance export covers. */
+export const EXPORT_MAX_DAYS = 31;
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
-/** The pages that read: the overview, search, an order, what needs attention, the deliveries, the audit log. */
-export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
-  const { router, options, db, limited, now, context } = kit;
+/** What the reading pages use of the console's options, and how they draw a page's frame. */
+export type ReadSettings = Pick<
+  ConsoleOptions,
+  | 'db'
+  | 'limited'
+  | 'viewersSeePersonalData'
+  | 'quietAfterMs'
+  | 'confirmWithinMs'
+  | 'knownPos'
+  | 'reconciliation'
+  | 'checkSchedule'
+  | 'sessionIdleMs'
+> & { now: () => Date; clock: LocalTime; context: (req: Request, viewer: Viewer | null) => PageContext };
+
+/**
+ * The pages that read: the overview, search, an order, what needs attention, the deliveries, a notification set
+ * aside, the audit log, the glossary, the finance export, and (operators) who is signed in.
+ */
+export function readRoutes(router: Router, access: Access, settings: ReadSettings): void {
+  const { db, limited, now, clock, context } = settings;
+  const options = settings;
+  const personalData = (viewer: Viewer): boolean => viewer.role === 'operator' || options.viewersSeePersonalData;
 
   router.get('/', async (req, res) => {
-    const viewer = viewerOf(req, res);
-    const data = await limited(res, () => overview(db, now()));
-    send(res, 200, overviewPage(context(req, viewer), data));
+    const viewer = await access.viewerOf(req, res);
+    const at = now();
+    const today = clock.localDay(at);
+    const start = clock.startOfDay(today);
+    const end = clock.startOfDay(LocalTime.nextDay(today));
+    const data = await limited(res, () => overview(db, start, end));
+    send(res, 200, overviewPage(context(req, viewer), data, { start, text: today }));
+  });
+
+  router.get('/glossary', async (req, res) => {
+    // Words only, no data: readable before signing in too (the sign-in page links it).
+    let viewer: Viewer | null = null;
+    try {
+      viewer = await access.viewerOf(req, res);
+    } catch (error) {
+      if (!(error instanceof PageError)) throw error;
+    }
+    send(res, 200, glossaryPage(context(req, viewer)));
   });
 
   router.get('/search', async (req, res) => {
-    const viewer = viewerOf(req, res);
+    const viewer = await access.viewerOf(req, res);
     const q = param(req, 'q');
     if (q === '' || q.length > 200 || /\p{Cc}/u.test(q))
       throw new PageError(
         400,
         'Bad search',
-        'Give one id of up to 200 characters: an orderId, extOrderId, refundId, extRefundId or PAYMENT_ID.',
+        'Give one id of up to 200 characters: an order id (orderId), shop reference (extOrderId), payment id ' +
+          '(PAYMENT_ID), refund id (refundId) or the shop’s refund reference (extRefundId).',
       );
     const matches = await limited(res, () => searchIds(db, q));
     const orders = new Set(matches.map((m) => m.orderId));
-    if (orders.size === 0) throw new PageError(404, 'Not found', `No order or refund has the id “${q}”.`);
-    if (orders.size === 1) return res.redirect(303, href(['orders', matches[0]?.orderId ?? '']));
-    send(res, 200, searchResultsPage(context(req, viewer), q, matches));
+    if (orders.size === 0)
+      throw new PageError(
+        404,
+        'Not found',
+        `No order or refund has the id “${q}”: not as an order id, shop reference, payment id, refund id or shop’s ` +
+          'refund reference. Check it with the customer; a payment started moments ago may not be here yet.',
+      );
+    if (orders.size === 1) return res.redirect(303, href(['orders', matches[0]?.orderId ?? '']).path);
+    const summaries = await limited(res, () => orderSummaries(db, [...orders]));
+    send(res, 200, searchResultsPage(context(req, viewer), q, matches, summaries));
   });
 
   router.get('/orders/:orderId', async (req, res) => {
-    const viewer = viewerOf(req, res);
+    const viewer = await access.viewerOf(req, res);
     const orderId = orderIdOf(req);
-    const story = await limited(res, () => orderStory(db, orderId));
+    const story = await limited(res, () => readOrderStory(db, orderId));
     if (story === null) throw new PageError(404, 'Not found', `No order or refund has the id “${orderId}”.`);
     send(
       res,
       200,
       orderPage(context(req, viewer), story, {
-        personalData: viewer.role === 'operator' || options.viewersSeePersonalData,
+        personalData: personalData(viewer),
         canAct: viewer.role === 'operator',
+        checks: options.checkSchedule,
       }),
     );
   });
 
   router.get('/attention', async (req, res) => {
-    const viewer = viewerOf(req, res);
+    const viewer = await access.viewerOf(req, res);
     const data = await limited(res, () => attention(db, now()));
     send(
       res,
@@ -67,12 +134,14 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
       attentionPage(context(req, viewer), data, {
         canAct: viewer.role === 'operator',
         quietAfterMs: options.quietAfterMs,
+        confirmWithinMs: options.confirmWithinMs,
+        checksOn: options.reconciliation !== null,
       }),
     );
   });
 
   router.get('/deliveries', async (req, res) => {
-    const viewer = viewerOf(req, res);
+    const viewer = await access.viewerOf(req, res);
     const query = {
       outcome: param(req, 'outcome'),
       pos: param(req, 'pos'),
@@ -83,39 +152,170 @@ export function readRoutes(kit: ConsoleKit, { viewerOf }: Signed): void {
     if (query.outcome !== '' && !DELIVERY_OUTCOMES.includes(query.outcome as DeliveryOutcome))
       throw new PageError(400, 'Bad filter', `outcome must be one of ${DELIVERY_OUTCOMES.join(', ')}.`);
     if (query.pos !== '' && !POS.test(query.pos))
-      throw new PageError(400, 'Bad filter', 'pos must be a POS id: letters, digits, _ and -.');
+      throw new PageError(400, 'Bad filter', 'pos must be a shop account (POS) id: letters, digits, _ and -.');
     if (cursor !== '' && !ID.test(cursor)) throw new PageError(400, 'Bad filter', 'cursor must be a delivery id.');
-    const to = query.to === '' ? now() : parseTime('to', query.to);
-    const from = query.from === '' ? new Date(to.getTime() - 86_400_000) : parseTime('from', query.from);
-    if (from.getTime() >= to.getTime()) throw new PageError(400, 'Bad filter', 'from must be before to.');
+    const toRead = query.to === '' ? null : parseLocalTime(clock, 'to', query.to, true);
+    const to = toRead?.at ?? now();
+    const fromRead = query.from === '' ? null : parseLocalTime(clock, 'from', query.from, false);
+    const from = fromRead?.at ?? new Date(to.getTime() - 86_400_000);
+    if (from.getTime() >= to.getTime())
+      throw new PageError(400, 'Bad filter', 'from must be before to: the range is given oldest first.');
     if (to.getTime() - from.getTime() > MAX_WINDOW_MS)
       throw new PageError(400, 'Bad filter', 'from and to may be at most 31 days apart.');
+    const notes = [
+      fromRead ? readingNote('from', query.from, fromRead) : null,
+      toRead ? readingNote('to', query.to, toRead) : null,
+    ].filter((n): n is string => n !== null);
     const outcome = DELIVERY_OUTCOMES.find((o) => o === query.outcome) ?? null;
-    const { rows, orders } = await limited(res, async () => {
-      const rows = await readDeliveriesPage(db, {
+    const rows = await limited(res, () =>
+      readDeliveriesPage(db, {
         outcome,
         posId: query.pos === '' ? null : query.pos,
         from,
         to,
         before: cursor === '' ? null : cursor,
-      });
-      const shown = rows.slice(0, PAGE_SIZE);
-      // A delivery's notification lives in its day: found by id there.
-      const refs = shown
-        .filter((d) => d.notificationId !== null)
-        .map((d) => ({ id: d.notificationId ?? '', at: d.notificationReceivedAt }));
-      return { rows, orders: await ordersOfNotifications(db, refs) };
-    });
+      }),
+    );
     const next = rows.length > PAGE_SIZE ? (rows[PAGE_SIZE - 1]?.id ?? null) : null;
-    send(res, 200, deliveriesPage(context(req, viewer), query, rows.slice(0, PAGE_SIZE), orders, next));
+    // The form shows local times as its datetime-local inputs hold them, whatever form they were typed in.
+    const shown = { ...query, from: fromRead ? clock.inputValue(from) : '', to: toRead ? clock.inputValue(to) : '' };
+    send(res, 200, deliveriesPage(context(req, viewer), shown, { from, to, notes }, rows.slice(0, PAGE_SIZE), next));
+  });
+
+  router.get('/quarantine/:id', async (req, res, next) => {
+    const id = typeof req.params.id === 'string' ? req.params.id : '';
+    // `/quarantine/retry` is the bulk retry's confirmation (actionRoutes.ts).
+    if (!ID.test(id)) return next();
+    const viewer = await access.viewerOf(req, res);
+    const found = await limited(res, () => quarantinedNotification(db, id));
+    if (found === null) throw new PageError(404, 'Not found', `No notification set aside has the number ${id}.`);
+    send(
+      res,
+      200,
+      quarantinePage(context(req, viewer), found, {
+        personalData: personalData(viewer),
+        canAct: viewer.role === 'operator',
+      }),
+    );
   });
 
   router.get('/audit', async (req, res) => {
-    const viewer = viewerOf(req, res);
+    const viewer = await access.viewerOf(req, res);
+    const query = {
+      actor: param(req, 'actor'),
+      action: param(req, 'action'),
+      order: param(req, 'order'),
+      from: param(req, 'from'),
+      to: param(req, 'to'),
+    };
     const cursor = param(req, 'cursor');
+    if (query.actor.length > 200 || /\p{Cc}/u.test(query.actor))
+      throw new PageError(400, 'Bad filter', 'person must be a name of up to 200 characters.');
+    const action = AUDIT_ACTIONS.find((a) => a === query.action) ?? null;
+    if (query.action !== '' && action === null)
+      throw new PageError(400, 'Bad filter', `action must be one of ${AUDIT_ACTIONS.join(', ')}.`);
+    const orderProblem = query.order === '' ? null : idProblem(query.order);
+    if (orderProblem !== null) throw new PageError(400, 'Bad filter', `order is not an order id: ${orderProblem}.`);
     if (cursor !== '' && !ID.test(cursor)) throw new PageError(400, 'Bad filter', 'cursor must be an audit id.');
-    const rows = await limited(res, () => readAuditPage(db, cursor === '' ? null : cursor));
+    const from = query.from === '' ? null : parseLocalTime(clock, 'from', query.from, false).at;
+    const to = query.to === '' ? null : parseLocalTime(clock, 'to', query.to, true).at;
+    if (from !== null && to !== null && from.getTime() >= to.getTime())
+      throw new PageError(400, 'Bad filter', 'from must be before to: the range is given oldest first.');
+    const rows = await limited(res, () =>
+      readAuditPage(
+        db,
+        {
+          actor: query.actor === '' ? null : query.actor,
+          action,
+          orderId: query.order === '' ? null : query.order,
+          from,
+          to,
+          before: cursor === '' ? null : cursor,
+        },
+        PAGE_SIZE + 1,
+      ),
+    );
     const next = rows.length > PAGE_SIZE ? (rows[PAGE_SIZE - 1]?.id ?? null) : null;
-    send(res, 200, auditPage(context(req, viewer), rows.slice(0, PAGE_SIZE), next));
+    send(res, 200, auditPage(context(req, viewer), query, rows.slice(0, PAGE_SIZE), next));
   });
+
+  router.get('/sessions', async (req, res) => {
+    const viewer = await access.operatorOf(req, res);
+    const sessions = await limited(res, () => signedIn(db, now(), settings.sessionIdleMs));
+    send(res, 200, sessionsPage(context(req, viewer), sessions));
+  });
+
+  router.get('/export', async (req, res) => {
+    const viewer = await access.viewerOf(req, res);
+    const yesterday = clock.localDay(new Date(now().getTime() - 86_400_000));
+    const form = {
+      pos: param(req, 'pos') || (options.knownPos.length === 1 ? (options.knownPos[0] ?? '') : ''),
+      from: param(req, 'from') || yesterday,
+      to: param(req, 'to') || yesterday,
+    };
+    send(res, 200, exportPage(context(req, viewer), form, options.knownPos, EXPORT_MAX_DAYS));
+  });
+
+  router.get('/export.csv', async (req, res) => {
+    await access.viewerOf(req, res);
+    const range = exportRangeOf(req, clock);
+    await limited(res, (clientLeft) => streamExport(res, range, clientLeft));
+  });
+
+  /** Streams the export a page of rows at a time, waiting for the client to take each write. */
+  async function streamExport(res: Response, range: ExportRange, clientLeft: AbortSignal): Promise<void> {
+    const rows = exportRows(db, { posId: range.posId, from: range.from, to: range.to });
+    try {
+      for await (const row of rows) {
+        if (!res.headersSent) writeHead(res, range);
+        if (clientLeft.aborted) return void res.destroy();
+        if (!res.write(exportLine(row, clock))) await once(res, 'drain', { signal: clientLeft });
+      }
+      if (!res.headersSent) writeHead(res, range);
+      res.end();
+    } catch (error) {
+      // Once the first line is sent, a failure can only cut the file short, never pass for its end.
+      if (!res.headersSent) throw error;
+      res.destroy(error instanceof Error ? error : undefined);
+    }
+  }
+}
+
+interface ExportRange {
+  posId: string;
+  fromDay: string;
+  toDay: string;
+  from: Date;
+  to: Date;
+}
+
+function exportRangeOf(req: Request, clock: LocalTime): ExportRange {
+  const posId = param(req, 'pos');
+  const fromDay = param(req, 'from');
+  const toDay = param(req, 'to');
+  if (!POS.test(posId))
+    throw new PageError(400, 'Bad export', 'pos must be a shop account (POS) id: letters, digits, _ and -.');
+  const from = DAY.test(fromDay) ? clock.readLocalTime(fromDay, false) : null;
+  const to = DAY.test(toDay) ? clock.readLocalTime(toDay, true) : null;
+  if (from === null || to === null)
+    throw new PageError(
+      400,
+      'Bad export',
+      `from and to must be days such as 2026-11-27 (in ${clock.timeZone}), between the years 2000 and 2099.`,
+    );
+  if (to.at.getTime() <= from.at.getTime())
+    throw new PageError(400, 'Bad export', 'from must not be after to: the first day comes first.');
+  const days = Math.round((Date.parse(`${toDay}T00:00Z`) - Date.parse(`${fromDay}T00:00Z`)) / 86_400_000) + 1;
+  if (days > EXPORT_MAX_DAYS)
+    throw new PageError(400, 'Bad export', `An export covers at most ${EXPORT_MAX_DAYS} days; this asks for ${days}.`);
+  return { posId, fromDay, toDay, from: from.at, to: to.at };
+}
+
+function writeHead(res: Response, range: ExportRange): void {
+  res.status(200).set({
+    ...SECURITY_HEADERS,
+    'Content-Type': 'text/csv; charset=utf-8',
+    'Content-Disposition': `attachment; filename="payments-${range.posId}-${range.fromDay}-to-${range.toDay}.csv"`,
+  });
+  res.write(BOM + csvLine(CSV_HEADER));
 }

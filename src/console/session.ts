@@ -1,10 +1,11 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { settingEntries } from '../parsing/settingList';
 
 /**
  * Who may use the console and how a session is carried (pure). A person signs in with a token once; the
- * console then keeps a signed cookie naming them, their role and its expiry. The token itself never leaves the
- * sign-in form.
+ * console then keeps a session in the database (queries/sessions.ts) and gives the browser only its random id,
+ * in a `__Host-` cookie. The token itself never leaves the sign-in form; the database holds the id's SHA-256
+ * and a fingerprint of the token, never either of them.
  */
 
 export type ConsoleRole = 'viewer' | 'operator';
@@ -16,7 +17,7 @@ export interface ConsoleToken {
   role: ConsoleRole;
 }
 
-const NAME = /^[A-Za-z0-9_@-]{1,64}$/;
+export const NAME = /^[A-Za-z0-9_@-]{1,64}$/;
 
 /**
  * `name:token` entries, comma-separated (CONSOLE_OPERATOR_TOKENS, CONSOLE_VIEWER_TOKENS): a name of letters,
@@ -37,6 +38,31 @@ export function parseConsoleTokens(value: string, role: ConsoleRole): { tokens: 
   return { tokens, problems };
 }
 
+/**
+ * What the two lists cannot both hold, named by entry and never by token: one name in both (as which role would
+ * it sign in?), and one token for two entries (whose name would the audit trail record?).
+ */
+export function tokenListProblems(operators: readonly ConsoleToken[], viewers: readonly ConsoleToken[]): string[] {
+  const problems: string[] = [];
+  viewers.forEach((viewer, i) => {
+    if (operators.some((o) => o.name === viewer.name))
+      problems.push(
+        `CONSOLE_VIEWER_TOKENS: entry ${i + 1} (${viewer.name}): the name is also in CONSOLE_OPERATOR_TOKENS; ` +
+          'give each person one role',
+      );
+  });
+  const all = [...operators, ...viewers];
+  all.forEach((entry, i) => {
+    const first = all.findIndex((other) => other.token === entry.token);
+    if (first !== i)
+      problems.push(
+        `${entry.role === 'operator' ? 'CONSOLE_OPERATOR_TOKENS' : 'CONSOLE_VIEWER_TOKENS'}: ${entry.name}: the ` +
+          `token is also ${all[first]?.name ?? ''}'s; give each person a token of their own`,
+      );
+  });
+  return problems;
+}
+
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 
 /** The token's holder, compared in constant time against every configured token; null: none matches. */
@@ -48,34 +74,87 @@ export function tokenHolder(tokens: readonly ConsoleToken[], presented: string):
   return found;
 }
 
-/** A signed-in person, as the cookie carries them. */
-export interface Session {
+/**
+ * Which token a session was opened with, as the database keeps it: 64 bits of a hash, enough to tell a replaced
+ * token from the one that signed in, too few to check guesses of a token against.
+ */
+export const tokenFingerprint = (token: string): string =>
+  createHash('sha256').update(`console-token\0${token}`).digest('hex').slice(0, 16);
+
+/** The cookie that carries a session's id: `__Host-` (Secure, Path=/, no Domain), so no other site can set it. */
+export const SESSION_COOKIE = '__Host-console_session';
+
+/**
+ * Secure always: browsers keep Secure cookies from http://localhost and 127.0.0.1 (a port-forward), and
+ * anywhere else the console must be reached over TLS, so a cookie never travels in clear.
+ */
+export const SESSION_COOKIE_ATTRIBUTES = 'Path=/; HttpOnly; Secure; SameSite=Strict';
+
+const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
+
+const keyOf = (id: string): Buffer => createHash('sha256').update(id).digest();
+
+/** A new session: its id for the cookie (32 random bytes, base64url) and the key the database holds it by. */
+export function newSession(): { id: string; key: Buffer } {
+  const id = randomBytes(32).toString('base64url');
+  return { id, key: keyOf(id) };
+}
+
+/** What the database keys a cookie's session by; null when the value cannot be a session id (never looked up). */
+export function sessionKey(value: string): Buffer | null {
+  return SESSION_ID.test(value) ? keyOf(value) : null;
+}
+
+/**
+ * The session cookie's values in a Cookie header: none, one, or several (a cookie planted beside ours, or a
+ * stale duplicate), which the console refuses rather than choosing one.
+ */
+export function sessionCookies(header: string | undefined): string[] {
+  const values: string[] = [];
+  for (const part of (header ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq !== -1 && part.slice(0, eq).trim() === SESSION_COOKIE) values.push(part.slice(eq + 1).trim());
+  }
+  return values;
+}
+
+/** A session as the database holds it. */
+export interface StoredSession {
   name: string;
   role: ConsoleRole;
-  /** Seconds since the epoch. */
-  expiresAt: number;
+  tokenFingerprint: string;
+  createdAt: Date;
+  lastSeenAt: Date;
+  expiresAt: Date;
 }
 
-const sign = (secret: Buffer, payload: string): string =>
-  createHmac('sha256', secret).update(payload).digest('base64url');
+/** last_seen_at is written at most this often per session: the idle timeout is that much coarser. */
+export const TOUCH_EVERY_MS = 60_000;
 
-/** `v1.<name>.<role>.<expires>.<hmac>`: the name's alphabet has no dot, so the fields split unambiguously. */
-export function sealSession(secret: Buffer, session: Session): string {
-  const payload = `v1.${session.name}.${session.role}.${session.expiresAt}`;
-  return `${payload}.${sign(secret, payload)}`;
+/** Why a stored session no longer lets its holder in. */
+export type SessionEnd = 'expired' | 'idle' | 'access_changed';
+
+/**
+ * Whether a stored session still stands (and whether its last_seen_at is due a write), judged against the
+ * configuration as it is now: the name must still hold a token of the same role, the very one that signed in.
+ */
+export function judgeSession(
+  session: StoredSession,
+  holders: ReadonlyMap<string, { role: ConsoleRole; fingerprint: string }>,
+  nowMs: number,
+  idleMs: number,
+): { stands: true; touch: boolean } | { stands: false; end: SessionEnd } {
+  const holder = holders.get(session.name);
+  if (holder === undefined || holder.role !== session.role || holder.fingerprint !== session.tokenFingerprint)
+    return { stands: false, end: 'access_changed' };
+  if (session.expiresAt.getTime() <= nowMs) return { stands: false, end: 'expired' };
+  if (nowMs - session.lastSeenAt.getTime() > idleMs) return { stands: false, end: 'idle' };
+  return { stands: true, touch: nowMs - session.lastSeenAt.getTime() >= TOUCH_EVERY_MS };
 }
 
-/** The session a cookie value carries, or why not: forged (bad form or signature) or expired. */
-export function openSession(
-  secret: Buffer,
-  value: string,
-  nowSeconds: number,
-): { session: Session } | { problem: 'forged' | 'expired' } {
-  const match = /^v1\.([A-Za-z0-9_@-]{1,64})\.(viewer|operator)\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(value);
-  if (!match) return { problem: 'forged' };
-  const [, name = '', role = '', expires = '', mac = ''] = match;
-  const expected = Buffer.from(sign(secret, `v1.${name}.${role}.${expires}`));
-  if (!timingSafeEqual(expected, Buffer.from(mac))) return { problem: 'forged' };
-  if (Number(expires) <= nowSeconds) return { problem: 'expired' };
-  return { session: { name, role: role === 'operator' ? 'operator' : 'viewer', expiresAt: Number(expires) } };
+/** The configured people by name, with their tokens' fingerprints: what judgeSession compares with. */
+export function holdersByName(
+  tokens: readonly ConsoleToken[],
+): ReadonlyMap<string, { role: ConsoleRole; fingerprint: string }> {
+  return new Map(tokens.map((t) => [t.name, { role: t.role, fingerprint: tokenFingerprint(t.token) }]));
 }

@@ -28,20 +28,25 @@ export interface BinaryFile {
   link?: string;
 }
 
-function walk(dir: string, base = dir, into: BinaryFile[] = []): BinaryFile[] {
-  for (const name of readdirSync(dir).sort()) {
-    const file = path.join(dir, name);
-    const entry = lstatSync(file);
-    const relative = path.relative(base, file);
-    if (entry.isDirectory()) walk(file, base, into);
-    else if (entry.isSymbolicLink()) into.push({ path: relative, link: readlinkSync(file) });
-    else
-      into.push({
-        path: relative,
-        size: entry.size,
-        sha256: createHash('sha256').update(readFileSync(file)).digest('hex'),
-      });
-  }
+/** Every file under `base`, by its path from there, in name order. */
+function walk(base: string): BinaryFile[] {
+  const into: BinaryFile[] = [];
+  const visit = (dir: string): void => {
+    for (const name of readdirSync(dir).sort()) {
+      const file = path.join(dir, name);
+      const entry = lstatSync(file);
+      const relative = path.relative(base, file);
+      if (entry.isDirectory()) visit(file);
+      else if (entry.isSymbolicLink()) into.push({ path: relative, link: readlinkSync(file) });
+      else
+        into.push({
+          path: relative,
+          size: entry.size,
+          sha256: createHash('sha256').update(readFileSync(file)).digest('hex'),
+        });
+    }
+  };
+  visit(base);
   return into;
 }
 

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from '../observability/logger';
+import { columnsOf, tableOf } from './columns';
 import { inTransaction, queries, runOn, statement, type Query } from './transaction';
 
 /** sql/ beside src/ (in development) or beside dist/ (built). */
@@ -27,8 +28,9 @@ export async function migrate(databaseUrl: string, logger: Logger, dir = MIGRATI
   try {
     const run = <Row>(query: Query<Row>): Promise<Row[]> => runOn(client, statement(query));
     await run(sql`SELECT pg_advisory_lock(${MIGRATION_LOCK}::bigint)`);
-    await run(sql`CREATE TABLE IF NOT EXISTS schema_migrations (
-      name text PRIMARY KEY, sha256 text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const m = columnsOf('schema_migrations');
+    await run(sql`CREATE TABLE IF NOT EXISTS ${tableOf('schema_migrations')} (
+      ${m('name')} text PRIMARY KEY, ${m('sha256')} text NOT NULL, ${m('applied_at')} timestamptz NOT NULL DEFAULT now())`);
     const done = new Map(
       (await run(queries.selectFrom('schema_migrations').select(['name', 'sha256']))).map((r) => [r.name, r.sha256]),
     );

@@ -89,6 +89,11 @@ export function createDb(pool: pg.Pool): Db {
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool) }) });
 }
 
+/** Whether the database answers (readiness): a statement that reads nothing. */
+export async function ping(db: Db): Promise<void> {
+  await sql`SELECT 1`.execute(db);
+}
+
 /**
  * Creates the configured database when it does not exist yet (first start on a fresh server);
  * true when this call created it.

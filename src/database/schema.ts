@@ -14,7 +14,7 @@ type Amount = ColumnType<string | null, string | null, string | null>;
  * each other by value, without foreign keys.
  */
 export interface NotificationsTable {
-  /** Reserved from notification_ids by the recorder's read, then inserted (src/recording/batchStatements.ts). */
+  /** Reserved from notification_ids by the recorder's read, then inserted (src/recording/batchQueries.ts). */
   id: ColumnType<string, string, never>;
   kind: 'order' | 'refund';
   subject_id: string;
@@ -172,6 +172,21 @@ export interface OutboxEventsTable {
   attempts: Generated<number>;
   next_attempt_at: Timestamp;
   last_error: string | null;
+  /** Published, but the broker returned it: no queue was bound for its routing key (sql/010). */
+  unrouted_at: ColumnType<Date | null, never, Date | null>;
+}
+
+/** Ids and times of events written before ids were derived (sql/011): what `events rebuild` gives them again. */
+export interface LegacyEventIdsTable {
+  notification_id: ColumnType<string, string, never>;
+  event_id: string;
+  event_time: Date;
+  created_at: Date;
+}
+
+/** One row: the first notification whose event id is derived (sql/011). */
+export interface EventIdDerivationTable {
+  derived_from: ColumnType<string, string, never>;
 }
 
 /** The migrations applied (src/database/migrations.ts), by file name, with the digest of the file as applied. */
@@ -187,7 +202,13 @@ export interface HistoryBodiesPurgedTable {
   purged_at: Generated<Date>;
 }
 
-/** Every console sign-in and action (sql/009): who, as what, did what to what, and how it ended. */
+/** Where an audited action came from (sql/012). */
+export type AuditVia = 'console' | 'api' | 'command line';
+
+/**
+ * Every sign-in and action (sql/009, sql/012): who, as what, through which door, did what to what, and how it
+ * ended; a row that coalesces repeats (coalesce_key) counts them, from `at` to `last_at`.
+ */
 export interface ConsoleAuditTable {
   id: BigintId;
   at: Generated<Date>;
@@ -198,10 +219,50 @@ export interface ConsoleAuditTable {
   order_id: string | null;
   result: string;
   detail: Generated<string>;
+  via: Generated<AuditVia>;
+  source_address: string | null;
+  count: Generated<number>;
+  last_at: Date | null;
+  coalesce_key: string | null;
 }
+
+/** A signed-in person (sql/012), found by the SHA-256 of their cookie's random id. */
+export interface ConsoleSessionsTable {
+  id_hash: Buffer;
+  name: string;
+  role: 'viewer' | 'operator';
+  token_fingerprint: string;
+  source_address: string | null;
+  created_at: Generated<Date>;
+  last_seen_at: Generated<Date>;
+  expires_at: Date;
+}
+
+/** Failed sign-ins per source and minute (sql/012), for every replica's throttle. */
+export interface ConsoleSignInFailuresTable {
+  minute: Date;
+  source: string;
+  failures: number;
+}
+
+/** Whether the payment API answers each POS's checks (sql/014), written when that changes. */
+export interface PaymentApiReachabilityTable {
+  pos_id: string;
+  state: PaymentApiState;
+  /** The first check that found it in this state. */
+  entered_at: Date;
+  detail: string;
+  confirmed_at: Date;
+}
+
+/** The payment API for a POS: it answers, it cannot be reached, or it refuses the POS's credentials. */
+export type PaymentApiState = 'answering' | 'unreachable' | 'refused';
 
 export interface Database {
   console_audit: ConsoleAuditTable;
+  console_sessions: ConsoleSessionsTable;
+  console_sign_in_failures: ConsoleSignInFailuresTable;
+  payment_api_reachability: PaymentApiReachabilityTable;
   history_bodies_purged: HistoryBodiesPurgedTable;
   schema_migrations: SchemaMigrationsTable;
   notifications: NotificationsTable;
@@ -214,6 +275,8 @@ export interface Database {
   refunds: RefundsTable;
   event_streams: EventStreamsTable;
   outbox_events: OutboxEventsTable;
+  legacy_event_ids: LegacyEventIdsTable;
+  event_id_derivation: EventIdDerivationTable;
   reconciliation_checks: ReconciliationChecksTable;
   reconciliation_progress: ReconciliationProgressTable;
 }

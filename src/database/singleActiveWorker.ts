@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { Retries, type BackoffPolicy } from '../domain/backoff';
 import type { Logger } from '../observability/logger';
 import { SessionLock, type SessionLockOptions } from './sessionLock';
 
@@ -31,10 +32,10 @@ export interface SingleActiveWorkerOptions {
   /** How long a standby waits before it tries the lock again. */
   standbyMs: number;
   /**
-   * The wait after a failure: firstMs, doubling with each failure in a row up to maxMs, and never under atLeastMs;
-   * a step that succeeds starts it over.
+   * The wait after a failure, by the one back-off policy (src/domain/backoff.ts) and never under atLeastMs; a step
+   * that succeeds starts it over.
    */
-  backoff: { firstMs: number; maxMs: number; atLeastMs?: number };
+  backoff: BackoffPolicy & { atLeastMs?: number };
   /** The job's own work, on the lock's connection, while this process holds the lock. */
   step: (connection: pg.Client) => Promise<NextStep>;
   /** Told of a failed step (a metric), after the log line. */
@@ -44,10 +45,6 @@ export interface SingleActiveWorkerOptions {
   /** The lock to hold; by default a SessionLock with the settings above. */
   createLock?: (options: SessionLockOptions) => ActiveLock;
 }
-
-/** The next wait of a back-off: first, then doubling up to max. */
-export const backoffAfter = (previousMs: number, firstMs: number, maxMs: number): number =>
-  Math.min(Math.max(previousMs * 2, firstMs), maxMs);
 
 /**
  * A job that one process runs at a time across every replica (the outbox relay, the reconciler, the history
@@ -63,10 +60,11 @@ export class SingleActiveWorker {
   private loop: Promise<void> | null = null;
   private wakePending = false;
   private endWait: ((byWake: boolean) => void) | null = null;
-  private failureBackoffMs = 0;
+  private readonly failures: Retries;
 
   constructor(private readonly options: SingleActiveWorkerOptions) {
     const { logger, lines, activeGauge, onActiveChange } = options;
+    this.failures = new Retries(options.backoff);
     this.lock = (options.createLock ?? ((o) => new SessionLock(o)))({
       ...options.lock,
       logger,
@@ -116,7 +114,7 @@ export class SingleActiveWorker {
         if (await this.lock.hold()) {
           this.wakePending = false;
           next = await this.options.step(this.heldConnection());
-          this.failureBackoffMs = 0;
+          this.failures.reset();
         } else {
           next = { waitMs: standbyMs, wakeable: false }; // a standby only polls for the lock
         }
@@ -126,8 +124,7 @@ export class SingleActiveWorker {
         this.options.onFailure?.(error);
         // The connection may be gone with the lock: start over on a new one.
         await this.lock.release();
-        this.failureBackoffMs = backoffAfter(this.failureBackoffMs, backoff.firstMs, backoff.maxMs);
-        next = { waitMs: Math.max(this.failureBackoffMs, backoff.atLeastMs ?? 0), wakeable: false };
+        next = { waitMs: this.failures.next(backoff.atLeastMs), wakeable: false };
       }
       if (next.waitMs > 0) await this.wait(next);
     }
@@ -156,4 +153,73 @@ export class SingleActiveWorker {
       };
     });
   }
+}
+
+/** What a single-active job sets of its worker; the rest (its step and what it is told) are the job's methods. */
+export type SingleActiveJobSettings = Omit<
+  SingleActiveWorkerOptions,
+  'step' | 'onStop' | 'onActiveChange' | 'onFailure' | 'lock'
+> & { lock: Omit<SingleActiveWorkerOptions['lock'], 'onConnect'> };
+
+/**
+ * The one start/stop shape of the jobs one process runs at a time across every replica (the outbox relay, the
+ * reconciler, the history maintainer): each extends this with its step and what it must be told, and is started,
+ * hinted and stopped the same way, through its SingleActiveWorker.
+ */
+export abstract class SingleActiveJob {
+  private readonly worker: SingleActiveWorker;
+
+  protected constructor(settings: SingleActiveJobSettings) {
+    this.worker = new SingleActiveWorker({
+      ...settings,
+      lock: { ...settings.lock, onConnect: (client) => this.onConnect(client) },
+      step: (connection) => this.step(connection),
+      onStop: () => this.onStop(),
+      onActiveChange: (active) => this.onActiveChange(active),
+      onFailure: (error) => this.onFailure(error),
+    });
+  }
+
+  /** Whether this process holds the job's lock now. */
+  get isActive(): boolean {
+    return this.worker.isActive;
+  }
+
+  start(): void {
+    this.worker.start();
+  }
+
+  /** A hint that there is work: ends a wakeable wait now. */
+  wake(): void {
+    this.worker.wake();
+  }
+
+  /** Ends any wait, lets the step under way finish, releases the lock and closes its connection. */
+  async stop(): Promise<void> {
+    await this.worker.stop();
+  }
+
+  /** Whether stop() was called: a long step checks it between its items. */
+  protected get isStopping(): boolean {
+    return this.worker.isStopping;
+  }
+
+  /** The job's work while this process holds the lock: one step, and how long to wait before the next. */
+  protected abstract step(connection: pg.Client): Promise<NextStep>;
+
+  /** Run on each new connection of the lock's, before the lock is tried (the relay LISTENs on it). */
+  protected onConnect(_connection: pg.Client): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Run once the loop has ended, before the lock is released. */
+  protected onStop(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Told, after the log line, when this process becomes active or stands by. */
+  protected onActiveChange(_active: boolean): void {}
+
+  /** Told of a failed step (a metric), after the log line. */
+  protected onFailure(_error: Error): void {}
 }

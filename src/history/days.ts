@@ -78,3 +78,20 @@ export function daysAhead(partitions: readonly PartitionBounds[], nowMs: number)
   const until = Math.min(...coveredUntil);
   return until <= nowMs ? -1 : Math.floor((until - todayStart) / DAY_MS) - 1;
 }
+
+/**
+ * The days from yesterday to DAYS_AHEAD after today for which some history table has no partition: each one
+ * a day whose writes would fail (today's at once). Empty when all are there.
+ */
+export function missingDays(partitions: readonly PartitionBounds[], nowMs: number): Day[] {
+  const { first, last } = daysToMake(nowMs);
+  const missing: Day[] = [];
+  for (let day = first; day <= last; day = addDays(day, 1)) {
+    const start = Date.parse(`${day}T00:00:00Z`);
+    const covered = HISTORY_TABLES.every((table) =>
+      partitions.some((p) => p.table === table && p.fromMs <= start && p.toMs >= start + DAY_MS),
+    );
+    if (!covered) missing.push(day);
+  }
+  return missing;
+}

@@ -1,25 +1,31 @@
 import type pg from 'pg';
-import { SingleActiveWorker, type NextStep } from '../database/singleActiveWorker';
+import { SingleActiveJob, type NextStep } from '../database/singleActiveWorker';
 import type { Logger } from '../observability/logger';
 import type { HistoryMetrics } from '../observability/metrics';
-import { deleteAuditPast } from './audit';
+import { deleteAuditPast } from './auditQueries';
 import { dayOf } from './days';
 import {
+  findMissingDays,
   historyPartitions,
   makeDays,
   makeDaysOn,
   purgeBodiesPast,
   removeDaysPast,
-  sessionOn,
   withWorkLock,
-  type HistorySession,
 } from './maintenance';
+import { sessionOn, type HistorySession } from './historyQueries';
 
 /** Only one maintainer runs rounds on schedule, across every replica (as the relay and the reconciler). */
 export const HISTORY_MAINTAINER_LOCK = 7_316_004;
 
 /** Least time between two starts of making the days a write found missing (one failed write is enough). */
 const MISSING_DAY_GAP_MS = 5000;
+
+/**
+ * How often the active maintainer looks for days without a partition between its rounds (one catalog read): a day
+ * removed by hand is made again this soon with no write failing on it first (issue 45).
+ */
+export const MISSING_DAY_CHECK_MS = 10_000;
 
 /** What the maintainer reads of the configuration. */
 export interface HistorySettings {
@@ -54,20 +60,18 @@ export interface MaintenanceRound {
  * again in a minute. One is active across all replicas (a session advisory lock); `notification-receiver
  * purge` does the same work on demand, one at a time with it (HISTORY_WORK_LOCK).
  */
-export class HistoryMaintainer {
+export class HistoryMaintainer extends SingleActiveJob {
   private readonly intervalMs: number;
   private readonly now: () => number;
-  private readonly worker: SingleActiveWorker;
   private nextRoundAt = 0;
   /** When the days a write found missing were last being made (0: never). */
   private missingDayAt = 0;
   private makingMissingDays: Promise<void> | null = null;
 
   constructor(private readonly options: HistoryMaintainerOptions) {
-    this.intervalMs = options.intervalMs ?? 3_600_000;
-    this.now = options.now ?? Date.now;
-    const standbyMs = Math.min(this.intervalMs, 60_000);
-    this.worker = new SingleActiveWorker({
+    const intervalMs = options.intervalMs ?? 3_600_000;
+    const standbyMs = Math.min(intervalMs, 60_000);
+    super({
       lock: { key: HISTORY_MAINTAINER_LOCK, databaseUrl: options.databaseUrl, job: 'history' },
       logger: options.logger,
       lines: {
@@ -76,40 +80,49 @@ export class HistoryMaintainer {
         failed: 'history maintenance failed; trying again in a minute',
       },
       activeGauge: options.metrics.maintainerActive,
-      // A new holder runs a round at once.
-      onActiveChange: (held) => {
-        if (held) this.nextRoundAt = 0;
-      },
       standbyMs,
-      backoff: { firstMs: standbyMs, maxMs: standbyMs },
-      step: (connection) => this.step(connection),
-      onFailure: () => {
-        options.metrics.rounds.inc({ result: 'failed' });
-        this.nextRoundAt = 0;
-      },
+      backoff: { firstMs: standbyMs, maxMs: standbyMs, jitter: 'none' },
     });
+    this.intervalMs = intervalMs;
+    this.now = options.now ?? Date.now;
   }
 
-  get isActive(): boolean {
-    return this.worker.isActive;
+  /** A new holder runs a round at once. */
+  protected override onActiveChange(active: boolean): void {
+    if (active) this.nextRoundAt = 0;
   }
 
-  start(): void {
-    this.worker.start();
+  /** A failed round is counted and tried again after the back-off. */
+  protected override onFailure(): void {
+    this.options.metrics.rounds.inc({ result: 'failed' });
+    this.nextRoundAt = 0;
   }
 
-  /** Finishes the round under way, releases the lock and closes its connection. */
-  async stop(): Promise<void> {
-    await this.worker.stop();
+  /** Finishes the round under way and the missing days being made, releases the lock and closes its connection. */
+  override async stop(): Promise<void> {
+    await super.stop();
     await this.makingMissingDays;
   }
 
   /** A round when one is due (at once when this process became active), else the wait until it is. */
-  private async step(connection: pg.Client): Promise<NextStep> {
-    if (this.now() < this.nextRoundAt) return { waitMs: this.nextRoundAt - this.now(), wakeable: true };
-    await this.round(sessionOn(connection));
-    this.nextRoundAt = this.now() + this.intervalMs;
-    return { waitMs: this.intervalMs, wakeable: true };
+  protected async step(connection: pg.Client): Promise<NextStep> {
+    const session = sessionOn(connection);
+    if (this.now() >= this.nextRoundAt) {
+      await this.round(session);
+      this.nextRoundAt = this.now() + this.intervalMs;
+    } else await this.makeMissingDays(session);
+    const untilRound = Math.max(0, this.nextRoundAt - this.now());
+    return { waitMs: Math.min(untilRound, MISSING_DAY_CHECK_MS), wakeable: true };
+  }
+
+  /** Between rounds: the days without a partition (a day removed by hand, a restore), made at once. */
+  private async makeMissingDays(session: HistorySession): Promise<void> {
+    const missing = await findMissingDays(session, this.now());
+    if (missing.length === 0) return;
+    const { logger } = this.options;
+    logger.warn({ missingDays: missing }, 'days of history without a partition; making them now');
+    const daysMade = await makeDays(session, this.now());
+    logger.warn({ daysMade }, 'missing days of history made');
   }
 
   /**
@@ -125,9 +138,9 @@ export class HistoryMaintainer {
     if (this.makingMissingDays || this.now() - this.missingDayAt < MISSING_DAY_GAP_MS) return;
     this.missingDayAt = this.now();
     logger.warn('a write found its day of history without a partition; making the missing days now');
-    if (this.worker.isActive) {
+    if (this.isActive) {
       this.nextRoundAt = 0;
-      this.worker.wake();
+      this.wake();
     }
     this.makingMissingDays = makeDaysOn(databaseUrl, this.now())
       .then(

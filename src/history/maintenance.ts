@@ -1,19 +1,36 @@
-import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
-import type { Database } from '../database/schema';
-import { runOn, statement, type Query } from '../database/transaction';
+import type { Db } from '../database/pool';
 import {
+  addDays,
   BODY_TABLES,
   daysAhead,
   daysPast,
   daysToMake,
   HISTORY_TABLES,
+  missingDays,
   parsePartitionName,
   partitionName,
   type Day,
-  type PartitionBounds,
   type HistoryTable,
 } from './days';
+import {
+  countReferencesPast,
+  deleteReferencesPast,
+  ensurePartitions,
+  listPartitions,
+  lockHistoryWork,
+  partitionBounds,
+  partitionBoundsNamed,
+  purgeDayBodies,
+  purgedDays,
+  purgeQuarantinedBodies,
+  recordDayPurged,
+  removePartition,
+  sessionOn,
+  sessionOnKysely,
+  unlockHistoryWork,
+  type HistorySession,
+} from './historyQueries';
 
 /**
  * What keeps history by the day (days.ts): making the days ahead, purging the raw bodies of days past the
@@ -22,65 +39,28 @@ import {
  * session of their own; HISTORY_WORK_LOCK makes sure one runs at a time.
  */
 
-/** Serializes history work across replicas and the command line (the other locks: migrations 7316001, relay 7316002, reconciler 7316003). */
-export const HISTORY_WORK_LOCK = 7_316_005;
-
-/** Longest the DDL of a day waits for a table lock: past it, the day is left for the next round. */
-const DDL_LOCK_TIMEOUT = '5s';
-
-/** A session on one connection: history work runs outside transactions (a day is detached concurrently). */
-export interface HistorySession {
-  run<Row>(query: Query<Row>): Promise<Row[]>;
-}
-
-export const sessionOn = (client: pg.ClientBase): HistorySession => ({
-  run: (query) => runOn(client, statement(query)),
-});
-
-/** A session on one connection Kysely lends (`db.connection().execute(...)`: the command line's). */
-export const sessionOnKysely = (connection: Kysely<Database>): HistorySession => ({
-  run: async <Row>(query: Query<Row>): Promise<Row[]> => [
-    ...(await connection.executeQuery<Row>(statement(query))).rows,
-  ],
-});
-
 /** Runs work holding the history work lock (waiting for it), and always lets it go. */
 export async function withWorkLock<T>(session: HistorySession, work: () => Promise<T>): Promise<T> {
-  await session.run(sql`SELECT pg_advisory_lock(${HISTORY_WORK_LOCK}::bigint)`);
+  await lockHistoryWork(session);
   try {
     return await work();
   } finally {
-    await session.run(sql`SELECT pg_advisory_unlock(${HISTORY_WORK_LOCK}::bigint)`).catch(() => undefined);
+    await unlockHistoryWork(session).catch(() => undefined);
   }
-}
-
-interface PartitionRow {
-  name: string;
-  parent: string;
-  pending: boolean;
-  /** The planner's estimate of its rows (-1 or 0 before it was analyzed). */
-  rows: number;
 }
 
 /** The partitions of the history tables, by table; detaches left half-done are finished first. */
 export async function historyPartitions(
   session: HistorySession,
 ): Promise<Map<HistoryTable, Array<{ day: Day; rows: number }>>> {
-  const rows = await session.run(
-    sql<PartitionRow>`
-      SELECT c.relname AS name, p.relname AS parent, i.inhdetachpending AS pending, c.reltuples::float8 AS rows
-        FROM pg_inherits i
-        JOIN pg_class c ON c.oid = i.inhrelid
-        JOIN pg_class p ON p.oid = i.inhparent
-       WHERE p.relname = ANY(${[...HISTORY_TABLES]}::text[]) AND c.relkind = 'r'`,
-  );
+  const rows = await listPartitions(session);
   const days = new Map<HistoryTable, Array<{ day: Day; rows: number }>>(HISTORY_TABLES.map((t) => [t, []]));
   for (const row of rows) {
     const parsed = parsePartitionName(row.name);
     if (!parsed || parsed.table !== row.parent) continue;
     if (row.pending) {
       // A detach that was interrupted: finish it, then drop the table as a completed one would have been.
-      await finishRemoval(session, parsed.table, parsed.day, 'FINALIZE');
+      await removePartition(session, parsed.table, parsed.day, 'FINALIZE');
       continue;
     }
     days.get(parsed.table)?.push({ day: parsed.day, rows: Math.max(0, Number(row.rows)) });
@@ -92,15 +72,7 @@ export async function historyPartitions(
 /** Makes the partitions from yesterday to DAYS_AHEAD days ahead that do not exist yet; answers how many it made. */
 export async function makeDays(session: HistorySession, nowMs: number): Promise<number> {
   const { first, last } = daysToMake(nowMs);
-  await session.run(sql`SET lock_timeout = ${sql.lit(DDL_LOCK_TIMEOUT)}`);
-  try {
-    const [row] = await session.run(
-      sql<{ made: number }>`SELECT history_partitions_ensure(${first}::date, ${last}::date) AS made`,
-    );
-    return row?.made ?? 0;
-  } finally {
-    await session.run(sql`RESET lock_timeout`);
-  }
+  return ensurePartitions(session, first, last);
 }
 
 /**
@@ -123,38 +95,18 @@ export async function makeDaysOn(databaseUrl: string, nowMs: number): Promise<nu
   }
 }
 
-/** A range partition's bounds as Postgres prints them (pg_get_expr): the two times it takes rows from and to. */
-const RANGE_BOUNDS = "^FOR VALUES FROM \\('([^']+)'\\) TO \\('([^']+)'\\)$";
-
-/** The bounds of every attached partition of the history tables: the ranges writes are routed by. */
-export async function partitionBounds(session: HistorySession): Promise<PartitionBounds[]> {
-  return session.run(
-    sql<PartitionBounds>`
-      SELECT p.relname AS "table",
-             extract(epoch FROM b[1]::timestamptz)::float8 * 1000 AS "fromMs",
-             extract(epoch FROM b[2]::timestamptz)::float8 * 1000 AS "toMs"
-        FROM pg_inherits i
-        JOIN pg_class c ON c.oid = i.inhrelid
-        JOIN pg_class p ON p.oid = i.inhparent
-        CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid), ${RANGE_BOUNDS}) AS b
-       WHERE p.relname = ANY(${[...HISTORY_TABLES]}::text[]) AND NOT i.inhdetachpending AND b IS NOT NULL`,
-  );
+/** The days from yesterday to DAYS_AHEAD that some history table has no partition for (days.ts missingDays). */
+export async function findMissingDays(session: HistorySession, nowMs: number): Promise<Day[]> {
+  const { first, last } = daysToMake(nowMs);
+  const names: string[] = [];
+  for (let day = first; day <= last; day = addDays(day, 1))
+    for (const table of HISTORY_TABLES) names.push(partitionName(table, day));
+  return missingDays(await partitionBoundsNamed(session, names), nowMs);
 }
 
 /** Days ahead (days.ts), measured from the partitions' bounds now: what the gauge reports at each scrape. */
-export async function measureDaysAhead(db: Kysely<Database>): Promise<number> {
+export async function measureDaysAhead(db: Db): Promise<number> {
   return daysAhead(await partitionBounds(sessionOnKysely(db)), Date.now());
-}
-
-async function finishRemoval(
-  session: HistorySession,
-  table: HistoryTable,
-  day: Day,
-  how: 'CONCURRENTLY' | 'FINALIZE',
-): Promise<void> {
-  const partition = partitionName(table, day);
-  await session.run(sql`ALTER TABLE ${sql.table(table)} DETACH PARTITION ${sql.table(partition)} ${sql.raw(how)}`);
-  await session.run(sql`DROP TABLE ${sql.table(partition)}`);
 }
 
 export interface RemovedHistory {
@@ -190,29 +142,19 @@ export async function removeDaysPast(
   ) as Record<HistoryTable, number>;
   const horizon = new Date(nowMs - retentionMs).toISOString();
   if (dryRun) {
-    const [counts] = await session.run(
-      sql<{ repeats: number; quarantined: number }>`
-        SELECT (SELECT count(*)::int FROM delivery_repeats WHERE last_at < ${horizon}::timestamptz) AS repeats,
-               (SELECT count(*)::int FROM quarantined_notifications WHERE received_at < ${horizon}::timestamptz) AS quarantined`,
-    );
-    return { days, rows, repeatCounters: counts?.repeats ?? 0, quarantined: counts?.quarantined ?? 0 };
+    const counts = await countReferencesPast(session, horizon);
+    return { days, rows, repeatCounters: counts.repeats, quarantined: counts.quarantined };
   }
   // The tables that refer to the others go first: a day is never left half referred to.
   const order = [...HISTORY_TABLES].reverse();
   for (const day of days) {
     for (const table of order) {
       if ((partitions.get(table) ?? []).some((p) => p.day === day))
-        await finishRemoval(session, table, day, 'CONCURRENTLY');
+        await removePartition(session, table, day, 'CONCURRENTLY');
     }
   }
-  const [deleted] = await session.run(
-    sql<{ repeats: number; quarantined: number }>`
-      WITH repeats AS (DELETE FROM delivery_repeats WHERE last_at < ${horizon}::timestamptz RETURNING 1),
-           quarantined AS (DELETE FROM quarantined_notifications WHERE received_at < ${horizon}::timestamptz RETURNING 1),
-           registry AS (DELETE FROM history_bodies_purged WHERE day <= ${days.at(-1) ?? '-infinity'}::date)
-      SELECT (SELECT count(*)::int FROM repeats) AS repeats, (SELECT count(*)::int FROM quarantined) AS quarantined`,
-  );
-  return { days, rows, repeatCounters: deleted?.repeats ?? 0, quarantined: deleted?.quarantined ?? 0 };
+  const deleted = await deleteReferencesPast(session, horizon, days.at(-1));
+  return { days, rows, repeatCounters: deleted.repeats, quarantined: deleted.quarantined };
 }
 
 export interface PurgedBodies {
@@ -237,9 +179,7 @@ export async function purgeBodiesPast(
   { dryRun = false }: { dryRun?: boolean } = {},
 ): Promise<PurgedBodies> {
   const partitions = await historyPartitions(session);
-  const done = new Set(
-    (await session.run(sql<{ day: string }>`SELECT day::text AS day FROM history_bodies_purged`)).map((r) => r.day),
-  );
+  const done = await purgedDays(session);
   const days = daysPast(
     (partitions.get('notifications') ?? []).map((p) => p.day),
     nowMs,
@@ -250,29 +190,11 @@ export async function purgeBodiesPast(
   const has = (table: HistoryTable, day: Day) => (partitions.get(table) ?? []).some((p) => p.day === day);
   for (const day of days) {
     for (const table of BODY_TABLES) {
-      if (!has(table, day)) continue;
-      const partition = sql.table(partitionName(table, day));
-      const [row] = await session.run(
-        dryRun
-          ? sql<{ n: number }>`SELECT count(*)::int AS n FROM ${partition} WHERE body IS NOT NULL`
-          : sql<{ n: number }>`WITH purged AS (UPDATE ${partition} SET body = NULL WHERE body IS NOT NULL RETURNING 1)
-                                SELECT count(*)::int AS n FROM purged`,
-      );
-      bodies[table] += row?.n ?? 0;
+      if (has(table, day)) bodies[table] += await purgeDayBodies(session, table, day, { dryRun });
     }
-    if (!dryRun)
-      await session.run(sql`INSERT INTO history_bodies_purged (day) VALUES (${day}::date) ON CONFLICT DO NOTHING`);
+    if (!dryRun) await recordDayPurged(session, day);
   }
-  const [quarantined] = await session.run(
-    dryRun
-      ? sql<{ n: number; open: number }>`
-          SELECT count(*)::int AS n, count(*) FILTER (WHERE resolved_at IS NULL)::int AS open
-            FROM quarantined_notifications WHERE received_at < ${cutoff}::timestamptz AND body IS NOT NULL`
-      : sql<{ n: number; open: number }>`
-          WITH purged AS (UPDATE quarantined_notifications SET body = NULL
-                           WHERE received_at < ${cutoff}::timestamptz AND body IS NOT NULL RETURNING resolved_at)
-          SELECT count(*)::int AS n, count(*) FILTER (WHERE resolved_at IS NULL)::int AS open FROM purged`,
-  );
-  bodies.quarantined_notifications = quarantined?.n ?? 0;
-  return { days, bodies, openQuarantined: quarantined?.open ?? 0 };
+  const quarantined = await purgeQuarantinedBodies(session, cutoff, { dryRun });
+  bodies.quarantined_notifications = quarantined.n;
+  return { days, bodies, openQuarantined: quarantined.open };
 }

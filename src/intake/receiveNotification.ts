@@ -37,8 +37,6 @@ export interface IntakeOptions {
   unverified: UnverifiedBodies;
   metrics: Metrics;
   logger: Logger;
-  /** Called after a commit that wrote outbox events (wakes the in-process relay). */
-  onEventsWritten?: () => void;
 }
 
 /** Seconds a sender is asked to wait before trying again after a 503. */
@@ -205,7 +203,6 @@ export function notificationReceiver(
     count(kind, result.outcome);
     if (result.newVariant) metrics.variants.inc({ kind });
     for (const field of result.disagreements) metrics.disagreements.inc({ kind, field });
-    if (result.eventsWritten > 0) options.onEventsWritten?.();
     const fields = () => ({
       requestId,
       outcome: result.outcome,

@@ -235,3 +235,19 @@ export function sourceResolver(
     return result;
   };
 }
+
+const EVERYONE: SourceAllowlist = { any: true, production: false, ranges: [], entries: ['any'] };
+
+/**
+ * Who a request to the admin port comes from (the console's sign-in throttle, the audit trail): the same rule as
+ * the intake's, the proxies TRUST_PROXY names believed and no allowlist; null when an address on the way cannot be
+ * read as one.
+ */
+export function clientAddress(
+  socketAddress: string | undefined,
+  forwardedFor: string | undefined,
+  trust: TrustProxy,
+): string | null {
+  const source = resolveSource(socketAddress, forwardedFor, trust, EVERYONE);
+  return source.ok ? source.address : null;
+}

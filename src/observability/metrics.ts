@@ -10,7 +10,7 @@ import {
 export const NOTIFICATION_KINDS = ['order', 'refund', 'unknown'] as const;
 export type MetricKind = (typeof NOTIFICATION_KINDS)[number];
 
-export const PUBLISH_FAILURE_REASONS = ['nack', 'returned', 'timeout', 'connection'] as const;
+export const PUBLISH_FAILURE_REASONS = ['nack', 'timeout', 'connection'] as const;
 export type PublishFailureReason = (typeof PUBLISH_FAILURE_REASONS)[number];
 
 /** What every process's admin port serves: its registry (with Node's process metrics) and request durations. */
@@ -22,6 +22,8 @@ export interface ProcessMetrics {
 /** The outbox relay's, in the service or alone (`npm run relay`). */
 export interface RelayMetrics extends ProcessMetrics {
   eventsPublished: Counter<'type'>;
+  /** Published events the broker returned: no queue was bound for their routing key (kept in the outbox). */
+  eventsUnrouted: Counter<'type'>;
   publishFailures: Counter<'reason'>;
   publishLatency: Histogram;
   brokerConnectionUp: Gauge;
@@ -37,6 +39,8 @@ export interface Metrics extends RelayMetrics {
   statusConflicts: Counter<'kind' | 'status' | 'kept_status' | 'source'>;
   recorderBatchSize: Histogram;
   recorderBusy: Counter;
+  /** Token checks of the admin port (console sign-ins, the JSON API's bearer): signed in, refused, throttled. */
+  signIns: Counter<'result' | 'via'>;
   paymentApi: PaymentApiMetrics;
   reconciliation: ReconciliationMetrics;
   history: HistoryMetrics;
@@ -109,6 +113,12 @@ export function createRelayMetrics(sources: Pick<MetricSources, 'outboxBacklog'>
     labelNames: ['type'] as const,
     registers: [registry],
   });
+  const eventsUnrouted = new Counter({
+    name: 'outbox_events_unrouted_total',
+    help: 'Published events no queue was bound for (returned by the broker, kept in the outbox), by type.',
+    labelNames: ['type'] as const,
+    registers: [registry],
+  });
   const publishFailures = new Counter({
     name: 'outbox_publish_failures_total',
     help: 'Event publish attempts that did not end in a broker confirm, by reason.',
@@ -168,6 +178,7 @@ export function createRelayMetrics(sources: Pick<MetricSources, 'outboxBacklog'>
     registry,
     requestDuration,
     eventsPublished,
+    eventsUnrouted,
     publishFailures,
     publishLatency,
     brokerConnectionUp,
@@ -261,9 +272,20 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     },
   });
 
+  const signIns = new Counter({
+    name: 'admin_sign_ins_total',
+    help: "Token checks of the admin port by result (signed_in, refused, throttled: 429 with no token checked) and door (console sign-in, api: the JSON API's bearer token); the JSON API's successes are not counted.",
+    labelNames: ['result', 'via'] as const,
+    registers: [registry],
+  });
+  for (const result of ['signed_in', 'refused', 'throttled'])
+    for (const via of ['console', 'api'])
+      if (!(result === 'signed_in' && via === 'api')) signIns.inc({ result, via }, 0);
+
   return {
     ...relay,
     notifications,
+    signIns,
     variants,
     disagreements,
     statusConflicts,

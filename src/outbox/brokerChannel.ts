@@ -7,10 +7,31 @@ export interface OutgoingEvent {
   id: string;
   type: string;
   message: string;
+  /** When it was stored: the AMQP timestamp, on its first publication and on every replay. */
+  createdAt: Date;
 }
 
+/**
+ * What opening does to the exchange: the relay declares it (durable topic); a replay only checks that it exists,
+ * so that it never fails on an exchange declared otherwise (406) nor makes one; the default exchange ('') is there.
+ */
+export type ExchangeDeclaration = 'assert' | 'check' | 'none';
+
+/** How a message is sent: by default to the exchange with its type as routing key, as the relay does. */
+export interface PublishOptions {
+  routingKey?: string;
+  headers?: Readonly<Record<string, string>>;
+}
+
+/** The header a replayed message carries: when the replay published it (ISO 8601). */
+export const REPLAY_HEADER = 'replayed-at';
+
+/**
+ * What the broker said of one message: confirmed (`routed` false when it was returned first: published
+ * `mandatory`, no queue was bound for its routing key), or why it was not.
+ */
 export type PublishResult =
-  { id: string; ok: true } | { id: string; ok: false; reason: PublishFailureReason; error: string };
+  { id: string; ok: true; routed: boolean } | { id: string; ok: false; reason: PublishFailureReason; error: string };
 
 /** Whether the broker answers: null when it does, or why not (a code such as ECONNREFUSED). */
 export async function probeBroker(url: string, timeoutMs: number): Promise<string | null> {
@@ -30,7 +51,8 @@ export async function probeBroker(url: string, timeoutMs: number): Promise<strin
 
 /**
  * One broker connection with a confirm channel on which the exchange is declared. A message counts
- * as published only when the broker confirmed it and did not return it as unroutable.
+ * as published when the broker confirmed it; one it returned first (no queue bound) is confirmed
+ * but not routed.
  */
 export class BrokerChannel {
   private connection: ChannelModel | null = null;
@@ -44,6 +66,7 @@ export class BrokerChannel {
     private readonly confirmTimeoutMs: number,
     private readonly metrics: RelayMetrics,
     private readonly logger: Logger,
+    private readonly declare: ExchangeDeclaration = 'assert',
   ) {}
 
   get isOpen(): boolean {
@@ -65,7 +88,8 @@ export class BrokerChannel {
       channel.on('error', (error: Error) =>
         this.logger.warn({ err: { message: error.message } }, 'broker channel error'),
       );
-      await channel.assertExchange(this.exchange, 'topic', { durable: true });
+      if (this.declare === 'assert') await channel.assertExchange(this.exchange, 'topic', { durable: true });
+      else if (this.declare === 'check') await channel.checkExchange(this.exchange);
       channel.on('return', (message: Message) => {
         const id = message.properties.messageId as string | undefined;
         if (id) this.returned.add(id);
@@ -91,33 +115,53 @@ export class BrokerChannel {
     connection?.close().catch(() => undefined);
   }
 
+  /**
+   * Whether a queue exists, asked on a channel of its own (the broker closes a channel that asks for a missing
+   * one). Throws when there is no connection.
+   */
+  async queueExists(queue: string): Promise<boolean> {
+    if (!this.connection) throw new Error('no broker connection');
+    const channel = await this.connection.createChannel();
+    channel.on('error', () => undefined);
+    try {
+      await channel.checkQueue(queue);
+      return true;
+    } catch (error) {
+      const { code } = error as { code?: unknown };
+      if (code === 404) return false;
+      // An exclusive queue of another connection: it exists, and the default exchange delivers to it.
+      if (code === 405) return true;
+      throw error;
+    } finally {
+      await channel.close().catch(() => undefined);
+    }
+  }
+
   /** Publishes every event and waits for each confirm (or the batch's confirm timeout). Never throws. */
-  async publish(events: readonly OutgoingEvent[]): Promise<PublishResult[]> {
+  async publish(events: readonly OutgoingEvent[], options: PublishOptions = {}): Promise<PublishResult[]> {
     const channel = this.channel;
     if (!channel)
       return events.map((e) => ({ id: e.id, ok: false, reason: 'connection', error: 'no broker connection' }));
-    const timestamp = Math.floor(Date.now() / 1000);
     const settlers: Array<(result: PublishResult) => void> = [];
     const confirmed = events.map(
       (event) =>
         new Promise<PublishResult>((resolve) => {
           settlers.push(resolve);
           const settle = (error: unknown): void => {
-            if (this.returned.delete(event.id))
-              resolve({ id: event.id, ok: false, reason: 'returned', error: 'unroutable: no queue bound' });
-            else if (error)
+            const returned = this.returned.delete(event.id);
+            if (error)
               resolve({
                 id: event.id,
                 ok: false,
                 reason: this.channel ? 'nack' : 'connection',
                 error: error instanceof Error ? error.message : JSON.stringify(error),
               });
-            else resolve({ id: event.id, ok: true });
+            else resolve({ id: event.id, ok: true, routed: !returned });
           };
           try {
             channel.publish(
               this.exchange,
-              event.type,
+              options.routingKey ?? event.type,
               Buffer.from(event.message),
               {
                 persistent: true,
@@ -125,7 +169,8 @@ export class BrokerChannel {
                 messageId: event.id,
                 contentType: CLOUDEVENTS_CONTENT_TYPE,
                 type: event.type,
-                timestamp,
+                timestamp: Math.floor(event.createdAt.getTime() / 1000),
+                ...(options.headers ? { headers: options.headers } : {}),
               },
               settle,
             );

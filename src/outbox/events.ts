@@ -1,20 +1,25 @@
-import { randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Disagreement, ObservedVia } from '../database/schema';
 
 /**
  * Domain events as CloudEvents 1.0 in structured JSON mode (docs/EVENTS.md).
  * The routing key and the CloudEvents type are the same string.
  */
-export type EventType =
-  | 'order.pending'
-  | 'order.waiting_for_confirmation'
-  | 'order.completed'
-  | 'order.canceled'
-  | 'order.status_conflict'
-  | 'refund.pending'
-  | 'refund.finalized'
-  | 'refund.canceled'
-  | 'refund.status_conflict';
+export const EVENT_TYPES = [
+  'order.pending',
+  'order.waiting_for_confirmation',
+  'order.completed',
+  'order.canceled',
+  'order.status_conflict',
+  'refund.pending',
+  'refund.finalized',
+  'refund.canceled',
+  'refund.status_conflict',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export const isEventType = (value: string): value is EventType => (EVENT_TYPES as readonly string[]).includes(value);
 
 export const CLOUDEVENTS_CONTENT_TYPE = 'application/cloudevents+json';
 
@@ -63,6 +68,15 @@ export interface RefundEventData {
   disagreements?: Disagreement[];
 }
 
+/**
+ * The schema of an event's data and its major version (docs/asyncapi.yaml): within a major version the contract
+ * only grows (docs/EVENTS.md, "Compatibility"); a breaking change is a new one, published beside it.
+ */
+export const DATA_SCHEMAS = {
+  order: 'urn:payment-notification-receiver:events:v1:order',
+  refund: 'urn:payment-notification-receiver:events:v1:refund',
+} as const;
+
 export interface CloudEvent<T> {
   specversion: '1.0';
   id: string;
@@ -71,6 +85,7 @@ export interface CloudEvent<T> {
   subject: string;
   time: string;
   datacontenttype: 'application/json';
+  dataschema: (typeof DATA_SCHEMAS)[keyof typeof DATA_SCHEMAS];
   data: T;
 }
 
@@ -81,12 +96,48 @@ export function statusEventType(kind: 'order' | 'refund', status: string, confli
   return (conflict ? `${kind}.status_conflict` : `${kind}.${status.toLowerCase()}`) as EventType;
 }
 
+/** Bits of the notification id an event id keeps, in order: ids stay unique and time-ordered until 2^42. */
+const COUNTER_BITS = 2 ** 42;
+
+/** The last 32 bits of a source's event ids: its SHA-256's first 4 bytes, made once per source. */
+const sourceBits = new Map<string, Buffer>();
+
+/**
+ * An event's id, derived from what caused it, so that history can give it again (`events rebuild`): a UUIDv7
+ * (RFC 9562) whose 48-bit time is the event's `time` in milliseconds, whose next 42 bits count the notification id
+ * (RFC 9562 6.2, method 1: a fixed-length counter in rand_a and rand_b), and whose last 32 bits are from a SHA-256
+ * of the source, so that two deployments (their EVENT_SOURCE) do not share ids. A notification publishes at most
+ * one event, so time and notification id make it unique within a source; ids sort as the events were recorded (an
+ * order's events in the order of its notifications), and the outbox's primary key grows at its end.
+ */
+export function eventId(source: string, notificationId: string, time: Date): string {
+  const ms = time.getTime();
+  const counter = Number(notificationId) % COUNTER_BITS;
+  const high = Math.floor(counter / 2 ** 24); // 18 bits: 4 in byte 6, 8 in byte 7, 6 in byte 8
+  const low = counter % 2 ** 24;
+  const bytes = Buffer.alloc(16);
+  bytes.writeUIntBE(ms, 0, 6);
+  bytes[6] = 0x70 | (high >>> 14);
+  bytes[7] = (high >>> 6) & 0xff;
+  bytes[8] = 0x80 | (high & 0x3f);
+  bytes.writeUIntBE(low, 9, 3);
+  let bits = sourceBits.get(source);
+  if (!bits) sourceBits.set(source, (bits = createHash('sha256').update(source).digest().subarray(0, 4)));
+  bits.copy(bytes, 12);
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * An event as published. `time` is when its notification was recorded (the recording transaction's time, the
+ * notification row's received_at), and its id is derived from it and the notification (eventId).
+ */
 export function buildEvent<T extends OrderEventData | RefundEventData>(
   source: string,
   type: EventType,
   data: T,
-  time: Date = new Date(),
-  id: string = randomUUID(),
+  time: Date,
+  id: string = eventId(source, data.notificationId, time),
 ): CloudEvent<T> {
   return {
     specversion: '1.0',
@@ -96,6 +147,7 @@ export function buildEvent<T extends OrderEventData | RefundEventData>(
     subject: data.orderId,
     time: time.toISOString(),
     datacontenttype: 'application/json',
+    dataschema: 'refundId' in data ? DATA_SCHEMAS.refund : DATA_SCHEMAS.order,
     data,
   };
 }

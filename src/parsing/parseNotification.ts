@@ -1,4 +1,4 @@
-import { idProblem, MAX_ID_LENGTH } from './identifiers';
+import { hasFormatCharacter, idProblem, MAX_ID_LENGTH } from './identifiers';
 import {
   ORDER_STATUSES,
   REFUND_STATUSES,
@@ -73,6 +73,18 @@ export function id(object: JsonObject, path: string, name: string): string | nul
   if (identifier !== null && CONTROL.test(identifier))
     throw new FieldError(`${path}${name} contains a control character`);
   return identifier;
+}
+
+/**
+ * An id that a person reads as it is (extOrderId, extRefundId, merchantPosId, PAYMENT_ID): as `id`, and without
+ * an invisible or bidirectional format character, which would make it look like another id or reorder the text
+ * around it (hasFormatCharacter); one that has one is quarantined, like an order id the admin API refuses.
+ */
+export function visibleId(object: JsonObject, path: string, name: string): string | null {
+  const value = id(object, path, name);
+  if (value !== null && hasFormatCharacter(value))
+    throw new FieldError(`${path}${name} contains an invisible or bidirectional format character`);
+  return value;
 }
 
 export function requiredId(object: JsonObject, path: string, name: string): string {
@@ -153,7 +165,8 @@ export function paymentIdOf(properties: unknown): string | null {
   if (properties === undefined || properties === null) return null;
   if (!Array.isArray(properties)) throw new FieldError('properties must be an array');
   for (const property of properties) {
-    if (isObject(property) && field(property, 'name') === 'PAYMENT_ID') return id(property, 'properties[].', 'value');
+    if (isObject(property) && field(property, 'name') === 'PAYMENT_ID')
+      return visibleId(property, 'properties[].', 'value');
   }
   return null;
 }
@@ -166,8 +179,8 @@ function readOrder(body: JsonObject, order: JsonObject): OrderNotification {
   return {
     kind: 'order',
     orderId: subjectId(order, 'order.', 'orderId'),
-    extOrderId: id(order, 'order.', 'extOrderId'),
-    merchantPosId: id(order, 'order.', 'merchantPosId'),
+    extOrderId: visibleId(order, 'order.', 'extOrderId'),
+    merchantPosId: visibleId(order, 'order.', 'merchantPosId'),
     status: oneOf(ORDER_STATUSES, requiredId(order, 'order.', 'status'), 'order.status'),
     totalAmount: readAmount(field(order, 'totalAmount'), 'order.totalAmount'),
     currencyCode: currency(order, 'order.'),
@@ -181,9 +194,9 @@ function readRefund(body: JsonObject, refund: JsonObject): RefundNotification {
   return {
     kind: 'refund',
     orderId: subjectId(body, '', 'orderId'),
-    extOrderId: id(body, '', 'extOrderId'),
+    extOrderId: visibleId(body, '', 'extOrderId'),
     refundId: subjectId(refund, 'refund.', 'refundId'),
-    extRefundId: id(refund, 'refund.', 'extRefundId'),
+    extRefundId: visibleId(refund, 'refund.', 'extRefundId'),
     status: oneOf(REFUND_STATUSES, requiredId(refund, 'refund.', 'status'), 'refund.status'),
     amount: readAmount(field(refund, 'amount'), 'refund.amount'),
     currencyCode: currency(refund, 'refund.'),

@@ -14,7 +14,8 @@ import type { PaymentApiCredential } from './credentials';
 import { abortReason, createRequestLimiter, type AcquireRequestSlot } from './requestLimiter';
 import { PaymentApiError, type PaymentApiErrorDetails, type PaymentApiErrorKind } from './paymentApiError';
 import { MAX_ANSWER_BYTES, readAnswer } from './readAnswer';
-import { backoffDelayMs, DEFAULT_RETRY, isRetryableStatus, parseRetryAfter, type RetryOptions } from './retryPolicy';
+import { backoffMs } from '../domain/backoff';
+import { DEFAULT_RETRY, isRetryableStatus, parseRetryAfter, type RetryOptions } from './retryPolicy';
 
 export type { RetrievedOrder, RetrievedRefund, RetrievedOrderStatus } from './answers';
 export type { PaymentApiCredential } from './credentials';
@@ -134,6 +135,8 @@ export function createPaymentApi(options: PaymentApiOptions): PaymentApi {
       correlationId: null,
       code: null,
       retryAfterMs: null,
+      noAnswer: null,
+      attempts: 1,
       ...details,
     });
 
@@ -219,12 +222,14 @@ export function createPaymentApi(options: PaymentApiOptions): PaymentApi {
         correlationId,
         code: result.answered ? codeOf(result.body) : null,
         retryAfterMs,
+        noAnswer: result.answered ? null : result.failure === 'timeout' ? ('timeout' as const) : ('network' as const),
+        attempts: attemptNumber,
       };
       if (attemptNumber >= retry.maxAttempts)
         throw failure('unavailable', `payment API ${endpoint}: ${status} after ${attemptNumber} attempt(s)`, details);
       if (retryAfterMs !== null && retryAfterMs > retry.maxRetryAfterMs)
         throw failure('unavailable', `payment API ${endpoint}: ${status}, asked to wait ${retryAfterMs} ms`, details);
-      const delayMs = Math.max(retryAfterMs ?? 0, backoffDelayMs(attemptNumber, retry, random));
+      const delayMs = Math.max(retryAfterMs ?? 0, backoffMs(retry.backoff, attemptNumber, random));
       logger.debug({ endpoint, posId, attempt: attemptNumber, status, delayMs }, 'payment API retry');
       try {
         await abortable(sleep(delayMs), cancel);

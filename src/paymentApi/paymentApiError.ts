@@ -32,6 +32,10 @@ export interface PaymentApiErrorDetails {
   code: string | null;
   /** What the API asked us to wait (Retry-After) when it last refused; callers back off at least that long. */
   retryAfterMs: number | null;
+  /** Why the last attempt got no answer at all: no connection, or no answer within the timeout; null: it answered. */
+  noAnswer: 'network' | 'timeout' | null;
+  /** Attempts made (1 when no retry was worth it). */
+  attempts: number;
 }
 
 /** The one error of the client; its message names the endpoint, POS and status, never a secret or a body byte. */

@@ -1,37 +1,27 @@
+import type { BackoffPolicy } from '../domain/backoff';
+
 /**
  * When the client tries again and how fast it may go: pure functions of time and a random source,
  * unit-tested apart from the HTTP client.
  */
 
-export interface BackoffPolicy {
-  /** Ceiling of the first retry's delay; it doubles with each retry. */
-  baseDelayMs: number;
-  /** No delay ceiling grows past this. */
-  maxDelayMs: number;
-}
-
-export interface RetryOptions extends BackoffPolicy {
+export interface RetryOptions {
   /** Attempts per request, the first included. */
   maxAttempts: number;
+  /**
+   * The wait before each retry, by the one back-off policy (src/domain/backoff.ts), with full jitter: retries of
+   * many orders spread out instead of hitting a recovering API together.
+   */
+  backoff: BackoffPolicy;
   /** A Retry-After longer than this is not waited for: the call fails `unavailable` with retryAfterMs. */
   maxRetryAfterMs: number;
 }
 
 export const DEFAULT_RETRY: RetryOptions = {
   maxAttempts: 4,
-  baseDelayMs: 250,
-  maxDelayMs: 10_000,
+  backoff: { firstMs: 250, maxMs: 10_000, jitter: 'full' },
   maxRetryAfterMs: 60_000,
 };
-
-/**
- * Exponential backoff with full jitter (a uniform delay from 0 to the doubled ceiling): retries of
- * many orders spread out instead of hitting a recovering API together. `retry` counts from 1.
- */
-export function backoffDelayMs(retry: number, policy: BackoffPolicy, random: () => number): number {
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, retry - 1));
-  return Math.floor(random() * ceiling);
-}
 
 /**
  * The longest wait a Retry-After can ask of us. Longer ones are cut to it: a huge value must neither pause

@@ -1,8 +1,10 @@
 import type { Logger } from '../observability/logger';
 import type { CheckResult, ReconciliationMetrics } from '../observability/reconciliationMetrics';
 import { PaymentApiError, type PaymentApi, type RetrievedOrder } from '../paymentApi/paymentApi';
+import type { PaymentApiErrorDetails } from '../paymentApi/paymentApiError';
 import { meaningOf } from '../recording/batch';
 import type { NotificationStore, DeliveryAnswer } from '../recording/notificationStore';
+import type { PaymentApiReachability } from './reachability';
 import { hasRefunds, orderObservation, refundObservations, type Observation } from './observations';
 
 /** A status of the order or of one of its refunds. */
@@ -29,6 +31,8 @@ export interface OrderCheck {
   final: boolean;
   /** What the API asked us to wait, when it refused for load. */
   retryAfterMs: number | null;
+  /** Why the API gave no usable answer (its last status, no answer at all, attempts); null when it answered. */
+  failure: PaymentApiErrorDetails | null;
 }
 
 export interface CheckDependencies {
@@ -41,6 +45,8 @@ export interface CheckDependencies {
    * so a check that learns nothing writes nothing (not even a delivery row). Without it, everything is recorded.
    */
   recorded?: (orderId: string) => Promise<ReadonlySet<string>>;
+  /** Told how each check's question went, for the record every replica's console reads (reachability.ts). */
+  reachability?: PaymentApiReachability;
 }
 
 const FINAL = new Set(['COMPLETED', 'CANCELED', 'FINALIZED']);
@@ -53,7 +59,18 @@ const statusOf = ({ notification: n }: Observation): ObservedStatus => ({
 
 /** A check that learned nothing (yet): its result, and empty lists. */
 export function uncheckedOrder(orderId: string, posId: string, result: CheckResult): OrderCheck {
-  return { orderId, posId, result, said: [], applied: [], stale: [], conflicts: [], final: false, retryAfterMs: null };
+  return {
+    orderId,
+    posId,
+    result,
+    said: [],
+    applied: [],
+    stale: [],
+    conflicts: [],
+    final: false,
+    retryAfterMs: null,
+    failure: null,
+  };
 }
 
 type Asked = { ok: true; order: RetrievedOrder; observations: Observation[] } | { ok: false; error: PaymentApiError };
@@ -83,14 +100,14 @@ export async function checkOrder(
   deps: CheckDependencies,
   orderId: string,
   posId: string,
-  dryRun = false,
-  signal?: AbortSignal,
+  { dryRun = false, signal }: { dryRun?: boolean; signal?: AbortSignal } = {},
 ): Promise<OrderCheck> {
   const check = uncheckedOrder(orderId, posId, 'unchanged');
   const asked = await ask(deps.api, orderId, posId, signal);
   if (!asked.ok) {
     check.result = asked.error.kind;
     check.retryAfterMs = asked.error.details.retryAfterMs;
+    check.failure = asked.error.details;
   } else {
     const { order, observations } = asked;
     check.said = [
@@ -113,6 +130,7 @@ export async function checkOrder(
     }
   }
   deps.metrics?.checks.inc({ result: check.result });
+  await deps.reachability?.observe(check);
   for (const s of check.applied) deps.metrics?.repairs.inc({ kind: s.kind, status: s.status });
   deps.logger.debug({ orderId, posId, result: check.result, dryRun }, 'order checked against the payment API');
   if (check.conflicts.length > 0)

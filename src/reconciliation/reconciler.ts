@@ -1,9 +1,10 @@
 import type { Db } from '../database/pool';
-import { SingleActiveWorker, type NextStep } from '../database/singleActiveWorker';
+import { SingleActiveJob, type NextStep } from '../database/singleActiveWorker';
+import { Retries } from '../domain/backoff';
 import type { Logger } from '../observability/logger';
 import type { CheckResult, ReconciliationMetrics } from '../observability/reconciliationMetrics';
 import { checkOrder, uncheckedOrder, type CheckDependencies, type OrderCheck } from './checkOrder';
-import { afterCheck, sweepBackoffMs, type SchedulePolicy } from './schedule';
+import { afterCheck, unavailableBackoff, type SchedulePolicy } from './schedule';
 import {
   countOpenOrders,
   dueOrders,
@@ -57,20 +58,18 @@ export interface SweepRound {
  * it every interval. It waits RECONCILE_INTERVAL between rounds (never a busy loop), backs off while the API
  * is unavailable, and stops between two checks.
  */
-export class Reconciler {
+export class Reconciler extends SingleActiveJob {
   private readonly batchSize: number;
   private readonly now: () => Date;
-  private readonly worker: SingleActiveWorker;
-  private failedRounds = 0;
+  /** Rounds the API was unavailable in, in a row, and the pause after each. */
+  private readonly unavailableRounds: Retries;
   /** When the gauges were counted and old given-up rows dropped (housekeeping); 0: not yet. */
   private housekeptAt = 0;
   /** Where the next housekeeping goes on looking for rows of closed orders. */
   private pruneCursor = '';
 
   constructor(private readonly options: ReconcilerOptions) {
-    this.batchSize = options.batchSize ?? 50;
-    this.now = options.now ?? (() => new Date());
-    this.worker = new SingleActiveWorker({
+    super({
       lock: { key: RECONCILER_LOCK, databaseUrl: options.databaseUrl, job: 'reconciler' },
       logger: options.logger,
       lines: {
@@ -79,42 +78,34 @@ export class Reconciler {
         failed: 'reconciler lost its database connection',
       },
       activeGauge: options.metrics.reconcilerActive,
-      onActiveChange: (held) => {
-        // Only the active reconciler reports the open orders: a former one must not keep its last figures.
-        if (!held) {
-          options.metrics.stuckOrders.set(0);
-          options.metrics.givenUpOrders.set(0);
-        }
-      },
       standbyMs: options.intervalMs,
-      backoff: { firstMs: 250, maxMs: 30_000, atLeastMs: options.intervalMs },
-      step: () => this.step(),
+      backoff: { firstMs: 250, maxMs: 30_000, jitter: 'none', atLeastMs: options.intervalMs },
     });
+    this.batchSize = options.batchSize ?? 50;
+    this.now = options.now ?? (() => new Date());
+    this.unavailableRounds = new Retries(unavailableBackoff(options.intervalMs));
   }
 
-  get isActive(): boolean {
-    return this.worker.isActive;
+  /** Only the active reconciler reports the open orders: a former one must not keep its last figures. */
+  protected override onActiveChange(active: boolean): void {
+    if (active) return;
+    this.options.metrics.stuckOrders.set(0);
+    this.options.metrics.givenUpOrders.set(0);
   }
 
-  start(): void {
-    this.worker.start();
-  }
-
-  /** Finishes the check under way, releases the lock and closes its connection. */
-  async stop(): Promise<void> {
-    await this.worker.stop();
-  }
-
-  /** One sweep while active; then RECONCILE_INTERVAL, at once after a full batch, or the API's back-off. */
-  private async step(): Promise<NextStep> {
+  /**
+   * One sweep while active; then RECONCILE_INTERVAL, at once after a full batch, or, while the API is unavailable,
+   * a back-off from twice the interval doubling to 5 minutes, and at least what it asked (Retry-After).
+   */
+  protected async step(): Promise<NextStep> {
     const { logger, intervalMs } = this.options;
     const round = await this.sweep();
-    this.failedRounds = round.unavailable ? this.failedRounds + 1 : 0;
     if (round.unavailable) {
-      const waitMs = sweepBackoffMs(this.failedRounds, intervalMs, round.retryAfterMs);
+      const waitMs = this.unavailableRounds.next(round.retryAfterMs ?? 0);
       logger.warn({ retryInMs: waitMs }, 'payment API unavailable; reconciliation backs off');
       return { waitMs, wakeable: false };
     }
+    this.unavailableRounds.reset();
     return { waitMs: round.checked >= this.batchSize ? 0 : intervalMs, wakeable: false };
   }
 
@@ -128,7 +119,7 @@ export class Reconciler {
     // orders count the same result and keep their schedule, and the token endpoint is not hammered.
     const refusedPos = new Map<string, CheckResult>();
     for (const order of due) {
-      if (this.worker.isStopping) break;
+      if (this.isStopping) break;
       const { posId } = order;
       if (posId === null || !order.open) {
         // Closed by a notification since (nothing left to learn), or bound to no POS (none may ask about it).

@@ -5,6 +5,7 @@ import { createPaymentApi, type PaymentApi, type PaymentApiCredential } from '..
 import type { NotificationStore } from '../recording/notificationStore';
 import { checkOrder, type OrderCheck } from './checkOrder';
 import { posToAsk } from './observations';
+import { PaymentApiReachability } from './reachability';
 import { Reconciler } from './reconciler';
 import { schedulePolicy } from './schedule';
 import { ownerOf, recordedMeanings } from './scheduleQueries';
@@ -33,6 +34,16 @@ export interface ReconciliationSettings {
 export type PosProblem = 'pos_mismatch' | 'pos_required' | 'unknown_pos';
 
 /** Reconciliation as the service, the admin port and the CLI use it. */
+/** How one order is reconciled on demand. */
+export interface ReconcileOptions {
+  /** The POS to ask with when the order was never seen (else its own; else the only one configured). */
+  posId?: string;
+  /** Ask, record nothing. */
+  dryRun?: boolean;
+  /** Aborted when the caller left. */
+  clientLeft?: AbortSignal;
+}
+
 export interface Reconciliation {
   api: PaymentApi;
   /**
@@ -40,12 +51,7 @@ export interface Reconciliation {
    * the only POS configured) and records what the API says; or why it cannot ask. Callers asking the same at
    * once share one check; it is cancelled once every one of them has left (`clientLeft` aborted).
    */
-  reconcileOrder(
-    orderId: string,
-    posId?: string,
-    dryRun?: boolean,
-    clientLeft?: AbortSignal,
-  ): Promise<OrderCheck | { problem: PosProblem }>;
+  reconcileOrder(orderId: string, options?: ReconcileOptions): Promise<OrderCheck | { problem: PosProblem }>;
   /** The background sweep (one active across replicas); `now` is its clock (tests run the schedule faster). */
   createReconciler(databaseUrl: string, now?: () => Date): Reconciler;
 }
@@ -79,18 +85,19 @@ export function createReconciliation(
     logger,
     metrics: metrics.reconciliation,
     recorded: (orderId: string) => recordedMeanings(db, orderId),
+    reachability: new PaymentApiReachability(db, logger),
   };
   const configured = settings.credentials.map((c) => c.posId);
   const shared = new SharedWork<OrderCheck | { problem: PosProblem }>();
   return {
     api,
-    reconcileOrder: (orderId, posId, dryRun = false, clientLeft) =>
+    reconcileOrder: (orderId, { posId, dryRun = false, clientLeft } = {}) =>
       shared.run(
         // U+001F never occurs in an id (idProblem).
         [orderId, posId ?? '', String(dryRun)].join('\u001f'),
         async (cancelled) => {
           const pos = posToAsk(await ownerOf(db, orderId), posId, configured);
-          return 'problem' in pos ? pos : checkOrder(check, orderId, pos.posId, dryRun, cancelled);
+          return 'problem' in pos ? pos : checkOrder(check, orderId, pos.posId, { dryRun, signal: cancelled });
         },
         clientLeft,
       ),

@@ -1,3 +1,5 @@
+import { backoffMs, type BackoffPolicy } from '../domain/backoff';
+
 /**
  * When an order is checked against the payment API: pure, so the whole schedule is tested without a
  * database. An order not final (or with a refund not final) is checked `afterMs` after its last observation,
@@ -20,9 +22,12 @@ export function schedulePolicy(afterMs: number, giveUpMs: number): SchedulePolic
   return { afterMs, giveUpMs, maxDelayMs: Math.max(afterMs, Math.min(6 * 3_600_000, giveUpMs / 4)) };
 }
 
-/** The gap after the given number of checks since the last observation (1: after the first). */
+/**
+ * The gap after the given number of checks since the last observation (1: after the first): the one back-off
+ * policy, from twice RECONCILE_AFTER (the first check came RECONCILE_AFTER after the observation) to maxDelayMs.
+ */
 export function delayAfterChecks(checks: number, policy: SchedulePolicy): number {
-  return Math.min(policy.afterMs * 2 ** Math.max(0, Math.min(checks, 40)), policy.maxDelayMs);
+  return backoffMs({ firstMs: 2 * policy.afterMs, maxMs: policy.maxDelayMs, jitter: 'none' }, checks);
 }
 
 export type NextStep = { givenUp: false; nextCheckAt: Date } | { givenUp: true };
@@ -50,11 +55,11 @@ export const firstCheckAt = (observedAt: Date, policy: SchedulePolicy): Date =>
   new Date(observedAt.getTime() + policy.afterMs);
 
 /**
- * How long the sweep pauses after rounds in which the API was unavailable: the interval doubling per round
- * to 5 minutes, and at least what the API asked (Retry-After). 0 after a round without such a failure.
+ * How long the sweep pauses after rounds in which the API was unavailable: twice the interval after the first,
+ * doubling per round to 5 minutes (the reconciler also waits at least what the API asked, Retry-After).
  */
-export function sweepBackoffMs(failedRounds: number, intervalMs: number, retryAfterMs: number | null): number {
-  if (failedRounds <= 0) return 0;
-  const doubled = Math.min(intervalMs * 2 ** Math.min(failedRounds, 20), 300_000);
-  return Math.max(doubled, retryAfterMs ?? 0);
-}
+export const unavailableBackoff = (intervalMs: number): BackoffPolicy => ({
+  firstMs: 2 * intervalMs,
+  maxMs: 300_000,
+  jitter: 'none',
+});

@@ -1,4 +1,5 @@
-import { sql, type RawBuilder } from 'kysely';
+import { sql, type Compilable, type CompiledQuery, type RawBuilder } from 'kysely';
+import { columnsOf, tableOf, type ColumnRef } from '../database/columns';
 import type { Db } from '../database/pool';
 import { meaningKey } from '../recording/batch';
 
@@ -28,35 +29,33 @@ export interface ScheduledOrder {
   open: boolean;
 }
 
-/** A row of the schedule with its order's POS and whether it is still open, as the queries read it. */
-export interface ScheduleRow {
-  order_id: string;
-  pos_id: string | null;
-  observed_at: Date;
-  observation: string;
-  attempts: number;
-  next_check_at: Date | null;
-  given_up_at: Date | null;
-  open: boolean;
-}
+const checks = tableOf('reconciliation_checks');
+const orders = tableOf('orders');
+const refunds = tableOf('refunds');
+/** reconciliation_checks unqualified (an INSERT's or an UPDATE's own columns), and in the roles `c`, `k`, `excluded`. */
+const col = columnsOf('reconciliation_checks');
+const c = columnsOf('reconciliation_checks', 'c');
+const k = columnsOf('reconciliation_checks', 'k');
+const excluded = columnsOf('reconciliation_checks', 'excluded');
+const through = columnsOf('reconciliation_progress');
+const o = columnsOf('orders', 'o');
+const r = columnsOf('refunds', 'r');
 
-const scheduled = (r: ScheduleRow): ScheduledOrder => ({
-  orderId: r.order_id,
-  posId: r.pos_id,
-  observedAt: r.observed_at,
-  observation: r.observation,
-  checks: Number(r.attempts),
-  nextCheckAt: r.next_check_at,
-  givenUp: r.given_up_at !== null,
-  open: r.open,
+/** The statuses after which nothing more is learned of an order, or of a refund (spec, "Statuses"). */
+const FINAL_ORDER = sql`('COMPLETED', 'CANCELED')`;
+const OPEN_REFUND = sql`'PENDING'`;
+
+/** A `sql` template as a query to compile (and to EXPLAIN, in tests) like a built one. */
+const compilable = <Row>(db: Db, query: RawBuilder<Row>): Compilable<Row> => ({
+  compile: (): CompiledQuery<Row> => query.compile(db),
 });
 
 const milliseconds = (ms: number) => sql`${ms}::int * interval '1 millisecond'`;
 
 /** Whether the order, or a refund of it, is still open here, as SQL over the order id given. */
-const stillOpen = (orderId: RawBuilder<unknown>) => sql`(
-  EXISTS (SELECT 1 FROM orders o WHERE o.order_id = ${orderId} AND o.status NOT IN ('COMPLETED', 'CANCELED'))
-  OR EXISTS (SELECT 1 FROM refunds r WHERE r.order_id = ${orderId} AND r.status = 'PENDING'))`;
+const stillOpen = (orderId: ColumnRef) => sql<boolean>`(
+  EXISTS (SELECT 1 FROM ${orders} o WHERE ${o('order_id')} = ${orderId} AND ${o('status')} NOT IN ${FINAL_ORDER})
+  OR EXISTS (SELECT 1 FROM ${refunds} r WHERE ${r('order_id')} = ${orderId} AND ${r('status')} = ${OPEN_REFUND}))`;
 
 /**
  * Recording transactions still running when a round looks are caught by the next one, which looks this much
@@ -71,38 +70,44 @@ export const OBSERVATION_MARGIN_MS = 10 * 60_000;
  * at that observation, due at once, its checks counted from zero. Reads orders_open and refunds_pending by time:
  * the last minutes of intake, never the history. Answers how many rows it started over.
  */
-export const takeInObservationsQuery = (now: Date, afterMs: number): RawBuilder<{ taken: string }> => sql`
+export const takeInObservationsQuery = (db: Db, now: Date, afterMs: number): Compilable<{ taken: string }> =>
+  compilable(
+    db,
+    sql<{ taken: string }>`
     WITH progress AS (
-      SELECT observed_through - ${milliseconds(OBSERVATION_MARGIN_MS)} AS since,
+      SELECT ${through('observed_through')} - ${milliseconds(OBSERVATION_MARGIN_MS)} AS since,
              ${now}::timestamptz - ${milliseconds(afterMs)} AS until
-        FROM reconciliation_progress
-    ), changed AS (
-      SELECT order_id, updated_at FROM orders
-       WHERE status NOT IN ('COMPLETED', 'CANCELED')
-         AND updated_at > (SELECT since FROM progress) AND updated_at <= (SELECT until FROM progress)
+        FROM ${tableOf('reconciliation_progress')}
+    ), changed (changed_order, changed_at) AS (
+      SELECT ${o('order_id')}, ${o('updated_at')} FROM ${orders} o
+       WHERE ${o('status')} NOT IN ${FINAL_ORDER}
+         AND ${o('updated_at')} > (SELECT since FROM progress) AND ${o('updated_at')} <= (SELECT until FROM progress)
       UNION ALL
-      SELECT order_id, updated_at FROM refunds
-       WHERE status = 'PENDING'
-         AND updated_at > (SELECT since FROM progress) AND updated_at <= (SELECT until FROM progress)
-    ), latest AS (
-      SELECT order_id, max(updated_at) AS observed_at FROM changed GROUP BY order_id
+      SELECT ${r('order_id')}, ${r('updated_at')} FROM ${refunds} r
+       WHERE ${r('status')} = ${OPEN_REFUND}
+         AND ${r('updated_at')} > (SELECT since FROM progress) AND ${r('updated_at')} <= (SELECT until FROM progress)
+    ), latest (latest_order, latest_at) AS (
+      SELECT changed_order, max(changed_at) FROM changed GROUP BY changed_order
     ), taken AS (
-      INSERT INTO reconciliation_checks AS c (order_id, observed_at, next_check_at)
-      SELECT l.order_id, l.observed_at, l.observed_at + ${milliseconds(afterMs)}
-        FROM latest l
-       WHERE NOT EXISTS (SELECT 1 FROM reconciliation_checks k
-                          WHERE k.order_id = l.order_id AND k.observed_at >= l.observed_at)
-      ON CONFLICT (order_id) DO UPDATE
-         SET observed_at = excluded.observed_at, observation = c.observation + 1, attempts = 0,
-             next_check_at = excluded.next_check_at, last_checked_at = NULL, last_result = NULL, given_up_at = NULL
+      INSERT INTO ${checks} AS c (${col('order_id')}, ${col('observed_at')}, ${col('next_check_at')})
+      SELECT latest_order, latest_at, latest_at + ${milliseconds(afterMs)}
+        FROM latest
+       WHERE NOT EXISTS (SELECT 1 FROM ${checks} k
+                          WHERE ${k('order_id')} = latest_order AND ${k('observed_at')} >= latest_at)
+      ON CONFLICT (${col('order_id')}) DO UPDATE
+         SET ${col('observed_at')} = ${excluded('observed_at')}, ${col('observation')} = ${c('observation')} + 1,
+             ${col('attempts')} = 0, ${col('next_check_at')} = ${excluded('next_check_at')},
+             ${col('last_checked_at')} = NULL, ${col('last_result')} = NULL, ${col('given_up_at')} = NULL
       RETURNING 1
     ), advanced AS (
-      UPDATE reconciliation_progress SET observed_through = greatest(observed_through, (SELECT until FROM progress))
+      UPDATE ${tableOf('reconciliation_progress')}
+         SET ${through('observed_through')} = greatest(${through('observed_through')}, (SELECT until FROM progress))
     )
-    SELECT count(*) AS taken FROM taken`;
+    SELECT count(*) AS taken FROM taken`,
+  );
 
 export async function takeInObservations(db: Db, now: Date, afterMs: number): Promise<number> {
-  const { rows } = await takeInObservationsQuery(now, afterMs).execute(db);
+  const { rows } = await db.executeQuery(takeInObservationsQuery(db, now, afterMs).compile());
   return Number(rows[0]?.taken ?? 0);
 }
 
@@ -110,16 +115,28 @@ export async function takeInObservations(db: Db, now: Date, afterMs: number): Pr
  * The orders due for a check now, soonest first, through reconciliation_checks_next (a given-up row is not in
  * it), each with its POS and whether it is still open here.
  */
-export const dueOrdersQuery = (now: Date, limit: number): RawBuilder<ScheduleRow> => sql<ScheduleRow>`
-    SELECT c.order_id, w.pos_id, c.observed_at, c.observation::text, c.attempts, c.next_check_at, c.given_up_at,
-           ${stillOpen(sql`c.order_id`)} AS open
-      FROM reconciliation_checks c LEFT JOIN order_owners w ON w.order_id = c.order_id
-     WHERE c.next_check_at <= ${now}::timestamptz
-     ORDER BY c.next_check_at, c.order_id
-     LIMIT ${limit}::int`;
+export const dueOrdersQuery = (db: Db, now: Date, limit: number) =>
+  db
+    .selectFrom('reconciliation_checks as c')
+    .leftJoin('order_owners as w', 'w.order_id', 'c.order_id')
+    .select(['c.order_id', 'w.pos_id', 'c.observed_at', 'c.observation', 'c.attempts', 'c.next_check_at'])
+    .select(['c.given_up_at', stillOpen(c('order_id')).as('open')])
+    .where('c.next_check_at', '<=', now)
+    .orderBy('c.next_check_at')
+    .orderBy('c.order_id')
+    .limit(limit);
 
 export async function dueOrders(db: Db, now: Date, limit: number): Promise<ScheduledOrder[]> {
-  return (await dueOrdersQuery(now, limit).execute(db)).rows.map(scheduled);
+  return (await dueOrdersQuery(db, now, limit).execute()).map((row) => ({
+    orderId: row.order_id,
+    posId: row.pos_id,
+    observedAt: row.observed_at,
+    observation: row.observation,
+    checks: Number(row.attempts),
+    nextCheckAt: row.next_check_at,
+    givenUp: row.given_up_at !== null,
+    open: row.open,
+  }));
 }
 
 /**
@@ -127,25 +144,25 @@ export async function dueOrders(db: Db, now: Date, limit: number): Promise<Sched
  * from the projections, so it also lists what no reconciler has taken in.
  */
 export async function stuckOrders(db: Db, now: Date, afterMs: number, limit = 100_000): Promise<string[]> {
-  const { rows } = await sql<{ order_id: string }>`
-    WITH open AS (
-      SELECT order_id, updated_at FROM orders WHERE status NOT IN ('COMPLETED', 'CANCELED')
+  const { rows } = await sql<{ open_order: string }>`
+    WITH open (open_order, open_at) AS (
+      SELECT ${o('order_id')}, ${o('updated_at')} FROM ${orders} o WHERE ${o('status')} NOT IN ${FINAL_ORDER}
       UNION ALL
-      SELECT order_id, updated_at FROM refunds WHERE status = 'PENDING'
+      SELECT ${r('order_id')}, ${r('updated_at')} FROM ${refunds} r WHERE ${r('status')} = ${OPEN_REFUND}
     )
-    SELECT order_id FROM open
-     GROUP BY order_id
-    HAVING max(updated_at) <= ${now}::timestamptz - ${milliseconds(afterMs)}
-     ORDER BY max(updated_at), order_id
+    SELECT open_order FROM open
+     GROUP BY open_order
+    HAVING max(open_at) <= ${now}::timestamptz - ${milliseconds(afterMs)}
+     ORDER BY max(open_at), open_order
      LIMIT ${limit}::int`.execute(db);
-  return rows.map((r) => r.order_id);
+  return rows.map((row) => row.open_order);
 }
 
 /** The schedule's gauges: rows still checked, and rows given up. Counts of its partial indexes. */
 export async function countOpenOrders(db: Db): Promise<{ stuck: number; givenUp: number }> {
   const { rows } = await sql<{ stuck: string; given_up: string }>`
-    SELECT (SELECT count(*) FROM reconciliation_checks WHERE next_check_at IS NOT NULL) AS stuck,
-           (SELECT count(*) FROM reconciliation_checks WHERE given_up_at IS NOT NULL) AS given_up`.execute(db);
+    SELECT (SELECT count(*) FROM ${checks} WHERE ${col('next_check_at')} IS NOT NULL) AS stuck,
+           (SELECT count(*) FROM ${checks} WHERE ${col('given_up_at')} IS NOT NULL) AS given_up`.execute(db);
   return { stuck: Number(rows[0]?.stuck ?? 0), givenUp: Number(rows[0]?.given_up ?? 0) };
 }
 
@@ -193,9 +210,9 @@ export async function forgetOrder(db: Db, orderId: string, observation: string):
 /** Drops an order's row, about this observation, when nothing of the order is open here any more (its repair). */
 export async function forgetIfClosed(db: Db, orderId: string, observation: string): Promise<void> {
   await sql`
-    DELETE FROM reconciliation_checks c
-     WHERE c.order_id = ${orderId} AND c.observation = ${observation}::bigint
-       AND NOT ${stillOpen(sql`c.order_id`)}`.execute(db);
+    DELETE FROM ${checks} c
+     WHERE ${c('order_id')} = ${orderId} AND ${c('observation')} = ${observation}::bigint
+       AND NOT ${stillOpen(c('order_id'))}`.execute(db);
 }
 
 /**
@@ -205,15 +222,16 @@ export async function forgetIfClosed(db: Db, orderId: string, observation: strin
  */
 export async function pruneClosed(db: Db, after: string, limit: number): Promise<{ next: string; pruned: number }> {
   const { rows } = await sql<{ last: string | null; seen: string; pruned: string }>`
-    WITH batch AS (
-      SELECT order_id, observation FROM reconciliation_checks WHERE order_id > ${after} ORDER BY order_id
-       LIMIT ${limit}::int
+    WITH batch (batch_order, batch_observation) AS (
+      SELECT ${col('order_id')}, ${col('observation')} FROM ${checks} WHERE ${col('order_id')} > ${after}
+       ORDER BY ${col('order_id')} LIMIT ${limit}::int
     ), pruned AS (
-      DELETE FROM reconciliation_checks c USING batch b
-       WHERE c.order_id = b.order_id AND c.observation = b.observation AND NOT ${stillOpen(sql`b.order_id`)}
+      DELETE FROM ${checks} c USING batch
+       WHERE ${c('order_id')} = batch_order AND ${c('observation')} = batch_observation
+         AND NOT ${stillOpen(sql`batch_order`)}
       RETURNING 1
     )
-    SELECT (SELECT max(order_id) FROM batch) AS last, (SELECT count(*) FROM batch) AS seen,
+    SELECT (SELECT max(batch_order) FROM batch) AS last, (SELECT count(*) FROM batch) AS seen,
            (SELECT count(*) FROM pruned) AS pruned`.execute(db);
   const row = rows[0];
   const seen = Number(row?.seen ?? 0);
@@ -227,12 +245,12 @@ export async function pruneClosed(db: Db, after: string, limit: number): Promise
 export async function forgetGivenUp(db: Db, before: Date, limit: number): Promise<number> {
   const { rows } = await sql<{ forgotten: string }>`
     WITH gone AS (
-      DELETE FROM reconciliation_checks
-       WHERE order_id IN (SELECT order_id FROM reconciliation_checks
-                           WHERE given_up_at < ${before}::timestamptz
-                           ORDER BY given_up_at
-                           LIMIT ${limit}::int)
-         AND given_up_at < ${before}::timestamptz
+      DELETE FROM ${checks}
+       WHERE ${col('order_id')} IN (SELECT ${col('order_id')} FROM ${checks}
+                                     WHERE ${col('given_up_at')} < ${before}::timestamptz
+                                     ORDER BY ${col('given_up_at')}
+                                     LIMIT ${limit}::int)
+         AND ${col('given_up_at')} < ${before}::timestamptz
       RETURNING 1
     )
     SELECT count(*) AS forgotten FROM gone`.execute(db);
@@ -258,4 +276,57 @@ export async function recordedMeanings(db: Db, orderId: string): Promise<Set<str
 export async function ownerOf(db: Db, orderId: string): Promise<string | undefined> {
   const row = await db.selectFrom('order_owners').select('pos_id').where('order_id', '=', orderId).executeTakeFirst();
   return row?.pos_id;
+}
+
+/** An order's place in the schedule, as people read it (the order's story). */
+export interface ScheduleEntry {
+  observedAt: Date;
+  attempts: number;
+  nextCheckAt: Date | null;
+  lastCheckedAt: Date | null;
+  lastResult: string | null;
+  givenUpAt: Date | null;
+}
+
+/** The order's place in the schedule; null when it has none (final, or not taken in yet). */
+export async function scheduleOf(db: Db, orderId: string): Promise<ScheduleEntry | null> {
+  const row = await db
+    .selectFrom('reconciliation_checks')
+    .selectAll()
+    .where('order_id', '=', orderId)
+    .executeTakeFirst();
+  return row
+    ? {
+        observedAt: row.observed_at,
+        attempts: row.attempts,
+        nextCheckAt: row.next_check_at,
+        lastCheckedAt: row.last_checked_at,
+        lastResult: row.last_result,
+        givenUpAt: row.given_up_at,
+      }
+    : null;
+}
+
+/** An order given up, as people read it (needs attention). */
+export interface GivenUpOrder {
+  orderId: string;
+  givenUpAt: Date;
+  attempts: number;
+  lastResult: string | null;
+}
+
+/** The orders given up, the latest first, at most `limit` (through reconciliation_checks_given_up). */
+export async function givenUpOrders(db: Db, limit: number): Promise<GivenUpOrder[]> {
+  const rows = await db
+    .selectFrom('reconciliation_checks')
+    .select(['order_id', 'given_up_at', 'attempts', 'last_result'])
+    .where('given_up_at', 'is not', null)
+    .orderBy('given_up_at', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.flatMap((g) =>
+    g.given_up_at === null
+      ? []
+      : [{ orderId: g.order_id, givenUpAt: g.given_up_at, attempts: g.attempts, lastResult: g.last_result }],
+  );
 }

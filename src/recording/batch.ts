@@ -11,7 +11,7 @@ import type { StoredProjection } from './projectionFold';
 /**
  * A recording batch as data: what goes in (items), what the database holds for it (state), and what comes
  * out (the decision: every row to write and every answer). The decision (decideBatch.ts), the rows
- * (batchRows.ts), the SQL (batchStatements.ts) and the transaction (recordBatch.ts) all speak these types.
+ * (batchRows.ts), the SQL (batchQueries.ts) and the transaction (recordBatch.ts) all speak these types.
  */
 
 /** A notification of the batch, with what the known-duplicates cache knows of it. */

@@ -27,7 +27,7 @@ import type { StoredProjection } from './projectionFold';
 
 /**
  * The rows a recording transaction writes and reads, typed from the tables (src/database/schema.ts): each
- * row type lists its columns once, the statements take their column lists from here (batchStatements.ts), so
+ * row type lists its columns once, the statements take their column lists from here (batchQueries.ts), so
  * renaming a column fails `tsc`. Rows travel as one JSON parameter per table, read by
  * json_populate_recordset: each value in its column's JSON form (bytea as its hex text input, amounts as
  * text: JSON numbers would round beyond 2^53).

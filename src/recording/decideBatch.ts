@@ -1,5 +1,5 @@
 import { DELIVERY_OUTCOME_OF, type DeliveryOutcome, type StatusConflict } from '../domain/outcomes';
-import { buildEvent, statusEventType, type DomainEvent } from '../outbox/events';
+import type { DomainEvent } from '../outbox/events';
 import type { Notification } from '../parsing/notification';
 import { signerFor } from '../verification/posBinding';
 import type { SignatureMatch } from '../verification/verifySignature';
@@ -15,7 +15,7 @@ import {
 } from './batch';
 import type { KnownNotification } from './knownNotifications';
 import type { Delivery, DeliveryKept, DeliveryAnswer } from './notificationStore';
-import { ProjectionFold, type Folded } from './projectionFold';
+import { ProjectionFold, statusEvent, type Folded } from './projectionFold';
 
 /**
  * What a batch of notifications is, decided from the batch and what the database holds for it: a pure
@@ -31,15 +31,10 @@ import { ProjectionFold, type Folded } from './projectionFold';
  *      it publishes, numbered in its order's stream.
  *
  * A known repeat (the cache's) skips all three: only its delivery is recorded. The result is every row the
- * batch writes (batchStatements.ts) and every delivery's answer.
+ * batch writes (batchQueries.ts) and every delivery's answer.
  */
-export function decideBatch(
-  items: readonly BatchItem[],
-  state: BatchState,
-  eventSource: string,
-  now: Date = new Date(),
-): BatchDecision {
-  const decider = new BatchDecider(state, eventSource, now);
+export function decideBatch(items: readonly BatchItem[], state: BatchState, eventSource: string): BatchDecision {
+  const decider = new BatchDecider(state, eventSource);
   const results = items.map((item) => decider.decide(item));
   return { results, ...decider.finish() };
 }
@@ -90,12 +85,14 @@ class BatchDecider {
   private readonly deliveryRows = new Map<string, number>();
   private readonly variantsAdded = new Set<string>();
   private nextId = 0;
+  /** The transaction's time: its notifications' received_at, its events' `time` (and so part of their ids). */
+  private readonly now: Date;
 
   constructor(
     private readonly state: BatchState,
     private readonly eventSource: string,
-    private readonly now: Date,
   ) {
+    this.now = new Date(state.now);
     this.storedNotifications = new Map(state.storedNotifications);
     this.projections = new ProjectionFold(state.orders, state.refunds);
     this.owners = new Map(state.owners);
@@ -214,9 +211,7 @@ class BatchDecider {
 
   /** The event a status publishes (none when stale), numbered in its order's stream. */
   private event(n: Notification, orderId: string, folded: Folded, via: ObservedVia): DomainEvent | null {
-    if (folded.outcome === 'stale') return null;
-    const type = statusEventType(n.kind, n.status, folded.outcome === 'conflict');
-    return buildEvent(this.eventSource, type, folded.eventData(this.nextSequence(orderId), via), this.now);
+    return statusEvent(this.eventSource, n, folded, via, this.now, () => this.nextSequence(orderId));
   }
 
   /** The next number in an order's event stream (refund events count in their order's). */

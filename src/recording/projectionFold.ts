@@ -1,6 +1,6 @@
 import type { Disagreement, ObservedVia, RecordedStatuses } from '../database/schema';
 import type { StatusTransition } from '../domain/outcomes';
-import type { DomainEvent } from '../outbox/events';
+import { buildEvent, statusEventType, type DomainEvent } from '../outbox/events';
 import type { Notification } from '../parsing/notification';
 import {
   applyOrder,
@@ -70,6 +70,24 @@ class Projections<P> {
   changedOnes(): Array<StoredProjection<P>> {
     return [...this.changed].map((id) => this.current.get(id) as StoredProjection<P>);
   }
+}
+
+/**
+ * The event a folded status publishes, none when it was stale: its type (the status, or a conflict), its data
+ * numbered `nextSequence()` in its order's stream (asked only when there is an event), its time the time its
+ * notification was recorded. The recorder's decision and `events rebuild` both build events here.
+ */
+export function statusEvent(
+  source: string,
+  n: Notification,
+  folded: Folded,
+  via: ObservedVia,
+  time: Date,
+  nextSequence: () => number,
+): DomainEvent | null {
+  if (folded.outcome === 'stale') return null;
+  const type = statusEventType(n.kind, n.status, folded.outcome === 'conflict');
+  return buildEvent(source, type, folded.eventData(nextSequence(), via), time);
 }
 
 export class ProjectionFold {

@@ -1,8 +1,8 @@
-import { sql } from 'kysely';
-import { queries, type PooledTransactions } from '../database/transaction';
+import type { PooledTransactions } from '../database/transaction';
 import { parseNotification } from '../parsing/parseNotification';
 import { signersFor } from '../verification/posBinding';
 import type { Delivery, DeliveryKept } from './notificationStore';
+import { firstDeliveryOfQuarantined, lockQuarantined, resolveQuarantined } from './quarantineQueries';
 import { recordBatch } from './recordBatch';
 
 /**
@@ -38,9 +38,7 @@ export async function retryOne(
   eventSource: string,
 ): Promise<RetryResult> {
   return transactions.transaction(async (trx): Promise<RetryResult> => {
-    const [row] = await trx.run(
-      queries.selectFrom('quarantined_notifications').selectAll().where('id', '=', id).forUpdate().compile(),
-    );
+    const [row] = await trx.run(lockQuarantined(id));
     if (!row) return { id, result: 'not_found', detail: 'no quarantined notification with this id' };
     if (row.resolved_at !== null) return { id, result: 'already_resolved', detail: row.resolution ?? '' };
     if (row.body === null)
@@ -60,15 +58,7 @@ export async function retryOne(
         detail: `order.merchantPosId is not POS ${row.pos_id}, whose key verified it`,
       };
     }
-    const [original] = await trx.run(
-      queries
-        .selectFrom('deliveries')
-        .select(['source_address', 'processing_time_ms'])
-        .where('quarantine_id', '=', id)
-        .orderBy('id')
-        .limit(1)
-        .compile(),
-    );
+    const [original] = await trx.run(firstDeliveryOfQuarantined(id));
     const delivery: Delivery = {
       body: row.body,
       bodySha256: row.body_sha256,
@@ -79,14 +69,10 @@ export async function retryOne(
     };
     const resolve = (recorded: DeliveryKept) =>
       trx.run(
-        queries
-          .updateTable('quarantined_notifications')
-          .set({
-            resolved_at: sql`now()`,
-            resolution: `reprocessed: ${recorded.outcome}${recorded.notificationId ? ` as notification ${recorded.notificationId}` : ''}`,
-          })
-          .where('id', '=', id)
-          .compile(),
+        resolveQuarantined(
+          id,
+          `reprocessed: ${recorded.outcome}${recorded.notificationId ? ` as notification ${recorded.notificationId}` : ''}`,
+        ),
       );
     // Recorded and resolved in one transaction: the resolution leaves before the write and its COMMIT.
     const {

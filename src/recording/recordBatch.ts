@@ -1,7 +1,7 @@
 import type { Transaction } from '../database/transaction';
 import { meaningOf, NOTHING_READ, type BatchDecision, type BatchItem, type BatchState } from './batch';
 import { batchRows, historyLookups, stateOf, withStoredNotifications } from './batchRows';
-import { lockOrders, readHistory, readState, writeBatch, writeDeliveries, writeQuarantine } from './batchStatements';
+import { lockOrders, readHistory, readState, writeBatch, writeDeliveries, writeQuarantine } from './batchQueries';
 import { decideBatch } from './decideBatch';
 import type { Delivery, DeliveryKept, RecordingContext } from './notificationStore';
 
@@ -13,7 +13,7 @@ import type { Delivery, DeliveryKept, RecordingContext } from './notificationSto
  *      repeat;
  *   2. decideBatch (decideBatch.ts): the pure decision, every row to write and every answer;
  *   3. the caller's beforeWrite, which may still abandon the batch (throw) or add statements of its own;
- *   4. the write: one statement with every row (batchStatements.ts), sent with COMMIT. A batch of known
+ *   4. the write: one statement with every row (batchQueries.ts), sent with COMMIT. A batch of known
  *      repeats writes only their deliveries, and its one statement needs no BEGIN (transaction.ts).
  *
  * Step 1 is two statements sent together (lock, then read the projections, where each status recorded is

@@ -8,7 +8,7 @@ import type { OrderStatus, RefundStatus } from '../parsing/notification';
  * The final statuses share the highest rank, so "rank goes up" is the whole rule for applying. It is
  * applied here only, in the batch decision; concurrent deliveries of one order cannot both decide on the
  * same state because the recording transaction holds the order's advisory lock (lockOrders in
- * batchStatements.ts). The database stores status_rank with the projection and writes what it is given.
+ * batchQueries.ts). The database stores status_rank with the projection and writes what it is given.
  */
 export const ORDER_STATUS_RANK: Readonly<Record<OrderStatus | 'NEW', number>> = {
   NEW: 0,

@@ -23,6 +23,10 @@ export interface RefundPlan {
   refundId?: string;
   status: RefundStatus;
   extRefundId?: string;
+  /** A PENDING notification first (the payment service does not normally send one): a refund.pending event. */
+  pending?: boolean;
+  /** The other final status arrives after `status` (FINALIZED then CANCELED, say): a refund.status_conflict. */
+  conflict?: boolean;
 }
 
 /** What happens to one order, as the payment service would see it. */
@@ -38,6 +42,10 @@ export interface LifecyclePlan {
   currencyCode: string;
   /** Only for a COMPLETED order; the amounts of the refunds that are not CANCELED add up to at most the total. */
   refunds: RefundPlan[];
+  /** After everything else, the order's other final status arrives too: an order.status_conflict. */
+  conflict?: boolean;
+  /** The final status's notification states another total amount: its event carries data.disagreements. */
+  disagreement?: boolean;
   /** Simulated time between consecutive status changes. */
   gapMs: number;
   /** Simulated offset (from the start of the run) of the order's first status change. */
@@ -130,8 +138,7 @@ export function buildLifecycle(plan: LifecyclePlan, random: Random): Lifecycle {
   // The PAYMENT_ID property: one element from WAITING_FOR_CONFIRMATION on; PENDING may have none yet.
   const pendingHasPaymentId = chance(random, 0.7);
   let offset = 0;
-  orderStatusesOf(plan).forEach((status, index) => {
-    if (index > 0) offset += plan.gapMs;
+  const orderNotification = (status: OrderStatus, stated: OrderData = order): void => {
     // The moment of the change, shortly before the notification about it goes out.
     const changedAt = at(offset - randomInt(random, 0, 999));
     notifications.push({
@@ -140,12 +147,21 @@ export function buildLifecycle(plan: LifecyclePlan, random: Random): Lifecycle {
       refundId: null,
       status,
       changedAtMs: plan.startMs + offset,
-      body: orderNotificationBody(order, status, {
+      body: orderNotificationBody(stated, status, {
         withPaymentId: status !== 'PENDING' || pendingHasPaymentId,
         ...(status === 'COMPLETED' ? { localReceiptDateTime: formatLocalReceiptDateTime(changedAt) } : {}),
       }),
       processingTimeMs: status === 'PENDING' ? null : randomInt(random, 100, 2_000),
     });
+  };
+  const statuses = orderStatusesOf(plan);
+  statuses.forEach((status, index) => {
+    if (index > 0) offset += plan.gapMs;
+    const last = index === statuses.length - 1;
+    // A disagreement: the final notification states another total (the receiver keeps the first one).
+    const stated =
+      last && plan.disagreement ? { ...order, totalAmount: String(BigInt(order.totalAmount) + 100n) } : order;
+    orderNotification(status, stated);
   });
 
   const refunds: Lifecycle['expected']['refunds'] = [];
@@ -155,28 +171,44 @@ export function buildLifecycle(plan: LifecyclePlan, random: Random): Lifecycle {
     const amount = refund.amount ?? (BigInt(plan.totalAmount) - refunded).toString();
     if (refund.status !== 'CANCELED') refunded += BigInt(amount);
     const refundId = refund.refundId ?? newRefundId(random);
-    const statusAt = at(offset - randomInt(random, 0, 999));
-    notifications.push({
-      kind: 'refund',
-      orderId: order.orderId,
-      refundId,
-      status: refund.status,
-      changedAtMs: plan.startMs + offset,
-      body: refundNotificationBody(order, {
+    const refundNotification = (status: RefundStatus | 'PENDING'): void => {
+      const statusAt = at(offset - randomInt(random, 0, 999));
+      notifications.push({
+        kind: 'refund',
+        orderId: order.orderId,
         refundId,
-        ...(refund.extRefundId !== undefined ? { extRefundId: refund.extRefundId } : {}),
-        amount,
-        currencyCode: plan.currencyCode,
-        status: refund.status,
-        statusDateTime: formatSenderTimestamp(statusAt),
-        reason: 'refund',
-        reasonDescription: refund.status === 'CANCELED' ? 'refund rejected by the bank' : 'customer request',
-        // Requested after the previous status change, processed by the time of this one.
-        refundDate: formatSenderTimestamp(at(offset - Math.floor(plan.gapMs / 2) - randomInt(random, 0, 999))),
-      }),
-      processingTimeMs: null,
-    });
+        status,
+        changedAtMs: plan.startMs + offset,
+        body: refundNotificationBody(order, {
+          refundId,
+          ...(refund.extRefundId !== undefined ? { extRefundId: refund.extRefundId } : {}),
+          amount,
+          currencyCode: plan.currencyCode,
+          status,
+          statusDateTime: formatSenderTimestamp(statusAt),
+          reason: 'refund',
+          reasonDescription: status === 'CANCELED' ? 'refund rejected by the bank' : 'customer request',
+          // Requested after the previous status change, processed by the time of this one.
+          refundDate: formatSenderTimestamp(at(offset - Math.floor(plan.gapMs / 2) - randomInt(random, 0, 999))),
+        }),
+        processingTimeMs: null,
+      });
+    };
+    if (refund.pending) {
+      refundNotification('PENDING');
+      offset += plan.gapMs;
+    }
+    refundNotification(refund.status);
+    if (refund.conflict) {
+      offset += plan.gapMs;
+      refundNotification(refund.status === 'FINALIZED' ? 'CANCELED' : 'FINALIZED');
+    }
+    // The first final status is kept: the conflicting one is published as such, and changes nothing.
     refunds.push({ refundId, amount, status: refund.status });
+  }
+  if (plan.conflict) {
+    offset += plan.gapMs;
+    orderNotification(plan.outcome === 'COMPLETED' ? 'CANCELED' : 'COMPLETED');
   }
   return { orderId: order.orderId, plan, expected: { order: plan.outcome, refunds }, notifications };
 }

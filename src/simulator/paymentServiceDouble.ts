@@ -62,7 +62,7 @@ export class PaymentServiceDouble {
   }
 
   /** Listens (port 0: any free port) and returns the base URL, e.g. http://127.0.0.1:40123. */
-  async start(port = 0, host = '127.0.0.1'): Promise<string> {
+  async start({ port = 0, host = '127.0.0.1' }: { port?: number; host?: string } = {}): Promise<string> {
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen(port, host, () => resolve());

@@ -3,9 +3,10 @@
  * README's section for support staff). Not a test, and no test runs it: it rewrites tracked files.
  *
  * The real service on a database of its own, with reconciliation against the payment-service double, is sent a few
- * orders' real signed notifications (a card payment with a refund, an order repaired by reconciliation, a
- * conflict, an unreadable body); an operator signs in through the form, reconciles one order through its
- * confirmation, and each page is photographed in Debian's chromium (test/support/browser.ts).
+ * orders' real signed notifications (a payment of 2,234.71 PLN with two refunds, an order repaired by reconciliation,
+ * a conflict, a payment waiting for the shop's confirmation, an unreadable body), in the Europe/Warsaw zone; an operator
+ * signs in through the form, checks one order with the payment service through its confirmation and another while the
+ * payment service cannot be reached, and each page is photographed in Debian's chromium (test/support/browser.ts).
  */
 import { randomBytes } from 'node:crypto';
 import amqp from 'amqplib';
@@ -40,31 +41,37 @@ async function send(svc: Running, body: string): Promise<void> {
 }
 
 /** The orders of the pictures; ids that read like a shop's. */
-async function history(svc: Running, double: PaymentServiceDouble): Promise<{ paid: string; repaired: string }> {
+async function history(
+  svc: Running,
+  double: PaymentServiceDouble,
+): Promise<{ paid: string; repaired: string; unanswered: string }> {
   const paid = 'WZ1K9Q7L3T261127GUEST000001';
   const extOrderId = 'shop-2026-11-27-0042';
-  await send(svc, orderBody({ orderId: paid, extOrderId, status: 'PENDING' }));
-  await send(svc, orderBody({ orderId: paid, extOrderId, status: 'WAITING_FOR_CONFIRMATION', paymentId: '5011' }));
+  const amount = { totalAmount: '223471' };
+  await send(svc, orderBody({ orderId: paid, extOrderId, status: 'PENDING', ...amount }));
   await send(
     svc,
-    orderBody({
-      orderId: paid,
-      extOrderId,
-      status: 'COMPLETED',
-      paymentId: '5011',
-      payMethodType: 'PBL',
-      buyer: BUYER,
-    }),
+    orderBody({ orderId: paid, extOrderId, status: 'WAITING_FOR_CONFIRMATION', paymentId: '5011', ...amount }),
   );
-  await send(svc, orderBody({ orderId: paid, extOrderId, status: 'COMPLETED', paymentId: '5011', buyer: BUYER })); // a repeat
-  await send(
-    svc,
-    refundBody({ orderId: paid, extOrderId, refundId: '912873', extRefundId: 'ret-0042', status: 'PENDING' }),
-  );
-  await send(
-    svc,
-    refundBody({ orderId: paid, extOrderId, refundId: '912873', extRefundId: 'ret-0042', status: 'FINALIZED' }),
-  );
+  const completed = orderBody({
+    orderId: paid,
+    extOrderId,
+    status: 'COMPLETED',
+    paymentId: '5011',
+    payMethodType: 'PBL',
+    buyer: BUYER,
+    ...amount,
+  });
+  await send(svc, completed);
+  await send(svc, completed); // a repeat
+  for (const [refundId, extRefundId] of [
+    ['912873', 'ret-0042'],
+    ['912874', 'ret-0043'],
+  ] as const) {
+    const refund = { orderId: paid, extOrderId, refundId, extRefundId, amount: '28013' };
+    await send(svc, refundBody({ ...refund, status: 'PENDING' }));
+    await send(svc, refundBody({ ...refund, status: 'FINALIZED' }));
+  }
 
   // Its COMPLETED was never delivered: the payment API knows it, reconciliation repairs it.
   const repaired = 'BX4N2M8P0D261127GUEST000002';
@@ -85,9 +92,23 @@ async function history(svc: Running, double: PaymentServiceDouble): Promise<{ pa
   const conflict = 'CQ7T5R1S9V261127GUEST000003';
   await send(svc, orderBody({ orderId: conflict, extOrderId: 'shop-2026-11-27-0044', status: 'COMPLETED' }));
   await send(svc, orderBody({ orderId: conflict, extOrderId: 'shop-2026-11-27-0044', status: 'CANCELED' }));
+  // A payment waiting for the shop's confirmation (auto-receive off).
+  await send(
+    svc,
+    orderBody({
+      orderId: 'FW2G8H4J6K261127GUEST000005',
+      extOrderId: 'shop-2026-11-27-0045',
+      status: 'WAITING_FOR_CONFIRMATION',
+      paymentId: '5013',
+      totalAmount: '45990',
+    }),
+  );
+  // A payment still in progress, which a check will fail to learn about.
+  const unanswered = 'GM5N1P3Q7R261127GUEST000006';
+  await send(svc, orderBody({ orderId: unanswered, extOrderId: 'shop-2026-11-27-0046', status: 'PENDING' }));
   // An authentic body that cannot be read: quarantined.
   await send(svc, '{"order": {"orderId": "DL0UNREADABLE", "status": ');
-  return { paid, repaired };
+  return { paid, repaired, unanswered };
 }
 
 async function shoot(page: Page, name: string, target: string, fullPage = false): Promise<void> {
@@ -102,7 +123,7 @@ async function main(): Promise<void> {
   await double.start();
   const database = `nr_screenshots_${randomBytes(4).toString('hex')}`;
   const exchange = uniqueExchange();
-  // A queue bound to the exchange, as a consumer's would be: else every event comes back unroutable.
+  // A queue bound to the exchange, as a consumer's would be: else needs attention lists every event as unrouted.
   const broker = await amqp.connect(AMQP_URL);
   const channel = await broker.createChannel();
   await channel.assertExchange(exchange, 'topic', { durable: true });
@@ -121,6 +142,8 @@ async function main(): Promise<void> {
         PAYMENT_API_CREDENTIALS: `${POS.posId}:${POS.clientId}:${POS.clientSecret}`,
         RECONCILE_AFTER: '1h',
         RECONCILE_INTERVAL: '1h',
+        CONSOLE_TIME_ZONE: 'Europe/Warsaw',
+        CONSOLE_CONFIRM_WITHIN: '5d',
       },
     },
   );
@@ -130,7 +153,7 @@ async function main(): Promise<void> {
   };
   const browser = await launchChromium();
   try {
-    const { paid, repaired } = await history(svc, double);
+    const { paid, repaired, unanswered } = await history(svc, double);
     // The relay publishes what the notifications wrote (NOTIFY), before the pictures are taken.
     await new Promise((resolve) => setTimeout(resolve, 2000));
     const { context, problems } = await watchedContext(browser, { viewport: { width: 1280, height: 900 } });
@@ -148,12 +171,22 @@ async function main(): Promise<void> {
     await page.getByTestId('result').waitFor();
     await shoot(page, 'reconcile-result', page.url());
 
+    // The payment service cuts every connection: a check cannot reach it, and needs attention says so.
+    await page.goto(url(`/console/orders/${unanswered}/reconcile`));
+    double.injectFaults({ reset: true, times: 50 });
+    await page.getByRole('button', { name: /^Confirm/ }).click();
+    await page.getByTestId('result').waitFor();
+    double.clearFaults();
+    await shoot(page, 'reconcile-failed', page.url());
+
     await shoot(page, 'overview', url('/console'), true);
     await shoot(page, 'order', url(`/console/orders/${paid}`), true);
     await shoot(page, 'order-repaired', url(`/console/orders/${repaired}`), true);
     await shoot(page, 'attention', url('/console/attention'), true);
     await shoot(page, 'deliveries', url('/console/deliveries'), true);
     await shoot(page, 'audit', url('/console/audit'), true);
+    await shoot(page, 'glossary', url('/console/glossary'), true);
+    await shoot(page, 'export', url('/console/export'), true);
     await page.goto(url('/console/search?q=shop-2026-11-27-0042'));
     await shoot(page, 'search', page.url(), true);
     await context.close();

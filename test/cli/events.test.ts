@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { ConsumeMessage } from 'amqplib';
 import type { ReplayedEvent } from '../../src/cli/commands/events';
-import { EventConsumer, uniqueExchange } from '../support/broker';
+import amqp, { type Channel } from 'amqplib';
+import { AMQP_URL, deleteExchange, EventConsumer, uniqueExchange } from '../support/broker';
 import { FaultProxy } from '../support/faultProxy';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
@@ -57,8 +57,18 @@ afterAll(async () => {
   await consumer.stop(); // last: it throws when an event did not match the contract
 });
 
+/** Runs `work` on a channel of a connection of its own, closed afterwards. */
+async function withChannel<T>(work: (channel: Channel) => Promise<T>): Promise<T> {
+  const connection = await amqp.connect(AMQP_URL);
+  try {
+    return await work(await connection.createChannel());
+  } finally {
+    await connection.close().catch(() => undefined);
+  }
+}
+
 /** Messages the consumer got after the first `from`. */
-const since = (from: number): ConsumeMessage[] => consumer.messages.slice(from);
+const since = (from: number): amqp.ConsumeMessage[] => consumer.messages.slice(from);
 
 describe('events replay', () => {
   it('When the events of an order are replayed, then the same ids and message bytes are published again and confirmed', async () => {
@@ -131,17 +141,69 @@ describe('events replay', () => {
     expect(report.counts).toEqual({ confirmed: 1 });
   });
 
-  it('When no queue is bound to the exchange, then the broker returns the events and the replay fails', async () => {
+  it('When no queue is bound to the exchange, then the broker returns the events and the replay says they were unrouted', async () => {
     const lonely = uniqueExchange();
+    await withChannel(async (channel) => {
+      await channel.assertExchange(lonely, 'topic', { durable: false, autoDelete: false });
+    });
     try {
       const run = await runCli(['events', 'replay', '--order', orderA, '--exchange', lonely], env);
       expect(run.code).toBe(1);
-      expect(run.stdout).toMatch(/0 confirmed, 3 not \(3 returned: no queue bound/);
+      expect(run.stdout).toMatch(/0 confirmed, 3 not \(3 unrouted: no queue bound/);
     } finally {
-      const cleanup = new EventConsumer(lonely);
-      await cleanup.start();
-      await cleanup.stop();
+      await deleteExchange(lonely);
     }
+  });
+
+  it('When the exchange does not exist, then it says so, publishes nothing and declares nothing', async () => {
+    const missing = uniqueExchange();
+    const run = await runCli(['events', 'replay', '--order', orderA, '--exchange', missing], env);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`the exchange ${missing} does not exist on the broker; nothing was published`);
+    await withChannel(async (channel) => {
+      channel.on('error', () => undefined); // the broker closes a channel that checks for a missing exchange
+      await expect(channel.checkExchange(missing)).rejects.toThrow(/404/);
+    });
+  });
+
+  it('When replayed to one queue, then only that queue gets the events, with their ids, original timestamps and a replay header', async () => {
+    await withChannel(async (channel) => {
+      const { queue } = await channel.assertQueue('', { exclusive: true });
+      const before = consumer.messages.length;
+      const run = await runCli(
+        ['events', 'replay', '--order', orderA, '--type', 'order.completed', '--queue', queue, '--json'],
+        env,
+      );
+      expect(run.code).toBe(0);
+      expect(parseJson<ReplayReport>(run).counts).toEqual({ confirmed: 1 });
+      const message = await waitUntil(
+        'the replayed event',
+        async () => (await channel.get(queue, { noAck: true })) || undefined,
+      );
+      const [row] = await query<{ id: string; message: string; created_at: Date }>(
+        svc.database.url,
+        `SELECT id, message, created_at FROM outbox_events WHERE order_id = $1 AND type = 'order.completed'`,
+        [orderA],
+      );
+      expect(message.content.toString('utf8')).toBe(row?.message);
+      expect(message.properties.messageId).toBe(row?.id);
+      expect(message.properties.timestamp).toBe(Math.floor((row?.created_at.getTime() ?? 0) / 1000));
+      expect(message.properties.headers?.['replayed-at']).toMatch(/^\d{4}-/);
+      // Through the default exchange: the consumer bound to the service's exchange got nothing more (the replay
+      // to the exchange just after is the next thing it sees).
+      expect((await runCli(['events', 'replay', '--id', row?.id ?? '', '--json'], env)).code).toBe(0);
+      await consumer.waitFor(before + 1);
+      expect(since(before).map((m) => m.properties.messageId)).toEqual([row?.id]);
+    });
+  });
+
+  it('When the queue does not exist or the range is reversed, then it says so and publishes nothing', async () => {
+    const missing = await runCli(['events', 'replay', '--order', orderA, '--queue', `no-such-${uniqueId('Q')}`], env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/the queue no-such-\S+ does not exist on the broker; nothing was published/);
+    const reversed = await runCli(['events', 'replay', '--since', '1h', '--until', '2h'], env);
+    expect(reversed.code).toBe(2);
+    expect(reversed.stderr).toContain('--until is not after --since');
   });
 
   it('When nothing matches, then it says so and exits 1', async () => {

@@ -1,3 +1,5 @@
+import os from 'node:os';
+import request from 'supertest';
 import type { QuarantineEntry, RetryResult } from '../../src/cli/commands/quarantine';
 import { fingerprintKey } from '../../src/verification/secondKeys';
 import { query } from '../support/database';
@@ -104,6 +106,26 @@ describe('quarantine', () => {
     );
     expect(row?.resolved_at).not.toBeNull();
     expect(row?.resolution).toBe(`reprocessed: accepted as notification ${notification?.id}`);
+    // The command line's action is in the audit trail, by the OS user and host, and on the order's page.
+    expect(
+      await query(
+        svc.database.url,
+        'SELECT actor, role, via, action, target, result FROM console_audit WHERE order_id = $1',
+        [fixedOrder],
+      ),
+    ).toEqual([
+      {
+        actor: `${os.userInfo().username}@${os.hostname()}`,
+        role: null,
+        via: 'command line',
+        action: 'quarantine_retry',
+        target: `quarantine #${fixedId}`,
+        result: 'recorded',
+      },
+    ]);
+    const page = await request(svc.adminUrl).get(`/console/orders/${fixedOrder}`);
+    expect(page.text).toContain(`${os.userInfo().username}@${os.hostname()}`);
+    expect(page.text).toContain('command line');
   });
 
   it('When a body still does not parse, then retry --all says why, leaves it open, skips the resolved one and exits 1', async () => {

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 import { createLogger } from '../../src/observability/logger';
+import { EVENT_TYPES } from '../../src/outbox/events';
 import { createPaymentApi } from '../../src/paymentApi/paymentApi';
 import type { NotificationDelivery, SimulationReport } from '../../src/simulator';
 import { query } from '../support/database';
@@ -88,6 +89,41 @@ describe('simulate', () => {
       ['WAITING_FOR_CONFIRMATION', false],
       ['COMPLETED', false],
     ]);
+  });
+
+  it('When --every-type is simulated, then the receiver records a conflict and a disagreement and writes every event type', async () => {
+    const run = await runCli(['simulate', '--url', url(), '--every-type', '--time-scale', '20', '--json'], env);
+    expect(run.code).toBe(0);
+    const report = parseJson<Report>(run);
+    const orderIds = report.orders.map((o) => o.orderId);
+    expect(report.orders.map((o) => o.expectedStatus)).toEqual(['COMPLETED', 'CANCELED']);
+    const events = await query<{ type: string; message: string }>(
+      svc.database.url,
+      'SELECT type, message FROM outbox_events WHERE order_id = ANY($1) ORDER BY order_id, sequence',
+      [orderIds],
+    );
+    expect(new Set(events.map((e) => e.type))).toEqual(new Set(EVENT_TYPES));
+    const completed = events.find((e) => e.type === 'order.completed');
+    expect(JSON.parse(completed?.message ?? '{}')).toMatchObject({
+      data: { disagreements: [{ field: 'totalAmount', kept: '15000', received: '15100' }] },
+    });
+    const orders = await query<{ order_id: string; status: string }>(
+      svc.database.url,
+      'SELECT order_id, status FROM orders WHERE order_id = ANY($1)',
+      [orderIds],
+    );
+    expect(new Map(orders.map((o) => [o.order_id, o.status]))).toEqual(
+      new Map([
+        [orderIds[0], 'COMPLETED'],
+        [orderIds[1], 'CANCELED'],
+      ]),
+    );
+  });
+
+  it('When --every-type is combined with a lifecycle option, then it is a usage error', async () => {
+    const run = await runCli(['simulate', '--url', url(), '--every-type', '--orders', '3'], env);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--every-type plays two orders of its own');
   });
 
   it('When blik is paid with SHA-256 and only X-OpenSvc-Signature, then the receiver accepts it and the human report names each status and the admin URL', async () => {

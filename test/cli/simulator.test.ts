@@ -27,6 +27,7 @@ import { parseSignatureHeader } from '../../src/verification/signatureHeader';
 import { verifySignature } from '../../src/verification/verifySignature';
 import { EventConsumer } from '../support/broker';
 import { startTestService, type TestService } from '../support/service';
+import { simulateAgainst } from '../support/simulation';
 import { waitUntil } from '../support/wait';
 import { OTHER_KEY, OTHER_POS_ID, POS_ID, SECOND_KEY } from '../support/signing';
 
@@ -150,6 +151,44 @@ describe('simulator: lifecycles and bodies', () => {
       ).toBe(true);
     }
     expect(lifecycle.expected.refunds.map((r) => r.amount)).toEqual(['4000', '3000', '11000']);
+  });
+
+  it('When a conflict, a disagreement, a pending and a conflicting refund are planned, then the sender notifies each, in order, and the order still ends as first notified', () => {
+    const lifecycle = buildLifecycle(
+      plan({
+        conflict: true,
+        disagreement: true,
+        refunds: [
+          { amount: '4000', status: 'FINALIZED', pending: true },
+          { amount: '3000', status: 'FINALIZED', conflict: true },
+        ],
+      }),
+      seededRandom(5),
+    );
+    const sent = lifecycle.notifications;
+    expect(sent.map((n) => `${n.kind}:${n.status}`)).toEqual([
+      'order:PENDING',
+      'order:COMPLETED',
+      'refund:PENDING',
+      'refund:FINALIZED',
+      'refund:FINALIZED',
+      'refund:CANCELED',
+      'order:CANCELED',
+    ]);
+    const times = sent.map((n) => n.changedAtMs);
+    expect(times).toEqual([...times].sort((a, b) => a - b));
+    const amounts = sent.map((n) => (json(n.body).order as { totalAmount?: string } | undefined)?.totalAmount);
+    expect(amounts).toEqual(['15000', '15100', undefined, undefined, undefined, undefined, '15000']);
+    expect(new Set(sent.slice(2, 4).map((n) => n.refundId)).size).toBe(1);
+    expect(new Set(sent.slice(4, 6).map((n) => n.refundId)).size).toBe(1);
+    expect(lifecycle.expected).toEqual({
+      order: 'COMPLETED',
+      refunds: [
+        { refundId: sent[2]?.refundId, amount: '4000', status: 'FINALIZED' },
+        { refundId: sent[4]?.refundId, amount: '3000', status: 'FINALIZED' },
+      ],
+    });
+    for (const n of sent) expect(parseNotification(n.body).ok).toBe(true);
   });
 
   it('When refunds exceed the order amount or a cancelled order is refunded, then the plan is refused', () => {
@@ -442,17 +481,7 @@ describe('simulator: against the real service', () => {
       spreadMs: 4000,
       random,
     });
-    const report = await runSimulation({
-      url: `${svc.publicUrl}/notifications`,
-      lifecycles,
-      secondKey: SECOND_KEY,
-      algorithm: 'MD5',
-      signatureHeaders: 'both',
-      processingTime: true,
-      faults: { duplicates: 0.4, reorder: 0.5, maxDelayMs: 1500 },
-      random,
-      clock: scaledClock(20),
-    });
+    const report = await simulateAgainst(svc, lifecycles, random, { duplicates: 0.4, reorder: 0.5, maxDelayMs: 1500 });
     expect(report.summary.gaveUp).toBe(0);
     expect(report.summary.deliveries).toBeGreaterThan(report.summary.notifications);
     expect(report.deliveries.some((d) => d.reordered)).toBe(true);

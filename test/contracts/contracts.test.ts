@@ -11,7 +11,7 @@ import { DiagnosticSeverity, Parser } from '@asyncapi/parser';
 import { validate } from '@readme/openapi-parser';
 import { parse } from 'yaml';
 import { ERROR_CODES } from '../../src/errors';
-import { buildEvent, CLOUDEVENTS_CONTENT_TYPE, statusEventType, type OrderEventData } from '../../src/outbox/events';
+import { buildEvent, CLOUDEVENTS_CONTENT_TYPE, statusEventType } from '../../src/outbox/events';
 import { ORDER_STATUSES, REFUND_STATUSES } from '../../src/parsing/notification';
 import {
   answerContractProblems,
@@ -21,6 +21,7 @@ import {
   OPENAPI_DOCUMENT,
   type ReceivedEvent,
 } from '../support/contracts';
+import { COMPLETED_ORDER_DATA } from '../support/fixtures';
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
 
@@ -73,22 +74,6 @@ describe('the documents', () => {
   });
 });
 
-const orderData: OrderEventData = {
-  orderId: 'PB68465GCH200213GUEST000P01',
-  extOrderId: '5e45160711d81',
-  merchantPosId: '300746',
-  status: 'COMPLETED',
-  previousStatus: 'PENDING',
-  totalAmount: '15000',
-  currencyCode: 'PLN',
-  paymentId: '76258454',
-  payMethodType: 'CARD_TOKEN',
-  localReceiptDateTime: '2020-02-13T10:25:40.528+01:00',
-  sequence: 2,
-  notificationId: '2',
-  observedVia: 'notification',
-};
-
 /** An event as a consumer receives it, with the properties the relay sets (brokerChannel.ts). */
 function consumed(body: Record<string, unknown>, overrides: Record<string, unknown> = {}): ReceivedEvent {
   const type = String(body.type);
@@ -104,7 +89,11 @@ function consumed(body: Record<string, unknown>, overrides: Record<string, unkno
 }
 
 const completed = (): Record<string, unknown> & { data: Record<string, unknown> } =>
-  JSON.parse(JSON.stringify(buildEvent('urn:payment-notification-receiver', 'order.completed', orderData)));
+  JSON.parse(
+    JSON.stringify(
+      buildEvent('urn:payment-notification-receiver', 'order.completed', COMPLETED_ORDER_DATA, new Date()),
+    ),
+  );
 
 describe('events against the AsyncAPI document', () => {
   it('When the recorder builds an order.completed event, then it matches', () => {
@@ -191,6 +180,43 @@ describe('answers against the OpenAPI document', () => {
 });
 
 describe('types for downstream consumers', () => {
+  it.each([
+    ['src/paymentEvents.ts', []],
+    ['src/paymentEventSchemas.json', ['--schemas']],
+  ])(
+    'When examples/consumer/%s is generated again from docs/asyncapi.yaml, then it is what is committed',
+    (file, flags) => {
+      const cwd = path.join(REPO_ROOT, 'examples', 'consumer');
+      const generated = spawnSync(
+        process.execPath,
+        ['../../docs/generate-event-types.mjs', ...flags, '../../docs/asyncapi.yaml'],
+        { cwd, encoding: 'utf8' },
+      );
+      expect(generated.stderr).toBe('');
+      expect(generated.stdout).toBe(readFileSync(path.join(cwd, file), 'utf8'));
+    },
+  );
+
+  it('When the docs pin the generator, then they pin the versions this repository tests it with', () => {
+    const installed = ['json-schema-to-typescript', 'yaml'].map(
+      (name) =>
+        `${name}@${(JSON.parse(readFileSync(path.join(REPO_ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version}`,
+    );
+    const command = `npm install --save-dev --save-exact ${installed.join(' ')}`;
+    for (const file of ['docs/generate-event-types.mjs', 'docs/EVENTS.md'])
+      expect([file, readFileSync(path.join(REPO_ROOT, file), 'utf8').includes(command)]).toEqual([file, true]);
+  });
+
+  it('When examples/consumer is built as a team builds it, with its own tsconfig, then it compiles', () => {
+    const tsc = spawnSync(
+      process.execPath,
+      [path.join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'examples/consumer', '--noEmit'],
+      { cwd: REPO_ROOT, encoding: 'utf8' },
+    );
+    expect(tsc.stdout + tsc.stderr).toBe('');
+    expect(tsc.status).toBe(0);
+  }, 120_000);
+
   it("When the README's generator command runs on docs/asyncapi.yaml, then its output compiles and types the events", () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'event-types-'));
     try {

@@ -2,7 +2,7 @@
  * ARCHITECTURE.md's layer table is what `.dependency-cruiser.cjs` enforces: the same layers in the same order,
  * each with the same folders, and every folder and file under src/ in one of them.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '../support/build';
 
@@ -84,5 +84,50 @@ describe("ARCHITECTURE.md's layer table", () => {
     const present = new Set(srcEntries());
     const named = documentedLayers().flatMap((layer) => layer.entries);
     expect(named.filter((entry) => !present.has(entry))).toEqual([]);
+  });
+});
+
+/** The files and folders of src/ that hold SQL, as lint/localRules.cjs tells them (its infrastructure aside). */
+function queryModules(): string[] {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { isQueryModule } = require('../../lint/localRules.cjs') as { isQueryModule: (file: string) => boolean };
+  const found = new Set<string>();
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
+      const file = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) walk(file);
+      else if (file.endsWith('.ts') && !file.startsWith('src/database/') && isQueryModule(file))
+        found.add(/\/queries\//.test(file) ? file.slice(0, file.lastIndexOf('/') + 1) : file);
+    }
+  };
+  walk('src');
+  return [...found].sort();
+}
+
+/** The paths the first column of ARCHITECTURE.md's table of query modules links. */
+function documentedQueryModules(): string[] {
+  const text = readFileSync(path.join(ROOT, 'ARCHITECTURE.md'), 'utf8');
+  const section = text.slice(text.indexOf('\n## The data layer\n'), text.indexOf('\n## Layers\n'));
+  return section
+    .split('\n')
+    .filter((line) => line.startsWith('| ['))
+    .map((line) => /^\| \[`[^`]+`\]\(([^)]+)\)/.exec(line)?.[1] ?? line)
+    .sort();
+}
+
+describe("ARCHITECTURE.md's data layer", () => {
+  it('When the query modules of src/ are listed, then the table of query modules names each of them, and only them', () => {
+    expect(documentedQueryModules()).toEqual(queryModules());
+  });
+
+  it('When it says where a new query goes, then each place it names exists', () => {
+    const text = readFileSync(path.join(ROOT, 'ARCHITECTURE.md'), 'utf8');
+    const section = text.slice(text.indexOf('\n### Where does a new page'), text.indexOf('\n## Layers\n'));
+    // `src/console/queries/<page>.ts` names its folder.
+    const places = [...section.matchAll(/`(src\/[^`]+)`/g)].map((m) =>
+      (m[1] as string).replace(/\/[^/]*<.*$/, '').replace(/\/$/, ''),
+    );
+    expect(places.length).toBeGreaterThan(2);
+    for (const place of places) expect(existsSync(path.join(ROOT, place)) ? place : `${place} (missing)`).toBe(place);
   });
 });

@@ -46,7 +46,6 @@ const SECRET_KEYS = [
   'PAYMENT_API_CREDENTIALS',
   'CONSOLE_OPERATOR_TOKENS',
   'CONSOLE_VIEWER_TOKENS',
-  'CONSOLE_SESSION_SECRET',
 ];
 
 const as = <T>(object: K8sObject): T => object as unknown as T;
@@ -357,7 +356,7 @@ describe('secrets', () => {
     const objects = render({ set: ['secrets.existingSecret=receiver-credentials'] });
     expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
     const refs = JSON.stringify(objects).match(/"secretKeyRef":\{"name":"[^"]+"/g) ?? [];
-    expect(refs.length).toBeGreaterThanOrEqual(10); // 9 in the Deployment, 1 in the Job
+    expect(refs.length).toBeGreaterThanOrEqual(9); // 8 in the Deployment, 1 in the Job
     expect(new Set(refs)).toEqual(new Set(['"secretKeyRef":{"name":"receiver-credentials"']));
   });
 
@@ -784,18 +783,24 @@ describe('console Ingress', () => {
     expect(JSON.stringify(serverPolicyOf(ownPeers).spec?.ingress?.[2]?.from)).toContain('ingress-internal');
   });
 
-  test("the console's settings reach the pods: tokens and session secret from the Secret, the rest from the ConfigMap", () => {
+  test("the console's settings reach the pods: tokens from the Secret, the rest from the ConfigMap", () => {
     expect(configOf(defaults)).toMatchObject({
       CONSOLE_SESSION_TTL: '8h',
+      CONSOLE_SESSION_IDLE: '30m',
       CONSOLE_VIEWERS_SEE_PERSONAL_DATA: 'false',
       CONSOLE_QUIET_AFTER: '1h',
+      CONSOLE_TIME_ZONE: 'UTC',
+      CONSOLE_LOCALE: 'en-GB',
+      CONSOLE_CONFIRM_WITHIN: '',
       AUDIT_RETENTION: '365d',
     });
+    expect(
+      configOf(render({ set: ['config.consoleTimeZone=Europe/Warsaw', 'config.consoleLocale=pl-PL'] })),
+    ).toMatchObject({ CONSOLE_TIME_ZONE: 'Europe/Warsaw', CONSOLE_LOCALE: 'pl-PL' });
     const refs = (containerOf(podSpecOf(defaults)).env ?? []).filter((e) => e.name.startsWith('CONSOLE_'));
     expect(refs.map((e) => [e.name, e.valueFrom?.secretKeyRef?.key, e.valueFrom?.secretKeyRef?.optional])).toEqual([
       ['CONSOLE_OPERATOR_TOKENS', 'CONSOLE_OPERATOR_TOKENS', true],
       ['CONSOLE_VIEWER_TOKENS', 'CONSOLE_VIEWER_TOKENS', true],
-      ['CONSOLE_SESSION_SECRET', 'CONSOLE_SESSION_SECRET', true],
     ]);
     expect(configOf(render({ set: ['config.auditRetention=off'] })).AUDIT_RETENTION).toBe('off');
     const tooShort = helmTemplate({ set: ['config.auditRetention=12h'] });
@@ -805,26 +810,45 @@ describe('console Ingress', () => {
     ]);
   });
 
-  test('a chart-made Secret with console tokens needs the session secret, and the console Ingress needs a token', () => {
+  test('the console Ingress needs a token; a chart-made Secret carries the console tokens', () => {
     const base = ['secrets.databaseUrl=postgres://u@h:5432/d', 'secrets.secondKeys=1:k', 'config.relayEnabled=false'];
-    const noSecret = helmTemplate({ set: [...base, 'secrets.consoleViewerTokens=vera:viewer-token-0123456789'] });
-    expect([noSecret.status, noSecret.stderr]).toEqual([
-      1,
-      expect.stringMatching(/secrets\.consoleSessionSecret is required with console tokens/),
-    ]);
     const noToken = helmTemplate({ set: [...base, ...consoleOn] });
     expect([noToken.status, noToken.stderr]).toEqual([1, expect.stringMatching(/consoleIngress\.enabled needs/)]);
     const withToken = render({
-      set: [
-        ...base,
-        ...consoleOn,
-        'secrets.consoleViewerTokens=vera:viewer-token-0123456789',
-        'secrets.consoleSessionSecret=0123456789abcdef0123456789abcdef',
-      ],
+      set: [...base, ...consoleOn, 'secrets.consoleViewerTokens=vera:viewer-token-0123456789'],
     });
     expect(Object.keys(as<ISecret>(only(withToken, 'Secret', '-notification-receiver')).data ?? {})).toEqual(
-      expect.arrayContaining(['CONSOLE_VIEWER_TOKENS', 'CONSOLE_SESSION_SECRET']),
+      expect.arrayContaining(['CONSOLE_VIEWER_TOKENS']),
     );
+    // Sessions are held in the database now: no secret signs them. An older values file that still sets one
+    // upgrades all the same; the secret reaches no object, and the install notes say to remove it.
+    const retired = helmTemplate({ set: [...base, 'secrets.consoleSessionSecret=0123456789abcdef0123456789abcdef'] });
+    expect(retired.status).toBe(0);
+    expect(retired.stdout).not.toContain(Buffer.from('0123456789abcdef0123456789abcdef').toString('base64'));
+    expect(retired.stdout).not.toContain('CONSOLE_SESSION_SECRET');
+  });
+
+  test("the admin port answers the Service's names, the console Ingress's host and config.adminOrigins (ADMIN_ORIGINS)", () => {
+    expect(configOf(defaults).ADMIN_ORIGINS).toBe(
+      [
+        'http://receiver-notification-receiver:9090',
+        'http://receiver-notification-receiver.payments:9090',
+        'http://receiver-notification-receiver.payments.svc:9090',
+        'http://receiver-notification-receiver.payments.svc.cluster.local:9090',
+      ].join(','),
+    );
+    const withConsole = configOf(
+      render({
+        set: [
+          ...['secrets.databaseUrl=postgres://u@h:5432/d', 'secrets.secondKeys=1:k', 'config.relayEnabled=false'],
+          ...consoleOn,
+          'secrets.consoleViewerTokens=vera:viewer-token-0123456789',
+          'config.adminOrigins={https://tools.example.com}',
+        ],
+      }),
+    ).ADMIN_ORIGINS;
+    expect(withConsole?.split(',').slice(4)).toEqual(['https://console.example.com', 'https://tools.example.com']);
+    expect(helmTemplate({ set: ['config.adminOrigins={https://tools.example.com/path}'] }).status).toBe(1);
   });
 
   test('on without a host, or on the public host, is refused, saying why', () => {

@@ -95,6 +95,21 @@ describe('Dockerfile', () => {
     expect(installs).toEqual([expect.stringMatching(/^npm ci --omit=dev\b/)]);
   });
 
+  test('no stage runs an install script: every npm ci is --ignore-scripts (issue 45)', () => {
+    const installs = stages.flatMap((stage) => all(stage, 'RUN').filter((r) => /\bnpm ci\b/.test(r.rest)));
+    expect(installs.length).toBeGreaterThanOrEqual(2);
+    for (const install of installs) expect(install.rest).toMatch(/\bnpm ci\b.* --ignore-scripts\b/);
+  });
+
+  test("the Node base is an exact version, the one scripts/image.sh pins for its stand-in with the tarball's integrity", () => {
+    const script = readFileSync(path.join(ROOT, 'scripts', 'image.sh'), 'utf8');
+    const version = /^NODE_VERSION=(\d+\.\d+\.\d+)$/m.exec(script)?.[1];
+    expect(version).toMatch(/^22\.\d+\.\d+$/);
+    expect(/^NODE_INTEGRITY=sha512-[A-Za-z0-9+/]{86}==$/m.test(script)).toBe(true);
+    expect(/^NPM_INTEGRITY=sha512-[A-Za-z0-9+/]{86}==$/m.test(script)).toBe(true);
+    expect(runtime.image).toBe(`node:${version ?? ''}-bookworm-slim`);
+  });
+
   test('the chart deploys the version the package builds', () => {
     const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
     const chart = parse(readFileSync(path.join(ROOT, 'helm', 'notification-receiver', 'Chart.yaml'), 'utf8')) as {

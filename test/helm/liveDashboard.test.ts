@@ -14,6 +14,7 @@ import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { freePort, start, stop, waitForStatus } from './app';
 import { testDatabase } from '../support/database';
 import { as, NAMESPACE, objects, runMigrationJob, runToEnd, startServer, type RunningServer } from './chartApp';
+import amqp from 'amqplib';
 import { AMQP_URL, EventConsumer, uniqueExchange } from '../support/broker';
 import { contractFetch } from '../support/contracts';
 import { sleep } from '../support/wait';
@@ -71,9 +72,17 @@ describe('the chart against the running app, watched by Prometheus', () => {
     const deployment = as<IDeployment>(only(objects, 'Deployment'));
     const job = only(objects, 'Service').metadata.name; // the ServiceMonitor's targets get the Service's name as job
     const exchange = uniqueExchange();
-    // Order events find a queue; refund events are returned unroutable and stay pending, so the backlog,
-    // the publish failures and the published counts all have series.
-    const consumer = await new EventConsumer(exchange, 'order.*').start();
+    // Completed orders find a queue; the orders' other events find none and are published unrouted (the unrouted
+    // count has series); refund events find a full queue that refuses them (the broker nacks: a publish failure)
+    // and stay pending, so the backlog, its age, the publish failures and the published counts all have series.
+    const consumer = await new EventConsumer(exchange, 'order.completed').start();
+    const full = await amqp.connect(AMQP_URL);
+    const refusing = await full.createChannel();
+    const { queue: fullQueue } = await refusing.assertQueue('', {
+      exclusive: true,
+      arguments: { 'x-max-length': 0, 'x-overflow': 'reject-publish' },
+    });
+    await refusing.bindQueue(fullQueue, exchange, 'refund.*');
     const relayAdminPort = await freePort();
     const relay = start(['node', path.join(REPO_ROOT, 'dist', 'cli', 'relay.js')], workdir, {
       ...serverEnv,
@@ -240,6 +249,7 @@ describe('the chart against the running app, watched by Prometheus', () => {
       await stop(prometheus);
       await stop(relay);
       await new Promise<void>((resolve) => kubeStateMetrics.close(() => resolve()));
+      await full.close();
       await consumer.stop();
     }
   }, 180_000);

@@ -46,7 +46,7 @@ function client(overrides: Partial<PaymentApiOptions> = {}): { api: PaymentApi; 
     maxPerSecond: 1000,
     logger: createLogger('debug', { write: (line: string) => void logLines.push(line) }),
     metrics,
-    retry: { baseDelayMs: 10, maxDelayMs: 50 },
+    retry: { backoff: { firstMs: 10, maxMs: 50, jitter: 'full' } },
     now: () => clock,
     // Delays are recorded, not waited: the tests assert what the client chose to wait, not how long it took.
     sleep: (ms) => {
@@ -250,7 +250,7 @@ describe('payment API client', () => {
     const { orderId } = completedOrder('ORDER00009261125GUEST000P01');
     const { api, metrics } = client({
       random: () => 0.5,
-      retry: { baseDelayMs: 100, maxDelayMs: 1000, maxAttempts: 3 },
+      retry: { backoff: { firstMs: 100, maxMs: 1000, jitter: 'full' }, maxAttempts: 3 },
     });
     double.injectFaults({ endpoint: 'order', status: 500 }, { endpoint: 'order', status: 503 });
     await expect(api.retrieveOrder(POS_A.posId, orderId)).resolves.toMatchObject({ value: { orderId } });
@@ -386,11 +386,11 @@ describe('payment API answers, ids and callers that leave', () => {
     await expect(slow).resolves.toMatchObject({ kind: 'cancelled' });
 
     double.clearFaults();
-    double.injectFaults({ endpoint: 'order', status: 503, retryAfter: '2', times: 10 });
+    double.injectFaults({ endpoint: 'order', status: 503, retryAfter: '1', times: 10 });
     const waiting = failureOf(api.retrieveOrder(POS_A.posId, 'LEFT', AbortSignal.timeout(300)));
     await expect(waiting).resolves.toMatchObject({ kind: 'cancelled' });
-    // Past the Retry-After (2 s): a pause that checks nothing more is asked.
-    await sleep(2500);
+    // A pause that checks nothing more is asked: past the Retry-After (1 s, from the answer before the cancel).
+    await sleep(1000);
     expect(double.count('order')).toBe(asked + 2);
   });
 });

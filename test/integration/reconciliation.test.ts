@@ -505,8 +505,9 @@ describe('reconciliation against the payment API', () => {
         );
         const backoff = svc.logs.find((l) => l.includes('reconciliation backs off')) as string;
         expect((JSON.parse(backoff) as { retryInMs: number }).retryInMs).toBe(15 * 60_000);
-        // A pause that checks nothing more happens: no second call, no busy loop, no overflow warning.
-        await sleep(1500);
+        // A pause that checks nothing more happens (no second call, no busy loop, no overflow warning): three sweep
+        // intervals, as long as a broken back-off would take to call again (an overflowed timer fires in 1 ms).
+        await sleep(3 * 100);
         expect(double.count('order')).toBe(1);
         expect(warnings).toEqual([]);
 
@@ -560,8 +561,9 @@ describe('reconciliation against the payment API', () => {
         async () => (await svc.admin.get(`/orders/${orders[0] as string}`)).status === 200,
       );
       const started = double.count('order') - asked;
-      // A pause that checks nothing more is asked once the clients are gone.
-      await sleep(1000);
+      // A pause that checks nothing more is asked once the clients are gone: three of the request limiter's spacings
+      // (PAYMENT_API_MAX_PER_SECOND, 10 by default), as long as a check left waiting there would take to be asked.
+      await sleep(3 * 100);
 
       expect(started).toBeGreaterThan(0);
       expect(started).toBeLessThan(40);

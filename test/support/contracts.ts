@@ -137,8 +137,33 @@ function asyncApiContract(): AsyncApiContract {
       messageType: String(binding.messageType),
     });
   }
-  asyncApi = { schemas: new SchemaSet('asyncapi', objectAt(components.schemas, 'components.schemas')), events };
+  asyncApi = {
+    schemas: new SchemaSet('asyncapi', closedObjects(objectAt(components.schemas, 'components.schemas'))),
+    events,
+  };
   return asyncApi;
+}
+
+/** Schemas the service's messages are held to as they are, not as a consumer reads them (AMQP properties). */
+const LEFT_OPEN = new Set(['AmqpProperties']);
+
+/**
+ * The event schemas as the tests hold the service to them: every object closed (`unevaluatedProperties: false`), so
+ * that a field the document does not name fails a test. The published schemas are open: a consumer accepts fields
+ * added later in the same major version (docs/EVENTS.md, "Compatibility"); the service adds none undocumented.
+ */
+function closedObjects(schemas: JsonObject): JsonObject {
+  const close = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(close);
+    if (!isObject(value)) return value;
+    const copy = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, close(v)]));
+    return isObject(value.properties) && !('additionalProperties' in value)
+      ? { ...copy, unevaluatedProperties: false }
+      : copy;
+  };
+  return Object.fromEntries(
+    Object.entries(schemas).map(([name, schema]) => [name, LEFT_OPEN.has(name) ? schema : close(schema)]),
+  );
 }
 
 /** What the check reads of a consumed message (amqplib's ConsumeMessage is one). */

@@ -1,6 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import { cpSync, mkdtempSync, readdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
-import { ORDER_LOCK_SEED } from '../../src/recording/batchStatements';
+import { MIGRATIONS_DIR } from '../../src/database/migrations';
+import { createDb, createPool, type Db } from '../../src/database/pool';
+import { createLogger } from '../../src/observability/logger';
+import { ORDER_LOCK_SEED } from '../../src/recording/batchQueries';
 
 export const PG_SERVER = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
 
@@ -44,9 +50,27 @@ export async function query<T extends pg.QueryResultRow>(
   }
 }
 
+/** The migrations before the one numbered `number` (e.g. '007'), copied into a directory of their own. */
+export function migrationsBefore(number: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `migrations-before-${number}-`));
+  for (const file of readdirSync(MIGRATIONS_DIR).filter((f) => /^\d+_.+\.sql$/.test(f) && f < number))
+    cpSync(path.join(MIGRATIONS_DIR, file), path.join(dir, file));
+  return dir;
+}
+
+/** Runs `work` with a Kysely database of a small pool of its own, closed afterwards (to call a query module). */
+export async function withDb<T>(url: string, work: (db: Db) => Promise<T>): Promise<T> {
+  const db = createDb(createPool({ url, poolMax: 2, timeoutMs: 10_000 }, createLogger('silent')));
+  try {
+    return await work(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
 /**
  * Runs `whileLocked` while another transaction holds an order's lock, the advisory lock the recorder
- * takes for it (lockOrders in src/recording/batchStatements.ts, with its ORDER_LOCK_SEED), then releases it: a recording
+ * takes for it (lockOrders in src/recording/batchQueries.ts, with its ORDER_LOCK_SEED), then releases it: a recording
  * transaction that needs the order waits on it meanwhile.
  */
 export async function whileOrderLocked<T>(pool: pg.Pool, orderId: string, whileLocked: () => Promise<T>): Promise<T> {

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { OrderEventData } from '../../src/outbox/events';
 
 /** Captured notifications (bodies byte-exact) with the keys that verify them; copied from shared/. */
 export interface Fixture {
@@ -30,3 +31,20 @@ export function fixture(id: string): Fixture {
 export function signatureHeaderOf(f: Fixture): string | undefined {
   return f.headers['OpenSvc-Signature'] ?? f.headers['X-OpenSvc-Signature'];
 }
+
+/** The data of EVENTS.md's order.completed example: what the contract tests build events from. */
+export const COMPLETED_ORDER_DATA: OrderEventData = {
+  orderId: 'PB68465GCH200213GUEST000P01',
+  extOrderId: '5e45160711d81',
+  merchantPosId: '300746',
+  status: 'COMPLETED',
+  previousStatus: 'PENDING',
+  totalAmount: '15000',
+  currencyCode: 'PLN',
+  paymentId: '76258454',
+  payMethodType: 'CARD_TOKEN',
+  localReceiptDateTime: '2020-02-13T10:25:40.528+01:00',
+  sequence: 2,
+  notificationId: '2',
+  observedVia: 'notification',
+};

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Notification, OrderNotification, RefundNotification } from '../../src/parsing/notification';
 import { DELIVERY_ROWS_PER_NOTIFICATION, meaningOf, type BatchItem, type BatchState } from '../../src/recording/batch';
+import { eventId } from '../../src/outbox/events';
 import { decideBatch } from '../../src/recording/decideBatch';
 import type { OrderProjection, RefundProjection } from '../../src/recording/projection';
 import type { SignatureMatch } from '../../src/verification/verifySignature';
@@ -96,8 +97,7 @@ const item = (notification: Notification, signers: SignatureMatch[] = [KEY_A], b
   };
 };
 
-const decide = (items: BatchItem[], given: BatchState = state()) =>
-  decideBatch(items, given, 'urn:test', new Date('2026-11-22T00:00:00Z'));
+const decide = (items: BatchItem[], given: BatchState = state()) => decideBatch(items, given, 'urn:test');
 
 describe('decideBatch: states and events', () => {
   it('When a lifecycle arrives in one batch, then each step applies in turn with consecutive sequences', () => {
@@ -122,6 +122,10 @@ describe('decideBatch: states and events', () => {
     expect(writes.refunds[0]?.recorded).toEqual({ FINALIZED: { id: '103', at: NOW } });
     expect(writes.newNotifications.map((r) => r.receivedAt)).toEqual([NOW, NOW, NOW]);
     expect(writes.sequences).toEqual([{ orderId: 'O1', lastSequence: 3 }]);
+    // Each event's time is its notification's receipt (to the millisecond), its id derived from both.
+    expect(writes.events.map((e) => [e.time, e.id])).toEqual(
+      ['101', '102', '103'].map((id) => ['2026-11-26T10:00:00.123Z', eventId('urn:test', id, new Date(NOW))]),
+    );
     expect(writes.newNotifications.map((r) => [r.id, r.transition])).toEqual([
       ['101', 'applied'],
       ['102', 'applied'],

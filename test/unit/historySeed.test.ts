@@ -1,10 +1,6 @@
 import fc from 'fast-check';
-import { copyText, copyValue } from '../../src/cli/commands/history/copyRows';
-import { pickSample, planChunks } from '../../src/cli/commands/history';
-import { chunkRows } from '../../src/cli/commands/history/seedWorker';
+import { pickSample, planChunks } from '../../src/cli/commands/history/historySeed';
 import { seededRandom } from '../../src/simulator/random';
-import { formatSenderTimestamp } from '../../src/simulator/bodies';
-
 const DAY_MS = 86_400_000;
 const NOW = Date.parse('2026-11-26T12:00:00Z');
 
@@ -64,89 +60,5 @@ describe('pickSample', () => {
     const picked = pickSample(chunks, ids, 8);
     expect(new Set(picked).size).toBe(picked.length);
     expect(picked).toHaveLength(8);
-  });
-});
-
-describe('COPY text', () => {
-  it('When values hold the format specials, then they are escaped, NULL is \\N and objects are JSON', () => {
-    expect(copyValue(null)).toBe('\\N');
-    expect(copyValue('a\tb\nc\\d\re')).toBe('a\\tb\\nc\\\\d\\re');
-    expect(copyValue({ a: 'x\ty' })).toBe('{"a":"x\\\\ty"}');
-    expect(copyValue(42)).toBe('42');
-    expect(
-      copyText(
-        [
-          { a: 1, b: 'x' },
-          { a: 2, b: null },
-        ],
-        ['a', 'b'],
-      ),
-    ).toBe('1\tx\n2\t\\N\n');
-  });
-});
-
-describe('seeded rows', () => {
-  it('When a chunk is built twice from its seed, then the notification rows are the same, and every id is new', () => {
-    const settings = {
-      posId: '300746',
-      keyFingerprint: 'abcdefabcdef',
-      eventSource: 'urn:test',
-      nowMs: NOW,
-      bodiesFromMs: NOW - 30 * DAY_MS,
-      outboxFromMs: NOW - 7 * DAY_MS,
-      scheduleFromMs: NOW - 7 * DAY_MS,
-    };
-    const chunk = {
-      index: 0,
-      fromMs: NOW - 2 * DAY_MS,
-      toMs: NOW - DAY_MS,
-      orders: 200,
-      firstId: '1',
-      seed: 7,
-      sample: 0,
-    };
-    const a = chunkRows(settings, chunk).rows;
-    const b = chunkRows(settings, chunk).rows;
-    expect(a.notifications.map((n) => n.body_sha256)).toEqual(b.notifications.map((n) => n.body_sha256));
-    const ids = a.notifications.map((n) => n.id);
-    expect(new Set(ids).size).toBe(ids.length);
-    const refundIds = a.refunds.map((r) => r.refund_id);
-    expect(new Set(refundIds).size).toBe(refundIds.length);
-    for (const n of a.notifications) expect(Date.parse(n.received_at)).toBeLessThanOrEqual(NOW);
-  });
-});
-
-describe('formatSenderTimestamp', () => {
-  const reference = (date: Date): string => {
-    const parts = new Intl.DateTimeFormat('en-CA', {
-      timeZone: 'Europe/Warsaw',
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-      hourCycle: 'h23',
-      timeZoneName: 'longOffset',
-    }).formatToParts(date);
-    const get = (type: string): string => parts.find((p) => p.type === type)?.value ?? '';
-    const ms = String(date.getUTCMilliseconds()).padStart(3, '0');
-    return `${get('year')}-${get('month')}-${get('day')}T${get('hour')}:${get('minute')}:${get('second')}.${ms}${get('timeZoneName').replace('GMT', '')}`;
-  };
-
-  it('When any time is formatted, then it reads as Intl writes it in the sender zone, across the DST changes too', () => {
-    fc.assert(
-      fc.property(fc.integer({ min: Date.parse('2019-01-01'), max: Date.parse('2030-01-01') }), (ms) => {
-        expect(formatSenderTimestamp(new Date(ms))).toBe(reference(new Date(ms)));
-      }),
-      { numRuns: 2_000 },
-    );
-    for (const edge of [
-      '2026-03-29T00:59:59.999Z',
-      '2026-03-29T01:00:00.000Z',
-      '2026-10-25T00:59:59.999Z',
-      '2026-10-25T01:00:00.000Z',
-    ])
-      expect(formatSenderTimestamp(new Date(edge))).toBe(reference(new Date(edge)));
   });
 });

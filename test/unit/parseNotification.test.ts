@@ -166,6 +166,10 @@ describe('parseNotification: values Postgres or Date cannot hold', () => {
     ['.', 'dot segment'],
     ['a/b', 'contains "/"'],
     ['O\u0085', 'control character'],
+    ['ORDER1\u200b', 'invisible or bidirectional format character'],
+    ['\u202eORDER1', 'invisible or bidirectional format character'],
+    ['OR\u2066DER\u2069', 'invisible or bidirectional format character'],
+    ['\ufeffORDER1', 'invisible or bidirectional format character'],
   ])('When an order or refund id is %j, which the admin API refuses, then it is quarantined saying why', (id, why) => {
     const refused = { ok: false, reason: 'invalid_field' };
     expect(order({ orderId: id })).toMatchObject({
@@ -195,6 +199,42 @@ describe('parseNotification: values Postgres or Date cannot hold', () => {
         },
       ),
     );
+  });
+
+  // Issue 45: U+200B-U+200F, U+202A-U+202E, U+2066-U+2069 and U+FEFF, each in every id a person reads.
+  const FORMAT_CHARACTERS = [
+    ...[0x200b, 0x200c, 0x200d, 0x200e, 0x200f],
+    ...[0x202a, 0x202b, 0x202c, 0x202d, 0x202e],
+    ...[0x2066, 0x2067, 0x2068, 0x2069],
+    0xfeff,
+  ].map((code) => String.fromCodePoint(code));
+
+  it.each(FORMAT_CHARACTERS.map((c) => [`U+${c.codePointAt(0)?.toString(16).toUpperCase()}`, c]))(
+    'When an id a person reads holds the format character %s, then the notification is quarantined naming the field',
+    (_name, c) => {
+      const refused = (field: string) => ({
+        ok: false,
+        reason: 'invalid_field',
+        detail: `${field} contains an invisible or bidirectional format character`,
+      });
+      expect(order({ orderId: 'O1', extOrderId: `shop${c}1` })).toMatchObject(refused('order.extOrderId'));
+      expect(order({ orderId: 'O1', merchantPosId: `3007${c}46` })).toMatchObject(refused('order.merchantPosId'));
+      expect(order({ orderId: 'O1' }, { properties: [{ name: 'PAYMENT_ID', value: `${c}9` }] })).toMatchObject(
+        refused('properties[].value'),
+      );
+      expect(
+        parse({ orderId: 'O1', extOrderId: `s${c}`, refund: { refundId: 'R1', status: 'FINALIZED' } }),
+      ).toMatchObject(refused('extOrderId'));
+      expect(
+        parse({ orderId: 'O1', refund: { refundId: 'R1', extRefundId: `r${c}`, status: 'FINALIZED' } }),
+      ).toMatchObject(refused('refund.extRefundId'));
+      expect(order({ orderId: `O${c}1` })).toMatchObject({ ok: false, reason: 'invalid_field' });
+      expect(idProblem(`O${c}1`)).toBe('the id contains an invisible or bidirectional format character');
+    },
+  );
+
+  it('When an id holds visible text of other scripts, then it is kept (only format characters are refused)', () => {
+    expect(order({ orderId: 'Zamówienie-١٢٣', extOrderId: 'שלום-1' })).toMatchObject({ ok: true });
   });
 
   it('When a surrogate pair is well formed, then the text is kept', () => {

@@ -1,6 +1,5 @@
 import pg from 'pg';
 import {
-  backoffAfter,
   SingleActiveWorker,
   type ActiveLock,
   type NextStep,
@@ -66,7 +65,7 @@ function harness(step: (n: number) => Promise<NextStep>, more: Partial<SingleAct
     lines: { active: 'test is active', standby: 'test is standing by', failed: 'test failed' },
     activeGauge: { set: (value) => void gauge.push(value) },
     standbyMs: 1000,
-    backoff: { firstMs: 250, maxMs: 1000 },
+    backoff: { firstMs: 250, maxMs: 1000, jitter: 'none' },
     step: () => {
       steps.push(Date.now());
       return step(steps.length);
@@ -83,10 +82,6 @@ beforeEach(() => jest.useFakeTimers({ now: 0 }));
 afterEach(() => jest.useRealTimers());
 
 describe('SingleActiveWorker', () => {
-  it('When the back-off is computed, then it starts at first and doubles up to max', () => {
-    expect([0, 250, 500, 1000].map((ms) => backoffAfter(ms, 250, 1000))).toEqual([250, 500, 1000, 1000]);
-  });
-
   it('When it holds the lock, then it runs the step and waits as the step asks; a wake ends only a wakeable wait', async () => {
     const h = harness((n) => wait(n === 1 ? 0 : 500, n >= 3));
     h.worker.start();
@@ -156,7 +151,7 @@ describe('SingleActiveWorker', () => {
 
   it('When a back-off has a floor, then a failure waits at least that long', async () => {
     const h = harness(() => Promise.reject(new Error('lost')), {
-      backoff: { firstMs: 250, maxMs: 30_000, atLeastMs: 5000 },
+      backoff: { firstMs: 250, maxMs: 30_000, jitter: 'none', atLeastMs: 5000 },
     });
     h.worker.start();
     await jest.advanceTimersByTimeAsync(10_000);

@@ -56,7 +56,7 @@ app.kubernetes.io/component: server
 {{/* "true" when the chart makes the Secret itself (some secret value was given). */}}
 {{- define "notification-receiver.chartMadeSecret" -}}
 {{- $s := .Values.secrets }}
-{{- if or $s.databaseUrl $s.amqpUrl $s.secondKeys $s.notifyBasicAuth $s.adminToken $s.paymentApiCredentials $s.consoleOperatorTokens $s.consoleViewerTokens $s.consoleSessionSecret }}true{{ end }}
+{{- if or $s.databaseUrl $s.amqpUrl $s.secondKeys $s.notifyBasicAuth $s.adminToken $s.paymentApiCredentials $s.consoleOperatorTokens $s.consoleViewerTokens }}true{{ end }}
 {{- end }}
 
 {{/* Name of the Secret the pods read. */}}
@@ -98,7 +98,6 @@ seconds; nothing for a retention that is off. The alerts' thresholds follow the 
 {{- if not $s.secondKeys }}{{ fail "secrets.secondKeys is required when the chart makes the Secret" }}{{ end }}
 {{- if and .Values.config.relayEnabled (not $s.amqpUrl) }}{{ fail "secrets.amqpUrl is required when the chart makes the Secret and config.relayEnabled is true" }}{{ end }}
 {{- if and .Values.config.paymentApiUrl (not $s.paymentApiCredentials) }}{{ fail "secrets.paymentApiCredentials is required when the chart makes the Secret and config.paymentApiUrl is set" }}{{ end }}
-{{- if and (or $s.consoleOperatorTokens $s.consoleViewerTokens) (not $s.consoleSessionSecret) }}{{ fail "secrets.consoleSessionSecret is required with console tokens (the pods refuse to start without it in production)" }}{{ end }}
 {{- if and .Values.consoleIngress.enabled (not (or $s.consoleOperatorTokens $s.consoleViewerTokens $s.adminToken)) }}{{ fail "consoleIngress.enabled needs secrets.consoleOperatorTokens or consoleViewerTokens (or adminToken): without a token the console is closed" }}{{ end }}
 {{- end }}
 {{- if and .Values.ingress.enabled (not .Values.ingress.host) }}
@@ -172,7 +171,7 @@ seconds; nothing for a retention that is off. The alerts' thresholds follow the 
       name: {{ $name }}
       key: PAYMENT_API_CREDENTIALS
       optional: {{ not .Values.config.paymentApiUrl }}
-{{- range list "CONSOLE_OPERATOR_TOKENS" "CONSOLE_VIEWER_TOKENS" "CONSOLE_SESSION_SECRET" }}
+{{- range list "CONSOLE_OPERATOR_TOKENS" "CONSOLE_VIEWER_TOKENS" }}
 - name: {{ . }}
   valueFrom:
     secretKeyRef:
@@ -253,15 +252,35 @@ heap flags.
 - dist/main.js
 {{- end -}}
 
-{{/* TRUST_PROXY: config.trustProxy, else the ingress controller's addresses when the ingress is on, else none. */}}
+{{/*
+TRUST_PROXY: config.trustProxy, else the ingress controller's addresses when an ingress is on (the public one, or
+the console's with ingress.controllerCidrs given: its sign-in throttle then counts each person's address), else none.
+*/}}
 {{- define "notification-receiver.trustProxy" -}}
 {{- if .Values.config.trustProxy -}}
 {{ .Values.config.trustProxy }}
-{{- else if .Values.ingress.enabled -}}
+{{- else if or .Values.ingress.enabled (and .Values.consoleIngress.enabled .Values.ingress.controllerCidrs) -}}
 {{ join "," .Values.ingress.controllerCidrs }}
 {{- else -}}
 none
 {{- end -}}
+{{- end -}}
+
+{{/*
+ADMIN_ORIGINS: the origins the admin port's console and JSON API answer besides loopback (any other Host: 421). The
+Service's names in the cluster (for clients of the JSON API), the console Ingress's host, and config.adminOrigins.
+*/}}
+{{- define "notification-receiver.adminOrigins" -}}
+{{- $name := include "notification-receiver.fullname" . -}}
+{{- $port := include "notification-receiver.adminPort" . -}}
+{{- $origins := list -}}
+{{- range list $name (printf "%s.%s" $name .Release.Namespace) (printf "%s.%s.svc" $name .Release.Namespace) (printf "%s.%s.svc.cluster.local" $name .Release.Namespace) -}}
+{{- $origins = append $origins (printf "http://%s:%s" . $port) -}}
+{{- end -}}
+{{- if .Values.consoleIngress.enabled -}}
+{{- $origins = append $origins (printf "https://%s" (lower .Values.consoleIngress.host)) -}}
+{{- end -}}
+{{- join "," (concat $origins .Values.config.adminOrigins) -}}
 {{- end -}}
 
 {{/*

@@ -2,11 +2,14 @@ import amqp, { type ConsumeMessage } from 'amqplib';
 import type { Command } from 'commander';
 import { brokerUrl } from '../../config';
 import { createLogger } from '../../observability/logger';
-import type { PublishResult } from '../../outbox/brokerChannel';
-import { BrokerChannel } from '../../outbox/brokerChannel';
+import { BrokerChannel, REPLAY_HEADER, type PublishResult } from '../../outbox/brokerChannel';
+import { EVENT_TYPES, isEventType } from '../../outbox/events';
 import { createRelayMetrics } from '../../observability/metrics';
 import type { Db } from '../../database/pool';
+import { selectEvents, type ReplaySelection } from '../../outbox/outboxQueries';
+import { auditCommand, AUDITED_ORDERS_MAX } from './audit';
 import { readConfig, withDatabase } from './database';
+import { rebuildEvents, type RebuildOptions } from './eventRebuild';
 import { action, CliError, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { collect, durationOption, integerOption, timeOption, withDatabaseUrl, withJson } from './options';
 import { emit, iso, startProgress, table } from './output';
@@ -15,50 +18,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PUBLISH_BATCH = 500;
 const CONFIRM_TIMEOUT_MS = 10_000;
 
-interface StoredEvent {
-  id: string;
-  order_id: string;
-  sequence: string;
-  type: string;
-  message: string;
-  created_at: Date;
-  published_at: Date | null;
-}
-
-export interface ReplaySelection {
-  ids: string[];
-  orders: string[];
-  since: Date | null;
-  until: Date | null;
-}
-
-/**
- * The stored events a selection names: by id and by order (either matches), within the time range
- * (created_at) when one is given; in the order the relay publishes them (created, then per-order sequence).
- */
-export async function selectEvents(db: Db, selection: ReplaySelection): Promise<StoredEvent[]> {
-  let query = db
-    .selectFrom('outbox_events')
-    .select(['id', 'order_id', 'sequence', 'type', 'message', 'created_at', 'published_at'])
-    .orderBy('created_at')
-    .orderBy('order_id')
-    .orderBy('sequence');
-  if (selection.ids.length > 0 || selection.orders.length > 0) {
-    query = query.where((eb) =>
-      eb.or([
-        ...(selection.ids.length > 0 ? [eb('id', 'in', selection.ids)] : []),
-        ...(selection.orders.length > 0 ? [eb('order_id', 'in', selection.orders)] : []),
-      ]),
-    );
-  }
-  if (selection.since) query = query.where('created_at', '>=', selection.since);
-  if (selection.until) query = query.where('created_at', '<', selection.until);
-  return query.execute();
-}
-
 interface ReplayOptions {
   id?: string[];
   order?: string[];
+  type?: string[];
+  queue?: string;
   since?: Date;
   until?: Date;
   dryRun?: boolean;
@@ -76,25 +40,76 @@ export interface ReplayedEvent {
   createdAt: string | null;
   /** Whether the relay had published it (the replay does not change the outbox). */
   publishedByRelay: boolean;
-  /** confirmed, or why not (returned: no queue bound; nack; timeout; connection); `would publish` in a dry run. */
-  result: 'confirmed' | 'would publish' | PublishResultReason;
+  /**
+   * confirmed; unrouted (confirmed, but the broker returned it: no queue bound for its routing key); or why it
+   * was not confirmed (nack, timeout, connection); `would publish` in a dry run.
+   */
+  result: 'confirmed' | 'unrouted' | 'would publish' | PublishResultReason;
   error: string | null;
 }
 
 type PublishResultReason = Extract<PublishResult, { ok: false }>['reason'];
 
+/**
+ * A replay is an action on each order whose events go out again: a row each (up to AUDITED_ORDERS_MAX orders,
+ * else one row for the whole selection), recorded before publishing, with how many events were selected.
+ */
+async function auditReplay(
+  db: Db,
+  selection: ReplaySelection,
+  events: ReadonlyArray<{ order_id: string }>,
+): Promise<void> {
+  const orders = [...new Set(events.map((e) => e.order_id))];
+  const detail = `${events.length} event(s) selected (${[
+    selection.ids.length > 0 ? `${selection.ids.length} id(s)` : '',
+    selection.orders.length > 0 ? `${selection.orders.length} order(s)` : '',
+    selection.since ? `since ${selection.since.toISOString()}` : '',
+    selection.until ? `until ${selection.until.toISOString()}` : '',
+  ]
+    .filter((part) => part !== '')
+    .join(', ')})`;
+  if (orders.length > AUDITED_ORDERS_MAX)
+    return auditCommand(db, {
+      action: 'events_replay',
+      target: `${orders.length} orders`,
+      result: 'publishing',
+      detail,
+    });
+  for (const orderId of orders)
+    await auditCommand(db, {
+      action: 'events_replay',
+      target: orderId,
+      orderId,
+      result: 'publishing',
+      detail: `${events.filter((e) => e.order_id === orderId).length} of ${detail}`,
+    });
+}
+
 export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<ExitCode> {
   const selection: ReplaySelection = {
     ids: options.id ?? [],
     orders: options.order ?? [],
+    types: options.type ?? [],
     since: options.since ?? null,
     until: options.until ?? null,
   };
-  if (selection.ids.length === 0 && selection.orders.length === 0 && !selection.since && !selection.until) {
-    throw new UsageError('choose the events: --id, --order, and/or a time range (--since, --until)');
+  if (
+    selection.ids.length === 0 &&
+    selection.orders.length === 0 &&
+    selection.types.length === 0 &&
+    !selection.since &&
+    !selection.until
+  ) {
+    throw new UsageError('choose the events: --id, --order, --type, and/or a time range (--since, --until)');
   }
   const badId = selection.ids.find((id) => !UUID.test(id));
   if (badId !== undefined) throw new UsageError(`--id ${badId}: an event id is a UUID`);
+  const badType = selection.types.find((t) => !isEventType(t));
+  if (badType !== undefined) throw new UsageError(`--type ${badType}: not an event type (${EVENT_TYPES.join(', ')})`);
+  if (selection.since && selection.until && selection.since >= selection.until)
+    throw new UsageError('--until is not after --since: the range is empty');
+  if (options.queue !== undefined && options.exchange !== undefined)
+    throw new UsageError('--queue and --exchange: choose one destination');
   const config = readConfig(
     io,
     { DATABASE_URL: options.databaseUrl, AMQP_URL: options.amqpUrl, AMQP_EXCHANGE: options.exchange },
@@ -103,7 +118,11 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
   const json = options.json === true;
   const dryRun = options.dryRun === true;
 
-  const events = await withDatabase(io, config, (db) => selectEvents(db, selection));
+  const events = await withDatabase(io, config, async (db) => {
+    const selected = await selectEvents(db, selection);
+    if (!dryRun && selected.length > 0) await auditReplay(db, selection, selected);
+    return selected;
+  });
   const found = new Set(events.map((e) => e.id.toLowerCase()));
   const missing = selection.ids.filter((id) => !found.has(id.toLowerCase()));
   const results: ReplayedEvent[] = events.map((e) => ({
@@ -118,28 +137,46 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
   }));
 
   if (!dryRun && events.length > 0) {
-    // Published as the relay publishes; its metrics go to a registry of its own (a one-off command is not scraped).
+    // To the exchange, which must exist (checked, never declared: one declared otherwise would refuse with 406),
+    // or to one queue through the default exchange. Its metrics go to a registry of its own (a one-off command is
+    // not scraped).
+    const toQueue = options.queue;
     const broker = new BrokerChannel(
       brokerUrl(config),
-      config.amqpExchange,
+      toQueue === undefined ? config.amqpExchange : '',
       CONFIRM_TIMEOUT_MS,
       createRelayMetrics(),
       createLogger('silent'),
+      toQueue === undefined ? 'check' : 'none',
     );
     try {
       await broker.open();
     } catch (error) {
-      throw new CliError(`cannot connect to the broker: ${(error as Error).message}`);
+      const { code, message } = error as { code?: unknown; message: string };
+      if (code === 404)
+        throw new CliError(`the exchange ${config.amqpExchange} does not exist on the broker; nothing was published`);
+      throw new CliError(`cannot connect to the broker: ${message}`);
     }
+    if (toQueue !== undefined && !(await broker.queueExists(toQueue))) {
+      await broker.close();
+      throw new CliError(`the queue ${toQueue} does not exist on the broker; nothing was published`);
+    }
+    const publishing = {
+      ...(toQueue === undefined ? {} : { routingKey: toQueue }),
+      headers: { [REPLAY_HEADER]: new Date().toISOString() },
+    };
     const progress = startProgress(io, json, 'events', events.length);
     try {
       for (let start = 0; start < events.length; start += PUBLISH_BATCH) {
         const batch = events.slice(start, start + PUBLISH_BATCH);
         // The exact stored message bytes, with the same id and type, as the relay sends them.
-        const published = await broker.publish(batch.map((e) => ({ id: e.id, type: e.type, message: e.message })));
+        const published = await broker.publish(
+          batch.map((e) => ({ id: e.id, type: e.type, message: e.message, createdAt: e.created_at })),
+          publishing,
+        );
         published.forEach((r, i) => {
           const entry = results[start + i] as ReplayedEvent;
-          entry.result = r.ok ? 'confirmed' : r.reason;
+          entry.result = r.ok ? (r.routed ? 'confirmed' : 'unrouted') : r.reason;
           entry.error = r.ok ? null : r.error;
         });
         progress.increment(batch.length);
@@ -157,7 +194,15 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
   emit(
     io,
     json,
-    { dryRun, exchange: config.amqpExchange, selected: results.length, counts, missing, events: results },
+    {
+      dryRun,
+      exchange: options.queue === undefined ? config.amqpExchange : '',
+      queue: options.queue ?? null,
+      selected: results.length,
+      counts,
+      missing,
+      events: results,
+    },
     () => [
       ...table(
         results.map((r) => [
@@ -169,10 +214,10 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
         ]),
       ),
       '',
-      `${dryRun ? 'Dry run: would publish' : 'Published'} ${results.length} event(s) to exchange ${config.amqpExchange}` +
+      `${dryRun ? 'Dry run: would publish' : 'Published'} ${results.length} event(s) to ${options.queue === undefined ? `exchange ${config.amqpExchange}` : `queue ${options.queue}`}` +
         (dryRun
           ? '.'
-          : `: ${counts.confirmed ?? 0} confirmed, ${failed.length} not (${failed.filter((f) => f.result === 'returned').length} returned: no queue bound for their routing key).`),
+          : `: ${counts.confirmed ?? 0} confirmed, ${failed.length} not (${counts.unrouted ?? 0} unrouted: no queue bound for their routing key).`),
       ...(missing.length > 0
         ? [`Not found (never stored, or deleted after OUTBOX_RETENTION): ${missing.join(', ')}`]
         : []),
@@ -224,8 +269,8 @@ function describeEvent(message: ConsumeMessage): string {
 
 /**
  * Binds a queue of its own (exclusive, deleted when the watcher stops) to the exchange and prints
- * every event. Without a bound queue the relay's publishes are returned and retried, so start this
- * first.
+ * every event published from then on (an event no queue was bound for is kept in the outbox, not
+ * held back), so start this first.
  */
 export async function watchEvents(io: CliIo, options: WatchOptions): Promise<ExitCode> {
   const config = readConfig(io, { AMQP_URL: options.amqpUrl, AMQP_EXCHANGE: options.exchange }, { publishing: true });
@@ -313,20 +358,25 @@ export async function watchEvents(io: CliIo, options: WatchOptions): Promise<Exi
 export function registerEvents(program: Command, io: CliIo, state: CliState): void {
   const events = program
     .command('events')
-    .summary('replay stored events, or watch the exchange')
-    .description('Domain events: replay stored ones to the exchange, or watch the exchange.');
+    .summary('replay stored events, rebuild them from history, or watch the exchange')
+    .description(
+      'Domain events: replay stored ones to the exchange or a queue, rebuild deleted ones from history, or watch the exchange.',
+    );
 
   const replay = events
     .command('replay')
     .summary('publish stored events again (same ids, same bytes)')
     .description(
-      'Publishes stored outbox events again to AMQP_EXCHANGE, with the same event id (messageId), type (routing ' +
-        'key) and message bytes, with publisher confirms and mandatory, and reports each confirm or return. ' +
-        'Selection: --id and --order (either matches; repeatable), limited to --since/--until (created time; ISO 8601 ' +
-        'or a duration ago such as 2h). Only events still in the outbox can be replayed (published ones are deleted ' +
-        'after OUTBOX_RETENTION). The outbox is not changed.\n\n' +
+      'Publishes stored outbox events again to AMQP_EXCHANGE (or, with --queue, to that one queue only, through the ' +
+        'default exchange), with the same event id (messageId), type, message bytes and AMQP timestamp, and a ' +
+        'replayed-at header, with publisher confirms and mandatory, and reports each confirm or return. The ' +
+        'exchange or queue must exist. Selection: --id and --order (either matches; repeatable), limited to --type ' +
+        '(repeatable) and --since/--until (stored time; ISO 8601 or a duration ago such as 2h). Only events still in ' +
+        'the outbox can be replayed (published ones are deleted after OUTBOX_RETENTION; `events rebuild` gives older ' +
+        'ones back from history). The outbox is not changed. A team without the database credentials replays into ' +
+        'its queue with POST /events/replay on the admin port.\n\n' +
         'Exit codes: 0 every selected event confirmed (or listed, with --dry-run); 1 nothing matched, an --id was not ' +
-        'found, or an event was returned (no queue bound), nacked or not confirmed; 2 usage error.',
+        'found, or an event was unrouted (no queue bound), nacked or not confirmed; 2 usage error.',
     )
     .option(
       '--id <eventId>',
@@ -338,20 +388,43 @@ export function registerEvents(program: Command, io: CliIo, state: CliState): vo
       'every event of an order (repeatable)',
       collect((v: string) => v),
     )
+    .option(
+      '--type <type>',
+      'only events of this type (repeatable)',
+      collect((v: string) => v),
+    )
     .option('--since <time>', 'events created at or after (ISO 8601, or a duration ago: 30m, 2h, 7d)', timeOption)
     .option('--until <time>', 'events created before (ISO 8601, or a duration ago)', timeOption)
     .option('--dry-run', 'list what would be published; publish nothing')
+    .option('--queue <name>', 'publish to this queue only (through the default exchange), not to the exchange')
     .option('--amqp-url <url>', 'broker instead of AMQP_URL')
     .option('--exchange <name>', 'exchange instead of AMQP_EXCHANGE');
   withJson(withDatabaseUrl(replay)).action(action(state, (options: ReplayOptions) => replayEvents(io, options)));
+
+  const rebuild = events
+    .command('rebuild')
+    .summary('rebuild events from history, with their ids, back into the outbox')
+    .description(
+      'Rebuilds the events of the notifications received in a time range from the stored history, with the ' +
+        "recorder's own rules, each with its original id, time, number and body, and puts those the outbox no longer " +
+        'holds (deleted after OUTBOX_RETENTION) back into it, as published: the relay does not publish them again, ' +
+        'GET /events serves them in their place and a replay (POST /events/replay, events replay) publishes them, ' +
+        'until OUTBOX_RETENTION from now. Needs the whole history of each order (HISTORY_RETENTION): an order part of ' +
+        'whose history is gone is not rebuilt, nor is an event deleted before this version derived event ids.\n\n' +
+        'Exit codes: 0 every event rebuilt; 1 some order or event could not be (listed); 2 usage error.',
+    )
+    .option('--since <time>', 'notifications received at or after (ISO 8601, or a duration ago: 30d)', timeOption)
+    .option('--until <time>', 'notifications received before (default: now)', timeOption)
+    .option('--dry-run', 'count what would be rebuilt; change nothing');
+  withJson(withDatabaseUrl(rebuild)).action(action(state, (options: RebuildOptions) => rebuildEvents(io, options)));
 
   const watch = events
     .command('watch')
     .summary('print the events published to the exchange')
     .description(
       'Binds a queue of its own (exclusive, deleted when it stops) to AMQP_EXCHANGE and prints every event (one JSON ' +
-        'line each with --json). Start it before the events are published: with no queue bound, the relay gets them ' +
-        'returned and retries later.\n\n' +
+        'line each with --json). Start it before the events are published: it sees only those published once its ' +
+        'queue is bound (the others are in GET /events on the admin port).\n\n' +
         'Exit codes: 0 stopped (Ctrl-C, --count reached, or --timeout without --count); 1 --timeout before --count ' +
         'events, or the broker connection lost; 2 usage error.',
     )

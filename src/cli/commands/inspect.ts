@@ -1,7 +1,15 @@
-import { sql } from 'kysely';
 import type { Command } from 'commander';
-import type { Db } from '../../database/pool';
 import type { Disagreement, ObservedVia } from '../../database/schema';
+import { redactedLine } from '../../domain/personalData';
+import {
+  orderOfRefund,
+  readOrderStory,
+  type DeliveryRow,
+  type StoryNotification,
+  type StoryOrder,
+  type StoryRefund,
+} from '../../orderStory/orderStoryQueries';
+import type { StoredEventRow } from '../../outbox/outboxQueries';
 import { readConfig, withDatabase } from './database';
 import { action, EXIT_FAILURE, EXIT_OK, type CliIo, type CliState, type ExitCode } from './io';
 import { idOption, withDatabaseUrl, withJson } from './options';
@@ -36,9 +44,9 @@ export interface NotificationView {
   /** Facts it stated otherwise than the projection keeps (the projection kept its own values). */
   disagreements: Disagreement[];
   deliveries: DeliveryView[];
-  /** Deliveries past the first 100, counted without a row each: how many, first and last. */
+  /** Deliveries not listed (past the first 100 of a notification, counted without a row): how many, first and last. */
   repeatedDeliveries: { count: number; firstAt: string | null; lastAt: string | null } | null;
-  /** Only with --show-bodies: the stored body with the buyer's personal data masked. */
+  /** Only with --show-bodies: the stored body as a reader without personal-data rights sees it. */
   body?: string | null;
 }
 
@@ -53,154 +61,85 @@ export interface EventView {
   createdAt: string | null;
   published: boolean;
   publishedAt: string | null;
+  /** When the broker returned it on publishing: no queue was bound for its routing key. */
+  unroutedAt: string | null;
   attempts: number;
   nextAttemptAt: string | null;
   lastError: string | null;
 }
 
-const PERSONAL = '[personal data hidden]';
-
-/** A stored body for display: JSON with the buyer and customer IP masked; anything else described, not shown. */
-export function maskedBody(body: Buffer | null): string | null {
-  if (body === null) return null;
-  let json: unknown;
-  try {
-    json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body));
-  } catch {
-    return `(${body.length} bytes, not JSON: not shown)`;
-  }
-  const order = (json as { order?: unknown } | null)?.order;
-  if (typeof order === 'object' && order !== null) {
-    const o = order as Record<string, unknown>;
-    if ('buyer' in o) o.buyer = PERSONAL;
-    if ('customerIp' in o) o.customerIp = PERSONAL;
-  }
-  return JSON.stringify(json);
-}
-
-async function notificationsWhere(
-  db: Db,
-  where: { orderId: string } | { refundId: string },
+/** A notification of the story as `inspect` shows it; its body only with --show-bodies, personal data redacted. */
+function notificationView(
+  n: StoryNotification,
+  deliveries: readonly DeliveryRow[],
   showBodies: boolean,
-): Promise<NotificationView[]> {
-  let query = db
-    .selectFrom('notifications')
-    .select([
-      'id',
-      'kind',
-      'subject_id',
-      'status',
-      'outcome',
-      'received_at',
-      'pos_id',
-      'key_fingerprint',
-      'body_sha256',
-      'disagreements',
-    ])
-    .select(sql<number | null>`octet_length(body)`.as('body_bytes'))
-    .orderBy('id');
-  query =
-    'orderId' in where
-      ? query.where('order_id', '=', where.orderId)
-      : query.where('kind', '=', 'refund').where('subject_id', '=', where.refundId);
-  const rows = await query.execute();
-  if (rows.length === 0) return [];
-  const ids = rows.map((r) => r.id);
-  const [variants, deliveries, repeats, bodies] = await Promise.all([
-    db
-      .selectFrom('notification_variants')
-      .select(['notification_id', 'body_sha256', 'first_received_at'])
-      .select(sql<number | null>`octet_length(body)`.as('body_bytes'))
-      .where('notification_id', 'in', ids)
-      .orderBy('first_received_at')
-      .execute(),
-    db.selectFrom('deliveries').selectAll().where('notification_id', 'in', ids).orderBy('id').execute(),
-    db.selectFrom('delivery_repeats').selectAll().where('notification_id', 'in', ids).execute(),
-    showBodies
-      ? db.selectFrom('notifications').select(['id', 'body']).where('id', 'in', ids).execute()
-      : Promise.resolve([]),
-  ]);
-  return rows.map((r) => ({
-    id: r.id,
-    kind: r.kind,
-    subjectId: r.subject_id,
-    status: r.status,
-    outcome: r.outcome,
-    receivedAt: iso(r.received_at),
-    posId: r.pos_id,
-    keyFingerprint: r.key_fingerprint,
-    bodySha256: r.body_sha256.toString('hex'),
-    bodyBytes: r.body_bytes === null ? null : Number(r.body_bytes),
-    variants: variants
-      .filter((v) => v.notification_id === r.id)
-      .map((v) => ({
-        bodySha256: v.body_sha256.toString('hex'),
-        bodyBytes: v.body_bytes === null ? null : Number(v.body_bytes),
-        firstReceivedAt: iso(v.first_received_at),
-      })),
-    disagreements: r.disagreements ?? [],
-    deliveries: deliveries
-      .filter((d) => d.notification_id === r.id)
-      .map((d) => ({
-        id: d.id,
-        receivedAt: iso(d.received_at),
-        sourceAddress: d.source_address,
-        observedVia: d.observed_via,
-        posId: d.pos_id,
-        keyFingerprint: d.key_fingerprint,
-        processingTimeMs: d.processing_time_ms,
-        outcome: d.outcome,
-        bodySha256: d.body_sha256.toString('hex'),
-      })),
-    repeatedDeliveries: repeatedOf(repeats.find((x) => x.notification_id === r.id)),
-    ...(showBodies ? { body: maskedBody(bodies.find((b) => b.id === r.id)?.body ?? null) } : {}),
-  }));
+): NotificationView {
+  const listed = deliveries.filter((d) => d.notificationId === n.id);
+  return {
+    id: n.id,
+    kind: n.kind,
+    subjectId: n.subjectId,
+    status: n.status,
+    outcome: n.outcome,
+    receivedAt: iso(n.receivedAt),
+    posId: n.posId,
+    keyFingerprint: n.keyFingerprint,
+    bodySha256: n.bodySha256,
+    bodyBytes: n.body === null ? null : n.body.length,
+    variants: n.variants.map((v) => ({
+      bodySha256: v.bodySha256,
+      bodyBytes: v.bodyBytes,
+      firstReceivedAt: iso(v.firstReceivedAt),
+    })),
+    disagreements: n.disagreements,
+    deliveries: listed.map((d) => ({
+      id: d.id,
+      receivedAt: iso(d.receivedAt),
+      sourceAddress: d.sourceAddress,
+      observedVia: d.observedVia,
+      posId: d.posId,
+      keyFingerprint: d.keyFingerprint,
+      processingTimeMs: d.processingTimeMs,
+      outcome: d.outcome,
+      bodySha256: d.bodySha256,
+    })),
+    repeatedDeliveries:
+      n.deliveries > listed.length
+        ? {
+            count: n.deliveries - listed.length,
+            firstAt: iso(n.repeated?.firstAt ?? null),
+            lastAt: iso(n.repeated?.lastAt ?? null),
+          }
+        : null,
+    ...(showBodies ? { body: n.body === null ? null : redactedLine(n.body) } : {}),
+  };
 }
 
-function repeatedOf(
-  row: { deliveries: string; first_at: Date; last_at: Date } | undefined,
-): NotificationView['repeatedDeliveries'] {
-  return row ? { count: Number(row.deliveries), firstAt: iso(row.first_at), lastAt: iso(row.last_at) } : null;
+function eventView(e: StoredEventRow): EventView {
+  return {
+    id: e.id,
+    sequence: Number(e.sequence),
+    type: e.type,
+    refundId: e.refundId,
+    status: e.status,
+    previousStatus: e.previousStatus,
+    notificationId: e.notificationId,
+    createdAt: iso(e.createdAt),
+    published: e.publishedAt !== null,
+    publishedAt: iso(e.publishedAt),
+    unroutedAt: iso(e.unroutedAt),
+    attempts: e.attempts,
+    nextAttemptAt: iso(e.nextAttemptAt),
+    lastError: e.lastError,
+  };
 }
 
-async function eventsOf(db: Db, orderId: string, refundId?: string): Promise<EventView[]> {
-  let query = db.selectFrom('outbox_events').selectAll().where('order_id', '=', orderId).orderBy('sequence');
-  if (refundId !== undefined) query = query.where(sql<string>`message::jsonb -> 'data' ->> 'refundId'`, '=', refundId);
-  const rows = await query.execute();
-  return rows.map((r) => {
-    let data: { status?: string; previousStatus?: string | null; notificationId?: string; refundId?: string } = {};
-    try {
-      data = (JSON.parse(r.message) as { data?: typeof data }).data ?? {};
-    } catch {
-      // A message is always JSON (writeEvent.ts); show the row anyway.
-    }
-    return {
-      id: r.id,
-      sequence: Number(r.sequence),
-      type: r.type,
-      refundId: data.refundId ?? null,
-      status: data.status ?? null,
-      previousStatus: data.previousStatus ?? null,
-      notificationId: data.notificationId ?? null,
-      createdAt: iso(r.created_at),
-      published: r.published_at !== null,
-      publishedAt: iso(r.published_at),
-      attempts: r.attempts,
-      nextAttemptAt:
-        r.next_attempt_at && Number.isFinite(new Date(r.next_attempt_at).getTime()) ? iso(r.next_attempt_at) : null,
-      lastError: r.last_error,
-    };
-  });
-}
-
-function projectionOf<T extends Record<string, unknown>>(row: T | undefined): Record<string, unknown> | null {
-  if (!row) return null;
-  const view: Record<string, unknown> = {};
-  for (const [column, value] of Object.entries(row)) {
-    const key = column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
-    view[key] = value instanceof Date ? value.toISOString() : value;
-  }
-  return view;
+/** A projection as `inspect` prints it: its fields, times as ISO text. */
+function projectionOf(projection: StoryOrder | StoryRefund | null | undefined): Record<string, unknown> | null {
+  if (!projection) return null;
+  return Object.fromEntries(
+    Object.entries(projection).map(([field, value]) => [field, value instanceof Date ? value.toISOString() : value]),
+  );
 }
 
 function notificationLines(notifications: NotificationView[]): string[] {
@@ -247,7 +186,7 @@ function eventLines(events: EventView[]): string[] {
       `notification #${e.notificationId ?? '?'}`,
       e.id,
       e.published
-        ? `published ${e.publishedAt}`
+        ? `published ${e.publishedAt}${e.unroutedAt ? ' (unrouted: no queue was bound for its routing key)' : ''}`
         : e.attempts === 0
           ? 'not published yet'
           : `NOT PUBLISHED (${e.attempts} failed attempt(s), last error: ${e.lastError ?? '?'}${e.nextAttemptAt ? `, next ${e.nextAttemptAt}` : ''})`,
@@ -274,30 +213,29 @@ interface InspectOptions {
 export async function inspectOrder(io: CliIo, orderId: string, options: InspectOptions): Promise<ExitCode> {
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
   return withDatabase(io, config, async (db) => {
-    const [order, refunds, notifications, events] = await Promise.all([
-      db.selectFrom('orders').selectAll().where('order_id', '=', orderId).executeTakeFirst(),
-      db.selectFrom('refunds').selectAll().where('order_id', '=', orderId).orderBy('created_at').execute(),
-      notificationsWhere(db, { orderId }, options.showBodies === true),
-      eventsOf(db, orderId),
-    ]);
-    if (!order && notifications.length === 0) {
+    const story = await readOrderStory(db, orderId);
+    if (!story || (!story.order && story.notifications.length === 0)) {
       io.stderr.write(`no order ${orderId}: no projection and no notification\n`);
       return EXIT_FAILURE;
     }
+    const notifications = story.notifications.map((n) =>
+      notificationView(n, story.deliveries, options.showBodies === true),
+    );
+    const events = story.events.map(eventView);
     const result = {
       kind: 'order',
       orderId,
-      projection: projectionOf(order),
-      refunds: refunds.map((r) => projectionOf(r)),
+      projection: projectionOf(story.order),
+      refunds: story.refunds.map((r) => projectionOf(r)),
       notifications,
       events,
     };
     emit(io, options.json === true, result, () => [
       ...projectionLines(`Order ${orderId}`, result.projection),
-      ...(refunds.length > 0
+      ...(story.refunds.length > 0
         ? [
             'Refunds:',
-            ...refunds.map((r) => `  ${r.refund_id}  ${r.status}  ${r.amount ?? '-'} ${r.currency_code ?? ''}`),
+            ...story.refunds.map((r) => `  ${r.refundId}  ${r.status}  ${r.amount ?? '-'} ${r.currencyCode ?? ''}`),
           ]
         : []),
       `Notifications (${notifications.length}, in arrival order; bodies not shown):`,
@@ -309,19 +247,21 @@ export async function inspectOrder(io: CliIo, orderId: string, options: InspectO
   });
 }
 
+/** A refund: found through the order it was recorded under, its part of that order's story. */
 export async function inspectRefund(io: CliIo, refundId: string, options: InspectOptions): Promise<ExitCode> {
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
   return withDatabase(io, config, async (db) => {
-    const [refund, notifications] = await Promise.all([
-      db.selectFrom('refunds').selectAll().where('refund_id', '=', refundId).executeTakeFirst(),
-      notificationsWhere(db, { refundId }, options.showBodies === true),
-    ]);
-    if (!refund && notifications.length === 0) {
+    const orderId = await orderOfRefund(db, refundId);
+    const story = orderId === null ? null : await readOrderStory(db, orderId);
+    const refund = story?.refunds.find((r) => r.refundId === refundId);
+    if (!story || !refund) {
       io.stderr.write(`no refund ${refundId}: no projection and no notification\n`);
       return EXIT_FAILURE;
     }
-    const orderId = refund?.order_id ?? null;
-    const events = orderId === null ? [] : await eventsOf(db, orderId, refundId);
+    const notifications = story.notifications
+      .filter((n) => n.kind === 'refund' && n.subjectId === refundId)
+      .map((n) => notificationView(n, story.deliveries, options.showBodies === true));
+    const events = story.events.filter((e) => e.refundId === refundId).map(eventView);
     const result = { kind: 'refund', refundId, orderId, projection: projectionOf(refund), notifications, events };
     emit(io, options.json === true, result, () => [
       ...projectionLines(`Refund ${refundId}`, result.projection),
@@ -341,8 +281,9 @@ export function registerInspect(program: Command, io: CliIo, state: CliState): v
     .description(
       'Shows everything recorded about one order or refund: the projection, every notification (status, arrival, ' +
         'outcome, body digest, variants), every delivery (time, source address, POS, key fingerprint, ' +
-        'Svc-Processing-Time, outcome) and the outbox events with whether each was published. Raw bodies and buyer ' +
-        'data are never shown unless --show-bodies (which still masks the buyer and customer IP).\n\n' +
+        'Svc-Processing-Time, outcome) and the outbox events with whether each was published. Raw bodies are never ' +
+        'shown; --show-bodies shows their ids, amounts, currencies, statuses, dates and pay method type, every ' +
+        'other field redacted.\n\n' +
         'Exit codes: 0 found; 1 nothing recorded under that id; 2 usage error.',
     );
   for (const [name, description, run] of [
@@ -355,7 +296,10 @@ export function registerInspect(program: Command, io: CliIo, state: CliState): v
         `Shows ${description}: projection, notifications, deliveries and events.\n\nExit codes: 0 found; 1 not found; 2 usage error.`,
       )
       .argument(`<${name}Id>`, `the ${name === 'order' ? 'orderId' : 'refundId'} of the payment service`, idOption)
-      .option('--show-bodies', 'also print the stored bodies, buyer data and customer IP masked');
+      .option(
+        '--show-bodies',
+        'also print the stored bodies, every field but ids, amounts, statuses and dates redacted',
+      );
     withJson(withDatabaseUrl(command)).action(
       action(state, (id: string, options: InspectOptions) => run(io, id, options)),
     );

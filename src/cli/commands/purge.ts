@@ -3,12 +3,13 @@ import {
   makeDays,
   purgeBodiesPast,
   removeDaysPast,
-  sessionOnKysely,
   withWorkLock,
   type PurgedBodies,
   type RemovedHistory,
 } from '../../history/maintenance';
-import { deleteAuditPast } from '../../history/audit';
+import { deleteAuditPast } from '../../history/auditQueries';
+import { sessionOnKysely } from '../../history/historyQueries';
+import { auditCommand } from './audit';
 import { readConfig, withDatabase } from './database';
 import { action, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { integerOption, withDatabaseUrl, withJson } from './options';
@@ -54,8 +55,8 @@ export async function purge(io: CliIo, options: PurgeOptions): Promise<ExitCode>
   const dryRun = options.dryRun === true;
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
   const started = performance.now();
-  const report = await withDatabase(io, config, (db) =>
-    db.connection().execute(async (connection) => {
+  const report = await withDatabase(io, config, async (db) => {
+    const done = await db.connection().execute(async (connection) => {
       const session = sessionOnKysely(connection);
       return withWorkLock(session, async () => {
         const now = Date.now();
@@ -68,8 +69,24 @@ export async function purge(io: CliIo, options: PurgeOptions): Promise<ExitCode>
           auditDays === undefined ? null : await deleteAuditPast(session, auditDays * DAY_MS, now, { dryRun });
         return { now, daysMade, bodies, history, audit };
       });
-    }),
-  );
+    });
+    if (!dryRun)
+      await auditCommand(db, {
+        action: 'purge',
+        target: [
+          days === undefined ? '' : `bodies before ${days} d`,
+          historyDays === undefined ? '' : `history before ${historyDays} d`,
+          auditDays === undefined ? '' : `audit before ${auditDays} d`,
+        ]
+          .filter((t) => t !== '')
+          .join(', '),
+        result: 'done',
+        detail:
+          `bodies of ${done.bodies?.days.length ?? 0} day(s), history of ${done.history?.days.length ?? 0} day(s), ` +
+          `${done.audit?.deleted ?? 0} audit row(s)`,
+      });
+    return done;
+  });
   const cutoff = (d: number) => new Date(report.now - d * DAY_MS).toISOString();
   const result: PurgeReport = {
     dryRun,

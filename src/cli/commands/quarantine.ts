@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
 import type { Command } from 'commander';
+import { listQuarantined, openQuarantinedIds } from '../../recording/quarantineQueries';
 import { retryOne, type RetryResult } from '../../recording/quarantineRetry';
+import { auditCommand } from './audit';
 import { readConfig, withDatabase } from './database';
 import { action, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { integerOption, withDatabaseUrl, withJson } from './options';
@@ -31,52 +32,21 @@ interface ListOptions {
 
 export async function listQuarantine(io: CliIo, options: ListOptions): Promise<ExitCode> {
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
-  const entries = await withDatabase(io, config, async (db) => {
-    let query = db
-      .selectFrom('quarantined_notifications as q')
-      .select([
-        'q.id',
-        'q.received_at',
-        'q.reason',
-        'q.detail',
-        'q.pos_id',
-        'q.key_fingerprint',
-        'q.body_sha256',
-        'q.resolved_at',
-        'q.resolution',
-      ])
-      .select(sql<number | null>`octet_length(q.body)`.as('body_bytes'))
-      .select((eb) =>
-        eb
-          .selectFrom('deliveries as d')
-          .select((d) => d.fn.countAll<string>().as('c'))
-          .whereRef('d.quarantine_id', '=', 'q.id')
-          .as('deliveries'),
-      )
-      .select((eb) =>
-        eb
-          .selectFrom('delivery_repeats as r')
-          .select('r.deliveries')
-          .whereRef('r.quarantine_id', '=', 'q.id')
-          .as('repeats'),
-      )
-      .orderBy('q.id')
-      .limit(options.limit);
-    if (options.open) query = query.where('q.resolved_at', 'is', null);
-    return query.execute();
-  });
+  const entries = await withDatabase(io, config, (db) =>
+    listQuarantined(db, { open: options.open === true, limit: options.limit }),
+  );
   const list: QuarantineEntry[] = entries.map((q) => ({
     id: q.id,
-    receivedAt: iso(q.received_at),
+    receivedAt: iso(q.receivedAt),
     reason: q.reason,
     detail: q.detail,
-    posId: q.pos_id,
-    keyFingerprint: q.key_fingerprint,
-    bodySha256: q.body_sha256.toString('hex'),
-    bodyBytes: q.body_bytes === null ? null : Number(q.body_bytes),
-    deliveries: Number(q.deliveries ?? 0) + Number(q.repeats ?? 0),
-    resolved: q.resolved_at !== null,
-    resolvedAt: iso(q.resolved_at),
+    posId: q.posId,
+    keyFingerprint: q.keyFingerprint,
+    bodySha256: q.bodySha256.toString('hex'),
+    bodyBytes: q.bodyBytes,
+    deliveries: q.deliveries,
+    resolved: q.resolvedAt !== null,
+    resolvedAt: iso(q.resolvedAt),
     resolution: q.resolution,
   }));
   emit(io, options.json === true, { quarantined: list }, () =>
@@ -120,26 +90,26 @@ export async function retryQuarantine(io: CliIo, ids: string[], options: RetryOp
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
   const json = options.json === true;
   const results = await withDatabase(io, config, async (db, transactions) => {
-    const selected = options.all
-      ? (
-          await db
-            .selectFrom('quarantined_notifications')
-            .select('id')
-            .where('resolved_at', 'is', null)
-            .orderBy('id')
-            .execute()
-        ).map((r) => r.id)
-      : ids;
+    const selected = options.all ? await openQuarantinedIds(db, { reason: null, posId: null }, null) : ids;
     const progress = startProgress(io, json, 'quarantined', selected.length);
     const done: RetryResult[] = [];
     try {
       for (const id of selected) {
+        let result: RetryResult;
         try {
-          done.push(await retryOne(transactions, id, config.eventSource));
+          result = await retryOne(transactions, id, config.eventSource);
         } catch (error) {
           // The transaction rolled back: nothing recorded, the row still open. Go on with the others.
-          done.push({ id, result: 'failed', detail: `recording failed, nothing changed: ${(error as Error).message}` });
+          result = { id, result: 'failed', detail: `recording failed, nothing changed: ${(error as Error).message}` };
         }
+        done.push(result);
+        await auditCommand(db, {
+          action: 'quarantine_retry',
+          target: `quarantine #${id}`,
+          orderId: result.result === 'recorded' ? result.orderId : null,
+          result: result.result,
+          detail: 'detail' in result ? result.detail : '',
+        });
         progress.increment();
       }
     } finally {

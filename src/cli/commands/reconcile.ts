@@ -8,6 +8,7 @@ import { GroupCommitStore } from '../../recording/groupCommit';
 import type { OrderCheck } from '../../reconciliation/checkOrder';
 import { createReconciliation, type PosProblem, type Reconciliation } from '../../reconciliation/reconciliation';
 import { stuckOrders } from '../../reconciliation/scheduleQueries';
+import { auditCommand } from './audit';
 import { readConfig, withDatabase } from './database';
 import { action, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { idOption, withDatabaseUrl, withJson } from './options';
@@ -45,7 +46,7 @@ async function checkLine(
   posId: string | undefined,
   dryRun: boolean,
 ): Promise<ReconcileLine> {
-  const checked = await reconciliation.reconcileOrder(orderId, posId, dryRun);
+  const checked = await reconciliation.reconcileOrder(orderId, { ...(posId === undefined ? {} : { posId }), dryRun });
   if ('problem' in checked)
     return { orderId, posId: posId ?? null, result: checked.problem, said: [], applied: [], stale: [], conflicts: [] };
   return {
@@ -92,13 +93,26 @@ async function reconcile(io: CliIo, options: ReconcileOptions): Promise<ExitCode
   const dryRun = options.dryRun === true;
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
   const lines = await withReconciliation(io, config, async (reconciliation, db, settings) => {
-    if (options.order !== undefined) return [await checkLine(reconciliation, options.order, options.posId, dryRun)];
+    // Each order checked (not a dry run) is an action on it, in the audit trail and on its page.
+    const checked = async (orderId: string, posId: string | undefined): Promise<ReconcileLine> => {
+      const line = await checkLine(reconciliation, orderId, posId, dryRun);
+      if (!dryRun)
+        await auditCommand(db, {
+          action: 'reconcile',
+          target: orderId,
+          orderId,
+          result: line.result,
+          detail: `applied ${line.applied.length}, stale ${line.stale.length}, conflicts ${line.conflicts.length}`,
+        });
+      return line;
+    };
+    if (options.order !== undefined) return [await checked(options.order, options.posId)];
     const stuck = await stuckOrders(db, new Date(), settings.afterMs);
     const progress = startProgress(io, json, dryRun ? 'asking' : 'reconciling', stuck.length);
     const done: ReconcileLine[] = [];
     try {
       for (const orderId of stuck) {
-        done.push(await checkLine(reconciliation, orderId, undefined, dryRun));
+        done.push(await checked(orderId, undefined));
         progress.increment();
       }
     } finally {

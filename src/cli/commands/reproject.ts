@@ -1,22 +1,20 @@
-import { sql, type Kysely } from 'kysely';
 import type { Command } from 'commander';
 import type { Db } from '../../database/pool';
-import type { Database } from '../../database/schema';
-import { orderWriteRow, refundWriteRow } from '../../recording/batchRows';
-import { orderToRow, refundToRow } from '../../recording/projectionRows';
+import { auditCommand } from './audit';
 import { readConfig, withDatabase } from './database';
 import { action, CliError, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { withDatabaseUrl, withJson } from './options';
 import { emit, startProgress, type Progress } from './output';
+import { comparePage, rebuildPage, type ProjectionDifference, type Rebuilt } from './reprojection';
 import {
-  COMPARED_ORDER_COLUMNS,
-  COMPARED_REFUND_COLUMNS,
-  comparePage,
-  rebuildPage,
-  type ProjectionDifference,
-  type Rebuilt,
-  type StoredPage,
-} from './reprojection';
+  countNotifications,
+  deleteProjection,
+  lockProjections,
+  nextOrderPage,
+  readReprojectPage,
+  repairOrder,
+  repairRefund,
+} from './reprojectQueries';
 
 export type { FieldDifference, ProjectionDifference } from './reprojection';
 
@@ -38,124 +36,23 @@ export interface ReprojectResult {
   differences: ProjectionDifference[];
 }
 
-/** Orders after `after` that any projection, owner or refund names, up to a page; their notifications follow. */
-async function nextPage(db: Kysely<Database>, after: string): Promise<string[]> {
-  const rows = await db
-    .selectFrom((eb) =>
-      eb
-        .selectFrom('orders')
-        .select('order_id')
-        .where('order_id', '>', after)
-        .orderBy('order_id')
-        .limit(PAGE_ORDERS)
-        .as('o'),
-    )
-    .select('o.order_id')
-    .union((eb) =>
-      eb
-        .selectFrom((inner) =>
-          inner
-            .selectFrom('order_owners')
-            .select('order_id')
-            .where('order_id', '>', after)
-            .orderBy('order_id')
-            .limit(PAGE_ORDERS)
-            .as('w'),
-        )
-        .select('w.order_id'),
-    )
-    .union((eb) =>
-      eb
-        .selectFrom((inner) =>
-          inner
-            .selectFrom('refunds')
-            .select('order_id')
-            .where('order_id', '>', after)
-            .orderBy('order_id')
-            .limit(PAGE_ORDERS)
-            .as('r'),
-        )
-        .select('r.order_id'),
-    )
-    .orderBy('order_id')
-    .limit(PAGE_ORDERS)
-    .execute();
-  return rows.map((r) => r.order_id);
-}
-
-/** The orders after `after`, up to `through` (to the end when null). */
-type Range = { after: string; through: string | null };
-
-/** A page's history, owners and stored projections: every row whose order is in the range. */
-async function readPage(db: Kysely<Database>, { after, through }: Range) {
-  const history = await db
-    .selectFrom('notifications')
-    .select(['id', 'order_id', 'parsed', 'pos_id'])
-    // As text: a Date would drop the microseconds the projections' recorded statuses keep.
-    .select(sql<string>`to_json(received_at)#>>'{}'`.as('at'))
-    .where('order_id', '>', after)
-    .$if(through !== null, (q) => q.where('order_id', '<=', through as string))
-    .orderBy('order_id')
-    .orderBy('id')
-    .execute();
-  const owners = await db
-    .selectFrom('order_owners')
-    .select(['order_id', 'pos_id'])
-    .where('order_id', '>', after)
-    .$if(through !== null, (q) => q.where('order_id', '<=', through as string))
-    .execute();
-  const orders = await db
-    .selectFrom('orders')
-    .select(['order_id', 'recorded', ...COMPARED_ORDER_COLUMNS])
-    .where('order_id', '>', after)
-    .$if(through !== null, (q) => q.where('order_id', '<=', through as string))
-    .execute();
-  const refunds = await db
-    .selectFrom('refunds')
-    .select(['refund_id', 'recorded', ...COMPARED_REFUND_COLUMNS])
-    .where('order_id', '>', after)
-    .$if(through !== null, (q) => q.where('order_id', '<=', through as string))
-    .execute();
-  const stored: StoredPage = {
-    orders: new Map(orders.map((o) => [o.order_id, { ...o, status_rank: Number(o.status_rank) }])),
-    refunds: new Map(refunds.map((r) => [r.refund_id, { ...r, status_rank: Number(r.status_rank) }])),
-  };
-  return { history, owners: new Map(owners.map((o) => [o.order_id, o.pos_id])), stored };
-}
-
 /** Makes a page's stored projections equal the rebuilt ones, touching only the rows that differ. */
-async function repair(db: Kysely<Database>, differences: ProjectionDifference[], rebuilt: Rebuilt): Promise<void> {
+async function repair(db: Db, differences: ProjectionDifference[], rebuilt: Rebuilt): Promise<void> {
   for (const d of differences) {
-    if (d.change === 'extra') {
-      if (d.table === 'orders') await db.deleteFrom('orders').where('order_id', '=', d.id).execute();
-      else await db.deleteFrom('refunds').where('refund_id', '=', d.id).execute();
-      continue;
-    }
+    if (d.change === 'extra') await deleteProjection(db, d.table, d.id);
     // A missing projection gets the statuses it was rebuilt from, for dedup; a stored one keeps its own.
-    if (d.table === 'orders') {
+    else if (d.table === 'orders') {
       const stored = rebuilt.orders.get(d.id);
-      if (!stored) continue;
-      const row = orderToRow(stored.projection);
-      await db
-        .insertInto('orders')
-        .values(orderWriteRow(stored))
-        .onConflict((oc) => oc.column('order_id').doUpdateSet({ ...row, updated_at: sql`now()` }))
-        .execute();
+      if (stored) await repairOrder(db, stored);
     } else {
       const stored = rebuilt.refunds.get(d.id);
-      if (!stored) continue;
-      const row = refundToRow(stored.projection);
-      await db
-        .insertInto('refunds')
-        .values(refundWriteRow(stored))
-        .onConflict((oc) => oc.column('refund_id').doUpdateSet({ ...row, updated_at: sql`now()` }))
-        .execute();
+      if (stored) await repairRefund(db, stored);
     }
   }
 }
 
 /** Every page in turn: rebuilt, compared and, when `apply`, repaired. */
-async function reprojectAll(db: Kysely<Database>, progress: Progress, apply: boolean): Promise<ReprojectResult> {
+async function reprojectAll(db: Db, progress: Progress, apply: boolean): Promise<ReprojectResult> {
   const result: ReprojectResult = {
     notifications: 0,
     stored: { orders: 0, refunds: 0 },
@@ -166,9 +63,9 @@ async function reprojectAll(db: Kysely<Database>, progress: Progress, apply: boo
   const unreadable: string[] = [];
   let after = '';
   for (;;) {
-    const ids = await nextPage(db, after);
+    const ids = await nextOrderPage(db, after, PAGE_ORDERS);
     const through = ids.length < PAGE_ORDERS ? null : (ids[ids.length - 1] as string);
-    const { history, owners, stored } = await readPage(db, { after, through });
+    const { history, owners, stored } = await readReprojectPage(db, { after, through });
     const rebuilt = rebuildPage(history, owners);
     const { differences, partial } = comparePage(stored, rebuilt);
     result.notifications += history.length;
@@ -217,19 +114,22 @@ export async function reproject(io: CliIo, options: ReprojectOptions): Promise<E
   const json = options.json === true;
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
   const report = await withDatabase(io, config, async (db: Db): Promise<ReprojectResult> => {
-    const total = await db
-      .selectFrom('notifications')
-      .select((eb) => eb.fn.countAll<string>().as('n'))
-      .executeTakeFirstOrThrow();
-    const progress = startProgress(io, json, 'notifications', Number(total.n));
+    const progress = startProgress(io, json, 'notifications', await countNotifications(db));
     try {
       if (!apply) return await reprojectAll(db, progress, false);
       // Writers wait while the projections are rebuilt from what is committed now; a notification
       // recorded after the lock applies on top of the repaired projection through the usual rules.
-      return await db.transaction().execute(async (trx) => {
-        await sql`LOCK TABLE orders, refunds IN EXCLUSIVE MODE`.execute(trx);
+      const applied = await db.transaction().execute(async (trx) => {
+        await lockProjections(trx);
         return await reprojectAll(trx, progress, true);
       });
+      await auditCommand(db, {
+        action: 'reproject',
+        target: 'every order',
+        result: `repaired ${applied.differences.length}`,
+        detail: `from ${applied.notifications} notification(s)`,
+      });
+      return applied;
     } finally {
       progress.stop();
     }

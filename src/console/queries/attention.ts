@@ -1,86 +1,145 @@
-import { sql } from 'kysely';
+import type { SelectQueryBuilder } from 'kysely';
 import type { Db } from '../../database/pool';
-import type { Disagreement } from '../../database/schema';
+import type { Database, Disagreement } from '../../database/schema';
 import type { StatusTransition } from '../../domain/outcomes';
-import { openQuarantined, type QuarantineRow } from './lists';
+import { historyDaysReady } from '../../history/historyQueries';
+import {
+  outboxLag,
+  unroutedEvents,
+  waitingOrders,
+  type EventCondition,
+  type OutboxLag,
+  type WaitingOrder,
+} from '../../outbox/outboxQueries';
+import { readReachability, type Reachability } from '../../reconciliation/reachabilityQueries';
+import { givenUpOrders, type GivenUpOrder } from '../../reconciliation/scheduleQueries';
+import {
+  countOpenQuarantined,
+  oldestOpenQuarantined,
+  openQuarantined,
+  type QuarantineRow,
+} from '../../recording/quarantineQueries';
 import { DELIVERY_AFTER_FIRST_MS, PAGE_SIZE } from './rows';
 
-/** Needs attention: what a person must act on, each part a bounded read of its own index. */
+/**
+ * Needs attention: each condition of the status board, and the list behind it. Every part is a bounded read of an
+ * index of its own: a LIMIT, a partial index of the few rows concerned, a count up to a bound. What other parts own
+ * (the quarantine, the schedule, the outbox, the payment API's record, the days of history) is read through their
+ * query modules; this file reads what only this page does.
+ */
+
+export interface TroubledRow {
+  orderId: string;
+  kind: 'order' | 'refund';
+  subjectId: string;
+  status: string;
+  outcome: StatusTransition;
+  disagreements: Disagreement[];
+  receivedAt: Date;
+  /** Its order's currency: what an amount it disagrees on is in. */
+  currencyCode: string | null;
+}
+
+/** A payment waiting for the shop's confirmation. */
+export interface ConfirmationRow {
+  orderId: string;
+  extOrderId: string | null;
+  totalAmount: string | null;
+  currencyCode: string | null;
+  posId: string | null;
+  /** When it began waiting (its last change). */
+  since: Date;
+}
+
+/** A count up to a bound: `more` when there are more than `count`. */
+export interface Bounded {
+  count: number;
+  more: boolean;
+}
 
 export interface Attention {
   quarantined: QuarantineRow[];
-  givenUp: Array<{ orderId: string; givenUpAt: Date; attempts: number; lastResult: string | null }>;
-  troubled: Array<{
-    orderId: string;
-    kind: 'order' | 'refund';
-    subjectId: string;
-    status: string;
-    outcome: StatusTransition;
-    disagreements: Disagreement[];
-    receivedAt: Date;
-  }>;
+  quarantinedCount: Bounded;
+  quarantinedSince: Date | null;
+  givenUp: GivenUpOrder[];
+  givenUpCount: Bounded;
+  troubled: TroubledRow[];
   pending: OutboxLag;
+  waitingOrders: WaitingOrder[];
+  /** Events published that no queue was bound for (they held up nothing; a consumer may be missing). */
+  unrouted: EventCondition;
+  confirmations: ConfirmationRow[];
+  confirmationsCount: Bounded;
   lastDeliveryAt: Date | null;
+  reachability: Reachability[];
+  /** -1: today's day of history is missing; 0: tomorrow's (UTC); 1: both are there. */
+  historyDaysAhead: number;
 }
 
 /** Days back that conflicts and disagreements are listed from. */
 export const TROUBLE_DAYS = 7;
-/** Pending events counted at most (the outbox may hold millions in a broker outage). */
-const PENDING_COUNT_BOUND = 10_000;
+/** Rows counted at most for a board line's count. */
+export const COUNT_BOUND = 1000;
 
-export interface OutboxLag {
-  /** Pending events, counted up to countBound + 1. */
-  count: number;
-  oldest: Date | null;
-  countBound: number;
-}
-
-/** The events waiting for the broker: how many (bounded) and since when (outbox_events_pending, by age). */
-export async function outboxLag(db: Db): Promise<OutboxLag> {
-  const [count, oldest] = await Promise.all([
-    sql<{ n: string }>`SELECT count(*) AS n FROM (SELECT 1 FROM outbox_events WHERE published_at IS NULL
-      LIMIT ${PENDING_COUNT_BOUND + 1}) AS pending`.execute(db),
-    db
-      .selectFrom('outbox_events')
-      .select('created_at')
-      .where('published_at', 'is', null)
-      .orderBy('created_at')
-      .limit(1)
-      .executeTakeFirst(),
-  ]);
-  return { count: Number(count.rows[0]?.n ?? 0), oldest: oldest?.created_at ?? null, countBound: PENDING_COUNT_BOUND };
-}
-
-/** What a person must act on; each part a bounded read of its own index. */
+/** What a person must act on, and the lists behind it. */
 export async function attention(db: Db, now: Date): Promise<Attention> {
-  const [quarantined, givenUp, troubled, pending, last] = await Promise.all([
-    openQuarantined(db, { reason: null, posId: null }),
-    db
-      .selectFrom('reconciliation_checks')
-      .select(['order_id', 'given_up_at', 'attempts', 'last_result'])
-      .where('given_up_at', 'is not', null)
-      .orderBy('given_up_at', 'desc')
-      .limit(PAGE_SIZE)
-      .execute(),
+  const [
+    quarantined,
+    quarantinedCount,
+    quarantinedSince,
+    givenUp,
+    givenUpCount,
+    troubled,
+    pending,
+    waiting,
+    unrouted,
+    confirmations,
+    confirmationsCount,
+    last,
+    reachability,
+    historyDaysAhead,
+  ] = await Promise.all([
+    openQuarantined(db, { reason: null, posId: null }, PAGE_SIZE),
+    countOpenQuarantined(db, { reason: null, posId: null }, COUNT_BOUND),
+    oldestOpenQuarantined(db),
+    givenUpOrders(db, PAGE_SIZE),
+    countUpTo(db.selectFrom('reconciliation_checks').select('order_id').where('given_up_at', 'is not', null), db),
     db
       .selectFrom('notifications')
       .select(['order_id', 'kind', 'subject_id', 'status', 'outcome', 'disagreements', 'received_at'])
+      .select((eb) =>
+        eb
+          .selectFrom('orders')
+          .select('orders.currency_code')
+          .whereRef('orders.order_id', '=', 'notifications.order_id')
+          .as('currency_code'),
+      )
       .where('received_at', '>=', new Date(now.getTime() - TROUBLE_DAYS * 86_400_000))
       .where((eb) => eb.or([eb('outcome', '=', 'conflict'), eb('disagreements', 'is not', null)]))
       .orderBy('received_at', 'desc')
       .limit(PAGE_SIZE)
       .execute(),
     outboxLag(db),
+    waitingOrders(db, PAGE_SIZE),
+    unroutedEvents(db),
+    db
+      .selectFrom('orders')
+      .selectAll()
+      .where('status', '=', 'WAITING_FOR_CONFIRMATION')
+      .orderBy('updated_at')
+      .limit(PAGE_SIZE)
+      .execute(),
+    countUpTo(db.selectFrom('orders').select('order_id').where('status', '=', 'WAITING_FOR_CONFIRMATION'), db),
     lastDelivery(db, now),
+    readReachability(db),
+    historyDaysReady(db, now.getTime()),
   ]);
   return {
     quarantined,
-    givenUp: givenUp.map((g) => ({
-      orderId: g.order_id,
-      givenUpAt: g.given_up_at ?? now,
-      attempts: g.attempts,
-      lastResult: g.last_result,
-    })),
+    quarantinedCount: bounded(quarantinedCount, COUNT_BOUND),
+    quarantinedSince,
+    givenUp,
+    givenUpCount,
     troubled: troubled.map((t) => ({
       orderId: t.order_id,
       kind: t.kind,
@@ -89,10 +148,39 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
       outcome: t.outcome,
       disagreements: t.disagreements ?? [],
       receivedAt: t.received_at,
+      currencyCode: t.currency_code,
     })),
     pending,
+    waitingOrders: waiting,
+    unrouted,
+    confirmations: confirmations.map((c) => ({
+      orderId: c.order_id,
+      extOrderId: c.ext_order_id,
+      totalAmount: c.total_amount,
+      currencyCode: c.currency_code,
+      posId: c.merchant_pos_id,
+      since: c.updated_at,
+    })),
+    confirmationsCount,
     lastDeliveryAt: last,
+    reachability,
+    historyDaysAhead,
   };
+}
+
+const bounded = (count: number, bound: number): Bounded =>
+  count > bound ? { count: bound, more: true } : { count, more: false };
+
+/** How many rows a query selects, counted up to COUNT_BOUND (then "more"). */
+async function countUpTo<TB extends keyof Database, O>(
+  query: SelectQueryBuilder<Database, TB, O>,
+  db: Db,
+): Promise<Bounded> {
+  const row = await db
+    .selectFrom(query.limit(COUNT_BOUND + 1).as('matching'))
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirst();
+  return bounded(Number(row?.n ?? 0), COUNT_BOUND);
 }
 
 /** When the sender last delivered anything (reconciliation's own observations aside), within the last days. */

@@ -1,16 +1,25 @@
-import { html, type Html } from '../html';
+import { html, type Href, type Html } from '../html';
 import { layout, type PageContext } from './layout';
 
-/** The action pages: a confirmation step and its result. */
+/** The action pages: a confirmation step, and a result that says what happened. */
+
+/** A link to one of our pages: its words, and where it goes (made by href()). */
+export interface Link {
+  label: string;
+  href: Href;
+}
 
 /** A confirmation step: what will happen, and a form that posts it with confirm=yes. */
 export interface Confirmation {
   title: string;
   /** Sentences saying what the action does. */
   explanation: Html;
-  action: string;
+  /** Where the form posts: one of our routes. */
+  action: Href;
   fields: Readonly<Record<string, string>>;
   button: string;
+  /** Where Cancel goes: back where the person came from. */
+  cancel: Link;
 }
 
 export function confirmPage(ctx: PageContext, c: Confirmation): Html {
@@ -23,23 +32,56 @@ export function confirmPage(ctx: PageContext, c: Confirmation): Html {
         ${Object.entries(c.fields).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}" />`)}
         <input type="hidden" name="confirm" value="yes" />
         <p>
-          <button class="primary" type="submit">Confirm: ${c.button}</button> <a href="/console/attention">Cancel</a>
+          <button class="primary" type="submit">Confirm: ${c.button}</button>
+          <a href="${c.cancel.href}">Cancel</a>
         </p>
       </form>`,
   );
 }
 
-export function resultPage(
-  ctx: PageContext,
-  title: string,
-  lines: readonly Html[],
-  back: { label: string; href: string },
-): Html {
+/** Whether an action did what was asked. */
+export type Outcome = 'done' | 'partly' | 'not_done';
+
+/** What an action's result page says. */
+export interface ActionResult {
+  status: number;
+  title: string;
+  outcome: Outcome;
+  /** What happened, in a sentence. */
+  headline: Html;
+  /** What failed, what changed, the status now, what comes next: each a line of its own. */
+  facts: ReadonlyArray<{ label: string; value: Html }>;
+  /** Details below, one per line (a bulk retry's notifications). */
+  lines?: readonly Html[];
+  back: Link;
+}
+
+const OUTCOME_WORDS: Record<Outcome, string> = { done: 'Done', partly: 'Partly done', not_done: 'Not done' };
+
+export function resultPage(ctx: PageContext, r: ActionResult): Html {
   return layout(
-    title,
+    r.title,
     ctx,
-    html`<h1>${title}</h1>
-      <div data-testid="result" role="status">${lines.map((l) => html`<p>${l}</p>`)}</div>
-      <p><a href="${back.href}">${back.label}</a></p>`,
+    html`<h1>${r.title}</h1>
+      <div data-testid="result" role="status">
+        <p class="result ${r.outcome}" data-outcome="${r.outcome}">
+          <strong>${OUTCOME_WORDS[r.outcome]}:</strong> ${r.headline}
+        </p>
+        <dl class="facts">
+          ${r.facts.map(
+            (f) =>
+              html`<dt>${f.label}</dt>
+                <dd>${f.value}</dd>`,
+          )}
+        </dl>
+        ${
+          r.lines && r.lines.length > 0
+            ? html`<ul>
+                ${r.lines.map((l) => html`<li>${l}</li>`)}
+              </ul>`
+            : ''
+        }
+      </div>
+      <p><a href="${r.back.href}">${r.back.label}</a></p>`,
   );
 }

@@ -1,9 +1,13 @@
-import { href, html, type Html } from '../html';
+import { html, type Html } from '../html';
+import type { LocalTime } from '../localTime';
+import { setting } from './terms';
 import type { ConsoleRole } from '../session';
 
 /**
  * The console's pages: each a function of a typed model (a misspelled field fails tsc), built with `html`,
- * which escapes every value. Links are built by `href` from our own routes only.
+ * which escapes every value. Links are built by `href` from our own routes only. Every value that came in a
+ * notification is shown inside `<bdi>` (parts.ts `value`), so that one holding right-to-left or format characters
+ * never reorders the words around it.
  */
 
 /** Who is looking: null on the sign-in page. */
@@ -15,44 +19,33 @@ export interface Viewer {
 export interface PageContext {
   viewer: Viewer | null;
   now: Date;
+  /** The shop's time zone and locale: every time and amount is shown in them. */
+  clock: LocalTime;
   /** The search box's value, echoed. */
   q?: string;
 }
 
-/** `<time>` in UTC with a relative label ("3 h ago"). */
-export function time(at: Date | null, now: Date): Html {
-  if (at === null) return html`<span class="muted">—</span>`;
-  const iso = at.toISOString();
-  return html`<time datetime="${iso}" title="${iso}">${iso.replace('T', ' ').slice(0, 19)} UTC</time>
-    <span class="muted">(${relative(at, now)})</span>`;
-}
+/** Format characters (zero-width, bidi controls): kept out of the page's title, which no `<bdi>` can isolate. */
+const FORMAT_CHARACTERS = /[\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g;
 
-export function relative(at: Date, now: Date): string {
-  const seconds = Math.round((now.getTime() - at.getTime()) / 1000);
-  const future = seconds < 0;
-  const s = Math.abs(seconds);
-  const span =
-    s < 60
-      ? `${s} s`
-      : s < 3600
-        ? `${Math.floor(s / 60)} min`
-        : s < 172_800
-          ? `${Math.floor(s / 3600)} h`
-          : `${Math.floor(s / 86_400)} d`;
-  return future ? `in ${span}` : `${span} ago`;
-}
-
-export const orderLink = (orderId: string): Html => html`<a href="${href(['orders', orderId])}">${orderId}</a>`;
+const NAV: ReadonlyArray<[string, string]> = [
+  ['/console', 'Overview'],
+  ['/console/attention', 'Needs attention'],
+  ['/console/deliveries', 'Recent deliveries'],
+  ['/console/export', 'Finance export'],
+  ['/console/audit', 'Audit'],
+  ['/console/glossary', 'Glossary'],
+];
 
 export function layout(title: string, ctx: PageContext, body: Html): Html {
-  const { viewer } = ctx;
+  const { viewer, clock } = ctx;
   return html`<!doctype html>
     <html lang="en">
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="referrer" content="no-referrer" />
-        <title>${title} · Payment notifications console</title>
+        <title>${title.replace(FORMAT_CHARACTERS, '')} · Payment notifications console</title>
         <link rel="stylesheet" href="/console/assets/console.css" />
       </head>
       <body>
@@ -61,9 +54,8 @@ export function layout(title: string, ctx: PageContext, body: Html): Html {
           ${
             viewer
               ? html`<nav aria-label="Main">
-                    <a href="/console/attention">Needs attention</a>
-                    <a href="/console/deliveries">Recent deliveries</a>
-                    <a href="/console/audit">Audit</a>
+                    ${NAV.slice(1).map(([path, label]) => html`<a href="${path}">${label}</a>`)}
+                    ${viewer.role === 'operator' ? html`<a href="/console/sessions">Signed in</a>` : ''}
                   </nav>
                   <form role="search" data-testid="search" action="/console/search" method="get">
                     <label for="q">Find an order</label>
@@ -72,12 +64,16 @@ export function layout(title: string, ctx: PageContext, body: Html): Html {
                       name="q"
                       type="search"
                       value="${ctx.q ?? ''}"
-                      placeholder="orderId, extOrderId, refundId, extRefundId or PAYMENT_ID"
-                      size="40"
+                      aria-describedby="q-hint"
+                      size="30"
                       required
                       maxlength="200"
                     />
                     <button type="submit">Search</button>
+                    <small id="q-hint" class="hint"
+                      >By order id, shop reference (extOrderId), payment id (PAYMENT_ID), refund id or the shop’s refund
+                      reference (extRefundId).</small
+                    >
                   </form>
                   <div class="who">
                     <span>${viewer.name} (${viewer.role})</span>
@@ -85,10 +81,15 @@ export function layout(title: string, ctx: PageContext, body: Html): Html {
                       <button type="submit">Sign out</button>
                     </form>
                   </div>`
-              : ''
+              : html`<nav aria-label="Main"><a href="/console/glossary">Glossary</a></nav>`
           }
         </header>
         <main id="main">${body}</main>
+        <footer>
+          Times are in <strong>${clock.timeZone}</strong> (${setting('CONSOLE_TIME_ZONE')}); amounts and dates are
+          written for <strong>${clock.locale}</strong> (${setting('CONSOLE_LOCALE')}). Words and statuses are explained
+          in the <a href="/console/glossary">glossary</a>.
+        </footer>
       </body>
     </html>`;
 }
@@ -114,6 +115,20 @@ export function signInPage(ctx: PageContext, problem: string | null): Html {
         </p>
         <p><button class="primary" type="submit">Sign in</button></p>
       </form>`,
+  );
+}
+
+/** After signing out: the session is gone on every replica; back and reload lead to the sign-in form. */
+export function signedOutPage(ctx: PageContext): Html {
+  return layout(
+    'Signed out',
+    ctx,
+    html`<h1>You are signed out</h1>
+      <p data-testid="signed-out">
+        Your session has ended on every replica of the service: this browser, or anyone holding its cookie, can no
+        longer use it.
+      </p>
+      <p><a href="/console/sign-in">Sign in again</a></p>`,
   );
 }
 

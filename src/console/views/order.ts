@@ -1,24 +1,25 @@
-import { readableBody } from '../bodies';
-import type { NotificationRow, OrderStory } from '../queries/order';
+import { readableBody } from '../../domain/personalData';
+import type { OrderStory, StoryNotification, StoryRefund } from '../../orderStory/orderStoryQueries';
 import { href, html, type Html } from '../html';
-import { layout, time, type PageContext } from './layout';
+import { subtractMinor, sumMinor } from '../money';
+import { auditActionWords, checkResultWords, orderStatusWords, PAY_METHOD_WORDS, TRANSITION_WORDS } from '../words';
+import { nextCheck, type CheckSchedule } from './checks';
+import { layout, type PageContext } from './layout';
 import { auditTable } from './lists';
+import { factValue, fieldName, learnt, money, outcome, plural, shownAsText, status, time, value } from './parts';
+import { setting, term } from './terms';
 
-/** The order page: one order's whole story. */
+/** The order page: one order's whole story, in a support agent's words. */
 
-const OUTCOME_MEANING: Record<NotificationRow['outcome'], string> = {
-  applied: 'moved the projection',
-  stale: 'stale: an earlier status than the one kept',
-  conflict: 'conflicting with the status kept',
-};
-
-function viaBadge(via: NotificationRow['observedVia']): Html {
-  return via === 'reconciliation'
-    ? html` <span class="badge recon" title="read from the payment API; the sender never delivered it"
-        >via reconciliation</span
-      >`
-    : html``;
+export interface OrderPageOptions {
+  /** The person may see the buyer's personal data in what was received. */
+  personalData: boolean;
+  canAct: boolean;
+  /** Null: checks with the payment service are off (PAYMENT_API_URL unset). */
+  checks: CheckSchedule | null;
 }
+
+const FINAL_ORDER = new Set(['COMPLETED', 'CANCELED']);
 
 interface TimelineEntry {
   at: Date;
@@ -26,109 +27,222 @@ interface TimelineEntry {
   what: Html;
 }
 
-/** The order page: the whole story, oldest first. */
-export function orderPage(
-  ctx: PageContext,
-  story: OrderStory,
-  options: { personalData: boolean; canAct: boolean },
-): Html {
-  const { now } = ctx;
+const subject = (n: Pick<StoryNotification, 'kind' | 'subjectId'>): Html =>
+  n.kind === 'order' ? html`Order` : html`Refund ${value(n.subjectId)}`;
+
+function timelineOf(story: OrderStory, ctx: PageContext): TimelineEntry[] {
   const statusOf = new Map(story.notifications.map((n) => [n.id, n]));
-  const timeline: TimelineEntry[] = [
+  return [
     ...story.deliveries.map((d) => {
       const n = d.notificationId === null ? undefined : statusOf.get(d.notificationId);
+      const what = n
+        ? html`${n.kind === 'refund' ? html`refund ${value(n.subjectId)} ` : ''}${status(n.kind, n.status)}`
+        : html`a notification`;
       return {
         at: d.receivedAt,
         order: 1,
-        what: html`Delivery of
-          ${n ? html`<strong>${n.kind} ${n.status}</strong>` : 'a notification'}${
-            d.observedVia === 'reconciliation'
-              ? html` <span class="badge recon">via reconciliation</span> (read from the payment API)`
-              : html` from ${d.sourceAddress ?? 'an unknown address'}`
-          },
-          POS ${d.posId}, key ${d.keyFingerprint}; we answered <code>200 {"outcome":"${d.outcome}"}</code>`,
+        what:
+          d.observedVia === 'reconciliation'
+            ? html`${term('check', 'Check with the payment service')}: it said ${what}; ${outcome(d.outcome)}`
+            : html`${term('delivery', 'Notification')} of ${what} arrived from
+                ${value(d.sourceAddress ?? 'an unknown address')} (${term('shop-account', 'shop account')}
+                ${value(d.posId)}, ${term('signing-key', 'signing key')} <code>${d.keyFingerprint}</code>);
+                ${outcome(d.outcome)}`,
       };
     }),
     ...story.notifications.map((n) => ({
       at: n.receivedAt,
       order: 0,
-      what: html`Recorded ${n.kind} ${n.kind === 'refund' ? n.subjectId : ''} status <strong>${n.status}</strong>:
-        ${OUTCOME_MEANING[n.outcome]}${viaBadge(n.observedVia)}${
-          n.disagreements.length > 0
-            ? html` <span class="badge bad">${n.disagreements.length} disagreement(s)</span>`
-            : ''
-        }`,
+      what: html`${subject(n)} status ${status(n.kind, n.status)}:
+      ${term(TRANSITION_WORDS[n.outcome].id, TRANSITION_WORDS[n.outcome].label)}${n.observedVia === 'reconciliation' ? learnt() : ''}${
+        n.disagreements.length > 0
+          ? html` <span class="badge bad"
+              >${term('disagreement', plural(n.disagreements.length, 'disagreement'))}</span
+            >`
+          : ''
+      }`,
     })),
     ...story.events.map((e) => ({
       at: e.createdAt,
       order: 2,
-      what: html`Event <code>${e.type}</code> #${e.sequence}
+      what: html`${term('events', 'Event')} <code>${e.type}</code> #${e.sequence}
         ${
           e.publishedAt
-            ? html`published ${time(e.publishedAt, now)}`
+            ? html`passed on to other services
+              ${time(e.publishedAt, ctx)}${e.unroutedAt ? html` <span class="badge">${NO_LISTENER}</span>` : ''}`
             : html`<span class="badge bad">waiting for the broker</span>`
         }`,
     })),
     ...story.audit.map((a) => ({
       at: a.at,
       order: 3,
-      what: html`Console: ${a.actor} ${a.action} → ${a.result}`,
+      what: html`${a.actor} (${a.role ?? 'unknown'}) ${auditActionWords(a.action)}: ${checkResultWords(a.result)}`,
     })),
   ].sort((a, b) => a.at.getTime() - b.at.getTime() || a.order - b.order);
+}
 
+/** What the customer paid, what went back, what is still going back, and what the shop keeps. */
+function moneyBox(story: OrderStory, ctx: PageContext): Html {
+  const o = story.order;
+  if (!o) return html``;
+  const currency = o.currencyCode;
+  const same = (r: StoryRefund) => r.currencyCode === currency && r.amount !== null;
+  const finalized = story.refunds.filter((r) => r.status === 'FINALIZED' && same(r));
+  const pending = story.refunds.filter((r) => r.status === 'PENDING' && same(r));
+  const other = story.refunds.filter((r) => !same(r));
+  const refunded = sumMinor(finalized.map((r) => r.amount ?? '0'));
+  const inProgress = sumMinor(pending.map((r) => r.amount ?? '0'));
+  const paid = o.status === 'COMPLETED';
+  const net = paid && o.totalAmount !== null && refunded !== null ? subtractMinor(o.totalAmount, refunded) : null;
+  return html`<h2>Money</h2>
+    <dl class="facts" data-testid="money">
+      <dt>Paid by the customer</dt>
+      <dd>
+        ${
+          paid
+            ? money(ctx, o.totalAmount, currency)
+            : html`nothing yet: the order is ${status('order', o.status)} (the amount is
+              ${money(ctx, o.totalAmount, currency)})`
+        }
+      </dd>
+      <dt>${term('refund-FINALIZED', 'Refunded')}</dt>
+      <dd data-testid="refunded">
+        ${money(ctx, refunded, currency)} <span class="muted">in ${plural(finalized.length, 'refund')}</span>
+      </dd>
+      <dt>${term('refund-PENDING', 'Refunds in progress')}</dt>
+      <dd>${money(ctx, inProgress, currency)} <span class="muted">in ${plural(pending.length, 'refund')}</span></dd>
+      ${
+        paid
+          ? html`<dt>Net paid</dt>
+              <dd data-testid="net-paid">
+                <strong>${money(ctx, net, currency)}</strong> <span class="muted">paid, less what was refunded</span>
+              </dd>`
+          : ''
+      }
+    </dl>
+    ${
+      other.length > 0
+        ? html`<p class="notice">
+            ${plural(other.length, 'refund')} in another currency or without an amount
+            ${other.length === 1 ? 'is' : 'are'} not in these totals: see the refunds below.
+          </p>`
+        : ''
+    }`;
+}
+
+/** The checks with the payment service: automatic ones, ones people asked for, and what comes next. */
+function checksBox(story: OrderStory, ctx: PageContext, options: OrderPageOptions): Html {
+  const { checks } = options;
+  const byHand = story.checksByHand;
+  const r = story.reconciliation;
+  const o = story.order;
+  const changes = [o?.updatedAt, ...story.refunds.map((refund) => refund.updatedAt)].filter(
+    (at): at is Date => at !== undefined,
+  );
+  const next = nextCheck(
+    {
+      open: (o !== null && !FINAL_ORDER.has(o.status)) || story.refunds.some((refund) => refund.status === 'PENDING'),
+      lastChange: changes.length === 0 ? null : new Date(Math.max(...changes.map((d) => d.getTime()))),
+      nextCheckAt: r?.nextCheckAt ?? null,
+      givenUpAt: r?.givenUpAt ?? null,
+    },
+    ctx,
+    checks,
+  );
+  return html`<h2>${term('check', 'Checks with the payment service')}</h2>
+    <dl class="facts" data-testid="checks">
+      <dt>Automatic checks</dt>
+      <dd>
+        ${
+          r && r.attempts > 0
+            ? html`${r.attempts} since its last news; the last ${time(r.lastCheckedAt, ctx)}:
+              ${checkResultWords(r.lastResult ?? '')}`
+            : 'none since its last news'
+        }
+      </dd>
+      <dt>Checks asked for by people</dt>
+      <dd data-testid="checks-by-hand">
+        ${
+          byHand.last
+            ? html`${byHand.count}; the last ${time(byHand.last.at, ctx)} by ${byHand.last.actor}:
+              ${checkResultWords(byHand.last.result)}`
+            : 'none'
+        }
+      </dd>
+      <dt>Next automatic check</dt>
+      <dd data-testid="next-check">${next}</dd>
+    </dl>`;
+}
+
+/** The order page: the whole story, oldest first. */
+export function orderPage(ctx: PageContext, story: OrderStory, options: OrderPageOptions): Html {
   const o = story.order;
   const orderIdPath = ['orders', story.orderId];
+  const received = story.notifications.filter((n) => n.observedVia === 'notification');
+  const read = story.notifications.filter((n) => n.observedVia === 'reconciliation');
   return layout(
     `Order ${story.orderId}`,
     ctx,
-    html`<h1>Order ${story.orderId}</h1>
+    html`<h1>Order ${value(story.orderId)}</h1>
       ${
         o
-          ? html`<dl class="facts">
-              <dt>Status</dt>
-              <dd><strong>${o.status}</strong></dd>
-              <dt>extOrderId</dt>
-              <dd>${o.extOrderId ?? '—'}</dd>
-              <dt>PAYMENT_ID</dt>
-              <dd>${o.paymentId ?? '—'}</dd>
-              <dt>POS</dt>
-              <dd>${o.posId ?? '—'}</dd>
-              <dt>Amount</dt>
-              <dd>${o.totalAmount ?? '—'} ${o.currencyCode ?? ''} <span class="muted">(minor units)</span></dd>
-              <dt>Pay method</dt>
-              <dd>${o.payMethodType ?? '—'}</dd>
-              <dt>First seen</dt>
-              <dd>${time(o.createdAt, now)}</dd>
-              <dt>Last change</dt>
-              <dd>${time(o.updatedAt, now)}</dd>
-            </dl>`
+          ? html`<dl class="facts" data-testid="facts">
+                <dt>Status</dt>
+                <dd>${status('order', o.status)} since ${time(o.updatedAt, ctx)}</dd>
+                <dt>For the customer</dt>
+                <dd>${orderStatusWords(o.status).customer}</dd>
+                <dt>Amount</dt>
+                <dd data-testid="amount">${money(ctx, o.totalAmount, o.currencyCode)}</dd>
+                <dt>${fieldName('extOrderId')}</dt>
+                <dd>${value(o.extOrderId)}</dd>
+                <dt>${fieldName('paymentId')}</dt>
+                <dd>${value(o.paymentId)}</dd>
+                <dt>${fieldName('posId')}</dt>
+                <dd>${value(o.merchantPosId)}</dd>
+                <dt>Paid by</dt>
+                <dd>
+                  ${
+                    o.payMethodType === null
+                      ? html`<span class="muted">not known yet</span>`
+                      : html`${PAY_METHOD_WORDS[o.payMethodType] ?? ''}
+                          <span class="field">(${value(o.payMethodType)})</span>`
+                  }
+                </dd>
+                <dt>First seen</dt>
+                <dd>${time(o.createdAt, ctx)}</dd>
+              </dl>
+              ${moneyBox(story, ctx)}`
           : html`<p class="notice">No notification of this order itself has been recorded; only its refunds.</p>`
       }
       ${
         options.canAct
-          ? html`<p>
-              <a href="${href([...orderIdPath, 'reconcile'])}">Reconcile this order now…</a> ·
-              <a href="${href([...orderIdPath, 'republish'])}">Re-publish its events…</a>
+          ? html`<p class="actions">
+              <a href="${href([...orderIdPath, 'reconcile'])}">Check this order with the payment service now…</a> ·
+              <a href="${href([...orderIdPath, 'republish'])}">Send its events to other services again…</a>
             </p>`
           : ''
       }
       <h2>Timeline</h2>
       <ol data-testid="timeline">
-        ${timeline.map((t) => html`<li>${time(t.at, now)}: ${t.what}</li>`)}
+        ${timelineOf(story, ctx).map((t) => html`<li>${time(t.at, ctx)}: ${t.what}</li>`)}
       </ol>
-      <h2>Events</h2>
+      ${checksBox(story, ctx, options)}
+      <h2>${term('events', 'Events for other services')}</h2>
       ${
         story.events.length === 0
-          ? html`<p>No event of this order is in the outbox (none written, or deleted after OUTBOX_RETENTION).</p>`
-          : html`<table>
+          ? html`<p>
+              No event of this order is kept: none was written, or they were deleted after
+              ${setting('OUTBOX_RETENTION')}.
+            </p>`
+          : html`<table data-testid="events">
               <thead>
                 <tr>
-                  <th>#</th>
-                  <th>Type</th>
-                  <th>Written</th>
-                  <th>Published</th>
-                  <th>Attempts</th>
-                  <th>Last error</th>
+                  <th scope="col">#</th>
+                  <th scope="col">Event</th>
+                  <th scope="col">Written</th>
+                  <th scope="col">Passed on</th>
+                  <th scope="col">Attempts</th>
+                  <th scope="col">The broker’s last answer</th>
                 </tr>
               </thead>
               <tbody>
@@ -137,15 +251,8 @@ export function orderPage(
                     html`<tr>
                       <td>${e.sequence}</td>
                       <td><code>${e.type}</code></td>
-                      <td>${time(e.createdAt, now)}</td>
-                      <td>
-                        ${
-                          e.publishedAt
-                            ? time(e.publishedAt, now)
-                            : html`waiting;
-                              ${e.nextAttemptAt ? html`next attempt ${time(e.nextAttemptAt, now)}` : 'due now'}`
-                        }
-                      </td>
+                      <td>${time(e.createdAt, ctx)}</td>
+                      <td>${passedOn(e, story.events, ctx)}</td>
                       <td>${e.attempts}</td>
                       <td>${e.lastError ?? ''}</td>
                     </tr>`,
@@ -153,120 +260,155 @@ export function orderPage(
               </tbody>
             </table>`
       }
-      <h2>Reconciliation</h2>
-      ${
-        story.reconciliation
-          ? html`<dl class="facts">
-              <dt>Observed</dt>
-              <dd>${time(story.reconciliation.observedAt, now)}</dd>
-              <dt>Checks</dt>
-              <dd>${story.reconciliation.attempts}</dd>
-              <dt>Last check</dt>
-              <dd>${time(story.reconciliation.lastCheckedAt, now)} ${story.reconciliation.lastResult ?? ''}</dd>
-              <dt>Next check</dt>
-              <dd>${time(story.reconciliation.nextCheckAt, now)}</dd>
-              <dt>Given up</dt>
-              <dd>
-                ${story.reconciliation.givenUpAt ? html`<span class="badge bad">gave up</span> ${time(story.reconciliation.givenUpAt, now)}` : 'no'}
-              </dd>
-            </dl>`
-          : html`<p>Not in the reconciliation schedule (final, or not checked yet).</p>`
-      }
-      ${disagreementsTable(story.notifications)}
+      ${disagreementsTable(story, ctx)}
       <h2>Refunds</h2>
-      ${
-        story.refunds.length === 0
-          ? html`<p>No refund recorded.</p>`
-          : html`<table>
-              <thead>
-                <tr>
-                  <th>Refund</th>
-                  <th>extRefundId</th>
-                  <th>Status</th>
-                  <th>Amount</th>
-                  <th>Its statuses</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${story.refunds.map(
-                  (r) =>
-                    html`<tr>
-                      <td>${r.refundId}</td>
-                      <td>${r.extRefundId ?? '—'}</td>
-                      <td>${r.status}</td>
-                      <td>${r.amount ?? '—'} ${r.currencyCode ?? ''}</td>
-                      <td>
-                        <ol>
-                          ${story.notifications
-                            .filter((n) => n.kind === 'refund' && n.subjectId === r.refundId)
-                            .map(
-                              (n) =>
-                                html`<li>
-                                  ${n.status}: ${OUTCOME_MEANING[n.outcome]}${viaBadge(n.observedVia)},
-                                  ${time(n.receivedAt, now)}
-                                </li>`,
-                            )}
-                        </ol>
-                      </td>
-                    </tr>`,
-                )}
-              </tbody>
-            </table>`
-      }
-      <h2>Raw bodies</h2>
-      ${story.notifications.map((n) => rawBody(n, story.purgedDays, options.personalData, now))}
-      <h2>Audit</h2>
-      ${auditTable(story.audit, now, false)}`,
+      ${refundsTable(story, ctx)}
+      <h2>What the payment service sent</h2>
+      <p class="muted">
+        Each ${term('notification', 'notification')} recorded for this order, exactly as it arrived. Repeats of one are
+        not shown again.
+      </p>
+      ${bodiesNotice(options)}
+      ${received.length === 0 ? html`<p>None recorded.</p>` : received.map((n) => rawBody(n, story.purgedDays, options, ctx))}
+      <h2>What the payment service said when asked</h2>
+      <p class="muted">
+        The payment service’s answers to ${term('check', 'checks')} that taught the service a status whose notification
+        never came. They are not notifications.
+      </p>
+      ${read.length === 0 ? html`<p>None.</p>` : read.map((n) => rawBody(n, story.purgedDays, options, ctx))}
+      <h2>${term('audit', 'Who did what here')}</h2>
+      ${auditTable(story.audit, ctx, false)}`,
   );
 }
 
-function disagreementsTable(notifications: readonly NotificationRow[]): Html {
+/** When an event was passed on, or why it waits: its turn (an order's events go out in order), or the broker. */
+/** An event the broker took but no queue was bound for (docs/decisions/0014). */
+const NO_LISTENER = 'no queue took it: no service listened for this kind of event';
+
+function passedOn(e: OrderStory['events'][number], events: OrderStory['events'], ctx: PageContext): Html {
+  if (e.publishedAt) return e.unroutedAt ? html`${time(e.publishedAt, ctx)}; ${NO_LISTENER}` : time(e.publishedAt, ctx);
+  const first = events.find((other) => other.publishedAt === null);
+  if (first !== undefined && first.id !== e.id) return html`waiting for #${first.sequence} to go first`;
+  return html`waiting; ${e.nextAttemptAt ? html`next attempt ${time(e.nextAttemptAt, ctx)}` : 'due now'}`;
+}
+
+function refundsTable(story: OrderStory, ctx: PageContext): Html {
+  if (story.refunds.length === 0) return html`<p>No refund recorded.</p>`;
+  return html`<table data-testid="refunds">
+    <thead>
+      <tr>
+        <th scope="col">${term('refund-id', 'Refund id')}</th>
+        <th scope="col">
+          ${term('shop-refund-reference', 'Shop’s refund reference')} <span class="field">(extRefundId)</span>
+        </th>
+        <th scope="col">Status</th>
+        <th scope="col">Amount</th>
+        <th scope="col">Its statuses</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${story.refunds.map(
+        (r) =>
+          html`<tr>
+            <td>${value(r.refundId)}</td>
+            <td>${value(r.extRefundId)}</td>
+            <td>${status('refund', r.status)}</td>
+            <td>${money(ctx, r.amount, r.currencyCode)}</td>
+            <td>
+              <ol>
+                ${story.notifications
+                  .filter((n) => n.kind === 'refund' && n.subjectId === r.refundId)
+                  .map(
+                    (n) =>
+                      html`<li>
+                        ${status('refund', n.status)}:
+                        ${term(TRANSITION_WORDS[n.outcome].id, TRANSITION_WORDS[n.outcome].label)}${
+                          n.observedVia === 'reconciliation' ? learnt() : ''
+                        },
+                        ${time(n.receivedAt, ctx)}
+                      </li>`,
+                  )}
+              </ol>
+            </td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+}
+
+function bodiesNotice(options: OrderPageOptions): Html {
+  if (options.personalData) return html``;
+  return html`<p class="notice" data-testid="redacted-notice">
+    The customer’s personal data (name, e-mail, phone, address, card) is hidden for you, a viewer. The original, exactly
+    as received, is kept: an <strong>operator</strong> can open it (${term('roles', 'who may')}).
+  </p>`;
+}
+
+function disagreementsTable(story: OrderStory, ctx: PageContext): Html {
+  const notifications = story.notifications;
   const rows = notifications.flatMap((n) => n.disagreements.map((d) => ({ n, d })));
-  if (rows.length === 0) return html`<p>No disagreement with the facts kept.</p>`;
-  return html`<h3>Disagreements</h3>
+  if (rows.length === 0) return html``;
+  return html`<h2>${term('disagreement', 'Disagreements')}</h2>
+    <p>Notifications that stated a fact otherwise than the first one did. The first is kept.</p>
     <table>
       <thead>
         <tr>
-          <th>Status</th>
-          <th>Field</th>
-          <th>Kept</th>
-          <th>Received</th>
+          <th scope="col">Notification</th>
+          <th scope="col">Field</th>
+          <th scope="col">Kept (the first)</th>
+          <th scope="col">Received later</th>
         </tr>
       </thead>
       <tbody>
         ${rows.map(
           ({ n, d }) =>
             html`<tr>
-              <td>${n.kind} ${n.status}</td>
-              <td>${d.field}</td>
-              <td>${d.kept}</td>
-              <td>${d.received}</td>
+              <td>${subject(n)} ${status(n.kind, n.status)}</td>
+              <td><code>${d.field}</code></td>
+              <td>${factValue(d.field, d.kept, currencyOf(story, n), ctx)}</td>
+              <td>${factValue(d.field, d.received, currencyOf(story, n), ctx)}</td>
             </tr>`,
         )}
       </tbody>
     </table>`;
 }
 
-function rawBody(n: NotificationRow, purgedDays: ReadonlyMap<string, Date>, personalData: boolean, now: Date): Html {
-  const head = html`<h3>${n.kind} ${n.kind === 'refund' ? n.subjectId : ''} ${n.status}${viaBadge(n.observedVia)}</h3>
-    <p>SHA-256 <code>${n.bodySha256}</code>, received ${time(n.receivedAt, now)}</p>`;
+/** The currency an amount of a notification is in: its order's, or its refund's. */
+const currencyOf = (story: OrderStory, n: StoryNotification): string | null =>
+  n.kind === 'order'
+    ? (story.order?.currencyCode ?? null)
+    : (story.refunds.find((r) => r.refundId === n.subjectId)?.currencyCode ?? null);
+
+function rawBody(
+  n: StoryNotification,
+  purgedDays: ReadonlyMap<string, Date>,
+  options: OrderPageOptions,
+  ctx: PageContext,
+): Html {
+  const head = html`<h3>${subject(n)} ${status(n.kind, n.status)}</h3>
+    <p class="muted">Received ${time(n.receivedAt, ctx)}; SHA-256 <code>${n.bodySha256}</code></p>`;
   if (n.body === null) {
     const purgedAt = purgedDays.get(n.receivedAt.toISOString().slice(0, 10));
     return html`${head}
-      <p class="notice">Purged${purgedAt ? html` ${time(purgedAt, now)}` : ''} (BODY_RETENTION).</p>`;
+      <p class="notice">
+        Deleted${purgedAt ? html` ${time(purgedAt, ctx)}` : ''}, as ${setting('BODY_RETENTION')} says.
+      </p>`;
   }
-  const { readable, raw } = readableBody(n.body, personalData);
+  const { readable, raw } = readableBody(n.body, { personalData: options.personalData });
   return html`${head}
-    <details>
-      <summary>Readable${personalData ? '' : ' (the buyer’s personal data redacted)'}</summary>
-      <pre>${readable}</pre>
-    </details>
+    <pre
+      class="body"
+      data-testid="body"
+      tabindex="0"
+      aria-label="${n.kind} ${n.kind === 'refund' ? n.subjectId : ''} ${n.status}, readable"
+    >
+${shownAsText(readable)}</pre>
     ${
       raw === null
         ? ''
         : html`<details>
-            <summary>As received (${n.body.length} bytes)</summary>
-            <pre>${raw}</pre>
+            <summary>Exactly as received (${n.body.length} bytes)</summary>
+            <pre class="body" tabindex="0">${shownAsText(raw)}</pre>
           </details>`
     }`;
 }

@@ -1,29 +1,41 @@
 import { DELIVERY_OUTCOMES } from '../../domain/outcomes';
-import type { Overview, SearchMatch } from '../queries/overview';
 import { href, html, type Html } from '../html';
-import { layout, orderLink, time, type PageContext } from './layout';
+import type { OrderSummary, Overview, SearchMatch } from '../queries/overview';
+import { DELIVERY_OUTCOME_WORDS, FIELD_WORDS } from '../words';
+import { layout, type PageContext } from './layout';
+import { money, orderLink, plural, status, time, value } from './parts';
+import { term } from './terms';
 
 /** The overview and the search results. */
 
-const FIELD_NAMES: Record<SearchMatch['field'], string> = {
-  orderId: 'orderId',
-  extOrderId: 'extOrderId',
-  paymentId: 'PAYMENT_ID',
-  refundId: 'refundId',
-  extRefundId: 'extRefundId',
+const MATCHED_AS: Record<SearchMatch['field'], string> = {
+  orderId: `${FIELD_WORDS.orderId.label} (${FIELD_WORDS.orderId.field})`,
+  extOrderId: `${FIELD_WORDS.extOrderId.label} (${FIELD_WORDS.extOrderId.field})`,
+  paymentId: `${FIELD_WORDS.paymentId.label} (${FIELD_WORDS.paymentId.field})`,
+  refundId: `${FIELD_WORDS.refundId.label} (${FIELD_WORDS.refundId.field})`,
+  extRefundId: `${FIELD_WORDS.extRefundId.label} (${FIELD_WORDS.extRefundId.field})`,
 };
 
-export function searchResultsPage(ctx: PageContext, q: string, matches: readonly SearchMatch[]): Html {
+export function searchResultsPage(
+  ctx: PageContext,
+  q: string,
+  matches: readonly SearchMatch[],
+  orders: ReadonlyMap<string, OrderSummary>,
+): Html {
   return layout(
     'Search',
     ctx,
-    html`<h1>Several orders match “${q}”</h1>
+    html`<h1>Several orders match “${value(q)}”</h1>
+      <p>A shop reference is shared by every attempt to pay one order; pick the one the customer means.</p>
       <table>
         <thead>
           <tr>
-            <th>Order</th>
-            <th>Matched as</th>
-            <th>Refund</th>
+            <th scope="col">Order</th>
+            <th scope="col">Status</th>
+            <th scope="col">Amount</th>
+            <th scope="col">First seen</th>
+            <th scope="col">Found by its</th>
+            <th scope="col">Refund</th>
           </tr>
         </thead>
         <tbody>
@@ -31,8 +43,16 @@ export function searchResultsPage(ctx: PageContext, q: string, matches: readonly
             (m) =>
               html`<tr>
                 <td>${orderLink(m.orderId)}</td>
-                <td>${FIELD_NAMES[m.field]}</td>
-                <td>${m.refundId ?? ''}</td>
+                ${((o) =>
+                  o
+                    ? html`<td>${status('order', o.status)}</td>
+                        <td>${money(ctx, o.totalAmount, o.currencyCode)}</td>
+                        <td>${time(o.createdAt, ctx)}</td>`
+                    : html`<td colspan="3"><span class="muted">only its refunds are recorded</span></td>`)(
+                  orders.get(m.orderId),
+                )}
+                <td>${MATCHED_AS[m.field]}</td>
+                <td>${value(m.refundId ?? '')}</td>
               </tr>`,
           )}
         </tbody>
@@ -40,76 +60,131 @@ export function searchResultsPage(ctx: PageContext, q: string, matches: readonly
   );
 }
 
-/** An SVG bar chart of counts, drawn on the server (no script); labelled for screen readers. */
+/** The smallest 1, 2 or 5 times a power of ten at or above `n` (at least 1): the top of a chart's scale. */
+export function scaleTop(n: number): number {
+  if (n <= 1) return 1;
+  const power = 10 ** Math.floor(Math.log10(n));
+  for (const step of [1, 2, 5, 10]) if (step * power >= n) return step * power;
+  return 10 * power;
+}
+
+/**
+ * An SVG bar chart of counts with its scale (0, half, top) and its labels, drawn on the server (no script);
+ * labelled for screen readers, each bar with its count in a title.
+ */
 export function barChart(label: string, values: readonly number[], labels: readonly string[]): Html {
-  const width = 24 * values.length;
+  const left = 34;
+  const bar = 24;
+  const width = left + bar * values.length;
   const height = 80;
-  const max = Math.max(1, ...values);
+  const top = scaleTop(Math.max(0, ...values));
+  const y = (v: number) => height - Math.round((v / top) * height) + 4;
   return html`<svg
     class="chart"
     role="img"
     aria-label="${label}"
-    viewBox="0 0 ${width} ${height + 14}"
+    viewBox="0 0 ${width} ${height + 20}"
     width="${width * 2}"
-    height="${(height + 14) * 2}"
+    height="${(height + 20) * 2}"
   >
     <title>${label}</title>
+    ${[0, top / 2, top].map(
+      (v) =>
+        html`<line x1="${left - 3}" x2="${width}" y1="${y(v)}" y2="${y(v)}" stroke="#d0d7de" stroke-width="0.5" />
+          <text x="${left - 5}" y="${y(v) + 3}" font-size="8" text-anchor="end" fill="#57606a"
+            >${Number.isInteger(v) ? v : v.toFixed(1)}</text
+          >`,
+    )}
     ${values.map((v, i) => {
-      const h = Math.round((v / max) * height);
-      return html`<rect x="${i * 24 + 3}" y="${height - h}" width="18" height="${h}" fill="#0a58ca"
+      const h = Math.round((v / top) * height);
+      return html`<rect x="${left + i * bar + 3}" y="${height - h + 4}" width="18" height="${h}" fill="#0a58ca"
           ><title>${labels[i] ?? ''}: ${v}</title></rect
         >${
           i % 3 === 0
-            ? html`<text x="${i * 24 + 3}" y="${height + 11}" font-size="9" fill="#57606a">${labels[i] ?? ''}</text>`
+            ? html`<text x="${left + i * bar + 3}" y="${height + 16}" font-size="9" fill="#57606a"
+                >${labels[i] ?? ''}</text
+              >`
             : ''
         }`;
     })}
   </svg>`;
 }
 
-export function pendingLine(pending: Overview['pending'], now: Date): Html {
+export function pendingLine(pending: Overview['pending'], ctx: PageContext): Html {
   const count = pending.count > pending.countBound ? `more than ${pending.countBound}` : String(pending.count);
   return pending.oldest === null
-    ? html`<p>No event is waiting for the broker.</p>`
-    : html`<p>${count} event(s) waiting for the broker; the oldest since ${time(pending.oldest, now)}.</p>`;
+    ? html`<p>
+        Every ${term('events', 'event')} has reached the broker: the shop’s other services know of every status.
+      </p>`
+    : html`<p>
+        ${count} ${term('events', pending.count === 1 ? 'event' : 'events')} about ${plural(pending.orders, 'order')}
+        wait for the broker, the oldest since ${time(pending.oldest, ctx)}.
+        <a href="/console/attention#events-waiting">Which, and why</a>
+      </p>`;
 }
 
-export function overviewPage(ctx: PageContext, o: Overview): Html {
+/** An hour's bars: the local day's hours (23, 24 or 25 of them), each its four quarters added. */
+function byLocalHour(
+  quarters: readonly number[],
+  start: Date,
+  ctx: PageContext,
+): { values: number[]; labels: string[] } {
+  const values: number[] = [];
+  const labels: string[] = [];
+  for (let q = 0; q < quarters.length; q += 4) {
+    values.push(quarters.slice(q, q + 4).reduce((a, b) => a + b, 0));
+    labels.push(`${String(ctx.clock.wall(new Date(start.getTime() + q * 900_000)).hour).padStart(2, '0')}h`);
+  }
+  return { values, labels };
+}
+
+export function overviewPage(ctx: PageContext, o: Overview, day: { start: Date; text: string }): Html {
   const total = o.byOutcome.reduce((sum, r) => sum + r.count, 0);
+  const hours = byLocalHour(o.byQuarter, day.start, ctx);
+  const from = ctx.clock.inputValue(day.start);
   return layout(
     'Overview',
     ctx,
-    html`<h1>Today (UTC)</h1>
-      <h2>Deliveries by outcome</h2>
-      <p class="muted">Deliveries of the notifications first received today.</p>
-      <table>
+    html`<h1>Today, ${ctx.clock.formatDay(day.start)}</h1>
+      <p class="actions">
+        <a href="/console/attention">What needs attention</a> ·
+        <a href="/console/export">Finance export (CSV)</a>
+      </p>
+      <h2>What happened to today’s notifications</h2>
+      <p class="muted">
+        Each ${term('delivery', 'delivery')} of a notification first received today (${ctx.clock.timeZone}), by what the
+        service made of it.
+      </p>
+      <table data-testid="outcomes">
         <thead>
           <tr>
-            <th>Outcome</th>
-            <th>Deliveries</th>
+            <th scope="col">What happened</th>
+            <th scope="col">Deliveries</th>
           </tr>
         </thead>
         <tbody>
           ${DELIVERY_OUTCOMES.map((outcome) => {
             const count = o.byOutcome.find((r) => r.outcome === outcome)?.count ?? 0;
             return html`<tr>
-              <td><a href="${href(['deliveries'], { outcome })}">${outcome}</a></td>
+              <td>
+                <a href="${href(['deliveries'], { outcome, from })}">${DELIVERY_OUTCOME_WORDS[outcome].label}</a>
+              </td>
               <td>${count}</td>
             </tr>`;
           })}
           <tr>
-            <th>All</th>
+            <th scope="row">All</th>
             <th>${total}</th>
           </tr>
         </tbody>
       </table>
+      <h2>Deliveries by hour</h2>
       ${barChart(
-        'Deliveries today by hour (UTC)',
-        o.byHour,
-        o.byHour.map((_, h) => `${String(h).padStart(2, '0')}h`),
+        `Deliveries today by hour (${ctx.clock.timeZone}); the most in one hour: ${Math.max(0, ...hours.values)}`,
+        hours.values,
+        hours.labels,
       )}
-      <h2>Outbox</h2>
-      ${pendingLine(o.pending, ctx.now)}
-      <p><a href="/console/attention">What needs attention</a></p>`,
+      <h2>${term('events', 'Events for other services')}</h2>
+      ${pendingLine(o.pending, ctx)}`,
   );
 }

@@ -14,6 +14,8 @@ const OUTAGE_MS = 4_000;
 const SHUTDOWN_TIMEOUT_MS = 4_000;
 /** As in scenario 4: closing the relay, the admin port and the pool; main.ts forces exit 1 at +5 s. */
 const EXIT_MARGIN_MS = 3_000;
+/** Notifications accepted before a fault, and after it: the service is under load when it comes and goes. */
+const UNDER_LOAD = 50;
 
 export const BROKER_OUTAGE: ScenarioDefinition = {
   id: 2,
@@ -61,7 +63,7 @@ export function brokerOutageScenario(report: RunReport): void {
             duplicateRate: 0.1,
           }).start();
           const firstAttempt = ledger.requests;
-          await sleep(1_000);
+          await ledger.flowing(UNDER_LOAD);
           const from = Date.now();
           if (mode === 'reset') proxy.reset();
           else proxy.silent();
@@ -73,7 +75,7 @@ export function brokerOutageScenario(report: RunReport): void {
           const pendingDuring = (await counts(database.url)).pendingEvents;
           proxy.pass();
           outages.push({ from, to: Date.now() });
-          await sleep(1_000);
+          await ledger.flowing(UNDER_LOAD);
           try {
             await sender.finish(20_000);
           } finally {
@@ -182,9 +184,13 @@ export function brokerOutageScenario(report: RunReport): void {
           retryDelayMs: 100_000,
         }).start();
         try {
-          await sleep(1_000);
+          await partitionLedger.flowing(UNDER_LOAD);
           proxy.silent();
-          await sleep(500);
+          // The relay is stuck on the silent broker: events wait in the outbox.
+          await waitUntil(
+            'events waiting for the silent broker',
+            async () => (await service.gauge('outbox_pending_events')) > 0,
+          );
           const term = Date.now();
           service.kill('SIGTERM');
           const exit = await service.waitExit(SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 10_000);

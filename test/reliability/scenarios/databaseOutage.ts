@@ -12,6 +12,8 @@ import { ScenarioWorld } from '../support/world';
 
 /** The sender's patience: an answer must come before it, whatever the database does. */
 const PATIENCE_MS = 5_000;
+/** Notifications accepted before an outage, and after it: the service is under load when it comes and goes. */
+const UNDER_LOAD = 50;
 
 type Phase = 'reset' | 'silent' | 'failover';
 /**
@@ -101,7 +103,7 @@ export function databaseOutageScenario(report: RunReport): void {
         timeoutMs: 15_000,
       }).start();
       const firstAttempt = ledger.requests;
-      await sleep(1_000);
+      await ledger.flowing(UNDER_LOAD);
       const from = Date.now();
       const OUTAGE_MS = outageMs(mode);
       const faults = (async () => {
@@ -131,7 +133,7 @@ export function databaseOutageScenario(report: RunReport): void {
       outages.push({ mode, from, to });
       await probe;
       const readiness = probes.filter((p) => p.end < to).map((p) => (p.status === 0 ? 'no answer' : String(p.status)));
-      await sleep(1_000);
+      await ledger.flowing(UNDER_LOAD);
       try {
         await sender.finish(30_000);
       } finally {

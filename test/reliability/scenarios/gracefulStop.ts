@@ -22,6 +22,8 @@ const SHUTDOWN_TIMEOUT_MS = 4_000;
 /** Beyond SHUTDOWN_TIMEOUT: a relay slower than the drain, the admin port and the pool (main.ts forces exit 1 at +5 s). */
 const EXIT_MARGIN_MS = 3_000;
 const HELD = 3;
+/** Notifications accepted before a fault: the service is under load when it comes. */
+const UNDER_LOAD = 50;
 
 export const GRACEFUL_STOP: ScenarioDefinition = {
   id: 4,
@@ -73,14 +75,19 @@ export function gracefulStopScenario(report: RunReport): void {
           pauseMs: 10,
           retryDelayMs: 100_000,
         }).start();
-        await sleep(1_000);
+        await ledger.flowing(UNDER_LOAD);
         for (let i = 0; i < HELD; i += 1) {
           const note = stream.next();
           held.push({ note, request: holdRequest(service.publicPort, note.body, notificationHeaders(note.body)) });
         }
         stuckNote = stream.next();
         stuck = holdRequest(service.publicPort, stuckNote.body, notificationHeaders(stuckNote.body));
-        await sleep(500);
+        // Every held request has reached the service, which is reading its body (reserved in the unverified budget).
+        const heldBytes = [...held.map((h) => h.note.body), stuckNote.body].reduce((sum, b) => sum + b.length, 0);
+        await waitUntil(
+          'the held requests being read',
+          async () => (await service.gauge('intake_unverified_body_bytes')) >= heldBytes,
+        );
 
         termAt = Date.now();
         service.kill('SIGTERM');
@@ -185,7 +192,8 @@ export function gracefulStopScenario(report: RunReport): void {
           },
           10_000,
         ).catch(() => 0);
-        // A pause that checks nothing beyond the published events arrives.
+        // A pause that checks nothing beyond the published events arrives: as long as a confirmed message takes to
+        // reach the consumer (a few ms on one machine), with room to spare.
         await sleep(300);
         const seen = new Set(consumer.bodies<{ id: string }>().map((b) => b.id));
         h.figure(
@@ -242,9 +250,13 @@ export function gracefulStopScenario(report: RunReport): void {
             pauseMs: 10,
             retryDelayMs: 100_000,
           }).start();
-          await sleep(1_000);
+          await partitionLedger.flowing(UNDER_LOAD);
           proxy.silent();
-          await sleep(500);
+          // A request is in flight, its transaction stuck behind the silent database.
+          await waitUntil(
+            'a request waiting on the database',
+            async () => (await service.gauge('recorder_queued_notifications')) > 0,
+          );
           const term = Date.now();
           service.kill('SIGTERM');
           const exit = await service.waitExit(SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS + 10_000);

@@ -1,6 +1,5 @@
 import { EventConsumer } from '../../support/broker';
 import type { RunReport, ScenarioDefinition } from '../report';
-import { sleep } from '../../support/wait';
 import { harness, seconds } from '../support/scenario';
 import { NoteStream, Sender } from '../support/sender';
 import type { ServiceProcess } from '../support/serviceProcess';
@@ -9,6 +8,8 @@ import { checkCommitted } from '../support/traffic';
 import { ScenarioWorld } from '../support/world';
 
 const KILLS = 2;
+/** Notifications accepted between two kills: each comes under load. */
+const UNDER_LOAD = 100;
 
 export const KILLED: ScenarioDefinition = {
   id: 3,
@@ -58,7 +59,7 @@ export function killedScenario(report: RunReport): void {
           duplicateRate: 0.1,
         }).start();
         for (let i = 0; i < KILLS; i += 1) {
-          await sleep(1_500);
+          await ledger.flowing(UNDER_LOAD);
           const before = ledger.requests;
           const killed = service;
           killed.kill('SIGKILL');
@@ -71,7 +72,7 @@ export function killedScenario(report: RunReport): void {
             ledger.attempts.slice(before).filter((a) => a.result.status === 0 && a.result.startedAt < down).length,
           );
         }
-        await sleep(1_000);
+        await ledger.flowing(UNDER_LOAD);
         await sender.finish(30_000);
         h.figure('restart to ready', restarts.map(seconds).join(', '));
         h.figure('requests cut by the kill', inFlightAtKill.join(', '));

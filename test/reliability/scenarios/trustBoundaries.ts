@@ -19,9 +19,6 @@ const HELD_WITHIN = 400;
 const HELD_BEYOND = 250;
 const HELD_DECLARED_BYTES = 60_000;
 
-/** The bytes the service holds for bodies not verified yet, from its /metrics text. */
-const unverifiedBytes = (metrics: string): number =>
-  Number(/^intake_unverified_body_bytes (\S+)$/m.exec(metrics)?.[1] ?? 0);
 const ADMIN_FLOOD_CLIENTS = 32;
 const LATENCY_SAMPLES = 300;
 /** Idle and flooded alternate this many times (LATENCY_SAMPLES split between the rounds on each side). */
@@ -345,7 +342,7 @@ export function trustBoundariesScenario(report: RunReport): void {
           // Every held request has reached the server and reserved its declared length.
           await waitUntil(
             `${HELD_WITHIN} held bodies reserved in the unverified budget`,
-            async () => unverifiedBytes(await service.metricsText()) >= HELD_WITHIN * HELD_DECLARED_BYTES,
+            async () => (await service.gauge('intake_unverified_body_bytes')) >= HELD_WITHIN * HELD_DECLARED_BYTES,
             30_000,
             100,
           );

@@ -219,6 +219,11 @@ export class ServiceProcess {
   async metricsText(): Promise<string> {
     return (await send({ port: this.adminPort, method: 'GET', path: '/metrics', timeoutMs: 10_000 })).body;
   }
+
+  /** The value of an unlabelled gauge of its /metrics (0 when absent). */
+  async gauge(name: string): Promise<number> {
+    return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(await this.metricsText())?.[1] ?? 0);
+  }
 }
 
 /** Samples a process's RSS every `everyMs` until stopped; peak in MB. */

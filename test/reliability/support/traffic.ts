@@ -4,7 +4,7 @@ import { orderBody, refundBody, uniqueId, type OrderFields, type RefundFields } 
 import type { HttpResult } from './http';
 import { deliveriesByBody, meanings, outbox } from './store';
 import { BUYER } from './secrets';
-import { sleep } from '../../support/wait';
+import { sleep, waitUntil } from '../../support/wait';
 
 /** One notification the payment service would send, with what it means. */
 export interface Note {
@@ -99,6 +99,15 @@ export class Ledger {
 
   get requests(): number {
     return this.attempts.length;
+  }
+
+  /**
+   * Waits until `n` more notifications than now have been answered 200: traffic has flowed for a while, however
+   * fast the machine is (a fault is then injected into a service under load, not an idle one).
+   */
+  async flowing(n: number): Promise<void> {
+    const from = this.ok;
+    await waitUntil(`${n} more notifications accepted`, () => this.ok - from >= n, 60_000);
   }
 
   count(predicate: (a: Attempt) => boolean): number {

@@ -1,10 +1,9 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { sql } from 'kysely';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { statement } from '../../../database/transaction';
-import type { SeedTable } from './seededOrders';
+import type { Table } from '../../../database/columns';
+import { copyInto, type SeedTable } from './seedQueries';
 
 /**
  * Rows into a table through COPY, the fastest way Postgres takes them: each value in its column's text input
@@ -38,14 +37,11 @@ export function copyText<Row>(rows: readonly Row[], columns: ReadonlyArray<keyof
 }
 
 /** Copies `rows` into their table on `client`, in its transaction if one is open. */
-export async function copyRows<Row>(
+export async function copyRows<Row, T extends Table>(
   client: pg.ClientBase,
-  target: SeedTable<Row>,
+  target: SeedTable<Row, T>,
   rows: readonly Row[],
 ): Promise<void> {
   if (rows.length === 0) return;
-  const { sql: copySql } = statement(
-    sql`COPY ${sql.table(target.table)} (${sql.join(target.columns.map((c) => sql.ref(c)))}) FROM STDIN`,
-  );
-  await pipeline(Readable.from([copyText(rows, target.columns)]), client.query(copyFrom(copySql)));
+  await pipeline(Readable.from([copyText(rows, target.columns)]), client.query(copyFrom(copyInto(target))));
 }

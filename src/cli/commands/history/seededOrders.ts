@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import type {
-  Database,
   DeliveriesTable,
   OrderOwnersTable,
   OrdersTable,
@@ -8,6 +7,7 @@ import type {
   ReconciliationChecksTable,
   RefundsTable,
 } from '../../../database/schema';
+import type { Column, Table } from '../../../database/columns';
 import { parseNotification } from '../../../parsing/parseNotification';
 import { NOTHING_READ, stateAfter, type BatchItem, type BatchState } from '../../../recording/batch';
 import {
@@ -32,6 +32,7 @@ import {
 import { decideBatch } from '../../../recording/decideBatch';
 import { buildLifecycle, type LifecyclePlan, type RefundPlan } from '../../../simulator/lifecycle';
 import { chance, pick, randomInt, type Random } from '../../../simulator/random';
+import type { SeedTable } from './seedQueries';
 
 /**
  * A year of history, order by order, as the recorder would have left it (issue 30): the same rows, typed and
@@ -92,26 +93,24 @@ export interface SeedRows {
   checks: SeedCheckRow[];
 }
 
-/** A table the seeder writes, with its columns: the recorder's lists (batchRows.ts) and the times. */
-export interface SeedTable<Row> {
-  table: keyof Database;
-  columns: ReadonlyArray<keyof Row & string>;
-}
+const seedTable = <Row, T extends Table>(
+  table: T,
+  ...lists: ReadonlyArray<ReadonlyArray<keyof Row & Column<T>>>
+): SeedTable<Row, T> => ({ table, columns: lists.flat() });
 
-const seedTable = <Row>(
-  table: keyof Database,
-  ...lists: ReadonlyArray<ReadonlyArray<keyof Row & string>>
-): SeedTable<Row> => ({ table, columns: lists.flat() });
-
-export const SEED_TABLES: { [K in keyof SeedRows]: SeedTable<SeedRows[K][number]> } = {
-  notifications: seedTable<NotificationRow>('notifications', NOTIFICATION_COLUMNS),
-  deliveries: seedTable<SeedDeliveryRow>('deliveries', DELIVERY_COLUMNS, ['received_at']),
-  orders: seedTable<SeedOrderRow>('orders', ORDER_COLUMNS, ['created_at', 'updated_at']),
-  refunds: seedTable<SeedRefundRow>('refunds', REFUND_COLUMNS, ['created_at', 'updated_at']),
-  owners: seedTable<SeedOwnerRow>('order_owners', OWNER_COLUMNS, ['bound_at']),
-  streams: seedTable<StreamRow>('event_streams', STREAM_COLUMNS),
-  events: seedTable<SeedOutboxRow>('outbox_events', OUTBOX_COLUMNS, ['created_at', 'published_at']),
-  checks: seedTable<SeedCheckRow>('reconciliation_checks', ['order_id', 'observed_at', 'next_check_at']),
+export const SEED_TABLES = {
+  notifications: seedTable<NotificationRow, 'notifications'>('notifications', NOTIFICATION_COLUMNS),
+  deliveries: seedTable<SeedDeliveryRow, 'deliveries'>('deliveries', DELIVERY_COLUMNS, ['received_at']),
+  orders: seedTable<SeedOrderRow, 'orders'>('orders', ORDER_COLUMNS, ['created_at', 'updated_at']),
+  refunds: seedTable<SeedRefundRow, 'refunds'>('refunds', REFUND_COLUMNS, ['created_at', 'updated_at']),
+  owners: seedTable<SeedOwnerRow, 'order_owners'>('order_owners', OWNER_COLUMNS, ['bound_at']),
+  streams: seedTable<StreamRow, 'event_streams'>('event_streams', STREAM_COLUMNS),
+  events: seedTable<SeedOutboxRow, 'outbox_events'>('outbox_events', OUTBOX_COLUMNS, ['created_at', 'published_at']),
+  checks: seedTable<SeedCheckRow, 'reconciliation_checks'>('reconciliation_checks', [
+    'order_id',
+    'observed_at',
+    'next_check_at',
+  ]),
 };
 
 export const emptyRows = (): SeedRows => ({
@@ -239,7 +238,7 @@ export function seedOrder(
       },
     }));
     state = { ...state, newIds: [nextId()], now: at };
-    const { writes } = decideBatch(items, state, settings.eventSource, new Date(receivedMs));
+    const { writes } = decideBatch(items, state, settings.eventSource);
     state = stateAfter(state, writes);
     for (const { projection } of [...writes.orders, ...writes.refunds])
       touched('refundId' in projection ? projection.refundId : projection.orderId, receivedMs);

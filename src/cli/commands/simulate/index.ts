@@ -33,7 +33,11 @@ export function registerSimulate(program: Command, io: CliIo, state: CliState): 
         'answered 200, optionally with duplicates, reordering and delays, and reports every attempt and answer. ' +
         'The POS and key default to the first entry of SECOND_KEYS (or the first key of --pos-id).\n\n' +
         'Lifecycles: auto-receive on: PENDING, COMPLETED (or CANCELED with --cancel); --no-auto-receive: PENDING, ' +
-        'WAITING_FOR_CONFIRMATION, then COMPLETED or CANCELED; then one notification per --refund.\n\n' +
+        'WAITING_FOR_CONFIRMATION, then COMPLETED or CANCELED; then one notification per --refund (two with ' +
+        ':pending or :conflict); with --conflict, last, the other final status (an order.status_conflict event); ' +
+        'with --disagreement, the final status states another total (its event carries disagreements).\n\n' +
+        'Every event type on demand: --every-type plays two orders that between them make the receiver publish ' +
+        'each of the nine event types and a disagreement: watch them with `events watch` or your own queue.\n\n' +
         'Lost notifications: --drop 0.3 never sends 30 % of them, while the payment-service double (--api-port) ' +
         'knows every status, so a receiver with PAYMENT_API_URL pointing at it can repair what was lost.\n\n' +
         'Exit codes: 0 every notification was answered 200; 1 some were given up; 2 usage error.',
@@ -52,9 +56,13 @@ export function registerSimulate(program: Command, io: CliIo, state: CliState): 
     .option('--cancel', 'the payment ends CANCELED instead of COMPLETED')
     .option(
       '--refund <spec>',
-      'refund the completed order: full, partial or an amount, with :canceled for a rejected refund (repeatable)',
+      'refund the completed order: full, partial or an amount, with :canceled for a rejected refund, :pending for a ' +
+        'PENDING notification first, :conflict for CANCELED after FINALIZED (repeatable)',
       collect((v: string) => v),
     )
+    .option('--conflict', 'after the final status, the other one arrives too (order.status_conflict)')
+    .option('--disagreement', "the final status's notification states another total amount (data.disagreements)")
+    .option('--every-type', 'two orders that make the receiver publish every event type, and a disagreement')
     .option('--amount <minor>', 'order total in minor units', '15000')
     .option('--currency <code>', 'ISO 4217 currency', 'PLN')
     .option('--algorithm <name>', 'signature algorithm: MD5, SHA-1, SHA-256, SHA-384, SHA-512', 'MD5')

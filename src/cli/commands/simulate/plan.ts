@@ -27,6 +27,9 @@ export interface SimulateOptions {
   autoReceive: boolean;
   cancel?: boolean;
   refund?: string[];
+  conflict?: boolean;
+  disagreement?: boolean;
+  everyType?: boolean;
   amount: string;
   currency: string;
   algorithm: string;
@@ -66,17 +69,54 @@ interface RefundSpec {
   /** `full`, `partial` or minor units. */
   amount: string;
   status: 'FINALIZED' | 'CANCELED';
+  pending: boolean;
+  conflict: boolean;
 }
 
-/** `full`, `partial` or an amount in minor units, optionally followed by `:canceled` (default `:finalized`). */
+/**
+ * `full`, `partial` or an amount in minor units, optionally followed by `:finalized` (the default), `:canceled`,
+ * `:pending` (PENDING, then FINALIZED) or `:conflict` (FINALIZED, then CANCELED).
+ */
 function refundSpec(value: string): RefundSpec {
-  const match = /^(full|partial|\d{1,18})(?::(finalized|canceled))?$/i.exec(value.trim());
+  const match = /^(full|partial|\d{1,18})(?::(finalized|canceled|pending|conflict))?$/i.exec(value.trim());
   if (!match)
     throw new UsageError(
-      `--refund ${value}: must be full, partial or an amount, optionally with :finalized or :canceled`,
+      `--refund ${value}: must be full, partial or an amount, optionally with :finalized, :canceled, :pending or :conflict`,
     );
   const amount = (match[1] as string).toLowerCase();
-  return { amount, status: match[2]?.toLowerCase() === 'canceled' ? 'CANCELED' : 'FINALIZED' };
+  const modifier = match[2]?.toLowerCase();
+  return {
+    amount,
+    status: modifier === 'canceled' ? 'CANCELED' : 'FINALIZED',
+    pending: modifier === 'pending',
+    conflict: modifier === 'conflict',
+  };
+}
+
+/**
+ * `--every-type`: two orders that between them make the service publish every event type, and a disagreement. The
+ * first: PENDING, WAITING_FOR_CONFIRMATION, COMPLETED stating another total (order.completed with disagreements); a
+ * refund notified PENDING then FINALIZED, one FINALIZED then CANCELED (refund.status_conflict), one CANCELED; then
+ * CANCELED for the order (order.status_conflict). The second: PENDING, then CANCELED.
+ */
+function everyTypePlans(total: string): Array<Omit<LifecyclePlan, keyof PlanBase>> {
+  const part = String(BigInt(total) / 4n || 1n);
+  return [
+    {
+      payMethod: 'card',
+      autoReceive: false,
+      outcome: 'COMPLETED',
+      totalAmount: total,
+      disagreement: true,
+      conflict: true,
+      refunds: [
+        { amount: part, status: 'FINALIZED', pending: true },
+        { amount: part, status: 'FINALIZED', conflict: true },
+        { amount: part, status: 'CANCELED' },
+      ],
+    },
+    { payMethod: 'pbl', autoReceive: true, outcome: 'CANCELED', totalAmount: total, refunds: [] },
+  ];
 }
 
 function algorithmOption(value: string): SimulatorAlgorithm {
@@ -121,14 +161,29 @@ export function planSimulation(config: Config, options: SimulateOptions): Simula
   if (!/^\d{1,18}$/.test(options.amount) || BigInt(options.amount) < 1n)
     throw new UsageError('--amount must be a positive whole number of minor units');
   if (!/^[A-Z]{3}$/.test(options.currency)) throw new UsageError('--currency must be an ISO 4217 code such as PLN');
-  if (options.random && (options.refund?.length || options.cancel || options.autoReceive === false)) {
-    throw new UsageError('--random chooses the lifecycle itself: drop --refund, --cancel and --no-auto-receive');
+  const shaping = options.refund?.length || options.cancel || options.autoReceive === false;
+  if (options.random && (shaping || options.conflict || options.disagreement)) {
+    throw new UsageError(
+      '--random chooses the lifecycle itself: drop --refund, --cancel, --no-auto-receive, --conflict and --disagreement',
+    );
   }
+  if (
+    options.everyType &&
+    (shaping || options.random || options.conflict || options.disagreement || options.orders !== 1)
+  )
+    throw new UsageError(
+      '--every-type plays two orders of its own: drop --orders, --random, --refund, --cancel, --no-auto-receive, --conflict and --disagreement',
+    );
 
   const refunds: RefundPlan[] = (options.refund ?? []).map(refundSpec).map((spec) => {
-    if (spec.amount === 'full') return { status: spec.status };
+    const shape = {
+      status: spec.status,
+      ...(spec.pending ? { pending: true } : {}),
+      ...(spec.conflict ? { conflict: true } : {}),
+    };
+    if (spec.amount === 'full') return shape;
     const amount = spec.amount === 'partial' ? String((BigInt(options.amount) * 3n) / 10n || 1n) : spec.amount;
-    return { amount, status: spec.status };
+    return { amount, ...shape };
   });
   const seed = options.seed ?? freshSeed();
   const random = seededRandom(seed);
@@ -147,9 +202,13 @@ export function planSimulation(config: Config, options: SimulateOptions): Simula
         outcome: options.cancel ? 'CANCELED' : 'COMPLETED',
         totalAmount: options.amount,
         refunds,
+        ...(options.conflict ? { conflict: true } : {}),
+        ...(options.disagreement ? { disagreement: true } : {}),
       };
   try {
-    const lifecycles = buildTraffic({ orders: options.orders, plan, base, spreadMs: options.spread, random });
+    const lifecycles = options.everyType
+      ? everyTypePlans(options.amount).flatMap((p) => buildTraffic({ orders: 1, plan: p, base, spreadMs: 0, random }))
+      : buildTraffic({ orders: options.orders, plan, base, spreadMs: options.spread, random });
     return { url, posId, key, basicAuth, algorithm, seed, random, lifecycles };
   } catch (error) {
     if (error instanceof PlanError) throw new UsageError(error.message);

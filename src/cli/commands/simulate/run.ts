@@ -41,7 +41,7 @@ export async function startDouble(
     );
   const double = new PaymentServiceDouble({ clients });
   try {
-    await double.start(port);
+    await double.start({ port });
   } catch (error) {
     throw new UsageError(`--api-port ${port}: cannot listen (${(error as Error).message})`);
   }

@@ -1,0 +1,54 @@
+import { csvCell, csvLine, exportLine } from '../../src/console/financeCsv';
+import { LocalTime } from '../../src/console/localTime';
+import type { ExportRow } from '../../src/console/queries/export';
+
+const row = (over: Partial<ExportRow>): ExportRow => ({
+  kind: 'payment',
+  at: new Date('2026-11-27T15:40:47.123Z'),
+  orderId: 'WZ1K9Q7L3T',
+  extOrderId: 'shop-0042',
+  paymentId: '5011',
+  refundId: null,
+  extRefundId: null,
+  amount: '223471',
+  currencyCode: 'PLN',
+  posId: '300746',
+  ...over,
+});
+
+describe('the finance CSV', () => {
+  it('When a cell would start a formula, then it is written as text; quotes are doubled; every cell is quoted', () => {
+    expect(csvCell('=1+2')).toBe(`"'=1+2"`);
+    expect(csvCell('+48 600')).toBe(`"'+48 600"`);
+    expect(csvCell('-2+3+cmd|" /C calc"!A0')).toBe(`"'-2+3+cmd|"" /C calc""!A0"`);
+    expect(csvCell('@SUM(A1)')).toBe(`"'@SUM(A1)"`);
+    expect(csvCell('\tx')).toBe(`"'\tx"`);
+    expect(csvCell('\rx')).toBe(`"'\rx"`);
+    expect(csvCell('a,b\r\nc')).toBe('"a,b\r\nc"');
+    expect(csvCell('shop "42"')).toBe('"shop ""42"""');
+    expect(csvCell(' =x')).toBe('" =x"');
+    expect(csvCell(null)).toBe('""');
+    expect(csvLine(['a', null, 'b'])).toBe('"a","","b"\r\n');
+  });
+
+  it('When a payment or refund is written, then its amount is in major units with a dot and its time carries its offset', () => {
+    const warsaw = new LocalTime('Europe/Warsaw', 'pl-PL');
+    expect(exportLine(row({}), warsaw)).toBe(
+      '"payment","2026-11-27T16:40:47.123+01:00","shop-0042","5011","WZ1K9Q7L3T","","","2234.71","PLN","300746",""\r\n',
+    );
+    expect(exportLine(row({ amount: '1234', currencyCode: 'JPY' }), warsaw)).toContain('"1234","JPY"');
+    expect(exportLine(row({ amount: '1234', currencyCode: 'KWD' }), warsaw)).toContain('"1.234","KWD"');
+    expect(exportLine(row({ amount: '9223372036854775807' }), warsaw)).toContain('"92233720368547758.07"');
+    expect(exportLine(row({ kind: 'refund', refundId: 'R1', extRefundId: '-1', amount: '28013' }), warsaw)).toBe(
+      `"refund","2026-11-27T16:40:47.123+01:00","shop-0042","5011","WZ1K9Q7L3T","R1","'-1","280.13","PLN","300746",""\r\n`,
+    );
+  });
+
+  it('When an amount cannot be given in major units, then the cell is empty and the note says it as received', () => {
+    const utc = new LocalTime('UTC', 'en-GB');
+    expect(exportLine(row({ currencyCode: 'XYZ' }), utc)).toContain(
+      '"","XYZ","300746","amount not in major units: 223471 minor units of XYZ, as received"',
+    );
+    expect(exportLine(row({ amount: null }), utc)).toContain('"","PLN","300746","no amount was received"');
+  });
+});

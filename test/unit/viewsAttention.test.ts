@@ -1,0 +1,151 @@
+import { LocalTime } from '../../src/console/localTime';
+import type { Attention } from '../../src/console/queries/attention';
+import { conditions, type BoardOptions } from '../../src/console/views/attention';
+import type { PageContext } from '../../src/console/views/layout';
+const now = new Date('2026-11-27T15:00:00Z');
+const ctx: PageContext = { viewer: null, now, clock: new LocalTime('Europe/Warsaw', 'en-GB') };
+const ago = (ms: number) => new Date(now.getTime() - ms);
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+const calm: Attention = {
+  quarantined: [],
+  quarantinedCount: { count: 0, more: false },
+  quarantinedSince: null,
+  givenUp: [],
+  givenUpCount: { count: 0, more: false },
+  troubled: [],
+  pending: { count: 0, orders: 0, oldest: null, countBound: 10_000, reasons: [] },
+  waitingOrders: [],
+  unrouted: { count: 0, countBound: 10_000, orders: 0, since: null, lastReason: null, orderId: null },
+  confirmations: [],
+  confirmationsCount: { count: 0, more: false },
+  lastDeliveryAt: ago(MIN),
+  reachability: [{ posId: '300746', state: 'answering', since: ago(HOUR), detail: '', confirmedAt: ago(MIN) }],
+  historyDaysAhead: 1,
+};
+const options: BoardOptions = { quietAfterMs: HOUR, confirmWithinMs: 3 * 24 * HOUR, checksOn: true };
+const text = (html: { text: string }) => html.text.replace(/<[^>]*>/g, '').replace(/\s+/g, ' ');
+const lines = (a: Partial<Attention>, o: Partial<BoardOptions> = {}) =>
+  conditions({ ...calm, ...a }, ctx, { ...options, ...o }).map((c) => ({
+    id: c.id,
+    severity: c.severity,
+    title: text(c.title),
+    now: text(c.now),
+    link: c.link?.href.path ?? null,
+  }));
+
+describe('needs attention: the status board', () => {
+  it('When all is well, then every condition has its line, each all well', () => {
+    const board = lines({});
+    expect(board.map((l) => l.id).sort()).toEqual(
+      [
+        'confirmation',
+        'contradictions',
+        'events-unrouted',
+        'events-waiting',
+        'given-up',
+        'history-days',
+        'payment-api',
+        'set-aside',
+        'silence',
+      ].sort(),
+    );
+    expect(new Set(board.map((l) => l.severity))).toEqual(new Set(['ok']));
+  });
+
+  it('When the payment API cannot be reached for a POS, then its line comes first, critical, naming the POS and what fails', () => {
+    const [first] = lines({
+      reachability: [
+        { posId: '300746', state: 'unreachable', since: ago(HOUR), detail: 'timeout', confirmedAt: ago(MIN) },
+        { posId: '145227', state: 'answering', since: ago(HOUR), detail: '', confirmedAt: ago(MIN) },
+      ],
+    });
+    expect(first).toMatchObject({
+      id: 'payment-api-300746',
+      severity: 'critical',
+      link: '/console/attention#payment-api',
+    });
+    expect(first?.title).toBe('The payment service cannot be reached for shop account 300746');
+    expect(first?.now).toContain('it does not answer in time');
+    const refused = lines({
+      reachability: [
+        { posId: '145227', state: 'refused', since: ago(HOUR), detail: 'credentials', confirmedAt: ago(MIN) },
+      ],
+    })[0];
+    expect(refused?.title).toBe('The payment service refuses the credentials of shop account 145227');
+  });
+
+  it('When events went out with no queue bound, then a warning says how many, for which keys, and links the latest order', () => {
+    const line = lines({
+      unrouted: {
+        count: 3,
+        countBound: 10_000,
+        orders: 2,
+        since: ago(HOUR),
+        lastReason: 'no queue bound for order.pending',
+        orderId: 'ORDER/1',
+      },
+    }).find((l) => l.id === 'events-unrouted');
+    expect(line).toMatchObject({
+      severity: 'warning',
+      title: 'Events no service listened for',
+      link: '/console/orders/ORDER%2F1',
+    });
+    expect(line?.now).toContain('3 events about 2 orders');
+    expect(line?.now).toContain('no queue bound for order.pending');
+  });
+
+  it('When events wait, then the line says why and for how many orders, and worsens with their age', () => {
+    const waiting = (ageMs: number) =>
+      lines({
+        pending: {
+          count: 82,
+          orders: 40,
+          oldest: ago(ageMs),
+          countBound: 10_000,
+          reasons: [{ reason: 'returned: unroutable: no queue bound', events: 82 }],
+        },
+      }).find((l) => l.id === 'events-waiting');
+    expect(waiting(10_000)?.severity).toBe('ok');
+    expect(waiting(5 * MIN)?.severity).toBe('warning');
+    const stuck = waiting(20 * MIN);
+    expect(stuck?.severity).toBe('critical');
+    expect(stuck?.now).toContain('82 events about 40 orders are waiting');
+    expect(stuck?.now).toContain('returned: unroutable: no queue bound (82 events)');
+    expect(stuck?.link).toBe('/console/attention#events-waiting');
+  });
+
+  it('When a payment waits for confirmation, then its deadline is given, and under a day from it the line is critical', () => {
+    const confirmation = (sinceMs: number, within: number | null) =>
+      lines(
+        {
+          confirmations: [
+            {
+              orderId: 'A',
+              extOrderId: null,
+              totalAmount: '100',
+              currencyCode: 'PLN',
+              posId: '300746',
+              since: ago(sinceMs),
+            },
+          ],
+          confirmationsCount: { count: 1, more: false },
+        },
+        { confirmWithinMs: within },
+      ).find((l) => l.id === 'confirmation');
+    expect(confirmation(HOUR, 3 * 24 * HOUR)?.severity).toBe('warning');
+    expect(confirmation(HOUR, 3 * 24 * HOUR)?.now).toMatch(/The first deadline: 30 Nov 2026, 15:00:00 CET/);
+    expect(confirmation(60 * HOUR, 3 * 24 * HOUR)?.severity).toBe('critical');
+    expect(confirmation(HOUR, null)?.now).toContain('CONSOLE_CONFIRM_WITHIN is not set');
+  });
+
+  it('When notifications stop, a day is missing, or checks are off, then each says so', () => {
+    expect(lines({ lastDeliveryAt: ago(2 * HOUR) }).find((l) => l.id === 'silence')?.severity).toBe('warning');
+    expect(lines({ historyDaysAhead: -1 }).find((l) => l.id === 'history-days')?.severity).toBe('critical');
+    expect(lines({ historyDaysAhead: 0 }).find((l) => l.id === 'history-days')?.severity).toBe('warning');
+    expect(lines({}, { checksOn: false }).find((l) => l.id === 'payment-api')).toMatchObject({ severity: 'info' });
+    expect(lines({ quarantinedCount: { count: 1000, more: true } }).find((l) => l.id === 'set-aside')?.now).toContain(
+      'more than 1000 notifications',
+    );
+  });
+});
