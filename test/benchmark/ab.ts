@@ -53,35 +53,45 @@ export async function runAb(args: readonly string[], repository = ROOT, signal?:
     return 2;
   }
   removeLeftTrees();
-  let refBuild: RefBuild;
+  const builds: RefBuild[] = [];
   try {
-    refBuild = await buildRef(options.ref, { repository, current: ROOT, signal, progress });
+    for (const ref of options.b === undefined ? [options.ref] : [options.ref, options.b]) {
+      builds.push(await buildRef(ref, { repository, current: ROOT, signal, progress }));
+    }
   } catch (error) {
+    for (const built of builds) built.remove();
     if (signal?.aborted) return 130;
     if (!(error instanceof BadRef)) throw error;
     process.stderr.write(`--ab ${error.message}\n`);
     return 2;
   }
   try {
-    return await compare(options, refBuild, signal);
+    const [a, b] = builds as [RefBuild, RefBuild | undefined];
+    const sides: [Side, Side] = [
+      refSide('A', a),
+      b
+        ? refSide('B', b)
+        : { name: 'B', label: await thisTree(), build: THIS_BUILD, memoryLimitMb: serviceMemoryLimitMb(ROOT) },
+    ];
+    return await compare(options, sides, signal);
   } finally {
-    refBuild.remove();
+    for (const built of builds) built.remove();
   }
 }
 
+/** A side whose service is a ref's, built in its temporary tree, with that tree's chart flags and memory limit. */
+const refSide = (name: 'A' | 'B', built: RefBuild): Side => ({
+  name,
+  label: `${built.ref} (${built.commit.slice(0, 8)})`,
+  build: { root: built.root, nodeFlags: serviceNodeFlags(built.root) },
+  memoryLimitMb: serviceMemoryLimitMb(built.root),
+  built,
+});
+
 /** The rounds, with everything they make tracked and removed at the end whatever happens. */
-async function compare(options: AbOptions, refBuild: RefBuild, signal?: AbortSignal): Promise<number> {
+async function compare(options: AbOptions, sides: [Side, Side], signal?: AbortSignal): Promise<number> {
   await removeLeftDatabases();
   const suffix = randomBytes(3).toString('hex');
-  const sides: [Side, Side] = [
-    {
-      name: 'A',
-      label: `${options.ref} (${refBuild.commit.slice(0, 8)})`,
-      build: { root: refBuild.root, nodeFlags: serviceNodeFlags(refBuild.root) },
-      memoryLimitMb: serviceMemoryLimitMb(refBuild.root),
-    },
-    { name: 'B', label: await thisTree(), build: THIS_BUILD, memoryLimitMb: serviceMemoryLimitMb(ROOT) },
-  ];
   // Each side's service in a memory cgroup of its own, with its chart's limit (both run at once).
   const cgroups = {
     A: memoryCgroup(`${CGROUP_PREFIX}${suffix}a`, sides[0].memoryLimitMb),
@@ -98,7 +108,7 @@ async function compare(options: AbOptions, refBuild: RefBuild, signal?: AbortSig
   const step = <T>(work: Promise<T>): Promise<T> => Promise.race([work, aborted]);
 
   progress(
-    `A: ${sides[0].label}, built in ${refBuild.root}; B: ${sides[1].label}; ${options.rounds} rounds of ` +
+    `A: ${sides[0].label}; B: ${sides[1].label}; ${options.rounds} rounds of ` +
       `${options.seconds} s a side in slices of ${options.sliceSeconds} s, after ${options.warmUpSeconds} s of ` +
       `warm-up; ${options.connections} connections`,
   );
@@ -124,7 +134,7 @@ async function compare(options: AbOptions, refBuild: RefBuild, signal?: AbortSig
       pairs.push(pair);
       printPair(round + 1, pair);
     }
-    printAbReport(options, sides, refBuild, pairs, cgroups.B);
+    printAbReport(options, sides, pairs, cgroups.B);
     return 0;
   } catch (error) {
     if (signal?.aborted) {

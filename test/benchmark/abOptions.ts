@@ -16,8 +16,9 @@ export const WORKLOADS = {
 export type WorkloadName = keyof typeof WORKLOADS;
 
 export interface AbOptions {
-  /** The git ref to compare this tree with, as given. */
+  /** The git ref of side A, as given; and of side B when it is not this tree. */
   ref: string;
+  b?: string;
   rounds: number;
   /** Seconds each side is measured in a round (closed loop), in alternating slices of at most `sliceSeconds`. */
   seconds: number;
@@ -33,9 +34,10 @@ export interface AbOptions {
 export const MIN_ROUNDS = 8;
 
 export const AB_USAGE = `usage: npm run bench -- --ab <git ref> [options]
-Runs the service built from <git ref> (A) and this tree's (B) round by round, alternating which goes first,
-each round on a fresh database with a consumer bound, and prints every pair's B/A throughput, their geometric
-mean with a 95 % confidence interval, their median, the rounds each side won, and CPU per new notification.
+Runs the service built from <git ref> (A) and this tree's (B) round by round, each round on fresh databases with
+a consumer bound, the two taking turns in slices (ABBA..., then BAAB...), and prints every pair's B/A throughput
+and CPU per new notification: their geometric mean with a 95 % confidence interval, median and the rounds each won.
+  --b <git ref>        B is that ref's service instead of this tree's (both built in temporary trees)
   --rounds <n>         paired rounds, ${MIN_ROUNDS} or more (default 8)
   --seconds <s>        seconds each side is measured in a round (default 10)
   --slice <s>          the sides take turns in slices of at most this long (default 2; = --seconds: one turn each)
@@ -83,6 +85,7 @@ function readAbOptions(args: readonly string[]): AbOptions {
     allowNegative: true,
     options: {
       ab: { type: 'string' },
+      b: { type: 'string' },
       rounds: { type: 'string' },
       seconds: { type: 'string' },
       slice: { type: 'string' },
@@ -95,6 +98,9 @@ function readAbOptions(args: readonly string[]): AbOptions {
   });
   const ref = values.ab ?? '';
   if (ref === '' || ref.startsWith('-')) throw new OptionError('--ab takes a git ref (a branch, tag or commit)');
+  if (values.b !== undefined && (values.b === '' || values.b.startsWith('-'))) {
+    throw new OptionError('--b takes a git ref (a branch, tag or commit)');
+  }
   const workloadName = values.workload ?? 'bench';
   if (!isWorkloadName(workloadName)) {
     throw new OptionError(`--workload is one of ${Object.keys(WORKLOADS).join(', ')}, not "${workloadName}"`);
@@ -113,6 +119,7 @@ function readAbOptions(args: readonly string[]): AbOptions {
   const seconds = integer('seconds', values.seconds, 10, 1, 600);
   return {
     ref,
+    ...(values.b === undefined ? {} : { b: values.b }),
     rounds: integer('rounds', values.rounds, 8, MIN_ROUNDS, 1000),
     seconds,
     sliceSeconds: integer('slice', values.slice, Math.min(2, seconds), 1, seconds),

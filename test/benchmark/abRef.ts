@@ -218,12 +218,17 @@ export function removeLeftTrees(): void {
   }
 }
 
-/** Whether a process with that pid runs (here: a pid on this machine). */
+/** Whether a process with that pid runs on this machine (a zombie, dead but not yet reaped, does not). */
 export function isRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return !existsSync('/proc/self'); // no /proc: the signal's answer is all there is
   }
 }

@@ -15,6 +15,8 @@ export interface Side {
   label: string;
   build: ServiceBuild;
   memoryLimitMb: number;
+  /** A ref's side: its commit and temporary tree (this tree's side has none). */
+  built?: RefBuild;
 }
 
 /** What one side measured in one round. */
@@ -80,7 +82,6 @@ function summaryLines(summary: PairedRatios, what: string, higherIsBetter: boole
 export function printAbReport(
   options: AbOptions,
   sides: readonly [Side, Side],
-  refBuild: RefBuild,
   pairs: readonly Pair[],
   cgroup: MemoryCgroup,
 ): void {
@@ -89,6 +90,11 @@ export function printAbReport(
   const throughput = pairedRatios(pairs.map((p) => p.b.rps / p.a.rps));
   const cpu = pairedRatios(pairs.map((p) => runCpu(p.b.cpu) / runCpu(p.a.cpu)));
   // The side that ran second against the first, over all rounds: what flipping the order cancels.
+  // Where a difference in CPU comes from: each process's own paired ratio.
+  const byProcess = (['receiver', 'postgres', 'rabbitmq'] as const).flatMap((key) => {
+    const ratios = pairs.map((p) => p.b.cpu[key] / p.a.cpu[key]).filter((r) => r > 0 && Number.isFinite(r));
+    return ratios.length < 2 ? [] : [{ key, summary: pairedRatios(ratios) }];
+  });
   const secondOverFirst = pairedRatios(pairs.map((p) => (p.first === 'A' ? p.b.rps / p.a.rps : p.a.rps / p.b.rps)));
   const perSide = (pick: (p: Pair) => SideResult) => {
     const results = pairs.map(pick);
@@ -113,7 +119,8 @@ export function printAbReport(
     `  ${pairs.length} rounds of ${options.seconds} s (after ${options.warmUpSeconds} s of warm-up), each side on a fresh ` +
       `database with a consumer bound; ${options.connections} connections; workload ${describeWorkload(options)}`,
   );
-  out(`  A built in a temporary tree with ${refBuild.nodeModules}`);
+  for (const side of sides)
+    if (side.built) out(`  ${side.name} built in a temporary tree with ${side.built.nodeModules}`);
   out(
     `  A's service: ${sideA.build.nodeFlags.join(' ') || 'no flags'}, ${limit(sideA)}; B's: ${sideB.build.nodeFlags.join(' ') || 'no flags'}, ${limit(sideB)}`,
   );
@@ -133,6 +140,14 @@ export function printAbReport(
   for (const line of summaryLines(throughput, 'throughput', true)) out(line);
   for (const line of summaryLines(cpu, "CPU per new notification (the run's processes)", false)) out(line);
   out(
+    `  by process, B/A: ${byProcess
+      .map(
+        ({ key, summary }) =>
+          `${key} ${summary.geometricMean.toFixed(3)} (${summary.low.toFixed(3)} to ${summary.high.toFixed(3)})`,
+      )
+      .join(', ')}`,
+  );
+  out(
     `  the side that ran second made ${secondOverFirst.geometricMean.toFixed(3)} of the first's throughput ` +
       `(95 % CI ${secondOverFirst.low.toFixed(3)} to ${secondOverFirst.high.toFixed(3)}); flipping the order each round cancels it`,
   );
@@ -146,7 +161,7 @@ export function printAbReport(
       `${name}, medians: ${rate(side.rpsMedian)}/s; CPU per new notification ${c.run} µs for the run's processes ` +
         `(receiver ${c.receiver}, Postgres ${c.postgres}, RabbitMQ ${c.rabbitmq}, consumer ${c.consumer}, load generator ` +
         `${c.loadGenerator}), machine ${c.machine} µs (with others' work: ${side.othersCorePercentMedian} % of a core); ` +
-        `${side.eventsPerNewNotification} events per new notification, last ${side.drainMsMedian} ms after the loop; ` +
+        `${side.eventsPerNewNotification} events per new notification, the last ${side.drainMsMedian} ms after the last slice; ` +
         `${side.non2xx} non-2xx`,
     );
   }
@@ -154,8 +169,8 @@ export function printAbReport(
     JSON.stringify({
       mode: 'ab',
       machine: { cores: os.cpus().length, node: process.version },
-      a: { ref: options.ref, commit: refBuild.commit, nodeModules: refBuild.nodeModules, ...a },
-      b: { tree: sideB.label, ...b },
+      a: { label: sideA.label, commit: sideA.built?.commit, nodeModules: sideA.built?.nodeModules, ...a },
+      b: { label: sideB.label, commit: sideB.built?.commit, nodeModules: sideB.built?.nodeModules, ...b },
       rounds: pairs.length,
       secondsPerRound: options.seconds,
       warmUpSeconds: options.warmUpSeconds,
@@ -163,6 +178,7 @@ export function printAbReport(
       workload: { name: options.workloadName, ...options.workload },
       throughputRatio: rounded(throughput),
       cpuRatio: rounded(cpu),
+      cpuRatioByProcess: Object.fromEntries(byProcess.map(({ key, summary }) => [key, rounded(summary)])),
       secondOverFirst: rounded(secondOverFirst),
       pairs: pairs.map((p) => ({ first: p.first, a: p.a, b: p.b, ratio: round3(p.b.rps / p.a.rps) })),
     }),
