@@ -188,7 +188,17 @@ function consoleRun(orders: string | undefined): () => Promise<void> {
   return () => runConsole(count);
 }
 
-if (process.argv.slice(2).some((arg) => arg === '--ab' || arg.startsWith('--ab='))) {
+const USAGE = `usage: npm run bench [-- <mode>]
+  (no mode)                 the service against the reference receiver (options: BENCH_* variables, docs/PERFORMANCE.md)
+  --ab <git ref> [options]  the ref's service against this tree's, round by round (a bad option lists its options)
+  --history <orders>        an empty database against one seeded with a year of <orders> orders
+  --console [<orders>]      each console page's p50 and p99 with a year of history (default 2000000 orders)
+`;
+const MODES = ['--history', '--console', '--reference', '--bare', '--consumer'];
+
+if (process.argv[2] === '--help' || process.argv[2] === '-h') {
+  process.stdout.write(USAGE);
+} else if (process.argv.slice(2).some((arg) => arg === '--ab' || arg.startsWith('--ab='))) {
   abMain(process.argv.slice(2));
 } else if (process.argv[2] === '--reference') {
   void runReference(Number(process.argv[3]), process.argv[4] as string);
@@ -196,6 +206,9 @@ if (process.argv.slice(2).some((arg) => arg === '--ab' || arg.startsWith('--ab='
   runBare(Number(process.argv[3]));
 } else if (process.argv[2] === '--consumer') {
   void runConsumer(process.argv[3] as string);
+} else if (process.argv[2] !== undefined && !MODES.includes(process.argv[2])) {
+  process.stderr.write(`unknown argument ${process.argv[2]}\n${USAGE}`);
+  process.exit(2);
 } else {
   const run =
     process.argv[2] === '--history'

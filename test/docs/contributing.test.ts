@@ -1,8 +1,8 @@
 /**
  * CONTRIBUTING.md's rule for where tests go: a module's tests are found by its name in its tier's folder. Every
  * test file of the tiers that test modules (test/unit, test/integration, test/cli, test/browser, test/tools) is
- * named after a module of src/ (or of the example consumer, examples/consumer/src/, or the lint rules,
- * lint/localRules.cjs): its file's name, its folder's for an
+ * named after a module of src/ (or of the example consumer, examples/consumer/src/, the lint rules,
+ * lint/localRules.cjs, or the benchmark, test/benchmark/, under its folder's name: benchmarkAb): its file's name, its folder's for an
  * index.ts, or its folder's and its own together where two modules share a name (simulate/output.ts:
  * simulateOutput). test/cli tests src/cli/, the command line; the other tiers, the rest of src/. test/docs, test/contracts, test/helm and test/reliability test the docs, the contracts, the
  * chart and the fault scenarios, and are named after those.
@@ -38,6 +38,10 @@ function moduleNames(tier: string): Map<string, string[]> {
   };
   walk('src');
   walk('examples/consumer/src');
+  // The benchmark is a tool of its own: its modules are named with their folder's name (benchmarkAb).
+  for (const entry of readdirSync(path.join(ROOT, 'test/benchmark')))
+    if (entry.endsWith('.ts'))
+      add(`benchmark${entry[0]?.toUpperCase() ?? ''}${entry.slice(1, -'.ts'.length)}`, `test/benchmark/${entry}`);
   add('localRules', 'lint/localRules.cjs');
   const preferred = (all: string[]): string[] => {
     // The service's own module before the example's (`main`).
