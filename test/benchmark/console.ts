@@ -34,6 +34,8 @@ const SPACING_MS = 20;
 /** The console's requirement. */
 const TARGET_P99_MS = 100;
 const OPERATOR_TOKEN = randomBytes(24).toString('hex');
+/** ADMIN_TOKEN, for the JSON API's event feed (GET /events). */
+const ADMIN_TOKEN = randomBytes(24).toString('hex');
 /**
  * BENCH_CONSOLE_SESSIONS=paired: what the session check costs a page (issue 45: at most 2 ms at p99). Two services
  * run on the same database, one signed in (its session read and judged on every request) and one in the open mode
@@ -55,7 +57,7 @@ function ask(
   agent: http.Agent,
   port: number,
   path: string,
-  options: { method?: string; cookie?: string; form?: string } = {},
+  options: { method?: string; cookie?: string; form?: string; bearer?: string } = {},
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
@@ -70,6 +72,7 @@ function ask(
           // What a browser sends with a form of the console's own page.
           'Sec-Fetch-Site': 'same-origin',
           ...(options.cookie ? { Cookie: options.cookie } : {}),
+          ...(options.bearer ? { Authorization: `Bearer ${options.bearer}` } : {}),
           ...(options.form
             ? {
                 'Content-Type': 'application/x-www-form-urlencoded',
@@ -141,6 +144,8 @@ interface Page {
   name: string;
   statuses: readonly number[];
   path: (i: number) => string;
+  /** A route of the JSON API (ADMIN_TOKEN), not a console page (the session cookie). */
+  api?: true;
 }
 
 const pick = (values: readonly string[], i: number): string => {
@@ -148,6 +153,9 @@ const pick = (values: readonly string[], i: number): string => {
   return values[i % values.length] as string;
 };
 const search = (q: string): string => `/console/search?q=${encodeURIComponent(q)}`;
+
+/** The event feed from a moment of the outbox's last week: a keyset page as a team's backfill reads it. */
+const feedSince = (i: number): string => new Date(Date.now() - ((i * 7_919) % 604_800) * 1000).toISOString();
 
 /** A UTC day `daysAgo` days before now, as the deliveries filter takes it. */
 const dayAgo = (daysAgo: number): string => new Date(Date.now() - daysAgo * 86_400_000).toISOString().slice(0, 10);
@@ -183,6 +191,30 @@ function pages(ids: SampledIds): Page[] {
       path: (i) => `/console/orders/${encodeURIComponent(pick(ids.orderIds, i))}/reconcile`,
     },
     { name: 'bulk retry confirmation', statuses: [200], path: () => '/console/quarantine/retry' },
+    {
+      name: 'event feed: a page of 100',
+      statuses: [200],
+      api: true,
+      path: (i) => `/events?limit=100&since=${encodeURIComponent(feedSince(i))}`,
+    },
+    {
+      name: 'event feed: a page of 1,000',
+      statuses: [200],
+      api: true,
+      path: (i) => `/events?limit=1000&since=${encodeURIComponent(feedSince(i))}`,
+    },
+    {
+      name: 'event feed: one type',
+      statuses: [200],
+      api: true,
+      path: (i) => `/events?limit=100&type=refund.finalized&since=${encodeURIComponent(feedSince(i))}`,
+    },
+    {
+      name: 'event feed: one order',
+      statuses: [200],
+      api: true,
+      path: (i) => `/events?orderId=${encodeURIComponent(pick(ids.orderIds, i))}`,
+    },
   ];
 }
 
@@ -215,9 +247,10 @@ export async function measurePages(service: Service, ids: SampledIds): Promise<P
       for (let i = 0; i < WARM_UP + REQUESTS; i++) {
         const due = performance.now() + SPACING_MS;
         // The warm-up takes ids from the end of the sample, the measured requests from its start.
-        const answer = await ask(agent, service.adminPort, page.path(i < WARM_UP ? 10_000 - i : i), { cookie });
+        const path = page.path(i < WARM_UP ? 10_000 - i : i);
+        const answer = await ask(agent, service.adminPort, path, page.api ? { bearer: ADMIN_TOKEN } : { cookie });
         if (!page.statuses.includes(answer.status))
-          throw new Error(`${page.name}: ${page.path(i)} answered ${answer.status}`);
+          throw new Error(`${page.name}: ${path} answered ${answer.status}`);
         if (i >= WARM_UP) times.push(answer.ms);
         await sleep(Math.max(0, due - performance.now()));
       }
@@ -459,6 +492,7 @@ export async function runConsole(orders: number): Promise<void> {
         HISTORY_RETENTION: 'off',
         BODY_RETENTION: 'off',
         CONSOLE_OPERATOR_TOKENS: `bench:${OPERATOR_TOKEN}`,
+        ADMIN_TOKEN,
       },
     });
     const described =
