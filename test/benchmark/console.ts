@@ -249,8 +249,7 @@ export async function measurePages(service: Service, ids: SampledIds): Promise<P
         // The warm-up takes ids from the end of the sample, the measured requests from its start.
         const path = page.path(i < WARM_UP ? 10_000 - i : i);
         const answer = await ask(agent, service.adminPort, path, page.api ? { bearer: ADMIN_TOKEN } : { cookie });
-        if (!page.statuses.includes(answer.status))
-          throw new Error(`${page.name}: ${path} answered ${answer.status}`);
+        if (!page.statuses.includes(answer.status)) throw new Error(`${page.name}: ${path} answered ${answer.status}`);
         if (i >= WARM_UP) times.push(answer.ms);
         await sleep(Math.max(0, due - performance.now()));
       }
