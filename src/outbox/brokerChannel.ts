@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import amqp, { type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
 import type { Logger } from '../observability/logger';
 import type { PublishFailureReason, RelayMetrics } from '../observability/metrics';
@@ -9,6 +10,29 @@ export interface OutgoingEvent {
   message: string;
   /** When it was stored: the AMQP timestamp, on its first publication and on every replay. */
   createdAt: Date;
+}
+
+declare module 'amqplib' {
+  interface Connection {
+    /** The socket amqplib writes its frames to (lib/connection.js), left out of its typings. */
+    readonly stream?: Duplex;
+  }
+}
+
+/**
+ * Holds a socket's writes back while a batch is published, so that the batch leaves in one write (one system call
+ * here, one read for the broker) rather than one per message. amqplib moves a channel's frames to the socket, one
+ * write each, in a setImmediate that the channel's 'readable' event (a nextTick, queued by the first publish)
+ * schedules; the socket is uncorked in a setImmediate queued after that one. Were amqplib to flush otherwise,
+ * the writes would only go out one by one again: the order of frames never depends on it.
+ */
+function corked<T>(socket: Duplex | undefined, publishAll: () => T): T {
+  socket?.cork();
+  try {
+    return publishAll();
+  } finally {
+    if (socket) process.nextTick(() => setImmediate(() => socket.uncork()));
+  }
 }
 
 /**
@@ -143,41 +167,43 @@ export class BrokerChannel {
     if (!channel)
       return events.map((e) => ({ id: e.id, ok: false, reason: 'connection', error: 'no broker connection' }));
     const settlers: Array<(result: PublishResult) => void> = [];
-    const confirmed = events.map(
-      (event) =>
-        new Promise<PublishResult>((resolve) => {
-          settlers.push(resolve);
-          const settle = (error: unknown): void => {
-            const returned = this.returned.delete(event.id);
-            if (error)
-              resolve({
-                id: event.id,
-                ok: false,
-                reason: this.channel ? 'nack' : 'connection',
-                error: error instanceof Error ? error.message : JSON.stringify(error),
-              });
-            else resolve({ id: event.id, ok: true, routed: !returned });
-          };
-          try {
-            channel.publish(
-              this.exchange,
-              options.routingKey ?? event.type,
-              Buffer.from(event.message),
-              {
-                persistent: true,
-                mandatory: true,
-                messageId: event.id,
-                contentType: CLOUDEVENTS_CONTENT_TYPE,
-                type: event.type,
-                timestamp: Math.floor(event.createdAt.getTime() / 1000),
-                ...(options.headers ? { headers: options.headers } : {}),
-              },
-              settle,
-            );
-          } catch (error) {
-            resolve({ id: event.id, ok: false, reason: 'connection', error: (error as Error).message });
-          }
-        }),
+    const confirmed = corked(this.connection?.connection.stream, () =>
+      events.map(
+        (event) =>
+          new Promise<PublishResult>((resolve) => {
+            settlers.push(resolve);
+            const settle = (error: unknown): void => {
+              const returned = this.returned.delete(event.id);
+              if (error)
+                resolve({
+                  id: event.id,
+                  ok: false,
+                  reason: this.channel ? 'nack' : 'connection',
+                  error: error instanceof Error ? error.message : JSON.stringify(error),
+                });
+              else resolve({ id: event.id, ok: true, routed: !returned });
+            };
+            try {
+              channel.publish(
+                this.exchange,
+                options.routingKey ?? event.type,
+                Buffer.from(event.message),
+                {
+                  persistent: true,
+                  mandatory: true,
+                  messageId: event.id,
+                  contentType: CLOUDEVENTS_CONTENT_TYPE,
+                  type: event.type,
+                  timestamp: Math.floor(event.createdAt.getTime() / 1000),
+                  ...(options.headers ? { headers: options.headers } : {}),
+                },
+                settle,
+              );
+            } catch (error) {
+              resolve({ id: event.id, ok: false, reason: 'connection', error: (error as Error).message });
+            }
+          }),
+      ),
     );
     // One timer for the batch: whatever is unconfirmed when it fires counts as timed out (a
     // promise settles once, so confirms that arrived first keep their result).
