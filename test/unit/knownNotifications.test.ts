@@ -60,6 +60,19 @@ describe('KnownNotifications', () => {
     expect(idOf(known, 'd', 'd')).toBe('3');
   });
 
+  it('When the cache turns over many times, then it holds exactly the newest meanings, a known one not renewed', () => {
+    const known = new KnownNotifications(4, () => NOW_MS);
+    const meanings = Array.from({ length: 23 }, (_, i) => `m${i}`);
+    for (const meaning of meanings) {
+      known.remember([record(meaning, meaning, meaning)]);
+      // Remembered again (a later batch read it): it keeps its place, so it still goes when its turn comes.
+      known.remember([record(meaning, meaning, meaning)]);
+    }
+    expect(known.size).toBe(4);
+    const held = meanings.filter((meaning) => idOf(known, meaning, meaning) !== undefined);
+    expect(held).toEqual(['m19', 'm20', 'm21', 'm22']);
+  });
+
   it('When the capacity is 0, then nothing is remembered', () => {
     const known = new KnownNotifications(0, () => NOW_MS);
     known.remember([record('m', '1', 'a')]);
