@@ -86,8 +86,12 @@ export async function ensurePartitions(session: HistorySession, first: Day, last
 /** A range partition's bounds as Postgres prints them (pg_get_expr): the two times it takes rows from and to. */
 const RANGE_BOUNDS = "^FOR VALUES FROM \\('([^']+)'\\) TO \\('([^']+)'\\)$";
 
-/** The bounds of every attached partition of the history tables: the ranges writes are routed by. */
-export const partitionBounds = (session: HistorySession): Promise<PartitionBounds[]> =>
+/**
+ * The bounds of the attached partitions of the history tables: the ranges writes are routed by. Every one, or only
+ * those named (found through pg_class's index by name: a week's worth read in a millisecond, where every partition
+ * of a year of history would take tens of them).
+ */
+export const partitionBounds = (session: HistorySession, names?: readonly string[]): Promise<PartitionBounds[]> =>
   session.run(
     sql<PartitionBounds>`
       SELECT p.relname AS "table",
@@ -97,25 +101,8 @@ export const partitionBounds = (session: HistorySession): Promise<PartitionBound
         JOIN pg_class c ON c.oid = i.inhrelid
         JOIN pg_class p ON p.oid = i.inhparent
         CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid), ${RANGE_BOUNDS}) AS b
-       WHERE p.relname = ANY(${[...HISTORY_TABLES]}::text[]) AND NOT i.inhdetachpending AND b IS NOT NULL`,
-  );
-
-/**
- * The bounds of the named partitions that are attached (partitionBounds, found by name through pg_class's index):
- * a week's worth read in a millisecond, where every partition of a year of history would take tens of them.
- */
-export const partitionBoundsNamed = (session: HistorySession, names: readonly string[]): Promise<PartitionBounds[]> =>
-  session.run(
-    sql<PartitionBounds>`
-      SELECT p.relname AS "table",
-             extract(epoch FROM b[1]::timestamptz)::float8 * 1000 AS "fromMs",
-             extract(epoch FROM b[2]::timestamptz)::float8 * 1000 AS "toMs"
-        FROM pg_class c
-        JOIN pg_inherits i ON i.inhrelid = c.oid
-        JOIN pg_class p ON p.oid = i.inhparent
-        CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid), ${RANGE_BOUNDS}) AS b
-       WHERE c.relname = ANY(${[...names]}::text[]) AND p.relname = ANY(${[...HISTORY_TABLES]}::text[])
-         AND NOT i.inhdetachpending AND b IS NOT NULL`,
+       WHERE p.relname = ANY(${[...HISTORY_TABLES]}::text[]) AND NOT i.inhdetachpending AND b IS NOT NULL
+             ${names === undefined ? sql`` : sql`AND c.relname = ANY(${[...names]}::text[])`}`,
   );
 
 /** A day's partition of a history table (`<table>_pYYYYMMDD`, days.ts) as SQL. */

@@ -20,7 +20,6 @@ import {
   listPartitions,
   lockHistoryWork,
   partitionBounds,
-  partitionBoundsNamed,
   purgeDayBodies,
   purgedDays,
   purgeQuarantinedBodies,
@@ -101,7 +100,7 @@ export async function findMissingDays(session: HistorySession, nowMs: number): P
   const names: string[] = [];
   for (let day = first; day <= last; day = addDays(day, 1))
     for (const table of HISTORY_TABLES) names.push(partitionName(table, day));
-  return missingDays(await partitionBoundsNamed(session, names), nowMs);
+  return missingDays(await partitionBounds(session, names), nowMs);
 }
 
 /** Days ahead (days.ts), measured from the partitions' bounds now: what the gauge reports at each scrape. */
