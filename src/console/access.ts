@@ -9,6 +9,7 @@ import {
   sessionKey,
   SESSION_COOKIE,
   SESSION_COOKIE_ATTRIBUTES,
+  type ConsoleRole,
   type ConsoleToken,
   type SessionEnd,
 } from './session';
@@ -20,6 +21,17 @@ export interface Access {
   operatorOf(req: Request, res: Response): Promise<Viewer>;
   /** The viewer and their session's key (null in the open mode, which has no sessions): sign-out ends it. */
   sessionOf(req: Request, res: Response): Promise<{ viewer: Viewer; key: Buffer | null }>;
+  /**
+   * A page's data and who may see it: `read` runs beside the session check when this replica has seen the
+   * session stand within the last minute (else after it), and neither its data nor its error leaves before the
+   * session stands. `read` must only read: a session that turns out ended has it done for nothing.
+   */
+  readFor<T>(
+    req: Request,
+    res: Response,
+    role: ConsoleRole,
+    read: () => Promise<T>,
+  ): Promise<{ viewer: Viewer; data: T }>;
 }
 
 export interface AccessOptions {
@@ -32,6 +44,14 @@ export interface AccessOptions {
 
 /** What the cookie is answered with when a session has ended: the browser forgets it. */
 export const CLEAR_SESSION_COOKIE = `${SESSION_COOKIE}=; ${SESSION_COOKIE_ATTRIBUTES}; Max-Age=0`;
+
+/**
+ * How long after a session last stood this replica reads a page's data ahead of its check, and for how many
+ * sessions at most (past that it forgets them all, and each is checked first once more). The read-ahead only
+ * hides the check's round trip: a stranger's cookie, or one unused for a minute, is checked before anything is read.
+ */
+const READ_AHEAD_MS = 60_000;
+const READ_AHEAD_SESSIONS = 1_000;
 
 const ENDED: Record<SessionEnd | 'unknown', string> = {
   expired: 'Your session has expired: sign in again.',
@@ -48,6 +68,8 @@ const ENDED: Record<SessionEnd | 'unknown', string> = {
  */
 export function createAccess({ db, mode, tokens, sessionIdleMs, now }: AccessOptions): Access {
   const holders = holdersByName(tokens);
+  /** Sessions seen to stand, by key (hex): when, in this process's clock. */
+  const stood = new Map<string, number>();
 
   const sessionOf = async (req: Request, res: Response): Promise<{ viewer: Viewer; key: Buffer | null }> => {
     if (mode === 'open') return { viewer: { name: 'local', role: 'operator' }, key: null };
@@ -68,6 +90,7 @@ export function createAccess({ db, mode, tokens, sessionIdleMs, now }: AccessOpt
     }
     const key = sessionKey(value);
     const stored = key === null ? null : await findSession(db, key);
+    if (key !== null) stood.delete(key.toString('hex'));
     if (key === null || stored === null) {
       res.set('Set-Cookie', CLEAR_SESSION_COOKIE);
       throw new PageError(
@@ -84,7 +107,18 @@ export function createAccess({ db, mode, tokens, sessionIdleMs, now }: AccessOpt
       throw new PageError(401, 'Sign in again', ENDED[judged.end]);
     }
     if (judged.touch) await touchSession(db, key, at);
+    if (stood.size >= READ_AHEAD_SESSIONS) stood.clear();
+    stood.set(key.toString('hex'), performance.now());
     return { viewer: { name: stored.name, role: stored.role }, key };
+  };
+
+  /** Whether the request's one session cookie names a session this replica saw stand within READ_AHEAD_MS. */
+  const recentlyStood = (req: Request): boolean => {
+    if (mode !== 'tokens') return false;
+    const values = sessionCookies(req.headers.cookie);
+    const key = values.length === 1 && values[0] !== undefined ? sessionKey(values[0]) : null;
+    const at = key === null ? undefined : stood.get(key.toString('hex'));
+    return at !== undefined && performance.now() - at < READ_AHEAD_MS;
   };
 
   const viewerOf = async (req: Request, res: Response): Promise<Viewer> => (await sessionOf(req, res)).viewer;
@@ -96,5 +130,24 @@ export function createAccess({ db, mode, tokens, sessionIdleMs, now }: AccessOpt
     return viewer;
   };
 
-  return { viewerOf, operatorOf, sessionOf };
+  const readFor = async <T>(
+    req: Request,
+    res: Response,
+    role: ConsoleRole,
+    read: () => Promise<T>,
+  ): Promise<{ viewer: Viewer; data: T }> => {
+    const check = role === 'operator' ? operatorOf : viewerOf;
+    if (!recentlyStood(req)) {
+      const viewer = await check(req, res);
+      return { viewer, data: await read() };
+    }
+    const checking = check(req, res);
+    const reading = Promise.resolve().then(read);
+    // Handled here so that a failed read of an ended session is no unhandled rejection; awaited below.
+    reading.catch(() => undefined);
+    const viewer = await checking;
+    return { viewer, data: await reading };
+  };
+
+  return { viewerOf, operatorOf, sessionOf, readFor };
 }

@@ -134,12 +134,12 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
   /** A confirmed action: GET shows what it will do, POST with confirm=yes does it and says what happened. */
   const action = (
     path: string,
-    confirm: (req: Request, res: Response, viewer: Viewer) => Confirmation | Promise<Confirmation>,
+    confirm: (req: Request, res: Response) => Confirmation | Promise<Confirmation>,
     act: (req: Request, res: Response, viewer: Viewer, ctx: PageContext) => Promise<ActionResult>,
   ): void => {
     router.get(path, async (req, res) => {
-      const viewer = await access.operatorOf(req, res);
-      send(res, 200, confirmPage(context(req, viewer), await confirm(req, res, viewer)));
+      const { viewer, data } = await access.readFor(req, res, 'operator', async () => confirm(req, res));
+      send(res, 200, confirmPage(context(req, viewer), data));
     });
     router.post(path, readForm, async (req, res) => {
       const viewer = await access.operatorOf(req, res);

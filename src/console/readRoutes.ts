@@ -16,7 +16,7 @@ import {
   type ConsoleOptions,
 } from './consoleRouting';
 import { BOM, CSV_HEADER, csvLine, exportLine } from './financeCsv';
-import { href } from './html';
+import { href, type Html } from './html';
 import { LocalTime } from './localTime';
 import { AUDIT_ACTIONS, auditPage as readAuditPage } from '../history/auditQueries';
 import { readOrderStory } from '../orderStory/orderStoryQueries';
@@ -65,12 +65,12 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
   const personalData = (viewer: Viewer): boolean => viewer.role === 'operator' || options.viewersSeePersonalData;
 
   router.get('/', async (req, res) => {
-    const viewer = await access.viewerOf(req, res);
-    const at = now();
-    const today = clock.localDay(at);
+    const today = clock.localDay(now());
     const start = clock.startOfDay(today);
     const end = clock.startOfDay(LocalTime.nextDay(today));
-    const data = await limited(res, () => overview(db, start, end));
+    const { viewer, data } = await access.readFor(req, res, 'viewer', () =>
+      limited(res, () => overview(db, start, end)),
+    );
     send(res, 200, overviewPage(context(req, viewer), data, { start, text: today }));
   });
 
@@ -86,7 +86,13 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
   });
 
   router.get('/search', async (req, res) => {
-    const viewer = await access.viewerOf(req, res);
+    const { viewer, data: found } = await access.readFor(req, res, 'viewer', () => search(req, res));
+    if (typeof found === 'string') return res.redirect(303, href(['orders', found]).path);
+    send(res, 200, found(context(req, viewer)));
+  });
+
+  /** What a search finds: the one order its id names, or a page of the several, to draw for whoever may see it. */
+  async function search(req: Request, res: Response): Promise<string | ((frame: PageContext) => Html)> {
     const q = param(req, 'q');
     if (q === '' || q.length > 200 || /\p{Cc}/u.test(q))
       throw new PageError(
@@ -104,16 +110,18 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
         `No order or refund has the id “${q}”: not as an order id, shop reference, payment id, refund id or shop’s ` +
           'refund reference. Check it with the customer; a payment started moments ago may not be here yet.',
       );
-    if (orders.size === 1) return res.redirect(303, href(['orders', matches[0]?.orderId ?? '']).path);
+    if (orders.size === 1) return matches[0]?.orderId ?? '';
     const summaries = await limited(res, () => orderSummaries(db, [...orders]));
-    send(res, 200, searchResultsPage(context(req, viewer), q, matches, summaries));
-  });
+    return (frame) => searchResultsPage(frame, q, matches, summaries);
+  }
 
   router.get('/orders/:orderId', async (req, res) => {
-    const viewer = await access.viewerOf(req, res);
-    const orderId = orderIdOf(req);
-    const story = await limited(res, () => readOrderStory(db, orderId));
-    if (story === null) throw new PageError(404, 'Not found', `No order or refund has the id “${orderId}”.`);
+    const { viewer, data: story } = await access.readFor(req, res, 'viewer', async () => {
+      const orderId = orderIdOf(req);
+      const found = await limited(res, () => readOrderStory(db, orderId));
+      if (found === null) throw new PageError(404, 'Not found', `No order or refund has the id “${orderId}”.`);
+      return found;
+    });
     send(
       res,
       200,
@@ -126,8 +134,7 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
   });
 
   router.get('/attention', async (req, res) => {
-    const viewer = await access.viewerOf(req, res);
-    const data = await limited(res, () => attention(db, now()));
+    const { viewer, data } = await access.readFor(req, res, 'viewer', () => limited(res, () => attention(db, now())));
     send(
       res,
       200,
@@ -141,7 +148,12 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
   });
 
   router.get('/deliveries', async (req, res) => {
-    const viewer = await access.viewerOf(req, res);
+    const { viewer, data: page } = await access.readFor(req, res, 'viewer', () => deliveries(req, res));
+    send(res, 200, page(context(req, viewer)));
+  });
+
+  /** The deliveries the filters ask for, as a page to draw for whoever may see it. */
+  async function deliveries(req: Request, res: Response): Promise<(frame: PageContext) => Html> {
     const query = {
       outcome: param(req, 'outcome'),
       pos: param(req, 'pos'),
@@ -179,16 +191,18 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
     const next = rows.length > PAGE_SIZE ? (rows[PAGE_SIZE - 1]?.id ?? null) : null;
     // The form shows local times as its datetime-local inputs hold them, whatever form they were typed in.
     const shown = { ...query, from: fromRead ? clock.inputValue(from) : '', to: toRead ? clock.inputValue(to) : '' };
-    send(res, 200, deliveriesPage(context(req, viewer), shown, { from, to, notes }, rows.slice(0, PAGE_SIZE), next));
-  });
+    return (frame) => deliveriesPage(frame, shown, { from, to, notes }, rows.slice(0, PAGE_SIZE), next);
+  }
 
   router.get('/quarantine/:id', async (req, res, next) => {
     const id = typeof req.params.id === 'string' ? req.params.id : '';
     // `/quarantine/retry` is the bulk retry's confirmation (actionRoutes.ts).
     if (!ID.test(id)) return next();
-    const viewer = await access.viewerOf(req, res);
-    const found = await limited(res, () => quarantinedNotification(db, id));
-    if (found === null) throw new PageError(404, 'Not found', `No notification set aside has the number ${id}.`);
+    const { viewer, data: found } = await access.readFor(req, res, 'viewer', async () => {
+      const stored = await limited(res, () => quarantinedNotification(db, id));
+      if (stored === null) throw new PageError(404, 'Not found', `No notification set aside has the number ${id}.`);
+      return stored;
+    });
     send(
       res,
       200,
@@ -200,7 +214,12 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
   });
 
   router.get('/audit', async (req, res) => {
-    const viewer = await access.viewerOf(req, res);
+    const { viewer, data: page } = await access.readFor(req, res, 'viewer', () => audit(req, res));
+    send(res, 200, page(context(req, viewer)));
+  });
+
+  /** The audit rows the filters ask for, as a page to draw for whoever may see it. */
+  async function audit(req: Request, res: Response): Promise<(frame: PageContext) => Html> {
     const query = {
       actor: param(req, 'actor'),
       action: param(req, 'action'),
@@ -236,12 +255,13 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
       ),
     );
     const next = rows.length > PAGE_SIZE ? (rows[PAGE_SIZE - 1]?.id ?? null) : null;
-    send(res, 200, auditPage(context(req, viewer), query, rows.slice(0, PAGE_SIZE), next));
-  });
+    return (frame) => auditPage(frame, query, rows.slice(0, PAGE_SIZE), next);
+  }
 
   router.get('/sessions', async (req, res) => {
-    const viewer = await access.operatorOf(req, res);
-    const sessions = await limited(res, () => signedIn(db, now(), settings.sessionIdleMs));
+    const { viewer, data: sessions } = await access.readFor(req, res, 'operator', () =>
+      limited(res, () => signedIn(db, now(), settings.sessionIdleMs)),
+    );
     send(res, 200, sessionsPage(context(req, viewer), sessions));
   });
 

@@ -109,6 +109,38 @@ describe('console sessions across two replicas (two service processes, one datab
     ).toEqual([{ action: 'sign_out' }]);
   });
 
+  it('When a session a replica has just seen stand ends elsewhere, then that replica, which reads pages ahead of the check, answers only 401: no data, and no 404, 400 or redirect telling what exists', async () => {
+    const orderId = uniqueId('AHEAD');
+    await deliver(a, orderBody({ orderId, status: 'PENDING' }));
+    const cookie = await signIn(a.adminUrl, OPERATOR_TOKEN);
+    expect((await get(b.adminUrl, '/console', cookie)).status).toBe(200);
+    expect((await get(b.adminUrl, `/console/search?q=${orderId}`, cookie)).status).toBe(303);
+    expect((await post(a.adminUrl, '/console/sign-out', cookie, {})).status).toBe(303);
+
+    for (const path of [
+      `/console/search?q=${orderId}`,
+      `/console/orders/${orderId}`,
+      '/console/orders/NO-SUCH-ORDER',
+      '/console/deliveries?outcome=bogus',
+      '/console/sessions',
+      `/console/orders/${orderId}/republish`,
+    ]) {
+      const page = await get(b.adminUrl, path, cookie);
+      expect({ path, status: page.status }).toEqual({ path, status: 401 });
+      expect(page.text).not.toContain(orderId);
+    }
+  });
+
+  it('When a viewer whose session a replica has just seen stand asks for an operator page, then 403 and none of its data', async () => {
+    const olga = await signIn(a.adminUrl, OPERATOR_TOKEN);
+    const victor = await signIn(a.adminUrl, VIEWER_TOKEN);
+    expect((await get(b.adminUrl, '/console', olga)).status).toBe(200);
+    expect((await get(b.adminUrl, '/console', victor)).status).toBe(200);
+    const page = await get(b.adminUrl, '/console/sessions', victor);
+    expect(page.status).toBe(403);
+    expect(page.text).not.toContain('<bdi>olga</bdi>');
+  });
+
   it('When the admin signs in with ADMIN_TOKEN on one replica, then the session serves on the other (no per-process secret)', async () => {
     const admin = await signIn(a.adminUrl, ADMIN_TOKEN);
     const page = await get(b.adminUrl, '/console', admin);
