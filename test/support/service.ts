@@ -77,8 +77,9 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     async stop() {
       await service.stop();
       if (!options.database) await database.drop();
-      // The relay declared the exchange; a test that bound no consumer would leave it behind.
-      if (!options.env?.AMQP_EXCHANGE) await deleteExchange(exchange);
+      // The relay declared the exchange, the test's own whoever named it: one that bound no consumer would leave
+      // it behind.
+      await deleteExchange(exchange);
     },
   };
 }
