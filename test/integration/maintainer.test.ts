@@ -19,11 +19,24 @@ async function metric(svc: TestService, name: string): Promise<number> {
   return line === undefined ? Number.NaN : Number(line.split(' ')[1]);
 }
 
-/** Removes today's partitions of the tables, as an operator's mistake would. */
+/**
+ * Removes today's partitions of the tables, as an operator's mistake would. Under load a statement may deadlock with
+ * a recording transaction; Postgres then cancels one of the two, and when it is the operator's, they run it again.
+ */
 async function dropToday(tables: readonly string[]): Promise<void> {
+  const again = async (text: string): Promise<void> => {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await query(db.url, text);
+        return;
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== '40P01' || attempt === 5) throw error;
+      }
+    }
+  };
   for (const table of tables) {
-    await query(db.url, `ALTER TABLE ${table} DETACH PARTITION ${table}_p${dayOf(0)}`);
-    await query(db.url, `DROP TABLE ${table}_p${dayOf(0)}`);
+    await again(`ALTER TABLE ${table} DETACH PARTITION ${table}_p${dayOf(0)}`);
+    await again(`DROP TABLE ${table}_p${dayOf(0)}`);
   }
 }
 
