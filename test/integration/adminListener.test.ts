@@ -20,10 +20,14 @@ interface RawAnswer {
   body: string;
 }
 
-/** One request with the path exactly as written (fetch and supertest would resolve `..` first). */
-function raw(port: number, method: string, path: string): Promise<RawAnswer> {
+/**
+ * One request with the path exactly as written (fetch and supertest would resolve `..` first), on a connection of
+ * its own, or on `socket` when given (already connected: the request leaves at once).
+ */
+function raw(port: number, method: string, path: string, socket?: net.Socket): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path, agent: false }, (res) => {
+    const connection = socket ? { createConnection: () => socket } : { agent: false as const };
+    const req = http.request({ host: '127.0.0.1', port, method, path, ...connection }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () =>
@@ -33,6 +37,20 @@ function raw(port: number, method: string, path: string): Promise<RawAnswer> {
     req.on('error', reject);
     req.end();
   });
+}
+
+/** `count` connections to the port, each once connected. */
+function connections(port: number, count: number): Promise<net.Socket[]> {
+  return Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<net.Socket>((resolve, reject) => {
+          const socket = net.connect(port, '127.0.0.1', () => resolve(socket));
+          socket.on('error', reject);
+        }),
+    ),
+  );
 }
 
 /** Resolves once the server answers a probe sent on an open connection, which stays open (kept alive). */
@@ -105,14 +123,19 @@ describe('a flood of admin requests', () => {
     const orderId = uniqueId('FLOOD');
     let answers: RawAnswer[];
     let livez: RawAnswer;
+    let sockets: net.Socket[] = [];
     try {
       await fresh.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+      // Connected first, then every request written in the same turn: they arrive together however slowly the
+      // machine opens connections (opened one by one over a second, the bucket would refill and admit them all).
+      sockets = await connections(fresh.service.adminPort, 200);
       const flood = Promise.all(
-        Array.from({ length: 200 }, () => raw(fresh.service.adminPort, 'GET', `/orders/${orderId}`)),
+        sockets.map((socket) => raw(fresh.service.adminPort, 'GET', `/orders/${orderId}`, socket)),
       );
       livez = await raw(fresh.service.adminPort, 'GET', '/livez');
       answers = await flood;
     } finally {
+      for (const socket of sockets) socket.destroy();
       await fresh.stop();
     }
 
@@ -134,16 +157,7 @@ describe('a flood of admin requests', () => {
 
   it('When as many connections are open as the port takes, then the next one is closed as it is accepted, and served once one closes', async () => {
     const port = svc.service.adminPort;
-    const open = await Promise.all(
-      Array.from(
-        { length: MAX_ADMIN_CONNECTIONS },
-        () =>
-          new Promise<net.Socket>((resolve, reject) => {
-            const socket = net.connect(port, '127.0.0.1', () => resolve(socket));
-            socket.on('error', reject);
-          }),
-      ),
-    );
+    const open = await connections(port, MAX_ADMIN_CONNECTIONS);
     try {
       // The server counts a connection once it has accepted it: an answer on each shows it has (and keeps it).
       await Promise.all(open.map((socket) => answeredOn(socket)));
