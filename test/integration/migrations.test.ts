@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
+import pg from 'pg';
 import { migrate } from '../../src/database/migrations';
 import { createLogger } from '../../src/observability/logger';
 import { parseNotification } from '../../src/parsing/parseNotification';
@@ -9,6 +10,8 @@ import { startTestService } from '../support/service';
 import { fingerprintKey } from '../../src/verification/secondKeys';
 import { orderBody, POS_ID, refundBody, SECOND_KEY, uniqueId } from '../support/signing';
 import { ensureDatabaseExists } from '../../src/database/pool';
+import { runOn } from '../../src/database/transaction';
+import { markEvents } from '../../src/outbox/outboxQueries';
 
 // sql/007 turns the history tables into day partitions and moves what dedup needs to the projections. A database
 // written by the versions before it, with history over several days, is migrated by `npm run migrate` (the same
@@ -273,6 +276,44 @@ describe('migrating an outbox written before event ids were derived', () => {
       expect(await query(db.url, 'SELECT derived_from::int FROM event_id_derivation')).toEqual([{ derived_from: 58 }]);
     } finally {
       rmSync(before, { recursive: true, force: true });
+      await db.drop();
+    }
+  });
+});
+
+describe('the outbox after sql/015', () => {
+  it('When the relay marks events published, then each new version stays on its page', async () => {
+    const db = testDatabase();
+    const client = new pg.Client({ connectionString: db.url });
+    try {
+      await ensureDatabaseExists(db.url);
+      await migrate(db.url, silent);
+      // Events of about 1 kB, as the relay's messages are; without room left on their pages the marks would move
+      // every version to a page of its own.
+      await query(
+        db.url,
+        `INSERT INTO outbox_events (id, order_id, sequence, type, message)
+         SELECT gen_random_uuid(), 'O' || g, 1, 'order.completed', repeat('x', 1000) FROM generate_series(1, 40) g`,
+      );
+      const pages = async (): Promise<Array<{ id: string; page: string }>> =>
+        query(db.url, `SELECT id::text, (ctid::text::point)[0]::text AS page FROM outbox_events ORDER BY id`);
+      const before = await pages();
+      await client.connect();
+      await runOn(
+        client,
+        markEvents(
+          before.map((e) => e.id),
+          [],
+          [],
+        ),
+      );
+
+      expect(await query(db.url, 'SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).toEqual([
+        { n: 0 },
+      ]);
+      expect(await pages()).toEqual(before);
+    } finally {
+      await client.end().catch(() => undefined);
       await db.drop();
     }
   });
