@@ -69,7 +69,8 @@ export const EVENT_RETRY: BackoffPolicy = { firstMs: 1000, maxMs: 300_000, jitte
 /**
  * What the broker said, written back: confirmed events published, those it returned (no queue bound) with
  * unrouted_at too, so that they never hold up their order's later events; the others attempted again later, after
- * EVENT_RETRY.
+ * EVENT_RETRY. Each mark writes its row a second time: the outbox keeps half of each page free so that the new version
+ * stays on the row's page, logged as the bytes that changed (sql/015).
  */
 export const markEvents = (
   published: readonly string[],
