@@ -180,6 +180,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
     db,
     adminDb,
     metrics,
+    recorder: store,
     relay,
     reconciliation,
     reconciler: reconciliation?.reconciliation.createReconciler(database.url) ?? null,

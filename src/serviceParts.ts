@@ -8,6 +8,7 @@ import type { HistoryMaintainer } from './history/maintainer';
 import type { Logger } from './observability/logger';
 import type { Metrics } from './observability/metrics';
 import type { OutboxRelay } from './outbox/relay';
+import type { GroupCommitStore } from './recording/groupCommit';
 import type { Reconciliation } from './reconciliation/reconciliation';
 import type { Reconciler } from './reconciliation/reconciler';
 
@@ -24,6 +25,8 @@ export interface Parts {
   /** The admin data routes' own pool: reading projections never takes a connection the recorder needs. */
   adminDb: Db;
   metrics: Metrics;
+  /** The intake's recorder. */
+  recorder: GroupCommitStore;
   relay: OutboxRelay | null;
   reconciliation: { reconciliation: Reconciliation; db: Db } | null;
   reconciler: Reconciler | null;
@@ -33,6 +36,12 @@ export interface Parts {
   /** Readiness (/readyz): off once stopping. */
   readiness: { accepting: boolean };
 }
+
+/**
+ * How long before the stop cuts the public connections the recorder refuses what it still holds: time for
+ * those 503 answers to be written, so no request in flight is left without one.
+ */
+const ANSWER_BEFORE_CUT_MS = 250;
 
 /** Whether work settles within ms (it goes on regardless; the caller just stops waiting). */
 function finishesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
@@ -54,10 +63,12 @@ function finishesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
  *
  * Every step is bounded, so a dead database or broker cannot hold the exit past SHUTDOWN_TIMEOUT plus a
  * second or two. What a cut-short step leaves is safe: an unconfirmed event is published again at the next
- * start (same id), and a transaction that did not commit was not answered 200. The relay finishes its batch
- * while the requests drain rather than after: a request that never completes cannot starve it, and another
- * replica takes the lock sooner. Events the drained requests commit wait in the outbox for the next relay to
- * hold the lock.
+ * start (same id), and a transaction that did not commit was not answered 200. A notification's own answer
+ * time (DATABASE_TIMEOUT plus a second) can outlast what is left of SHUTDOWN_TIMEOUT, so one still waiting
+ * for the database when the public connections are about to be cut is answered 503 first: its sender
+ * retries. The relay finishes its batch while the requests drain rather than after: a request that never
+ * completes cannot starve it, and another replica takes the lock sooner. Events the drained requests commit
+ * wait in the outbox for the next relay to hold the lock.
  */
 export function stopper(parts: Parts): () => Promise<void> {
   const { config, logger } = parts;
@@ -73,7 +84,13 @@ export function stopper(parts: Parts): () => Promise<void> {
         ? finishesWithin(parts.reconciler.stop(), Math.max(left(), 1000))
         : true;
       const maintainerStopped = finishesWithin(parts.historyMaintainer.stop(), Math.max(left(), 1000));
-      await close(parts.publicServer, left());
+      const cutInMs = left();
+      const refuseHeld = setTimeout(
+        () => parts.recorder.refuseAll('the service is stopping'),
+        Math.max(0, cutInMs - ANSWER_BEFORE_CUT_MS),
+      );
+      await close(parts.publicServer, cutInMs);
+      clearTimeout(refuseHeld);
       if (!(await relayStopped)) logger.warn('relay did not stop in time');
       if (!(await reconcilerStopped)) logger.warn('reconciler did not stop in time');
       if (!(await maintainerStopped)) logger.warn('history maintainer did not stop in time');

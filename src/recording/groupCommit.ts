@@ -120,6 +120,8 @@ export class GroupCommitStore implements NotificationStore {
   private readonly inFlight: Array<Pending[] | null>;
   private readonly known: KnownNotifications;
   private queued = 0;
+  /** Why every notification is refused from now on (refuseAll), or null while the store records. */
+  private refusing: string | null = null;
   private sweeper: NodeJS.Timeout | null = null;
 
   constructor(
@@ -139,6 +141,7 @@ export class GroupCommitStore implements NotificationStore {
   }
 
   record(delivery: Delivery, notification: Notification): Promise<DeliveryAnswer> {
+    if (this.refusing !== null) return Promise.reject(new RecorderOverloaded(this.refusing));
     if (this.queued >= this.options.maxQueued) {
       return Promise.reject(new RecorderOverloaded(`${this.queued} notifications already waiting`));
     }
@@ -157,6 +160,24 @@ export class GroupCommitStore implements NotificationStore {
       this.sweeper ??= setInterval(() => this.sweep(), DEADLINE_SWEEP_MS).unref();
       this.pump(pending.lane);
     });
+  }
+
+  /**
+   * Answers every notification not answered yet with a refusal, and each later one at once: the service is
+   * stopping and about to cut its connections, and a 503 tells the sender to retry where a cut connection
+   * tells it nothing. Nothing of a queued or running notification is written (its batch sees a member
+   * answered and does not commit). One whose COMMIT is on its way may still commit; the sender's retry then
+   * finds it recorded.
+   */
+  refuseAll(reason: string): void {
+    this.refusing = reason;
+    for (const queue of this.queues) {
+      for (const pending of queue.splice(0)) pending.reject(new RecorderOverloaded(reason));
+    }
+    this.queued = 0;
+    for (const batch of this.inFlight) {
+      for (const pending of batch ?? []) pending.reject(new RecorderOverloaded(reason));
+    }
   }
 
   /** Quarantines are rare: one statement each, its own transaction. */

@@ -6,6 +6,7 @@ import type { OrderNotification, RefundNotification } from '../../src/parsing/no
 import { query, whileOrderLocked } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { uniqueId } from '../support/signing';
+import { waitUntil } from '../support/wait';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -211,5 +212,32 @@ describe('group commit deadlines', () => {
     // The store goes on with fresh connections.
     const next = uniqueId('AFTER');
     await expect(store.record(delivery(next), order(next, 'PENDING'))).resolves.toMatchObject({ outcome: 'accepted' });
+  });
+
+  it('When the service stops with a batch running and others queued, then each is refused at once and none is written', async () => {
+    // Answer times far beyond the test's own timeout: only the refusal can answer them in time.
+    const store = storeWith({ maxBatchSize: 1, lanes: 1, maxQueued: 100, maxWaitMs: 60_000, answerWithinMs: 60_000 });
+    const [running, queued, late] = [uniqueId('STOPR'), uniqueId('STOPQ'), uniqueId('STOPL')];
+    await whileOrderLocked(svc.service.pool, running, async () => {
+      const answers = [
+        store.record(delivery(running), order(running, 'PENDING')),
+        store.record(delivery(queued), order(queued, 'PENDING')),
+      ].map((answer) => answer.catch((error: Error) => error.message));
+      await waitUntil('one batch running and one notification queued', () => {
+        const { queued: waiting, activeBatches } = store.load;
+        return waiting === 1 && activeBatches === 1;
+      });
+      store.refuseAll('the service is stopping');
+      expect(await Promise.all(answers)).toEqual(['the service is stopping', 'the service is stopping']);
+      await expect(store.record(delivery(late), order(late, 'PENDING'))).rejects.toThrow('the service is stopping');
+    });
+    // The lock is gone: the running batch's statements finish, and it must not commit.
+    await waitUntil('the running batch has ended', () => store.load.activeBatches === 0);
+    const rows = await query<{ subject_id: string }>(
+      svc.database.url,
+      'SELECT subject_id FROM notifications WHERE subject_id = ANY($1)',
+      [[running, queued, late]],
+    );
+    expect(rows).toEqual([]);
   });
 });

@@ -66,6 +66,11 @@ export class Sender {
     return this;
   }
 
+  /** Requests sent and not answered yet. */
+  get unanswered(): number {
+    return this.inFlight;
+  }
+
   get pendingRetries(): number {
     return this.retries.length;
   }
