@@ -29,7 +29,6 @@ export const ERROR_CODES = [
   'cross_site_request',
   'too_many_failures',
   'unauthorized',
-  'shutting_down',
   'bad_request',
   'invalid_order_id',
   'invalid_refund_id',
@@ -45,6 +44,7 @@ export const ERROR_CODES = [
   'broker_unavailable',
   'replay_incomplete',
   // Either port.
+  'shutting_down',
   'database_unavailable',
   'not_found',
   'internal_error',

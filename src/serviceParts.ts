@@ -85,10 +85,7 @@ export function stopper(parts: Parts): () => Promise<void> {
         : true;
       const maintainerStopped = finishesWithin(parts.historyMaintainer.stop(), Math.max(left(), 1000));
       const cutInMs = left();
-      const refuseHeld = setTimeout(
-        () => parts.recorder.refuseAll('the service is stopping'),
-        Math.max(0, cutInMs - ANSWER_BEFORE_CUT_MS),
-      );
+      const refuseHeld = setTimeout(() => parts.recorder.refuseAll(), Math.max(0, cutInMs - ANSWER_BEFORE_CUT_MS));
       await close(parts.publicServer, cutInMs);
       clearTimeout(refuseHeld);
       if (!(await relayStopped)) logger.warn('relay did not stop in time');

@@ -6,7 +6,7 @@ import { RequestError } from '../errors';
 import type { Logger } from '../observability/logger';
 import type { MetricKind, Metrics } from '../observability/metrics';
 import { parseNotification, type ParseResult } from '../parsing/parseNotification';
-import { RecorderOverloaded } from '../recording/groupCommit';
+import { RecorderOverloaded, RecorderStopping } from '../recording/groupCommit';
 import type { Delivery, NotificationStore, DeliveryKept } from '../recording/notificationStore';
 import { signersFor } from '../verification/posBinding';
 import type { SecondKey } from '../verification/secondKeys';
@@ -99,6 +99,7 @@ const refused = {
     new RequestError(503, 'busy', 'too many notifications are being received at once; retry later', null, RETRY_AFTER),
   overloaded: () =>
     new RequestError(503, 'overloaded', 'too many notifications at once; retry later', null, RETRY_AFTER),
+  stopping: () => new RequestError(503, 'shutting_down', 'the service is stopping; retry later', null, RETRY_AFTER),
   databaseUnavailable: () =>
     new RequestError(
       503,
@@ -183,6 +184,10 @@ export function notificationReceiver(
         ? store.record(delivery, parsed.notification)
         : store.quarantine(delivery, parsed.reason, parsed.detail));
     } catch (error) {
+      if (error instanceof RecorderStopping) {
+        logger.warn({ requestId }, 'the service is stopping; answered 503');
+        throw refused.stopping();
+      }
       if (error instanceof RecorderOverloaded) {
         logger.warn({ requestId, reason: error.message }, 'recorder overloaded; answered 503');
         throw refused.overloaded();

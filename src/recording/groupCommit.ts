@@ -53,6 +53,14 @@ export class RecorderOverloaded extends Error {
   }
 }
 
+/** The service is stopping: every notification the recorder still holds, and each later one, is refused. */
+export class RecorderStopping extends Error {
+  constructor() {
+    super('the service is stopping');
+    this.name = 'RecorderStopping';
+  }
+}
+
 /** A batch member was refused while its statements ran: the batch must not commit. */
 class BatchAbandoned extends Error {}
 
@@ -120,8 +128,8 @@ export class GroupCommitStore implements NotificationStore {
   private readonly inFlight: Array<Pending[] | null>;
   private readonly known: KnownNotifications;
   private queued = 0;
-  /** Why every notification is refused from now on (refuseAll), or null while the store records. */
-  private refusing: string | null = null;
+  /** Set by refuseAll: every notification is refused from then on. */
+  private refusing = false;
   private sweeper: NodeJS.Timeout | null = null;
 
   constructor(
@@ -141,7 +149,7 @@ export class GroupCommitStore implements NotificationStore {
   }
 
   record(delivery: Delivery, notification: Notification): Promise<DeliveryAnswer> {
-    if (this.refusing !== null) return Promise.reject(new RecorderOverloaded(this.refusing));
+    if (this.refusing) return Promise.reject(new RecorderStopping());
     if (this.queued >= this.options.maxQueued) {
       return Promise.reject(new RecorderOverloaded(`${this.queued} notifications already waiting`));
     }
@@ -169,14 +177,14 @@ export class GroupCommitStore implements NotificationStore {
    * answered and does not commit). One whose COMMIT is on its way may still commit; the sender's retry then
    * finds it recorded.
    */
-  refuseAll(reason: string): void {
-    this.refusing = reason;
+  refuseAll(): void {
+    this.refusing = true;
     for (const queue of this.queues) {
-      for (const pending of queue.splice(0)) pending.reject(new RecorderOverloaded(reason));
+      for (const pending of queue.splice(0)) pending.reject(new RecorderStopping());
     }
     this.queued = 0;
     for (const batch of this.inFlight) {
-      for (const pending of batch ?? []) pending.reject(new RecorderOverloaded(reason));
+      for (const pending of batch ?? []) pending.reject(new RecorderStopping());
     }
   }
 

@@ -227,7 +227,7 @@ describe('group commit deadlines', () => {
         const { queued: waiting, activeBatches } = store.load;
         return waiting === 1 && activeBatches === 1;
       });
-      store.refuseAll('the service is stopping');
+      store.refuseAll();
       expect(await Promise.all(answers)).toEqual(['the service is stopping', 'the service is stopping']);
       await expect(store.record(delivery(late), order(late, 'PENDING'))).rejects.toThrow('the service is stopping');
     });

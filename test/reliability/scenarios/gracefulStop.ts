@@ -276,6 +276,11 @@ export function gracefulStopScenario(report: RunReport): void {
           );
           expect(inFlight.length).toBeGreaterThan(0);
           expect(summarizeAnswers(inFlight.map((a) => a.result))).toBe(`503 x${inFlight.length}`);
+          for (const { result } of inFlight) {
+            expect(JSON.parse(result.body)).toEqual({
+              error: { code: 'shutting_down', message: expect.any(String) },
+            });
+          }
           expect({
             code: exit?.code,
             signal: exit?.signal,
