@@ -77,6 +77,21 @@ export interface MetricSources {
 }
 
 /**
+ * How long a scrape waits for a figure read from the database. Prometheus drops the whole scrape after its
+ * scrape_timeout (10 s by default) and DATABASE_TIMEOUT may be longer: an outage must not cost every other metric.
+ */
+const SCRAPE_READ_MS = 2000;
+
+/** A figure read from the database at scrape time; null when it fails or is late (the gauge keeps its last value). */
+function readAtScrape<T>(read: () => Promise<T>): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), SCRAPE_READ_MS);
+  });
+  return Promise.race([read().catch(() => null), late]).finally(() => clearTimeout(timer));
+}
+
+/**
  * A fresh registry per process or service instance (tests run several in one process), with what
  * the relay and its admin port report: what `npm run relay` serves.
  */
@@ -130,11 +145,10 @@ export function createRelayMetrics(sources: Pick<MetricSources, 'outboxBacklog'>
   // One query serves both backlog gauges of a scrape.
   let backlogRead: Promise<OutboxBacklog | null> | null = null;
   const readBacklog = (): Promise<OutboxBacklog | null> => {
-    if (!sources.outboxBacklog) return Promise.resolve(null);
-    backlogRead ??= sources
-      .outboxBacklog()
-      .catch(() => null) // database down: keep the last values rather than fail the scrape
-      .finally(() => setImmediate(() => (backlogRead = null)));
+    const { outboxBacklog } = sources;
+    if (!outboxBacklog) return Promise.resolve(null);
+    // The database down or slow: keep the last values rather than fail the scrape.
+    backlogRead ??= readAtScrape(outboxBacklog).finally(() => setImmediate(() => (backlogRead = null)));
     return backlogRead;
   };
   // The gauges read at scrape time (collect), here and in createMetrics, are held by the registry
@@ -307,8 +321,8 @@ export function createHistoryMetrics(registry: Registry, daysAhead?: () => Promi
     help: 'Days after today that every history table has partitions for, without a gap (the maintainer makes 7); -1 while today has none and writes fail. Measured in the database at scrape time; NaN until it could be.',
     registers: [registry],
     async collect() {
-      // The database unreachable: keep the last figure rather than fail the scrape.
-      const measured = daysAhead ? await daysAhead().catch(() => null) : null;
+      // The database unreachable or slow: keep the last figure rather than fail the scrape.
+      const measured = daysAhead ? await readAtScrape(daysAhead) : null;
       if (measured !== null) this.set(measured);
     },
   });
