@@ -62,8 +62,17 @@ function answeredOn(socket: net.Socket): Promise<void> {
   });
 }
 
-const codeOf = (answer: RawAnswer): string | undefined =>
-  (JSON.parse(answer.body) as { error?: { code?: string } }).error?.code;
+const errorOf = (answer: RawAnswer): { code?: string; message?: string } | undefined =>
+  (JSON.parse(answer.body) as { error?: { code?: string; message?: string } }).error;
+const codeOf = (answer: RawAnswer): string | undefined => errorOf(answer)?.code;
+
+/** What became of a request of the flood: served, refused by one of the two doors (their messages differ), or else. */
+function floodOutcome(answer: RawAnswer): string {
+  if (answer.status === 200) return 'served';
+  const error = errorOf(answer);
+  if (answer.status !== 503 || error?.code !== 'admin_busy') return `${answer.status} ${error?.code}`;
+  return error.message?.includes('at once') ? 'refused by the work limit' : 'refused by the listener';
+}
 
 let double: PaymentServiceDouble;
 let svc: TestService;
@@ -140,15 +149,17 @@ describe('a flood of admin requests', () => {
     }
 
     expect(livez.status).toBe(200);
-    const byOutcome = new Map<string, number>();
-    for (const answer of answers) {
-      const key = answer.status === 200 ? '200' : `${answer.status} ${codeOf(answer)}`;
-      byOutcome.set(key, (byOutcome.get(key) ?? 0) + 1);
-    }
-    expect([...byOutcome.keys()].sort()).toEqual(['200', '503 admin_busy']);
-    // The burst (20) and the queue (64) are served; what arrived past them was refused.
-    expect(byOutcome.get('200')).toBeGreaterThanOrEqual(84);
-    expect(byOutcome.get('503 admin_busy')).toBeGreaterThan(0);
+    // Two doors answer 503 admin_busy: the listener, before any work, to what arrives past the burst and the queue;
+    // and the data routes' work limit (ADMIN_CONCURRENCY, 64 at most), to what the listener admitted while 64 were
+    // being served, which a slow machine reaches.
+    const outcomes = answers.map(floodOutcome);
+    const count = (outcome: string): number => outcomes.filter((o) => o === outcome).length;
+    expect([...new Set(outcomes)].filter((outcome) => outcome !== 'refused by the work limit').sort()).toEqual([
+      'refused by the listener',
+      'served',
+    ]);
+    // The burst (20) and the queue (64) are admitted; what arrived past them was refused.
+    expect(count('served') + count('refused by the work limit')).toBeGreaterThanOrEqual(84);
     for (const answer of answers.filter((a) => a.status === 503)) {
       expectAnswerMatchesContract('GET', `/orders/${orderId}`, answer.status, answer.headers, answer.body, 'admin');
       expect(Number(answer.headers['retry-after'])).toBeGreaterThanOrEqual(1);
