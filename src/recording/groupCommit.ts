@@ -130,6 +130,8 @@ export class GroupCommitStore implements NotificationStore {
   private queued = 0;
   /** Set by refuseAll: every notification is refused from then on. */
   private refusing = false;
+  /** How to refuse each quarantine whose transaction runs (refuseAll). */
+  private readonly quarantining = new Set<(error: Error) => void>();
   private sweeper: NodeJS.Timeout | null = null;
 
   constructor(
@@ -174,11 +176,12 @@ export class GroupCommitStore implements NotificationStore {
    * Answers every notification not answered yet with a refusal, and each later one at once: the service is
    * stopping and about to cut its connections, and a 503 tells the sender to retry where a cut connection
    * tells it nothing. Nothing of a queued or running notification is written (its batch sees a member
-   * answered and does not commit). One whose COMMIT is on its way may still commit; the sender's retry then
-   * finds it recorded.
+   * answered and does not commit). One whose COMMIT is on its way may still commit, as may a quarantine (its
+   * write leaves with its COMMIT); the sender's retry then finds it recorded.
    */
   refuseAll(): void {
     this.refusing = true;
+    for (const refuse of this.quarantining) refuse(new RecorderStopping());
     for (const queue of this.queues) {
       for (const pending of queue.splice(0)) pending.reject(new RecorderStopping());
     }
@@ -190,12 +193,17 @@ export class GroupCommitStore implements NotificationStore {
 
   /** Quarantines are rare: one statement each, its own transaction. */
   quarantine(delivery: Delivery, reason: QuarantineCause, detail: string): Promise<DeliveryKept> {
-    return this.transactions
-      .transaction((trx) => recordQuarantine(trx, delivery, reason, detail))
-      .catch((error: unknown) => {
-        this.noticeMissingPartition(error);
-        throw error;
-      });
+    if (this.refusing) return Promise.reject(new RecorderStopping());
+    return new Promise<DeliveryKept>((resolve, reject) => {
+      this.quarantining.add(reject);
+      this.transactions
+        .transaction((trx) => recordQuarantine(trx, delivery, reason, detail))
+        .then(resolve, (error: unknown) => {
+          this.noticeMissingPartition(error);
+          reject(asError(error));
+        })
+        .finally(() => this.quarantining.delete(reject));
+    });
   }
 
   private noticeMissingPartition(error: unknown): void {

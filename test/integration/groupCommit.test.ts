@@ -240,4 +240,33 @@ describe('group commit deadlines', () => {
     );
     expect(rows).toEqual([]);
   });
+
+  it('When the service stops while a quarantine waits for the database, then it is refused at once, and later ones too', async () => {
+    const store = storeWith({ maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 60_000, answerWithinMs: 60_000 });
+    // The quarantine's write waits behind a lock on its table, as behind a database that does not answer.
+    const blocker = await svc.service.pool.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE quarantined_notifications IN ACCESS EXCLUSIVE MODE');
+      const answer = store
+        .quarantine(delivery(uniqueId('STOPQ')), 'not_json', 'test')
+        .catch((error: Error) => error.message);
+      await waitUntil('the quarantine waits for the lock', async () => {
+        const [row] = await query<{ n: string }>(
+          svc.database.url,
+          `SELECT count(*) AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+            WHERE NOT l.granted AND c.relname = 'quarantined_notifications'`,
+        );
+        return row?.n !== '0';
+      });
+      store.refuseAll();
+      expect(await answer).toBe('the service is stopping');
+      await expect(store.quarantine(delivery(uniqueId('STOPL')), 'not_json', 'test')).rejects.toThrow(
+        'the service is stopping',
+      );
+    } finally {
+      await blocker.query('ROLLBACK');
+      blocker.release();
+    }
+  });
 });
