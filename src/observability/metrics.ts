@@ -82,13 +82,23 @@ export interface MetricSources {
  */
 const SCRAPE_READ_MS = 2000;
 
-/** A figure read from the database at scrape time; null when it fails or is late (the gauge keeps its last value). */
-function readAtScrape<T>(read: () => Promise<T>): Promise<T | null> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), SCRAPE_READ_MS);
-  });
-  return Promise.race([read().catch(() => null), late]).finally(() => clearTimeout(timer));
+/**
+ * A figure read from the database at scrape time, one read at a time: whoever asks while it runs shares it (the
+ * gauges of one scrape; the scrapes that come while a slow read goes on, so that they never pile up reads on the
+ * pool). Each waits SCRAPE_READ_MS at most; null when the read fails or is late (the gauge keeps its last value).
+ */
+function scrapeReader<T>(read: () => Promise<T>): () => Promise<T | null> {
+  let running: Promise<T | null> | null = null;
+  return () => {
+    running ??= read()
+      .catch(() => null)
+      .finally(() => setImmediate(() => (running = null)));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<null>((resolve) => {
+      timer = setTimeout(() => resolve(null), SCRAPE_READ_MS);
+    });
+    return Promise.race([running, late]).finally(() => clearTimeout(timer));
+  };
 }
 
 /**
@@ -142,15 +152,10 @@ export function createRelayMetrics(sources: Pick<MetricSources, 'outboxBacklog'>
   });
   for (const reason of PUBLISH_FAILURE_REASONS) publishFailures.inc({ reason }, 0);
 
-  // One query serves both backlog gauges of a scrape.
-  let backlogRead: Promise<OutboxBacklog | null> | null = null;
-  const readBacklog = (): Promise<OutboxBacklog | null> => {
-    const { outboxBacklog } = sources;
-    if (!outboxBacklog) return Promise.resolve(null);
-    // The database down or slow: keep the last values rather than fail the scrape.
-    backlogRead ??= readAtScrape(outboxBacklog).finally(() => setImmediate(() => (backlogRead = null)));
-    return backlogRead;
-  };
+  // One query serves both backlog gauges of a scrape; the database down or slow, they keep their last values.
+  const readBacklog = sources.outboxBacklog
+    ? scrapeReader(sources.outboxBacklog)
+    : (): Promise<OutboxBacklog | null> => Promise.resolve(null);
   // The gauges read at scrape time (collect), here and in createMetrics, are held by the registry
   // alone: nothing sets them, so the interfaces do not expose them.
   new Gauge({
@@ -316,13 +321,14 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
  * which every replica measures in the database at scrape time (a day removed by hand shows at once).
  */
 export function createHistoryMetrics(registry: Registry, daysAhead?: () => Promise<number>): HistoryMetrics {
+  const readDaysAhead = daysAhead ? scrapeReader(daysAhead) : (): Promise<number | null> => Promise.resolve(null);
   const daysAheadGauge = new Gauge({
     name: 'history_partition_days_ahead',
     help: 'Days after today that every history table has partitions for, without a gap (the maintainer makes 7); -1 while today has none and writes fail. Measured in the database at scrape time; NaN until it could be.',
     registers: [registry],
     async collect() {
       // The database unreachable or slow: keep the last figure rather than fail the scrape.
-      const measured = daysAhead ? await readAtScrape(daysAhead) : null;
+      const measured = await readDaysAhead();
       if (measured !== null) this.set(measured);
     },
   });
