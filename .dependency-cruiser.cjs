@@ -11,6 +11,7 @@ const LAYERS = [
   ['configuration', '^src/config/'],
   ['HTTP ports', '^src/(intake|admin|console)/'],
   ['order story', '^src/orderStory/'],
+  ['failover recovery', '^src/failover/'],
   ['reconciliation', '^src/reconciliation/'],
   ['recording', '^src/recording/'],
   ['outbox', '^src/outbox/'],

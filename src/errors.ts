@@ -45,6 +45,7 @@ export const ERROR_CODES = [
   'replay_incomplete',
   // Either port.
   'shutting_down',
+  'recovering',
   'database_unavailable',
   'not_found',
   'internal_error',

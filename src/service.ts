@@ -1,14 +1,28 @@
 import http from 'node:http';
+import { hostname } from 'node:os';
 import type pg from 'pg';
 import { createAdminApp } from './admin/adminApp';
 import { createAdminServer } from './admin/adminListener';
-import { adminDoors, brokerUrl, configurationWarnings, consoleTokens, writeLanes, type Config } from './config';
+import {
+  adminDoors,
+  brokerUrl,
+  configurationWarnings,
+  consoleTokens,
+  journalSettings,
+  writeLanes,
+  type Config,
+} from './config';
 import { openDatabase } from './database/bootstrap';
 import { describeDatabase, type DatabaseServer } from './database/embeddedPostgres';
 import { createDb, createPool, type Db } from './database/pool';
 import { PooledTransactions } from './database/transaction';
 import type { StatusConflict } from './domain/outcomes';
 import { reasonOf, StartupError } from './errors';
+import { DatabaseWatch } from './failover/databaseWatch';
+import { readReplicationMode } from './failover/failoverQueries';
+import { FailoverRecovery } from './failover/failoverRecovery';
+import { entriesOf, entryOf } from './failover/journalEntries';
+import { NotificationJournal } from './failover/notificationJournal';
 import { listen } from './http/server';
 import { createPublicListener } from './intake/publicListener';
 import { UnverifiedBodies } from './intake/unverifiedBodies';
@@ -19,7 +33,7 @@ import { probeBroker } from './outbox/brokerChannel';
 import { createRelay, type OutboxRelay } from './outbox/relay';
 import { createReconciliation } from './reconciliation/reconciliation';
 import type { Reconciler } from './reconciliation/reconciler';
-import { GroupCommitStore } from './recording/groupCommit';
+import { GroupCommitStore, type GroupCommitOptions } from './recording/groupCommit';
 import { HistoryMaintainer } from './history/maintainer';
 import { measureDaysAhead } from './history/maintenance';
 import { stopper, type Parts } from './serviceParts';
@@ -54,6 +68,12 @@ const ADMIN_POOL_MAX = 2;
 /** Connections of the reconciliation's own pool (its sweep and its recording transactions). */
 const RECONCILIATION_POOL_MAX = 2;
 
+/** Connections of the failover recovery's own pool (its restoring recorder and its reads). */
+const RECOVERY_POOL_MAX = 2;
+
+/** The longest a beat of the failover watch may take before it counts as failed. */
+const WATCH_TIMEOUT_MS = 2000;
+
 /** Slow senders are cut off rather than holding a connection (and a pool slot) indefinitely. */
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 15_000;
@@ -70,6 +90,9 @@ export async function startService(config: Config, logger: Logger = createLogger
   }
   const stop = stopper(parts);
   try {
+    parts.journal?.start();
+    parts.watch.start();
+    parts.recovery.start();
     parts.relay?.start();
     parts.reconciler?.start();
     parts.historyMaintainer.start();
@@ -78,6 +101,7 @@ export async function startService(config: Config, logger: Logger = createLogger
     const publicPort = await listenOn(parts.publicServer, config.port, config.host, 'PORT');
     const adminPort = await listenOn(parts.adminServer, config.adminPort, config.host, 'ADMIN_PORT');
     announceStart(parts, { publicPort, adminPort }, await brokerProblem);
+    await announceReplication(parts);
     const { db, pool, metrics, relay, reconciler, historyMaintainer } = parts;
     return {
       publicPort,
@@ -161,7 +185,30 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
   });
   // Any write that finds its day missing (the intake's, the reconciliation's) has the days made at once.
   const dayMissing = (): void => historyMaintainer.dayMissing();
-  const store = createRecorder(config, pool, metrics, logger, dayMissing);
+  const journalOf = journalSettings(config);
+  const journal = journalOf
+    ? new NotificationJournal(journalOf, metrics.failover, logger.child({ component: 'journal' }))
+    : null;
+  const recovery = assembleRecovery(config, database.url, metrics, logger, dayMissing, journalOf);
+  const watch = new DatabaseWatch({
+    databaseUrl: database.url,
+    replica: hostname(),
+    timeoutMs: Math.min(config.databaseTimeoutMs, WATCH_TIMEOUT_MS),
+    metrics: metrics.failover,
+    logger: logger.child({ component: 'watch' }),
+    onFailover: () => recovery.recovery.wake(),
+  });
+  const store = createRecorder(config, pool, metrics, logger, {
+    onMissingPartition: dayMissing,
+    isHeld: () => watch.holding,
+    onCommitted: journal && ((decision) => journal.append(entriesOf(decision))),
+    onQuarantined:
+      journal &&
+      ((delivery) => {
+        const entry = entryOf(delivery, 'quarantine', new Date().toISOString(), null);
+        if (entry) journal.append([entry]);
+      }),
+  });
   const relay = config.relayEnabled
     ? createRelay(
         { ...config, amqpUrl: brokerUrl(config) },
@@ -170,7 +217,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
         logger.child({ component: 'relay' }),
       )
     : null;
-  const reconciliation = assembleReconciliation(config, database.url, metrics, logger, dayMissing);
+  const reconciliation = assembleReconciliation(config, database.url, metrics, logger, dayMissing, () => watch.holding);
   const readiness = { accepting: true };
   return {
     config,
@@ -181,6 +228,10 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
     adminDb,
     metrics,
     recorder: store,
+    journal,
+    watch,
+    recovery: recovery.recovery,
+    recoveryDb: recovery.db,
     relay,
     reconciliation,
     reconciler: reconciliation?.reconciliation.createReconciler(database.url) ?? null,
@@ -230,6 +281,10 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
         metrics,
         logger,
         isAccepting: () => readiness.accepting,
+        databaseWrites: () => ({
+          failingSince: watch.writesFailingSince,
+          recovering: watch.recovery?.state === 'done' ? null : (watch.recovery?.state ?? null),
+        }),
       }),
       metrics,
     ),
@@ -243,13 +298,23 @@ const countConflict =
   ({ kind, status, keptStatus, source }: StatusConflict): void =>
     metrics.statusConflicts.inc({ kind, status, kept_status: keptStatus, source });
 
+/** What the intake's recorder tells and asks of the other parts. */
+interface RecorderHooks {
+  onMissingPartition: () => void;
+  /** A failover's restoration holds the writes. */
+  isHeld: () => boolean;
+  /** The journal takes what each transaction committed (null: there is no journal). */
+  onCommitted: GroupCommitOptions['onCommitted'] | null;
+  onQuarantined: GroupCommitOptions['onQuarantined'] | null;
+}
+
 /** The intake's recorder: group commit on the intake's pool. */
 function createRecorder(
   config: Config,
   pool: pg.Pool,
   metrics: Metrics,
   logger: Logger,
-  onMissingPartition: () => void,
+  { onMissingPartition, isHeld, onCommitted, onQuarantined }: RecorderHooks,
 ): GroupCommitStore {
   return new GroupCommitStore(
     new PooledTransactions(pool),
@@ -268,9 +333,64 @@ function createRecorder(
       },
       onMissingPartition,
       onConflict: countConflict(metrics),
+      isHeld,
+      ...(onCommitted ? { onCommitted } : {}),
+      ...(onQuarantined ? { onQuarantined } : {}),
     },
     logger.child({ component: 'recorder' }),
   );
+}
+
+/**
+ * The failover recovery (issue 54): one active across replicas, on a small pool of its own, with the recorder that
+ * restores what the journal gives back (never held, journaling nothing: its deliveries are restorations).
+ */
+function assembleRecovery(
+  config: Config,
+  databaseUrl: string,
+  metrics: Metrics,
+  logger: Logger,
+  onMissingPartition: () => void,
+  journal: ReturnType<typeof journalSettings>,
+): { recovery: FailoverRecovery; db: Db } {
+  const pool = createPool(
+    {
+      url: databaseUrl,
+      poolMax: RECOVERY_POOL_MAX,
+      timeoutMs: config.databaseTimeoutMs,
+      applicationName: 'payment-notification-receiver:recovery',
+      keyLookupsOnly: true,
+    },
+    logger,
+  );
+  const store = new GroupCommitStore(
+    new PooledTransactions(pool),
+    { eventSource: config.eventSource },
+    {
+      maxBatchSize: 64,
+      lanes: 1,
+      maxQueued: 20_000,
+      maxWaitMs: 60_000,
+      answerWithinMs: 60_000,
+      knownCapacity: 0,
+      onConflict: countConflict(metrics),
+      onMissingPartition,
+    },
+    logger.child({ component: 'restoring-recorder' }),
+  );
+  const db = createDb(pool);
+  const recovery = new FailoverRecovery({
+    databaseUrl,
+    db,
+    store,
+    journal,
+    secondKeys: config.secondKeys,
+    reconcileWindowMs: config.failoverReconcileWindowMs,
+    reconciliation: null,
+    metrics: metrics.failover,
+    logger: logger.child({ component: 'recovery' }),
+  });
+  return { recovery, db };
 }
 
 /**
@@ -283,6 +403,7 @@ function assembleReconciliation(
   metrics: Metrics,
   logger: Logger,
   onMissingPartition: () => void,
+  isHeld: () => boolean,
 ): Parts['reconciliation'] {
   if (!config.reconciliation) return null;
   const pool = createPool(
@@ -306,6 +427,7 @@ function assembleReconciliation(
       answerWithinMs: 60_000,
       onConflict: countConflict(metrics),
       onMissingPartition,
+      isHeld,
     },
     logger.child({ component: 'reconciliation-recorder' }),
   );
@@ -351,4 +473,33 @@ function announceStart(
   );
   if (typeof brokerProblem === 'string')
     logger.warn('the broker is not reachable (AMQP_URL): events wait in the outbox and are published once it is');
+}
+
+/**
+ * The start report's line on replication (issue 54): what the database says of its standbys. In production with no
+ * synchronous standby, a warning, once: a failover can lose the last acknowledged notifications, and what covers it.
+ */
+async function announceReplication({ config, logger, db }: Parts): Promise<void> {
+  let mode;
+  try {
+    mode = await readReplicationMode(db);
+  } catch (error) {
+    logger.warn({ err: { message: reasonOf(error) } }, 'could not read the database replication settings');
+    return;
+  }
+  const synchronous = mode.synchronousStandbyNames.trim() !== '' && !['off', 'local'].includes(mode.synchronousCommit);
+  logger.info(
+    { replication: { ...mode, synchronous }, journal: journalSettings(config)?.queue ?? null },
+    synchronous ? 'database replication: synchronous' : 'database replication: no synchronous standby',
+  );
+  if (!synchronous && config.production)
+    logger.warn(
+      journalSettings(config)
+        ? 'the database has no synchronous standby: a failover can lose the notifications it acknowledged in its ' +
+            'last seconds; the journal (JOURNAL_*) restores those it holds and reconciliation the rest it can ' +
+            '(docs/DEPLOYMENT.md, "Failover")'
+        : 'the database has no synchronous standby and the service keeps no journal (JOURNAL_RETENTION=off): a ' +
+            'failover can lose the notifications it acknowledged in its last seconds, and only reconciliation ' +
+            'repairs what it can (docs/DEPLOYMENT.md, "Failover")',
+    );
 }

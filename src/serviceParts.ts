@@ -3,6 +3,9 @@ import type pg from 'pg';
 import type { Config } from './config';
 import type { DatabaseServer } from './database/embeddedPostgres';
 import type { Db } from './database/pool';
+import type { DatabaseWatch } from './failover/databaseWatch';
+import type { FailoverRecovery } from './failover/failoverRecovery';
+import type { NotificationJournal } from './failover/notificationJournal';
 import { close } from './http/server';
 import type { HistoryMaintainer } from './history/maintainer';
 import type { Logger } from './observability/logger';
@@ -27,6 +30,13 @@ export interface Parts {
   metrics: Metrics;
   /** The intake's recorder. */
   recorder: GroupCommitStore;
+  /** The journal of recorded notifications; null without one (JOURNAL_RETENTION=off, or no broker). */
+  journal: NotificationJournal | null;
+  /** Every replica's watch of the database: a failover is noticed, and writes held while it is restored. */
+  watch: DatabaseWatch;
+  /** The failover recovery (one active across replicas), and its own pool. */
+  recovery: FailoverRecovery;
+  recoveryDb: Db;
   relay: OutboxRelay | null;
   reconciliation: { reconciliation: Reconciliation; db: Db } | null;
   reconciler: Reconciler | null;
@@ -42,6 +52,9 @@ export interface Parts {
  * those 503 answers to be written, so no request in flight is left without one.
  */
 const ANSWER_BEFORE_CUT_MS = 250;
+
+/** The longest a stop waits for the journal's broker to confirm what the drained requests recorded. */
+const JOURNAL_STOP_MS = 2000;
 
 /** Whether work settles within ms (it goes on regardless; the caller just stops waiting). */
 function finishesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
@@ -84,6 +97,7 @@ export function stopper(parts: Parts): () => Promise<void> {
         ? finishesWithin(parts.reconciler.stop(), Math.max(left(), 1000))
         : true;
       const maintainerStopped = finishesWithin(parts.historyMaintainer.stop(), Math.max(left(), 1000));
+      const recoveryStopped = finishesWithin(parts.recovery.stop(), Math.max(left(), 1000));
       const cutInMs = left();
       const refuseHeld = setTimeout(() => parts.recorder.refuseAll(), Math.max(0, cutInMs - ANSWER_BEFORE_CUT_MS));
       await close(parts.publicServer, cutInMs);
@@ -91,8 +105,17 @@ export function stopper(parts: Parts): () => Promise<void> {
       if (!(await relayStopped)) logger.warn('relay did not stop in time');
       if (!(await reconcilerStopped)) logger.warn('reconciler did not stop in time');
       if (!(await maintainerStopped)) logger.warn('history maintainer did not stop in time');
+      if (!(await recoveryStopped)) logger.warn('failover recovery did not stop in time');
+      // What the drained requests committed goes to the journal before its connection closes.
+      await parts.journal?.stop(JOURNAL_STOP_MS);
+      await parts.watch.stop();
       await close(parts.adminServer, 500);
-      const pools = [parts.db, parts.adminDb, ...(parts.reconciliation ? [parts.reconciliation.db] : [])];
+      const pools = [
+        parts.db,
+        parts.adminDb,
+        parts.recoveryDb,
+        ...(parts.reconciliation ? [parts.reconciliation.db] : []),
+      ];
       if (!(await finishesWithin(Promise.all(pools.map((db) => db.destroy())), 1000))) {
         logger.warn('database connections did not close in time');
       }

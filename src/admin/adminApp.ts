@@ -60,6 +60,8 @@ export interface AdminOptions {
   logger: Logger;
   /** False once shutdown began: readiness fails first so the load balancer stops sending. */
   isAccepting: () => boolean;
+  /** What the failover watch knows (src/failover/databaseWatch.ts), which readiness reports; absent: nothing. */
+  databaseWrites?: () => { failingSince: Date | null; recovering: 'restoring' | 'reconciling' | null };
 }
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
@@ -223,6 +225,7 @@ export function createAdminApp({
   metrics,
   logger,
   isAccepting,
+  databaseWrites,
 }: AdminOptions): Express {
   const app = express();
   app.disable('x-powered-by');
@@ -248,12 +251,20 @@ export function createAdminApp({
   });
 
   // Readiness: accepting, and the database answers. The broker is not checked on purpose: with it down,
-  // notifications are still accepted and events wait in the outbox.
+  // notifications are still accepted and events wait in the outbox. Nor are writes that fail while the database
+  // answers (a synchronous standby away, a failover restored): every replica shares that database, so unready
+  // replicas would only take the console and the metrics away too, while the intake answers 503 with Retry-After
+  // on its own. The answer says so instead (docs/DEPLOYMENT.md, "Failover").
   app.get('/readyz', async (_req, res) => {
     if (!isAccepting()) return sendError(res, 503, 'shutting_down', 'the service is shutting down');
     try {
       await ping(probeDb);
-      res.json({ status: 'ready' });
+      const writes = databaseWrites?.();
+      res.json({
+        status: 'ready',
+        ...(writes?.failingSince ? { writesFailingSince: writes.failingSince.toISOString() } : {}),
+        ...(writes?.recovering ? { failoverRecovery: writes.recovering } : {}),
+      });
     } catch {
       sendError(res, 503, 'database_unavailable', 'the database does not answer');
     }

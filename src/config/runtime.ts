@@ -11,6 +11,15 @@ export function brokerUrl(config: Pick<Config, 'amqpUrl'>): string {
   return config.amqpUrl;
 }
 
+/** The journal of recorded notifications (src/failover/), or null: JOURNAL_RETENTION=off, or no broker at all. */
+export function journalSettings(
+  config: Pick<Config, 'journalAmqpUrl' | 'amqpUrl' | 'journalQueue' | 'journalRetentionMs' | 'journalMaxBytes'>,
+): { url: string; queue: string; retentionMs: number; maxBytes: number } | null {
+  const url = config.journalAmqpUrl ?? config.amqpUrl;
+  if (url === null || config.journalRetentionMs === null) return null;
+  return { url, queue: config.journalQueue, retentionMs: config.journalRetentionMs, maxBytes: config.journalMaxBytes };
+}
+
 /**
  * Recording transactions at once: DATABASE_WRITE_LANES, capped so that one connection of the pool stays
  * free for readiness and the admin API.

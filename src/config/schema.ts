@@ -283,6 +283,44 @@ export const settings = z.object({
       neededBy: 'publishing',
     },
   ),
+  /**
+   * JOURNAL_AMQP_URL: the broker of the journal of recorded notifications (src/failover/), best a vhost that only the
+   * service's user may read (it holds bodies); null: AMQP_URL's. Secret (may hold a password).
+   */
+  journalAmqpUrl: fromEnv(
+    'JOURNAL_AMQP_URL',
+    z
+      .string()
+      .trim()
+      .refine((v) => /^amqps?:\/\//.test(v), 'must be amqp://user:password@host:port[/vhost]')
+      .nullable()
+      .default(null),
+  ),
+  /** JOURNAL_QUEUE: the journal's queue (a quorum queue the service declares). */
+  journalQueue: fromEnv(
+    'JOURNAL_QUEUE',
+    nonEmpty()
+      .max(255)
+      .refine(
+        (v) => !/\p{Cc}/u.test(v) && !v.startsWith('amq.'),
+        'must be a queue name without control characters, not amq.*',
+      )
+      .default('payment-notification-receiver.journal'),
+  ),
+  /** JOURNAL_RETENTION: how long the journal keeps a recorded notification; `off`: no journal. */
+  journalRetentionMs: fromEnv(
+    'JOURNAL_RETENTION',
+    retention(3_600_000, 5 * 60_000, 'from 5m to 24h').pipe(
+      z.number().max(86_400_000, 'must be from 5m to 24h, or off').nullable(),
+    ),
+  ),
+  /** JOURNAL_MAX_BYTES: the journal's bound; past it, the oldest entries go first. */
+  journalMaxBytes: fromEnv('JOURNAL_MAX_BYTES', size('1gb', 16 * 1024 * 1024, 64 * 1024 * 1024 * 1024)),
+  /**
+   * FAILOVER_RECONCILE_WINDOW: after a failover, every order the promoted database saw change this long before its
+   * last point is checked against the payment API (what the journal could not hold); 0: none.
+   */
+  failoverReconcileWindowMs: fromEnv('FAILOVER_RECONCILE_WINDOW', durationMs(10 * 60_000, { max: 86_400_000 })),
   /** AMQP_EXCHANGE: the topic exchange the events are published to. */
   amqpExchange: fromEnv('AMQP_EXCHANGE', nonEmpty().default('payment.events')),
   /** EVENT_SOURCE: the CloudEvents `source` of every event. */

@@ -62,8 +62,11 @@ export interface QuarantinedNotificationsTable {
   resolution: string | null;
 }
 
-/** How a status was learned: delivered by the sender, or read from the payment API (sql/005). */
-export type ObservedVia = 'notification' | 'reconciliation';
+/**
+ * How a status was learned: delivered by the sender, read from the payment API (sql/005), or restored from the
+ * journal of recorded notifications after a failover lost it (sql/018).
+ */
+export type ObservedVia = 'notification' | 'reconciliation' | 'restoration';
 
 export interface DeliveriesTable {
   id: BigintId;
@@ -258,7 +261,45 @@ export interface PaymentApiReachabilityTable {
 /** The payment API for a POS: it answers, it cannot be reached, or it refuses the POS's credentials. */
 export type PaymentApiState = 'answering' | 'unreachable' | 'refused';
 
+/** The beat every replica moves forward, and the database server's identity as the service last knew it (sql/018). */
+export interface DatabaseWatchTable {
+  singleton: Generated<boolean>;
+  beat: ColumnType<string, never, string>;
+  beat_at: Timestamp;
+  server: string | null;
+  timeline: number | null;
+}
+
+/** Why a failover was noticed: the timeline or the server changed, or the beat went back. */
+export type FailoverCause = 'timeline' | 'server' | 'beat';
+
+/** Where a failover's recovery is: restoring from the journal, reconciling the window before it, or done. */
+export type RecoveryState = 'restoring' | 'reconciling' | 'done';
+
+/** Each failover noticed, and its recovery (sql/018). */
+export interface FailoversTable {
+  id: BigintId;
+  noticed_at: Generated<Date>;
+  noticed_by: string;
+  cause: FailoverCause;
+  previous_identity: string;
+  current_identity: string;
+  last_point: Date;
+  state: Generated<RecoveryState>;
+  journal_read: Generated<number>;
+  restored: Generated<number>;
+  already_recorded: Generated<number>;
+  set_aside: Generated<number>;
+  journal_problem: string | null;
+  window_orders: number | null;
+  uncovered: number | null;
+  restored_at: Date | null;
+  done_at: Date | null;
+}
+
 export interface Database {
+  database_watch: DatabaseWatchTable;
+  failovers: FailoversTable;
   console_audit: ConsoleAuditTable;
   console_sessions: ConsoleSessionsTable;
   console_sign_in_failures: ConsoleSignInFailuresTable;

@@ -29,10 +29,11 @@ export const DELIVERY_OUTCOME_OF: Readonly<Record<StatusTransition, DeliveryOutc
 
 /**
  * Who observed a status contradicting a final one: the sender's notification, reconciliation (the payment API's
- * answer), or a replay: a status its projection recorded before, whose history retention has since removed, so
- * it is decided again (a sender's late retry, or a captured notification sent again).
+ * answer), a restoration (a notification the journal gave back after a failover), or a replay: a status its
+ * projection recorded before, whose history retention has since removed, so it is decided again (a sender's late
+ * retry, or a captured notification sent again).
  */
-export const CONFLICT_SOURCES = ['notification', 'reconciliation', 'replay'] as const;
+export const CONFLICT_SOURCES = ['notification', 'reconciliation', 'restoration', 'replay'] as const;
 export type ConflictSource = (typeof CONFLICT_SOURCES)[number];
 
 /** A status conflict (transition conflict): what the projection keeps, what came, and who observed it. */

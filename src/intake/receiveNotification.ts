@@ -6,7 +6,7 @@ import { RequestError } from '../errors';
 import type { Logger } from '../observability/logger';
 import type { MetricKind, Metrics } from '../observability/metrics';
 import { parseNotification, type ParseResult } from '../parsing/parseNotification';
-import { RecorderOverloaded, RecorderStopping } from '../recording/groupCommit';
+import { RecorderHeld, RecorderOverloaded, RecorderStopping } from '../recording/groupCommit';
 import type { Delivery, NotificationStore, DeliveryKept } from '../recording/notificationStore';
 import { signersFor } from '../verification/posBinding';
 import type { SecondKey } from '../verification/secondKeys';
@@ -100,6 +100,14 @@ const refused = {
   overloaded: () =>
     new RequestError(503, 'overloaded', 'too many notifications at once; retry later', null, RETRY_AFTER),
   stopping: () => new RequestError(503, 'shutting_down', 'the service is stopping; retry later', null, RETRY_AFTER),
+  recovering: () =>
+    new RequestError(
+      503,
+      'recovering',
+      'the database failed over and what it lost is being restored; retry later',
+      null,
+      RETRY_AFTER,
+    ),
   databaseUnavailable: () =>
     new RequestError(
       503,
@@ -188,6 +196,10 @@ export function notificationReceiver(
         logger.warn({ requestId }, 'the service is stopping; answered 503');
         throw refused.stopping();
       }
+      if (error instanceof RecorderHeld) {
+        logger.warn({ requestId }, 'writes held while a failover is restored; answered 503');
+        throw refused.recovering();
+      }
       if (error instanceof RecorderOverloaded) {
         logger.warn({ requestId, reason: error.message }, 'recorder overloaded; answered 503');
         throw refused.overloaded();
@@ -261,6 +273,7 @@ export function notificationReceiver(
         sourceAddress,
         observedVia: 'notification',
         processingTimeMs: readProcessingTime(header(req, 'svc-processing-time')),
+        signature,
       };
       const result = await record(delivery, parsed, requestId);
       observe(result, parsed, requestId);

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { CONFLICT_SOURCES, INTAKE_OUTCOMES } from '../domain/outcomes';
+import { createFailoverMetrics, type FailoverMetrics } from './failoverMetrics';
 import {
   createPaymentApiMetrics,
   createReconciliationMetrics,
@@ -44,6 +45,7 @@ export interface Metrics extends RelayMetrics {
   paymentApi: PaymentApiMetrics;
   reconciliation: ReconciliationMetrics;
   history: HistoryMetrics;
+  failover: FailoverMetrics;
 }
 
 /** The history maintainer's (src/history/maintainer.ts): the days kept, and what its rounds did. */
@@ -249,7 +251,7 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
   // deliveries only, and a conflict found by reconciliation or a replay is not one of them.
   const statusConflicts = new Counter({
     name: 'payment_status_conflicts_total',
-    help: 'Final statuses contradicted by a later final status (recorded, the first kept), by kind, the status that came, the status kept, and who observed it: notification, reconciliation or replay (a status recorded before, its history removed by retention).',
+    help: 'Final statuses contradicted by a later final status (recorded, the first kept), by kind, the status that came, the status kept, and who observed it: notification, reconciliation, restoration (the journal after a failover) or replay (a status recorded before, its history removed by retention).',
     labelNames: ['kind', 'status', 'kept_status', 'source'] as const,
     registers: [registry],
   });
@@ -313,6 +315,7 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     paymentApi: createPaymentApiMetrics(registry),
     reconciliation: createReconciliationMetrics(registry),
     history: createHistoryMetrics(registry, sources.historyDaysAhead),
+    failover: createFailoverMetrics(registry),
   };
 }
 

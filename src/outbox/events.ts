@@ -2,6 +2,18 @@ import { createHash } from 'node:crypto';
 import type { Disagreement, ObservedVia } from '../database/schema';
 
 /**
+ * How an event's status was learned, as the event says it: a notification, or reconciliation. A status restored
+ * after a failover was learned from a notification (the journal kept it), and its event says it is a restoration
+ * apart (restoredAfterFailover): the contract only grows within a major version, and a new value here would not.
+ */
+export type EventObservedVia = Exclude<ObservedVia, 'restoration'>;
+
+/** The event data's fields of how its status was learned, from the notification's own record of it. */
+export function provenance(via: ObservedVia): { observedVia: EventObservedVia; restoredAfterFailover?: true } {
+  return via === 'restoration' ? { observedVia: 'notification', restoredAfterFailover: true } : { observedVia: via };
+}
+
+/**
  * Domain events as CloudEvents 1.0 in structured JSON mode (docs/EVENTS.md).
  * The routing key and the CloudEvents type are the same string.
  */
@@ -39,7 +51,13 @@ export interface OrderEventData {
   sequence: number;
   notificationId: string;
   /** How the status was learned: a notification, or reconciliation against the payment API. */
-  observedVia: ObservedVia;
+  observedVia: EventObservedVia;
+  /**
+   * Present only on an event published again after a database failover lost its status: the journal gave the
+   * notification back, and the event is the one published before, under the same id (docs/EVENTS.md, "Around a
+   * failover").
+   */
+  restoredAfterFailover?: true;
   /**
    * Facts this status's notification (or the payment API's answer) stated otherwise than the order keeps:
    * present only when there are some (docs/decisions/0011). The event's facts are the kept ones.
@@ -63,7 +81,9 @@ export interface RefundEventData {
   sequence: number;
   notificationId: string;
   /** How the status was learned: a notification, or reconciliation against the payment API. */
-  observedVia: ObservedVia;
+  observedVia: EventObservedVia;
+  /** As for an order: present only on an event published again after a failover lost its status. */
+  restoredAfterFailover?: true;
   /** As for an order: facts stated otherwise than the refund keeps, present only when there are some. */
   disagreements?: Disagreement[];
 }

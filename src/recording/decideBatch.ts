@@ -166,14 +166,19 @@ class BatchDecider {
    * its event, its record, its place in its projection's recorded statuses, and its delivery.
    */
   private recordNew({ delivery, notification: n }: BatchItem, meaning: string, vouched: Vouched): DeliveryAnswer {
-    const id = this.state.newIds[this.nextId++];
-    if (id === undefined) throw new Error('a batch recorded more new notifications than ids were reserved for it');
-    const receivedAt = this.state.now;
+    // A restoration takes again the id and receive time it was first recorded with, and so its event's id.
+    const { id, at: receivedAt } = delivery.restores ?? { id: this.reservedId(), at: this.state.now };
     const stored = { id, receivedAt, bodySha256: delivery.bodySha256, variants: new Set<string>(), deliveryRows: 0 };
     this.storedNotifications.set(meaning, stored);
     const { signer, orderId, ownerPosId } = vouched;
     const folded = this.projections.fold(n, ownerPosId, { id, at: receivedAt });
-    const event = this.event(n, orderId, folded, delivery.observedVia);
+    const event = this.event(
+      n,
+      orderId,
+      folded,
+      delivery.observedVia,
+      delivery.restores ? new Date(receivedAt) : this.now,
+    );
     if (event) this.writes.events.push(event);
     if (folded.outcome === 'conflict' && folded.previousStatus !== null)
       this.conflicts.push({
@@ -209,9 +214,16 @@ class BatchDecider {
     };
   }
 
-  /** The event a status publishes (none when stale), numbered in its order's stream. */
-  private event(n: Notification, orderId: string, folded: Folded, via: ObservedVia): DomainEvent | null {
-    return statusEvent(this.eventSource, n, folded, via, this.now, () => this.nextSequence(orderId));
+  /** One of the ids the read reserved for the batch's new notifications. */
+  private reservedId(): string {
+    const id = this.state.newIds[this.nextId++];
+    if (id === undefined) throw new Error('a batch recorded more new notifications than ids were reserved for it');
+    return id;
+  }
+
+  /** The event a status publishes (none when stale), numbered in its order's stream, at its notification's time. */
+  private event(n: Notification, orderId: string, folded: Folded, via: ObservedVia, time: Date): DomainEvent | null {
+    return statusEvent(this.eventSource, n, folded, via, time, () => this.nextSequence(orderId));
   }
 
   /** The next number in an order's event stream (refund events count in their order's). */

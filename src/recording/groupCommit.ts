@@ -3,7 +3,7 @@ import type { PooledTransactions } from '../database/transaction';
 import type { StatusConflict } from '../domain/outcomes';
 import type { Logger } from '../observability/logger';
 import type { Notification } from '../parsing/notification';
-import { meaningOf, type BatchItem } from './batch';
+import { meaningOf, type BatchDecision, type BatchItem } from './batch';
 import { KnownNotifications } from './knownNotifications';
 import type {
   Delivery,
@@ -43,6 +43,15 @@ export interface GroupCommitOptions {
   onMissingPartition?: () => void;
   /** Told of each status conflict a batch recorded, once it committed, whoever observed it. */
   onConflict?: (conflict: StatusConflict) => void;
+  /** Told of every batch that committed, before its callers are answered (the journal takes its new notifications). */
+  onCommitted?: (decision: BatchDecision) => void;
+  /** Told of every body quarantined, once its transaction committed. */
+  onQuarantined?: (delivery: Delivery, reason: QuarantineCause, detail: string) => void;
+  /**
+   * Whether the recorder holds its writes now (a failover's restoration runs): each new notification and quarantine
+   * is refused at once, with RecorderHeld, and the sender retries.
+   */
+  isHeld?: () => boolean;
 }
 
 /** The recorder cannot take more now: answer 503 with Retry-After, the sender retries later. */
@@ -58,6 +67,14 @@ export class RecorderStopping extends Error {
   constructor() {
     super('the service is stopping');
     this.name = 'RecorderStopping';
+  }
+}
+
+/** The recorder holds its writes while a failover's restoration runs: answer 503 with Retry-After. */
+export class RecorderHeld extends Error {
+  constructor() {
+    super('the database failed over; what it lost is being restored');
+    this.name = 'RecorderHeld';
   }
 }
 
@@ -152,6 +169,7 @@ export class GroupCommitStore implements NotificationStore {
 
   record(delivery: Delivery, notification: Notification): Promise<DeliveryAnswer> {
     if (this.refusing) return Promise.reject(new RecorderStopping());
+    if (this.options.isHeld?.()) return Promise.reject(new RecorderHeld());
     if (this.queued >= this.options.maxQueued) {
       return Promise.reject(new RecorderOverloaded(`${this.queued} notifications already waiting`));
     }
@@ -194,14 +212,21 @@ export class GroupCommitStore implements NotificationStore {
   /** Quarantines are rare: one statement each, its own transaction. */
   quarantine(delivery: Delivery, reason: QuarantineCause, detail: string): Promise<DeliveryKept> {
     if (this.refusing) return Promise.reject(new RecorderStopping());
+    if (this.options.isHeld?.()) return Promise.reject(new RecorderHeld());
     return new Promise<DeliveryKept>((resolve, reject) => {
       this.quarantining.add(reject);
       this.transactions
         .transaction((trx) => recordQuarantine(trx, delivery, reason, detail))
-        .then(resolve, (error: unknown) => {
-          this.noticeMissingPartition(error);
-          reject(asError(error));
-        })
+        .then(
+          (kept) => {
+            this.options.onQuarantined?.(delivery, reason, detail);
+            resolve(kept);
+          },
+          (error: unknown) => {
+            this.noticeMissingPartition(error);
+            reject(asError(error));
+          },
+        )
         .finally(() => this.quarantining.delete(reject));
     });
   }
@@ -286,6 +311,7 @@ export class GroupCommitStore implements NotificationStore {
     );
     this.known.remember(decision.known);
     for (const conflict of decision.conflicts) this.options.onConflict?.(conflict);
+    this.options.onCommitted?.(decision);
     return decision.results;
   }
 

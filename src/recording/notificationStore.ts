@@ -2,12 +2,15 @@ import type { ObservedVia } from '../database/schema';
 import type { DeliveryOutcome } from '../domain/outcomes';
 import type { Notification } from '../parsing/notification';
 import type { QuarantineReason } from '../parsing/parseNotification';
+import type { HistoryPlace } from './projectionFold';
+import type { SignatureHeader } from '../verification/signatureHeader';
 import type { SignatureMatch } from '../verification/verifySignature';
 
 /**
  * One delivery attempt that passed verification, or one status read from the payment API by reconciliation
  * (observedVia): then the body is the API's answer byte-exact, the signer the POS whose credentials asked,
- * and there is no source address.
+ * and there is no source address. A restoration (after a failover, src/failover/) is a delivery read back from
+ * the journal and verified again: what the sender delivered, recorded again where it was first recorded.
  */
 export interface Delivery {
   observedVia: ObservedVia;
@@ -21,6 +24,10 @@ export interface Delivery {
   sourceAddress: string | null;
   /** Svc-Processing-Time header: milliseconds the sender spent before its first attempt. */
   processingTimeMs: number | null;
+  /** The OpenSvc-Signature the sender sent (the intake's deliveries): the journal keeps it to verify the body again. */
+  signature?: SignatureHeader;
+  /** A restoration: the id and receive time its notification was first recorded with, which it takes again. */
+  restores?: HistoryPlace;
 }
 
 /** A delivery recorded: what it was, and what it did. */

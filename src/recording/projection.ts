@@ -1,6 +1,6 @@
 import type { Disagreement, ObservedVia } from '../database/schema';
 import type { StatusTransition } from '../domain/outcomes';
-import type { OrderEventData, RefundEventData } from '../outbox/events';
+import { provenance, type OrderEventData, type RefundEventData } from '../outbox/events';
 import type { OrderNotification, RefundNotification } from '../parsing/notification';
 import { decideOrderTransition, decideRefundTransition, ORDER_STATUS_RANK, REFUND_STATUS_RANK } from './statusRules';
 
@@ -125,7 +125,7 @@ export function orderEventData(
     localReceiptDateTime: projection.localReceiptDateTime,
     sequence,
     notificationId,
-    observedVia,
+    ...provenance(observedVia),
     ...(disagreements.length > 0 ? { disagreements: [...disagreements] } : {}),
   };
 }
@@ -155,7 +155,7 @@ export function refundEventData(
     reasonDescription: projection.reasonDescription,
     sequence,
     notificationId,
-    observedVia,
+    ...provenance(observedVia),
     ...(disagreements.length > 0 ? { disagreements: [...disagreements] } : {}),
   };
 }

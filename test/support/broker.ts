@@ -22,6 +22,24 @@ export async function deleteExchange(exchange: string, url = AMQP_URL): Promise<
   }
 }
 
+/** The journal queue (JOURNAL_QUEUE) of a test's service: its own, beside its exchange. */
+export const journalQueueOf = (exchange: string): string => `${exchange}.journal`;
+
+/** Deletes a queue a test made (a no-op when it does not exist or the broker is away). */
+export async function deleteQueue(queue: string, url = AMQP_URL): Promise<void> {
+  try {
+    const connection = await amqp.connect(url);
+    try {
+      const channel = await connection.createChannel();
+      await channel.deleteQueue(queue);
+    } finally {
+      await connection.close().catch(() => undefined);
+    }
+  } catch {
+    // Nothing to clean up.
+  }
+}
+
 /**
  * A queue of the test's own bound to the exchange, collecting every message it receives. Each message is
  * checked against docs/asyncapi.yaml as it arrives; reading the messages (or stopping) throws while any

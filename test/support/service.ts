@@ -2,7 +2,7 @@ import type request from 'supertest';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { startService, type Service } from '../../src/service';
-import { AMQP_URL, deleteExchange, uniqueExchange } from './broker';
+import { AMQP_URL, deleteExchange, deleteQueue, journalQueueOf, uniqueExchange } from './broker';
 import { contractAgent, type ContractAgent } from './contracts';
 import { testDatabase, type TestDatabase } from './database';
 import { exactBytes, POS_ID, SECOND_KEY, OTHER_POS_ID, OTHER_KEY, sign } from './signing';
@@ -11,6 +11,8 @@ export interface TestService {
   service: Service;
   database: TestDatabase;
   exchange: string;
+  /** The service's journal queue (JOURNAL_QUEUE): its own. */
+  journalQueue: string;
   /** Every log line the service wrote, as parsed JSON and raw text. */
   logs: string[];
   publicUrl: string;
@@ -35,6 +37,7 @@ export interface TestServiceOptions {
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
   const database = options.database ?? testDatabase();
   const exchange = options.env?.AMQP_EXCHANGE ?? uniqueExchange();
+  const journalQueue = options.env?.JOURNAL_QUEUE ?? journalQueueOf(exchange);
   const config = loadConfig({
     PORT: '0',
     ADMIN_PORT: '0',
@@ -44,6 +47,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     ALLOWED_SOURCE_IPS: '127.0.0.1',
     AMQP_URL,
     AMQP_EXCHANGE: exchange,
+    JOURNAL_QUEUE: journalQueue,
     LOG_LEVEL: 'info',
     DATABASE_TIMEOUT: '2s',
     SHUTDOWN_TIMEOUT: '5s',
@@ -60,6 +64,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     service,
     database,
     exchange,
+    journalQueue,
     logs,
     publicUrl,
     adminUrl,
@@ -80,6 +85,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       // The relay declared the exchange, the test's own whoever named it: one that bound no consumer would leave
       // it behind.
       await deleteExchange(exchange);
+      // A test that named the queue (a restart with the same journal) deletes it itself.
+      if (options.env?.JOURNAL_QUEUE === undefined) await deleteQueue(journalQueue);
     },
   };
 }

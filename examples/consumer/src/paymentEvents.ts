@@ -1,4 +1,4 @@
-/* Generated from ../../docs/asyncapi.yaml by generate-event-types.mjs: do not edit by hand. */
+/* Generated from asyncapi.yaml by generate-event-types.mjs: do not edit by hand. */
 
 export type PaymentEvent =
   | OrderPendingEvent
@@ -262,6 +262,10 @@ export interface OrderEventData {
    * How the status was learned - a status notification, or the reconciliation that asked the payment API.
    */
   observedVia: "notification" | "reconciliation";
+  /**
+   * Present only on an event published again after a database failover lost its status: the journal of recorded notifications gave the notification back, and this is the event published before the failover, with the same `id` (a consumer that has that id already ignores it; one that missed it applies it). Since 1.2.0 (docs/EVENTS.md, "Around a failover").
+   */
+  restoredAfterFailover?: true;
   disagreements?: Disagreements;
 }
 export interface RefundEventData {
@@ -304,5 +308,9 @@ export interface RefundEventData {
    * How the status was learned - a status notification, or the reconciliation that asked the payment API.
    */
   observedVia: "notification" | "reconciliation";
+  /**
+   * Present only on an event published again after a database failover lost its status: the journal of recorded notifications gave the notification back, and this is the event published before the failover, with the same `id` (a consumer that has that id already ignores it; one that missed it applies it). Since 1.2.0 (docs/EVENTS.md, "Around a failover").
+   */
+  restoredAfterFailover?: true;
   disagreements?: Disagreements;
 }

@@ -1,0 +1,366 @@
+import { randomUUID } from 'node:crypto';
+import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage } from 'amqplib';
+import { Retries } from '../domain/backoff';
+import type { FailoverMetrics } from '../observability/failoverMetrics';
+import type { Logger } from '../observability/logger';
+import { decodeMessage, encodeMessage, entryBytes, type JournalEntry } from './journalEntries';
+
+/**
+ * The journal of recorded notifications: a short record outside the database of what the service answered 200 to
+ * (docs/decisions/0021). Every replica gives it the notifications each recording transaction committed; it
+ * publishes them, with publisher confirms, to a quorum queue of its own that keeps each message JOURNAL_RETENTION
+ * (an hour by default) and JOURNAL_MAX_BYTES at most, the oldest dropped first. Nobody consumes it but the
+ * recovery after a failover (readJournalBack), which reads it to a fence it publishes itself.
+ *
+ * Off the hot path: append() only queues the entries, and the intake never waits for the broker (with the broker
+ * away, notifications are still answered; their entries wait in memory, within a bound, and are published once it
+ * is back). So a status acknowledged in the last moments before the database dies, or while the broker is away, may
+ * be missing from it: the residual the window's reconciliation covers (docs/RELIABILITY.md).
+ */
+
+export interface JournalSettings {
+  /** JOURNAL_AMQP_URL: the broker, best a vhost of its own that only the service's user may read. Secret. */
+  url: string;
+  /** JOURNAL_QUEUE: the queue's name. */
+  queue: string;
+  /** JOURNAL_RETENTION: how long the queue keeps a message. */
+  retentionMs: number;
+  /** JOURNAL_MAX_BYTES: the queue's bound; past it the oldest messages go. */
+  maxBytes: number;
+}
+
+/** How the queue is declared: a replicated quorum queue that drops what is older than the retention or past the bound. */
+export const journalQueueArguments = ({ retentionMs, maxBytes }: JournalSettings): Record<string, unknown> => ({
+  'x-queue-type': 'quorum',
+  'x-message-ttl': retentionMs,
+  'x-max-length-bytes': maxBytes,
+  'x-overflow': 'drop-head',
+});
+
+/** A message's entries at most, in bytes: a flush of more goes in several. */
+const MESSAGE_BYTES = 4 * 1024 * 1024;
+/** Entries held in memory while the broker is away or slow to confirm: past it, the oldest unsent are dropped. */
+const BACKLOG_BYTES = 64 * 1024 * 1024;
+/** Reconnects back off from this to RECONNECT_MAX_MS, with jitter (replicas reconnect to one broker). */
+const RECONNECT_FIRST_MS = 250;
+const RECONNECT_MAX_MS = 15_000;
+
+const reasonText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * Opens a connection and a confirm channel and declares the journal's queue on it. A queue that exists already
+ * with other arguments (a retention changed since) is used as it is, and the log says so: RabbitMQ cannot change a
+ * queue's arguments, and a policy may set them (docs/OPERATIONS.md).
+ */
+async function openJournal(
+  settings: JournalSettings,
+  name: string,
+  logger: Logger,
+): Promise<{ connection: ChannelModel; channel: ConfirmChannel }> {
+  const connection = await amqp.connect(settings.url, { clientProperties: { connection_name: name } });
+  connection.on('error', (error: Error) =>
+    logger.warn({ err: { message: error.message } }, 'journal connection error'),
+  );
+  try {
+    let channel = await connection.createConfirmChannel();
+    channel.on('error', () => undefined);
+    try {
+      await channel.assertQueue(settings.queue, { durable: true, arguments: journalQueueArguments(settings) });
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 406) throw error;
+      logger.warn(
+        { queue: settings.queue },
+        'the journal queue exists with other arguments (JOURNAL_RETENTION or JOURNAL_MAX_BYTES changed since): its own apply',
+      );
+      channel = await connection.createConfirmChannel();
+      channel.on('error', () => undefined);
+      await channel.checkQueue(settings.queue);
+    }
+    return { connection, channel };
+  } catch (error) {
+    await connection.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** One replica's writer of the journal. */
+export class NotificationJournal {
+  /** Entries not published yet, oldest first. */
+  private unsent: JournalEntry[] = [];
+  private unsentBytes = 0;
+  /** Entries published and not confirmed yet. */
+  private unconfirmed = 0;
+  private connection: ChannelModel | null = null;
+  private channel: ConfirmChannel | null = null;
+  private connecting: Promise<void> | null = null;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private flushQueued = false;
+  private stopped = false;
+  /** Whether entries were dropped since the broker was last confirming (one log line per outage). */
+  private dropping = false;
+  private readonly reconnects = new Retries({ firstMs: RECONNECT_FIRST_MS, maxMs: RECONNECT_MAX_MS, jitter: 'full' });
+  /** Told whenever the backlog empties, for stop(). */
+  private drained: (() => void) | null = null;
+
+  constructor(
+    private readonly settings: JournalSettings,
+    private readonly metrics: FailoverMetrics,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Entries given and not confirmed yet. */
+  get backlog(): number {
+    return this.unsent.length + this.unconfirmed;
+  }
+
+  /** Connects in the background; entries appended meanwhile wait. */
+  start(): void {
+    this.stopped = false;
+    this.connect();
+  }
+
+  /** Takes the entries of a committed transaction; never waits and never throws. */
+  append(entries: readonly JournalEntry[]): void {
+    if (entries.length === 0 || this.stopped) return;
+    for (const entry of entries) {
+      this.unsent.push(entry);
+      this.unsentBytes += entryBytes(entry);
+    }
+    this.dropPastBound();
+    this.metrics.journalBacklog.set(this.backlog);
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      // Entries of the transactions that commit in the same turn leave in one message.
+      setImmediate(() => this.flush());
+    }
+  }
+
+  /** Waits up to `ms` for the backlog to be confirmed, then closes the connection; what is left is dropped. */
+  async stop(ms: number): Promise<void> {
+    if (this.backlog > 0 && this.channel) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => (this.drained = resolve)),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
+      ]).finally(() => clearTimeout(timer));
+    }
+    this.stopped = true;
+    if (this.backlog > 0) this.logger.warn({ entries: this.backlog }, 'stopping with journal entries not confirmed');
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    const connection = this.connection;
+    this.dropped();
+    await connection?.close().catch(() => undefined);
+  }
+
+  private connect(): void {
+    if (this.stopped || this.connecting || this.channel) return;
+    this.connecting = openJournal(this.settings, 'payment-notification-receiver:journal', this.logger)
+      .then(({ connection, channel }) => {
+        if (this.stopped) {
+          void connection.close().catch(() => undefined);
+          return;
+        }
+        this.connection = connection;
+        this.channel = channel;
+        channel.on('close', () => this.lost());
+        connection.on('close', () => this.lost());
+        this.reconnects.reset();
+        this.metrics.journalUp.set(1);
+        this.logger.info({ queue: this.settings.queue }, 'journal connected');
+        this.flush();
+      })
+      .catch((error: unknown) => this.retryLater(error))
+      .finally(() => (this.connecting = null));
+  }
+
+  private retryLater(error: unknown): void {
+    if (this.stopped) return;
+    const waitMs = this.reconnects.next();
+    // The first failure of a run is worth a warning; the rest of the outage is in the gauge.
+    if (this.reconnects.count === 1)
+      this.logger.warn(
+        { err: { message: reasonText(error) }, retryInMs: waitMs },
+        'journal not reachable (JOURNAL_AMQP_URL): recorded notifications wait in memory',
+      );
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      this.connect();
+    }, waitMs);
+  }
+
+  /** The connection or channel closed: what is unconfirmed comes back through the confirm callbacks. */
+  private lost(): void {
+    if (!this.channel && !this.connection) return;
+    this.dropped();
+    if (!this.stopped) {
+      this.logger.warn('journal connection closed; reconnecting');
+      this.retryLater(new Error('connection closed'));
+    }
+  }
+
+  private dropped(): void {
+    this.channel = null;
+    this.connection = null;
+    this.metrics.journalUp.set(0);
+  }
+
+  /** Publishes every unsent entry, in messages of MESSAGE_BYTES at most, each settled by its confirm. */
+  private flush(): void {
+    this.flushQueued = false;
+    const channel = this.channel;
+    if (!channel) {
+      this.connect();
+      return;
+    }
+    while (this.unsent.length > 0) {
+      let bytes = 0;
+      let count = 0;
+      while (count < this.unsent.length && (count === 0 || bytes < MESSAGE_BYTES)) {
+        bytes += entryBytes(this.unsent[count] as JournalEntry);
+        count += 1;
+      }
+      const entries = this.unsent.splice(0, count);
+      this.unsentBytes -= bytes;
+      this.unconfirmed += entries.length;
+      try {
+        channel.publish(
+          '',
+          this.settings.queue,
+          encodeMessage({ entries }),
+          {
+            persistent: true,
+            contentType: 'application/json',
+          },
+          (error) => this.settle(entries, error),
+        );
+      } catch (error) {
+        this.settle(entries, error);
+        break;
+      }
+    }
+  }
+
+  /** A message's confirm: counted; a nack or a lost channel puts its entries back in front, to be sent again. */
+  private settle(entries: JournalEntry[], error: unknown): void {
+    this.unconfirmed -= entries.length;
+    if (error) {
+      this.unsent.unshift(...entries);
+      this.unsentBytes += entries.reduce((sum, entry) => sum + entryBytes(entry), 0);
+      this.dropPastBound();
+      if (this.channel && !this.flushQueued) {
+        this.flushQueued = true;
+        setImmediate(() => this.flush());
+      }
+    } else {
+      this.metrics.journalEntries.inc({ outcome: 'confirmed' }, entries.length);
+      this.dropping = false;
+    }
+    this.metrics.journalBacklog.set(this.backlog);
+    if (this.backlog === 0) this.drained?.();
+  }
+
+  /** Past BACKLOG_BYTES the oldest unsent entries go, counted: memory stays bounded whatever the broker does. */
+  private dropPastBound(): void {
+    let dropped = 0;
+    while (this.unsentBytes > BACKLOG_BYTES && this.unsent.length > 0) {
+      this.unsentBytes -= entryBytes(this.unsent.shift() as JournalEntry);
+      dropped += 1;
+    }
+    if (dropped === 0) return;
+    this.metrics.journalEntries.inc({ outcome: 'dropped' }, dropped);
+    if (!this.dropping)
+      this.logger.error(
+        { dropped },
+        'journal backlog full while the broker is away: the oldest recorded notifications are no longer in it',
+      );
+    this.dropping = true;
+  }
+}
+
+/** What a read back found. */
+export interface JournalReadBack {
+  /** Messages read before the fence. */
+  messages: number;
+  /** Messages that were not journal messages of this version. */
+  unreadable: number;
+}
+
+/**
+ * Reads the journal back, oldest first, up to a fence this call publishes, handing each message's entries to
+ * `onEntries` (and how many of its entries could not be read) and acknowledging the message only once that
+ * resolved: a reader that dies midway leaves the rest, and the message in hand, for the next one. What it reads
+ * leaves the queue: it is what the database had lost, now recorded again, or what it still had. Fails when the
+ * fence does not come back within `silenceMs` of the last message (the broker lost it, or another reader took it).
+ */
+export async function readJournalBack(
+  settings: JournalSettings,
+  onEntries: (entries: JournalEntry[], unreadable: number) => Promise<void>,
+  logger: Logger,
+  silenceMs = 30_000,
+): Promise<JournalReadBack> {
+  const { connection, channel } = await openJournal(settings, 'payment-notification-receiver:journal-reader', logger);
+  let reader: Channel | null = null;
+  try {
+    const fence = randomUUID();
+    await new Promise<void>((resolve, reject) =>
+      channel.publish('', settings.queue, encodeMessage({ fence }), { persistent: true }, (error) =>
+        error ? reject(new Error(`the journal's broker refused the fence: ${reasonText(error)}`)) : resolve(),
+      ),
+    );
+    reader = await connection.createChannel();
+    reader.on('error', () => undefined);
+    await reader.prefetch(16);
+    const consumer = reader;
+    const result: JournalReadBack = { messages: 0, unreadable: 0 };
+    await new Promise<void>((resolve, reject) => {
+      let chain = Promise.resolve();
+      let silence: NodeJS.Timeout | undefined;
+      const quiet = (): void => {
+        clearTimeout(silence);
+        silence = setTimeout(
+          () => reject(new Error(`the journal's fence did not come back within ${silenceMs} ms`)),
+          silenceMs,
+        );
+      };
+      quiet();
+      const handle = async (message: ConsumeMessage): Promise<void> => {
+        quiet();
+        const decoded = decodeMessage(message.content);
+        if ('fence' in decoded) {
+          consumer.ack(message);
+          // Another reader's fence, left by one that died: passed over.
+          if (decoded.fence === fence) {
+            clearTimeout(silence);
+            resolve();
+          }
+          return;
+        }
+        result.messages += 1;
+        if ('problem' in decoded) {
+          result.unreadable += 1;
+          logger.warn({ problem: decoded.problem }, 'a journal message could not be read: set aside');
+        } else await onEntries(decoded.entries, decoded.unreadable);
+        consumer.ack(message);
+      };
+      consumer
+        .consume(
+          settings.queue,
+          (message) => {
+            if (!message) return reject(new Error('the journal queue was deleted while being read'));
+            chain = chain
+              .then(() => handle(message))
+              .catch((error: unknown) => {
+                clearTimeout(silence);
+                reject(error instanceof Error ? error : new Error(String(error)));
+              });
+          },
+          { noAck: false },
+        )
+        .catch(reject);
+    });
+    return result;
+  } finally {
+    await reader?.close().catch(() => undefined);
+    await connection.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,183 @@
+import pg from 'pg';
+import { EventConsumer } from '../support/broker';
+import { query } from '../support/database';
+import { startTestService, type TestService } from '../support/service';
+import { orderBody, refundBody, uniqueId } from '../support/signing';
+import { waitUntil } from '../support/wait';
+
+/**
+ * A failover that lost its last seconds (issue 54), played on one database: the service records notifications
+ * (and the journal keeps them), then the database "forgets" what came after a point, as a promoted standby that
+ * missed it would, its beat back where it was then. The watch notices the beat gone back, holds the writes, and the
+ * recovery restores every lost status from the journal, with the ids it had, and publishes each event again under
+ * the id consumers already know. The real thing, with a streaming standby promoted, is the fault scenario
+ * test/reliability/scenarios/failover.ts.
+ */
+
+let svc: TestService;
+let consumer: EventConsumer;
+
+beforeAll(async () => {
+  svc = await startTestService({ env: { FAILOVER_RECONCILE_WINDOW: '0' } });
+  consumer = await new EventConsumer(svc.exchange).start();
+});
+
+afterAll(async () => {
+  await consumer.stop();
+  await svc.stop();
+});
+
+/** The journal has confirmed everything the service gave it. */
+async function journalSettled(): Promise<void> {
+  await waitUntil('the journal confirmed every entry', async () => {
+    const [value] = (await svc.service.metrics.failover.journalBacklog.get()).values;
+    return (value?.value ?? 0) === 0;
+  });
+}
+
+async function accepted(body: string): Promise<void> {
+  await svc.post(body).expect(200);
+}
+
+interface Lost {
+  orderIds: string[];
+  refundIds: string[];
+}
+
+/**
+ * What a promoted standby that stopped receiving WAL at `cut` holds: every row written for these orders and refunds
+ * since is gone (new orders wholly, the refunds of an older one), and the beat is back where it was then.
+ */
+async function forgetSince(cut: Date, lost: Lost): Promise<void> {
+  const client = new pg.Client({ connectionString: svc.database.url });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    const orders = lost.orderIds;
+    const refunds = lost.refundIds;
+    const subjects = [...orders, ...refunds];
+    await client.query(
+      `DELETE FROM deliveries d USING notifications n
+        WHERE d.notification_id = n.id AND d.notification_received_at = n.received_at
+          AND (n.subject_id = ANY($1) OR n.order_id = ANY($2)) AND n.received_at >= $3`,
+      [subjects, orders, cut],
+    );
+    await client.query(
+      'DELETE FROM notifications WHERE (subject_id = ANY($1) OR order_id = ANY($2)) AND received_at >= $3',
+      [subjects, orders, cut],
+    );
+    await client.query('DELETE FROM outbox_events WHERE created_at >= $1', [cut]);
+    await client.query('DELETE FROM refunds WHERE refund_id = ANY($1)', [refunds]);
+    await client.query('DELETE FROM orders WHERE order_id = ANY($1)', [orders]);
+    await client.query('DELETE FROM order_owners WHERE order_id = ANY($1)', [orders]);
+    await client.query('DELETE FROM event_streams WHERE order_id = ANY($1)', [orders]);
+    await client.query('DELETE FROM reconciliation_checks WHERE order_id = ANY($1)', [orders]);
+    // The refunds' order keeps its stream as it was: one event fewer per refund forgotten.
+    await client.query(
+      `UPDATE event_streams s SET last_sequence = (SELECT coalesce(max(sequence), 0) FROM outbox_events o WHERE o.order_id = s.order_id)`,
+    );
+    await client.query(`UPDATE database_watch SET beat = beat - 1000000, beat_at = $1`, [cut]);
+    await client.query('COMMIT');
+  } finally {
+    await client.end();
+  }
+}
+
+describe('When the database fails over and loses what it acknowledged in its last seconds', () => {
+  const kept = uniqueId('FOKEPT');
+  const lostOrders = [uniqueId('FOLOST'), uniqueId('FOLOST'), uniqueId('FOLOST')];
+  const lostRefund = uniqueId('FOREF');
+  let originals: Array<{ id: string; type: string; subject: string; data: { notificationId: string } }>;
+  let notificationIds: Map<string, string>;
+
+  beforeAll(async () => {
+    await accepted(orderBody({ orderId: kept, status: 'PENDING' }));
+    await accepted(orderBody({ orderId: kept, status: 'COMPLETED', payMethodType: 'PBL' }));
+    await journalSettled();
+    await consumer.waitFor(2);
+    // A beat or two after the kept ones: the cut comes after them.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const [row] = await query<{ now: Date }>(svc.database.url, 'SELECT now() AS now');
+    const cut = row?.now ?? new Date();
+    for (const orderId of lostOrders) {
+      await accepted(orderBody({ orderId, status: 'PENDING' }));
+      await accepted(orderBody({ orderId, status: 'COMPLETED', payMethodType: 'PBL' }));
+    }
+    await accepted(refundBody({ orderId: kept, refundId: lostRefund, status: 'FINALIZED' }));
+    await journalSettled();
+    originals = (await consumer.waitFor(2 + 2 * lostOrders.length + 1)).map(
+      (m) => JSON.parse(m.content.toString('utf8')) as (typeof originals)[number],
+    );
+    notificationIds = new Map(
+      (
+        await query<{ subject_id: string; status: string; id: string }>(
+          svc.database.url,
+          'SELECT subject_id, status, id::text AS id FROM notifications',
+        )
+      ).map((r) => [`${r.subject_id}:${r.status}`, r.id]),
+    );
+    await forgetSince(cut, { orderIds: lostOrders, refundIds: [lostRefund] });
+  }, 60_000);
+
+  it('then the watch notices it, and the recovery restores every lost status from the journal', async () => {
+    const [failover] = await waitUntil(
+      'the recovery is done',
+      async () => {
+        const rows = await query<{ cause: string; state: string; restored: number; journal_problem: string | null }>(
+          svc.database.url,
+          'SELECT cause, state, restored, journal_problem FROM failovers',
+        );
+        return rows.length > 0 && rows.every((r) => r.state === 'done') && rows;
+      },
+      30_000,
+    );
+    expect(failover).toMatchObject({ cause: 'beat', restored: 2 * lostOrders.length + 1, journal_problem: null });
+    expect(svc.logs.some((line) => line.includes('"level":50') && line.includes('the database failed over'))).toBe(
+      true,
+    );
+    const [noticed] = (await svc.service.metrics.failover.noticed.get()).values.filter(
+      (v) => v.labels.cause === 'beat',
+    );
+    expect(noticed?.value).toBe(1);
+
+    const orders = await query<{ order_id: string; status: string }>(
+      svc.database.url,
+      'SELECT order_id, status FROM orders WHERE order_id = ANY($1) ORDER BY order_id',
+      [lostOrders],
+    );
+    expect(orders.map((o) => o.status)).toEqual(['COMPLETED', 'COMPLETED', 'COMPLETED']);
+    const [refund] = await query<{ status: string }>(
+      svc.database.url,
+      'SELECT status FROM refunds WHERE refund_id = $1',
+      [lostRefund],
+    );
+    expect(refund?.status).toBe('FINALIZED');
+  });
+
+  it('then each restored notification has its id again, marked as a restoration', async () => {
+    const restored = await query<{ subject_id: string; status: string; id: string; observed_via: string }>(
+      svc.database.url,
+      `SELECT subject_id, status, id::text AS id, observed_via FROM notifications WHERE observed_via = 'restoration'`,
+    );
+    expect(restored).toHaveLength(2 * lostOrders.length + 1);
+    for (const r of restored) expect(r.id).toBe(notificationIds.get(`${r.subject_id}:${r.status}`));
+  });
+
+  it('then each restored status is published once more under the id consumers have, marked restoredAfterFailover', async () => {
+    const lostIds = new Set(
+      originals.filter((e) => lostOrders.includes(e.subject) || e.type.startsWith('refund.')).map((e) => e.id),
+    );
+    const all = await consumer.waitFor(originals.length + lostIds.size);
+    const again = all.slice(originals.length).map(
+      (m) =>
+        JSON.parse(m.content.toString('utf8')) as {
+          id: string;
+          data: { observedVia: string; restoredAfterFailover?: boolean };
+        },
+    );
+    expect(new Set(again.map((e) => e.id))).toEqual(lostIds);
+    expect(again.every((e) => e.data.observedVia === 'notification' && e.data.restoredAfterFailover === true)).toBe(
+      true,
+    );
+  });
+});
