@@ -137,13 +137,13 @@ export interface NoticedFailover {
   identity: DatabaseIdentity | null;
 }
 
-/** How long after a recovery began another replica's notice of a lost beat counts as the same failover. */
+/** How long after a failover's notice another replica's notice of a lost beat counts as the same, while restoring. */
 const SAME_FAILOVER_MS = 60_000;
 
 /**
  * Writes a failover once, whichever replica notices it first: under the lock of database_watch's row, a recovery
- * still open for the same identity (or, for a beat gone back, begun within a minute) is the same failover, and its
- * id is answered; otherwise the failover is written and the identity it moved to noted. Answers the failover's id
+ * still open for the same identity (or, for a beat gone back, still restoring one noticed within a minute) is the
+ * same failover, and its id is answered; otherwise the failover is written and the identity it moved to noted. Answers the failover's id
  * and whether this call wrote it.
  */
 export async function recordFailover(
@@ -156,13 +156,17 @@ export async function recordFailover(
     await trx.run(statement(sql`SELECT 1 FROM ${watch} FOR UPDATE`));
     const [open] = await trx.run(
       statement(
-        sql<{ id: string; current_identity: string; recent: boolean }>`
+        sql<{ id: string; current_identity: string; restoring_lately: boolean }>`
           SELECT ${fc('id')}::text AS id, ${fc('current_identity')} AS current_identity,
-                 ${fc('noticed_at')} > now() - ${SAME_FAILOVER_MS}::int * interval '1 millisecond' AS recent
+                 ${fc('state')} = 'restoring'
+                   AND ${fc('noticed_at')} > now() - ${SAME_FAILOVER_MS}::int * interval '1 millisecond'
+                   AS restoring_lately
             FROM ${failovers} WHERE ${fc('state')} <> 'done' ORDER BY ${fc('id')} DESC LIMIT 1`,
       ),
     );
-    if (open && (open.current_identity === notice.current || (notice.cause === 'beat' && open.recent)))
+    // The same promotion, whatever its recovery's phase; the same lost beat only while it is still restored (a
+    // loss after its restoration needs one of its own: a second restoration of the same finds everything recorded).
+    if (open && (open.current_identity === notice.current || (notice.cause === 'beat' && open.restoring_lately)))
       return { id: open.id, written: false };
     const [row] = await trx.run(
       statement(

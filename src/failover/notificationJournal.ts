@@ -106,6 +106,8 @@ export class NotificationJournal {
     private readonly settings: JournalSettings,
     private readonly metrics: FailoverMetrics,
     private readonly logger: Logger,
+    /** The in-memory bound (BACKLOG_BYTES; a test's smaller one). */
+    private readonly backlogBytes = BACKLOG_BYTES,
   ) {}
 
   /** Entries given and not confirmed yet. */
@@ -259,10 +261,10 @@ export class NotificationJournal {
     if (this.backlog === 0) this.drained?.();
   }
 
-  /** Past BACKLOG_BYTES the oldest unsent entries go, counted: memory stays bounded whatever the broker does. */
+  /** Past the bound (BACKLOG_BYTES) the oldest unsent entries go, counted: memory stays bounded whatever the broker does. */
   private dropPastBound(): void {
     let dropped = 0;
-    while (this.unsentBytes > BACKLOG_BYTES && this.unsent.length > 0) {
+    while (this.unsentBytes > this.backlogBytes && this.unsent.length > 0) {
       this.unsentBytes -= entryBytes(this.unsent.shift() as JournalEntry);
       dropped += 1;
     }
@@ -341,6 +343,8 @@ export async function readJournalBack(
           logger.warn({ problem: decoded.problem }, 'a journal message could not be read: set aside');
         } else await onEntries(decoded.entries, decoded.unreadable);
         consumer.ack(message);
+        // The silence counts from the last message handled: recording a large one again takes its time.
+        quiet();
       };
       consumer
         .consume(

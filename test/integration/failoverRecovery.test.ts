@@ -1,8 +1,10 @@
+import amqp from 'amqplib';
 import pg from 'pg';
-import { EventConsumer } from '../support/broker';
+import { encodeMessage, type JournalEntry } from '../../src/failover/journalEntries';
+import { AMQP_URL, EventConsumer } from '../support/broker';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
-import { orderBody, refundBody, uniqueId } from '../support/signing';
+import { orderBody, refundBody, sign, uniqueId } from '../support/signing';
 import { waitUntil } from '../support/wait';
 
 /**
@@ -179,5 +181,84 @@ describe('When the database fails over and loses what it acknowledged in its las
     expect(again.every((e) => e.data.observedVia === 'notification' && e.data.restoredAfterFailover === true)).toBe(
       true,
     );
+  });
+});
+
+describe('When a failover is being restored', () => {
+  it('then notifications get 503 recovering and readiness says so, and they are taken once it is restored', async () => {
+    const holder = new pg.Client({ connectionString: svc.database.url });
+    await holder.connect();
+    try {
+      // A failover as a watch writes it, its restoration held at its last write by the test's row lock.
+      const [row] = (
+        await holder.query<{ id: string }>(
+          `INSERT INTO failovers (noticed_by, cause, previous_identity, current_identity, last_point)
+           VALUES ('test', 'beat', 'beat 10', 'beat 5', now()) RETURNING id::text AS id`,
+        )
+      ).rows;
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM failovers WHERE id = $1 FOR UPDATE', [row?.id]);
+      const orderId = uniqueId('FOHELD');
+      const held = await waitUntil('writes held', async () => {
+        const answer = await svc.post(orderBody({ orderId, status: 'PENDING' }));
+        return answer.status === 503 && answer;
+      });
+      expect(held.body).toMatchObject({ error: { code: 'recovering' } });
+      expect(held.headers['retry-after']).toBe('5');
+      const ready = await svc.admin.get('/readyz').expect(200);
+      expect(ready.body).toEqual({ status: 'ready', failoverRecovery: 'restoring' });
+      await holder.query('ROLLBACK');
+      await waitUntil('writes taken again', async () => {
+        const answer = await svc.post(orderBody({ orderId, status: 'PENDING' }));
+        return answer.status === 200;
+      });
+    } finally {
+      await holder.end();
+    }
+  });
+});
+
+describe('When the journal holds an entry that fails verification', () => {
+  it('then the recovery counts it and sets it aside, and records nothing of it', async () => {
+    // After the failovers above: this loss comes once their restorations are over, and is a failover of its own.
+    const orderId = uniqueId('FOFORGED');
+    const body = Buffer.from(orderBody({ orderId, status: 'COMPLETED' }));
+    const forged: JournalEntry = {
+      kind: 'notification',
+      at: new Date().toISOString(),
+      id: '999999999',
+      sourceAddress: '127.0.0.1',
+      processingTimeMs: null,
+      algorithm: 'md5',
+      // Signed with a key the service does not have.
+      signature: sign(body, 'not-the-second-key-of-anyone').split('signature=')[1]?.split(';')[0] ?? '',
+      body: body.toString('base64'),
+    };
+    const connection = await amqp.connect(AMQP_URL);
+    try {
+      const channel = await connection.createConfirmChannel();
+      channel.publish('', svc.journalQueue, encodeMessage({ entries: [forged] }), { persistent: true });
+      await channel.waitForConfirms();
+    } finally {
+      await connection.close();
+    }
+    const before = await query<{ id: string }>(svc.database.url, 'SELECT id::text AS id FROM failovers');
+    await query(svc.database.url, 'UPDATE database_watch SET beat = beat - 1000000, beat_at = now()');
+    const [failover] = await waitUntil(
+      'a second recovery is done',
+      async () => {
+        const rows = await query<{ state: string; set_aside: number; restored: number }>(
+          svc.database.url,
+          'SELECT state, set_aside, restored FROM failovers WHERE NOT (id::text = ANY($1))',
+          [before.map((r) => r.id)],
+        );
+        return rows.length === 1 && rows[0]?.state === 'done' && rows;
+      },
+      30_000,
+    );
+    expect(failover).toMatchObject({ set_aside: 1, restored: 0 });
+    expect(await query(svc.database.url, 'SELECT 1 FROM orders WHERE order_id = $1', [orderId])).toHaveLength(0);
+    expect(svc.logs.some((line) => line.includes('failed verification: set aside'))).toBe(true);
+    expect(svc.logs.some((line) => line.includes(orderId))).toBe(false);
   });
 });

@@ -1,0 +1,194 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import amqp from 'amqplib';
+import { Registry } from 'prom-client';
+import { decodeMessage, type JournalEntry } from '../../src/failover/journalEntries';
+import {
+  journalQueueArguments,
+  NotificationJournal,
+  type JournalSettings,
+} from '../../src/failover/notificationJournal';
+import { createFailoverMetrics } from '../../src/observability/failoverMetrics';
+import { createLogger } from '../../src/observability/logger';
+import { AMQP_URL, deleteQueue } from '../support/broker';
+import { query } from '../support/database';
+import { FaultProxy } from '../support/faultProxy';
+import { startTestService, type TestService } from '../support/service';
+import { orderBody, uniqueId } from '../support/signing';
+import { waitUntil } from '../support/wait';
+
+/**
+ * The journal of recorded notifications (src/failover/notificationJournal.ts): what it keeps, how it is bounded,
+ * where it lives, and that the intake never waits for it.
+ */
+
+const run = promisify(execFile);
+
+/** Every message of a queue, taken off it, each decoded. */
+async function drain(queue: string, url = AMQP_URL): Promise<JournalEntry[]> {
+  const connection = await amqp.connect(url);
+  try {
+    const channel = await connection.createChannel();
+    const entries: JournalEntry[] = [];
+    for (;;) {
+      const message = await channel.get(queue, { noAck: true });
+      if (message === false) return entries;
+      const decoded = decodeMessage(message.content);
+      if (!('entries' in decoded)) throw new Error('not a journal message of entries');
+      entries.push(...decoded.entries);
+    }
+  } finally {
+    await connection.close();
+  }
+}
+
+const backlogOf = async (registry: { get(): Promise<{ values: Array<{ value: number }> }> }): Promise<number> =>
+  (await registry.get()).values[0]?.value ?? 0;
+
+describe('When the service records notifications', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService();
+  });
+  afterAll(async () => {
+    await svc.stop();
+  });
+
+  it('then its journal keeps each new one once: its exact body, signature and the place it was recorded in', async () => {
+    const orderId = uniqueId('JRNL');
+    const pending = orderBody({ orderId, status: 'PENDING' });
+    const completed = orderBody({ orderId, status: 'COMPLETED', payMethodType: 'PBL' });
+    await svc.post(pending).expect(200);
+    await svc.post(pending).expect(200); // a duplicate: its notification is journaled already
+    await svc.post(completed).expect(200);
+    await waitUntil(
+      'the journal confirmed every entry',
+      async () => (await backlogOf(svc.service.metrics.failover.journalBacklog)) === 0,
+    );
+    const entries = await drain(svc.journalQueue);
+    const stored = await query<{ id: string; status: string; at: string }>(
+      svc.database.url,
+      `SELECT id::text AS id, status, to_json(received_at)#>>'{}' AS at FROM notifications WHERE order_id = $1 ORDER BY id`,
+      [orderId],
+    );
+    expect(entries.map((e) => Buffer.from(e.body, 'base64').toString('utf8'))).toEqual([pending, completed]);
+    expect(entries.map((e) => ({ id: e.id, at: e.at }))).toEqual(stored.map((s) => ({ id: s.id, at: s.at })));
+    expect(
+      entries.every((e) => e.kind === 'notification' && e.sourceAddress === '127.0.0.1' && e.algorithm === 'md5'),
+    ).toBe(true);
+  });
+
+  it('then its queue is a quorum queue that drops what is older than JOURNAL_RETENTION or past JOURNAL_MAX_BYTES', async () => {
+    const settings: JournalSettings = {
+      url: AMQP_URL,
+      queue: svc.journalQueue,
+      retentionMs: 3_600_000,
+      maxBytes: 1024 ** 3,
+    };
+    const connection = await amqp.connect(AMQP_URL);
+    try {
+      const channel = await connection.createChannel();
+      // Declaring a queue again with other arguments is refused: these are its arguments.
+      await expect(
+        channel.assertQueue(svc.journalQueue, { durable: true, arguments: journalQueueArguments(settings) }),
+      ).resolves.toMatchObject({ queue: svc.journalQueue });
+      const other = await connection.createChannel();
+      other.on('error', () => undefined);
+      await expect(
+        other.assertQueue(svc.journalQueue, {
+          durable: true,
+          arguments: journalQueueArguments({ ...settings, retentionMs: 60_000 }),
+        }),
+      ).rejects.toMatchObject({ code: 406 });
+    } finally {
+      await connection.close().catch(() => undefined);
+    }
+  });
+});
+
+describe('When the journal is away', () => {
+  it('then notifications are still answered 200, and nothing waits on it', async () => {
+    const proxy = await new FaultProxy(5672).start();
+    proxy.reset();
+    const svc = await startTestService({ env: { JOURNAL_AMQP_URL: `amqp://guest:guest@127.0.0.1:${proxy.port}` } });
+    try {
+      await svc.post(orderBody({ orderId: uniqueId('JAWAY'), status: 'PENDING' })).expect(200);
+      expect(await backlogOf(svc.service.metrics.failover.journalBacklog)).toBe(1);
+    } finally {
+      await svc.stop();
+      await proxy.stop();
+    }
+  });
+
+  it('then its entries wait in memory within its bound, the oldest dropped and counted, and go once it is back', async () => {
+    const proxy = await new FaultProxy(5672).start();
+    proxy.reset();
+    const queue = `test.journal.${randomBytes(4).toString('hex')}`;
+    const metrics = createFailoverMetrics(new Registry());
+    const entry = (i: number): JournalEntry => ({
+      kind: 'notification',
+      at: new Date(Date.UTC(2026, 11, 2, 10, 0, i)).toISOString(),
+      id: String(i + 1),
+      sourceAddress: null,
+      processingTimeMs: null,
+      algorithm: 'md5',
+      signature: '00112233445566778899aabbccddeeff',
+      body: Buffer.alloc(600, i).toString('base64'),
+    });
+    // Room for three entries of about 1.2 kB.
+    const journal = new NotificationJournal(
+      { url: `amqp://guest:guest@127.0.0.1:${proxy.port}`, queue, retentionMs: 3_600_000, maxBytes: 1024 ** 3 },
+      metrics,
+      createLogger('silent'),
+      3 * 1250,
+    );
+    try {
+      journal.start();
+      journal.append([0, 1, 2, 3, 4].map(entry));
+      expect(journal.backlog).toBe(3);
+      expect((await metrics.journalEntries.get()).values.find((v) => v.labels.outcome === 'dropped')?.value).toBe(2);
+      proxy.pass();
+      await waitUntil('the backlog published', () => journal.backlog === 0, 30_000);
+      expect((await drain(queue)).map((e) => e.id)).toEqual(['3', '4', '5']);
+    } finally {
+      await journal.stop(1000);
+      await proxy.stop();
+      await deleteQueue(queue);
+    }
+  });
+});
+
+describe('When JOURNAL_AMQP_URL names a vhost of its own', () => {
+  const vhost = `test-journal-${randomBytes(4).toString('hex')}`;
+  beforeAll(async () => {
+    await run('rabbitmqctl', ['-q', 'add_vhost', vhost]);
+    await run('rabbitmqctl', ['-q', 'set_permissions', '-p', vhost, 'guest', '.*', '.*', '.*']);
+  });
+  afterAll(async () => {
+    await run('rabbitmqctl', ['-q', 'delete_vhost', vhost]);
+  });
+
+  it('then the journal is there, out of reach of the events vhost and its users', async () => {
+    const url = `amqp://guest:guest@127.0.0.1:5672/${vhost}`;
+    const svc = await startTestService({ env: { JOURNAL_AMQP_URL: url } });
+    try {
+      await svc.post(orderBody({ orderId: uniqueId('JVHOST'), status: 'PENDING' })).expect(200);
+      await waitUntil(
+        'the journal confirmed every entry',
+        async () => (await backlogOf(svc.service.metrics.failover.journalBacklog)) === 0,
+      );
+      expect(await drain(svc.journalQueue, url)).toHaveLength(1);
+      const connection = await amqp.connect(AMQP_URL);
+      try {
+        const channel = await connection.createChannel();
+        channel.on('error', () => undefined);
+        await expect(channel.checkQueue(svc.journalQueue)).rejects.toMatchObject({ code: 404 });
+      } finally {
+        await connection.close().catch(() => undefined);
+      }
+    } finally {
+      await svc.stop();
+    }
+  });
+});
