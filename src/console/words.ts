@@ -130,6 +130,14 @@ export const TRANSITION_WORDS: Readonly<Record<StatusTransition, Word>> = {
   },
 };
 
+/** A status the journal gave back after a database failover lost it. */
+export const RESTORED_WORD: Word = {
+  id: 'restored',
+  label: 'restored after a database failover',
+  meaning:
+    'The database switched to its standby copy, which had missed the last seconds. The service keeps a short journal of every notification it received outside the database, and recorded this one again from it: the notification did arrive from the payment service, and nothing about it changed.',
+};
+
 /** A status learnt by asking the payment service, not from a notification. */
 export const LEARNT_WORD: Word = {
   id: 'learnt',
@@ -273,6 +281,8 @@ export const TERMS: readonly Word[] = [
 
 /** What each setting a page names does, in a sentence. */
 export const SETTING_WORDS: Readonly<Record<string, string>> = {
+  FAILOVER_RECONCILE_WINDOW:
+    'After a database failover, how far back before the switch orders are checked with the payment service.',
   CONSOLE_QUIET_AFTER: 'How long without any notification before Needs attention says the payment service is silent.',
   CONSOLE_TIME_ZONE: 'The time zone every time in the console is shown in, and filters are read in.',
   CONSOLE_LOCALE: 'How the console writes amounts and dates.',

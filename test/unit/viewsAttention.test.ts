@@ -2,6 +2,7 @@ import { LocalTime } from '../../src/console/localTime';
 import type { Attention } from '../../src/console/queries/attention';
 import { conditions, type BoardOptions } from '../../src/console/views/attention';
 import type { PageContext } from '../../src/console/views/layout';
+import type { Failover } from '../../src/failover/failoverQueries';
 const now = new Date('2026-11-27T15:00:00Z');
 const ctx: PageContext = { viewer: null, now, clock: new LocalTime('Europe/Warsaw', 'en-GB') };
 const ago = (ms: number) => new Date(now.getTime() - ms);
@@ -22,6 +23,7 @@ const calm: Attention = {
   lastDeliveryAt: ago(MIN),
   reachability: [{ posId: '300746', state: 'answering', since: ago(HOUR), detail: '', confirmedAt: ago(MIN) }],
   historyDaysAhead: 1,
+  failover: null,
 };
 const options: BoardOptions = { quietAfterMs: HOUR, confirmWithinMs: 3 * 24 * HOUR, checksOn: true };
 const text = (html: { text: string }) => html.text.replace(/<[^>]*>/g, '').replace(/\s+/g, ' ');
@@ -43,6 +45,7 @@ describe('needs attention: the status board', () => {
         'contradictions',
         'events-unrouted',
         'events-waiting',
+        'failover',
         'given-up',
         'history-days',
         'payment-api',
@@ -147,5 +150,57 @@ describe('needs attention: the status board', () => {
     expect(lines({ quarantinedCount: { count: 1000, more: true } }).find((l) => l.id === 'set-aside')?.now).toContain(
       'more than 1000 notifications',
     );
+  });
+
+  describe('the failover line', () => {
+    const failover = (over: Partial<Failover>): Failover => ({
+      id: '1',
+      noticedAt: ago(10 * MIN),
+      noticedBy: 'pod-a',
+      cause: 'timeline',
+      previousIdentity: 'timeline 1 of server 1',
+      currentIdentity: 'timeline 2 of server 1',
+      lastPoint: ago(11 * MIN),
+      state: 'done',
+      journalRead: 120,
+      restored: 117,
+      alreadyRecorded: 3,
+      setAside: 0,
+      journalProblem: null,
+      windowOrders: 40,
+      uncovered: 0,
+      restoredAt: ago(10 * MIN),
+      doneAt: ago(8 * MIN),
+      ...over,
+    });
+    const line = (f: Failover | null) => lines({ failover: f }).find((l) => l.id === 'failover');
+
+    it('When a recovery is under way, then it comes first, critical, saying what is being done', () => {
+      const [first] = lines({ failover: failover({ state: 'restoring', doneAt: null, windowOrders: null }) });
+      expect(first).toMatchObject({ id: 'failover', severity: 'critical' });
+      expect(first?.title).toContain('what it lost is being restored');
+      expect(line(failover({ state: 'reconciling', doneAt: null }))?.now).toContain('117 statuses came back');
+    });
+
+    it('When the recovery left orders no check could settle, then it says how many, and never all well', () => {
+      const l = line(failover({ uncovered: 4 }));
+      expect(l?.severity).toBe('warning');
+      expect(l?.title).toContain('some statuses may be missing');
+      expect(l?.now).toContain('4 orders could not be');
+    });
+
+    it('When the journal could not be read, then it is critical and says why', () => {
+      const l = line(failover({ journalProblem: 'the journal’s fence did not come back within 30000 ms' }));
+      expect(l?.severity).toBe('critical');
+      expect(l?.now).toContain('the journal could not be read');
+    });
+
+    it('When everything was restored, then it says so for a week, as good to know, then all well', () => {
+      expect(line(failover({}))).toMatchObject({
+        severity: 'info',
+        title: 'The database failed over, and everything was restored',
+      });
+      expect(line(failover({ noticedAt: ago(8 * 24 * HOUR) }))).toMatchObject({ severity: 'ok' });
+    });
   });
 });

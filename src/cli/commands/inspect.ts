@@ -159,7 +159,9 @@ function notificationLines(notifications: NotificationView[]): string[] {
         n.deliveries.map((d) => [
           `      delivery #${d.id}`,
           `${d.receivedAt}`,
-          d.observedVia === 'reconciliation' ? 'from reconciliation' : `from ${d.sourceAddress ?? '?'}`,
+          d.observedVia === 'reconciliation'
+            ? 'from reconciliation'
+            : `${d.observedVia === 'restoration' ? 'restored from the journal, first ' : ''}from ${d.sourceAddress ?? '?'}`,
           `POS ${d.posId}`,
           `key ${d.keyFingerprint}`,
           `Svc-Processing-Time ${d.processingTimeMs === null ? '-' : `${d.processingTimeMs} ms`}`,

@@ -2,6 +2,7 @@ import type { SelectQueryBuilder } from 'kysely';
 import type { Db } from '../../database/pool';
 import type { Database, Disagreement } from '../../database/schema';
 import type { StatusTransition } from '../../domain/outcomes';
+import { latestFailovers, type Failover } from '../../failover/failoverQueries';
 import { historyDaysReady } from '../../history/historyQueries';
 import {
   outboxLag,
@@ -74,6 +75,8 @@ export interface Attention {
   reachability: Reachability[];
   /** -1: today's day of history is missing; 0: tomorrow's (UTC); 1: both are there. */
   historyDaysAhead: number;
+  /** The latest failover of the database the service noticed, and its recovery; null: none ever. */
+  failover: Failover | null;
 }
 
 /** Days back that conflicts and disagreements are listed from. */
@@ -98,6 +101,7 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
     last,
     reachability,
     historyDaysAhead,
+    failovers,
   ] = await Promise.all([
     openQuarantined(db, { reason: null, posId: null }, PAGE_SIZE),
     countOpenQuarantined(db, { reason: null, posId: null }, COUNT_BOUND),
@@ -133,6 +137,7 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
     lastDelivery(db, now),
     readReachability(db),
     historyDaysReady(db, now.getTime()),
+    latestFailovers(db, 1),
   ]);
   return {
     quarantined,
@@ -165,6 +170,7 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
     lastDeliveryAt: last,
     reachability,
     historyDaysAhead,
+    failover: failovers[0] ?? null,
   };
 }
 

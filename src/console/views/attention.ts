@@ -1,3 +1,4 @@
+import type { Failover } from '../../failover/failoverQueries';
 import { href, html, type Html } from '../html';
 import type { Attention, Bounded } from '../queries/attention';
 import type { QuarantineRow } from '../../recording/quarantineQueries';
@@ -88,10 +89,77 @@ function apiLine(r: Reachability, ctx: PageContext): Condition {
   };
 }
 
+/** A failover noticed this long ago, its recovery done, is no longer on the board's mind. */
+const FAILOVER_SHOWN_MS = 7 * 86_400_000;
+
+/** The database's latest failover and what its recovery did or left (docs/OPERATIONS.md, "Failover"). */
+function failoverLine(f: Failover | null, ctx: PageContext): Condition {
+  const line = { id: 'failover', link: null } as const;
+  if (f === null || (f.state === 'done' && ctx.now.getTime() - f.noticedAt.getTime() > FAILOVER_SHOWN_MS))
+    return {
+      ...line,
+      severity: 'ok',
+      title: html`The database has not failed over`,
+      now: html`No switch to a standby copy of the database was noticed in the last 7 days.`,
+      since: null,
+      meaning: html`Every status the service answered for is in the database.`,
+      todo: html`Nothing.`,
+    };
+  const when = html`at ${time(f.noticedAt, ctx)} (it held what arrived until ${time(f.lastPoint, ctx)})`;
+  if (f.state !== 'done')
+    return {
+      ...line,
+      severity: 'critical',
+      title:
+        f.state === 'restoring'
+          ? html`The database failed over: what it lost is being restored`
+          : html`The database failed over: orders of the minutes before are being checked`,
+      now: html`It switched to a standby copy ${when}.
+      ${
+        f.state === 'restoring'
+          ? html`The service is recording again, from its journal, the notifications the copy missed; new notifications
+            are asked to wait a few seconds.`
+          : html`${plural(f.restored, 'status', 'statuses')} came back from the service’s journal; the orders of the
+            ${setting('FAILOVER_RECONCILE_WINDOW')} before are being ${term('check', 'checked')} with the payment
+            service.`
+      }`,
+      since: f.noticedAt,
+      meaning: html`For a few minutes some orders may show an older status than the true one. Nothing is lost: they are
+      put right by themselves.`,
+      todo: html`Tell the engineers on duty; wait before telling a customer their payment is missing.`,
+    };
+  const left = (f.uncovered ?? 0) > 0 || f.setAside > 0 || f.journalProblem !== null;
+  return {
+    ...line,
+    severity: f.journalProblem !== null ? 'critical' : left ? 'warning' : 'info',
+    title: left
+      ? html`The database failed over, and some statuses may be missing`
+      : html`The database failed over, and everything was restored`,
+    now: html`It switched to a standby copy ${when}. ${plural(f.restored, 'status', 'statuses')} came back from the
+    service’s
+    journal${
+      f.journalProblem !== null ? html` (but the journal could not be read: <strong>${f.journalProblem}</strong>)` : ''
+    };
+    ${plural(f.windowOrders ?? 0, 'order')} of the minutes before were checked with the payment
+    service${
+      (f.uncovered ?? 0) > 0 ? html`, <strong>${plural(f.uncovered ?? 0, 'order')} could not be</strong>` : ''
+    }${f.setAside > 0 ? html`; ${plural(f.setAside, 'entry', 'entries')} of the journal failed its check and were left out` : ''}.`,
+    since: f.noticedAt,
+    meaning: left
+      ? html`An order paid or refunded in the minutes before ${time(f.lastPoint, ctx)} may show an older status here
+        than in the payment service’s panel.`
+      : html`Every status the service had answered for is back in the database.`,
+    todo: left
+      ? html`Tell the engineers on duty (the service’s log says which orders); for a customer’s question about that
+        time, look the order up in the payment service’s panel.`
+      : html`Nothing.`,
+  };
+}
+
 /** Every condition of the board, worst first. */
 export function conditions(a: Attention, ctx: PageContext, options: BoardOptions): Condition[] {
   const { now } = ctx;
-  const lines: Condition[] = [];
+  const lines: Condition[] = [failoverLine(a.failover, ctx)];
 
   // The payment service, per shop account.
   const failing = a.reachability.filter((r) => r.state !== 'answering');

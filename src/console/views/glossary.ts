@@ -5,6 +5,7 @@ import {
   FIELD_WORDS,
   LEARNT_WORD,
   ORDER_STATUS_WORDS,
+  RESTORED_WORD,
   QUARANTINE_REASON_WORDS,
   REFUND_STATUS_WORDS,
   SETTING_WORDS,
@@ -77,6 +78,7 @@ export function glossaryPage(ctx: PageContext): Html {
       <dl class="glossary">
         ${outcomes.map((w) => entry(w.id, w.label, w.meaning))}
         ${entry(LEARNT_WORD.id, LEARNT_WORD.label, LEARNT_WORD.meaning)}
+        ${entry(RESTORED_WORD.id, RESTORED_WORD.label, RESTORED_WORD.meaning)}
       </dl>
       <h2 id="words">Other words</h2>
       <dl class="glossary">${TERMS.map((w) => entry(w.id, w.label, w.meaning))}</dl>

@@ -7,7 +7,7 @@ import type { ListedDelivery } from '../queries/lists';
 import type { SignedInSession } from '../queries/sessions';
 import { auditActionWords, checkResultWords, DELIVERY_OUTCOME_WORDS, quarantineReasonWords } from '../words';
 import { layout, type PageContext } from './layout';
-import { learnt, orderLink, outcome, shownAsText, status, time, value } from './parts';
+import { orderLink, outcome, provenanceMark, shownAsText, status, time, value } from './parts';
 import { setting, term } from './terms';
 
 /** The lists: the audit log, the deliveries, a notification set aside. */
@@ -248,7 +248,9 @@ export function deliveriesPage(
                         }
                       </td>
                       <td>${outcome(d.outcome)}</td>
-                      <td>${d.observedVia === 'reconciliation' ? learnt() : value(d.sourceAddress ?? '—')}</td>
+                      <td>
+                        ${d.observedVia === 'notification' ? value(d.sourceAddress ?? '—') : provenanceMark(d.observedVia)}
+                      </td>
                       <td>${value(d.posId)}</td>
                     </tr>`,
                 )}

@@ -2,11 +2,29 @@ import { readableBody } from '../../domain/personalData';
 import type { OrderStory, StoryNotification, StoryRefund } from '../../orderStory/orderStoryQueries';
 import { href, html, type Html } from '../html';
 import { subtractMinor, sumMinor } from '../money';
-import { auditActionWords, checkResultWords, orderStatusWords, PAY_METHOD_WORDS, TRANSITION_WORDS } from '../words';
+import {
+  auditActionWords,
+  checkResultWords,
+  orderStatusWords,
+  PAY_METHOD_WORDS,
+  RESTORED_WORD,
+  TRANSITION_WORDS,
+} from '../words';
 import { nextCheck, type CheckSchedule } from './checks';
 import { layout, type PageContext } from './layout';
 import { auditTable } from './lists';
-import { factValue, fieldName, learnt, money, outcome, plural, shownAsText, status, time, value } from './parts';
+import {
+  factValue,
+  fieldName,
+  money,
+  outcome,
+  plural,
+  provenanceMark,
+  shownAsText,
+  status,
+  time,
+  value,
+} from './parts';
 import { setting, term } from './terms';
 
 /** The order page: one order's whole story, in a support agent's words. */
@@ -44,17 +62,22 @@ function timelineOf(story: OrderStory, ctx: PageContext): TimelineEntry[] {
         what:
           d.observedVia === 'reconciliation'
             ? html`${term('check', 'Check with the payment service')}: it said ${what}; ${outcome(d.outcome)}`
-            : html`${term('delivery', 'Notification')} of ${what} arrived from
-                ${value(d.sourceAddress ?? 'an unknown address')} (${term('shop-account', 'shop account')}
-                ${value(d.posId)}, ${term('signing-key', 'signing key')} <code>${d.keyFingerprint}</code>);
-                ${outcome(d.outcome)}`,
+            : d.observedVia === 'restoration'
+              ? html`${term(RESTORED_WORD.id, 'Restored after a database failover')}: the
+                ${term('delivery', 'notification')} of ${what} that had arrived from
+                ${value(d.sourceAddress ?? 'an unknown address')} was recorded again from the journal;
+                ${outcome(d.outcome)}`
+              : html`${term('delivery', 'Notification')} of ${what} arrived from
+                  ${value(d.sourceAddress ?? 'an unknown address')} (${term('shop-account', 'shop account')}
+                  ${value(d.posId)}, ${term('signing-key', 'signing key')} <code>${d.keyFingerprint}</code>);
+                  ${outcome(d.outcome)}`,
       };
     }),
     ...story.notifications.map((n) => ({
       at: n.receivedAt,
       order: 0,
       what: html`${subject(n)} status ${status(n.kind, n.status)}:
-      ${term(TRANSITION_WORDS[n.outcome].id, TRANSITION_WORDS[n.outcome].label)}${n.observedVia === 'reconciliation' ? learnt() : ''}${
+      ${term(TRANSITION_WORDS[n.outcome].id, TRANSITION_WORDS[n.outcome].label)}${provenanceMark(n.observedVia)}${
         n.disagreements.length > 0
           ? html` <span class="badge bad"
               >${term('disagreement', plural(n.disagreements.length, 'disagreement'))}</span
@@ -322,9 +345,9 @@ function refundsTable(story: OrderStory, ctx: PageContext): Html {
                     (n) =>
                       html`<li>
                         ${status('refund', n.status)}:
-                        ${term(TRANSITION_WORDS[n.outcome].id, TRANSITION_WORDS[n.outcome].label)}${
-                          n.observedVia === 'reconciliation' ? learnt() : ''
-                        },
+                        ${term(TRANSITION_WORDS[n.outcome].id, TRANSITION_WORDS[n.outcome].label)}${provenanceMark(
+                          n.observedVia,
+                        )},
                         ${time(n.receivedAt, ctx)}
                       </li>`,
                   )}

@@ -4,11 +4,13 @@ import {
   DELIVERY_OUTCOME_WORDS,
   FIELD_WORDS,
   LEARNT_WORD,
+  RESTORED_WORD,
   orderStatusWords,
   refundStatusWords,
   SETTING_WORDS,
   type FieldName,
 } from '../words';
+import type { ObservedVia } from '../../database/schema';
 import type { DeliveryOutcome } from '../../domain/outcomes';
 import type { PageContext } from './layout';
 import { setting, term } from './terms';
@@ -83,6 +85,14 @@ export const outcome = (o: DeliveryOutcome): Html =>
 /** The mark of a status learnt by asking the payment service. */
 export const learnt = (): Html =>
   html` <span class="badge recon">${term(LEARNT_WORD.id, 'learnt from the payment service')}</span>`;
+
+/** The mark of a status learnt otherwise than from its notification as it arrived: by a check, or restored. */
+export const provenanceMark = (via: ObservedVia): Html | '' =>
+  via === 'reconciliation'
+    ? learnt()
+    : via === 'restoration'
+      ? html` <span class="badge recon">${term(RESTORED_WORD.id, RESTORED_WORD.label)}</span>`
+      : '';
 
 export const orderLink = (orderId: string): Html => html`<a href="${href(['orders', orderId])}">${value(orderId)}</a>`;
 
