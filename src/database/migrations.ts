@@ -4,6 +4,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from '../observability/logger';
+import { ADVISORY_LOCKS } from './advisoryLocks';
 import { columnsOf, tableOf } from './columns';
 import { inTransaction, queries, runOn, statement, type Query } from './transaction';
 
@@ -11,7 +12,7 @@ import { inTransaction, queries, runOn, statement, type Query } from './transact
 export const MIGRATIONS_DIR = path.resolve(__dirname, '..', '..', 'sql');
 
 /** Serializes concurrent migrators (replicas starting together, the Helm hook Job). */
-const MIGRATION_LOCK = 7_316_001;
+const MIGRATION_LOCK = ADVISORY_LOCKS.migrations;
 
 /**
  * Applies the plain SQL files of sql/ in name order, each once, each in its own transaction.

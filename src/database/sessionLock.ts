@@ -11,7 +11,7 @@ import { runOn, statement } from './transaction';
 const LOCK_SESSION_KEEPALIVES = '-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3';
 
 export interface SessionLockOptions {
-  /** The advisory lock's key: each job its own (migrations 7316001, relay 7316002, reconciler 7316003, history 7316004). */
+  /** The advisory lock's key: each job its own (ADVISORY_LOCKS, src/database/advisoryLocks.ts). */
   key: number;
   databaseUrl: string;
   /** The job, for the connection's application_name and the log line when it is lost. */

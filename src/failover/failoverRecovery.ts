@@ -1,3 +1,4 @@
+import { ADVISORY_LOCKS } from '../database/advisoryLocks';
 import type { Db } from '../database/pool';
 import { SingleActiveJob, type NextStep } from '../database/singleActiveWorker';
 import type { FailoverMetrics } from '../observability/failoverMetrics';
@@ -33,8 +34,8 @@ import { readJournalBack, type JournalSettings } from './notificationJournal';
  * 3. **Done**: how many of those orders no check could settle is written and logged (needs attention shows it).
  */
 
-/** Only one recovery runs at a time, across every replica (the other locks: 7316001 to 7316005). */
-export const FAILOVER_RECOVERY_LOCK = 7_316_006;
+/** Only one recovery runs at a time, across every replica. */
+export const FAILOVER_RECOVERY_LOCK = ADVISORY_LOCKS.failoverRecovery;
 
 /** The journal is read from this long before the promoted database's last point: beats are a second apart. */
 export const JOURNAL_MARGIN_MS = 10_000;

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type pg from 'pg';
+import { ADVISORY_LOCKS } from '../database/advisoryLocks';
 import { columnsOf, tableOf } from '../database/columns';
 import type { Database } from '../database/schema';
 import { runOn, statement, type Query } from '../database/transaction';
@@ -37,8 +38,8 @@ export const sessionOnKysely = (connection: Kysely<Database>): HistorySession =>
   ],
 });
 
-/** Serializes history work across replicas and the command line (the other locks: migrations 7316001, relay 7316002, reconciler 7316003). */
-export const HISTORY_WORK_LOCK = 7_316_005;
+/** Serializes history work across replicas and the command line. */
+export const HISTORY_WORK_LOCK = ADVISORY_LOCKS.historyWork;
 
 export const lockHistoryWork = (session: HistorySession) =>
   session.run(sql`SELECT pg_advisory_lock(${HISTORY_WORK_LOCK}::bigint)`);

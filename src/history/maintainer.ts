@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { ADVISORY_LOCKS } from '../database/advisoryLocks';
 import { SingleActiveJob, type NextStep } from '../database/singleActiveWorker';
 import type { Logger } from '../observability/logger';
 import type { HistoryMetrics } from '../observability/metrics';
@@ -16,7 +17,7 @@ import {
 import { sessionOn, type HistorySession } from './historyQueries';
 
 /** Only one maintainer runs rounds on schedule, across every replica (as the relay and the reconciler). */
-export const HISTORY_MAINTAINER_LOCK = 7_316_004;
+export const HISTORY_MAINTAINER_LOCK = ADVISORY_LOCKS.historyMaintainer;
 
 /** Least time between two starts of making the days a write found missing (one failed write is enough). */
 const MISSING_DAY_GAP_MS = 5000;

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { ADVISORY_LOCKS } from '../database/advisoryLocks';
 import { SingleActiveJob, type NextStep } from '../database/singleActiveWorker';
 import { Retries, type BackoffPolicy } from '../domain/backoff';
 import { inTransaction, runOn, type Statement } from '../database/transaction';
@@ -51,7 +52,7 @@ export function createRelay(
 }
 
 /** Only one relay publishes at a time, across every replica: per-order order needs one writer. */
-export const RELAY_LOCK = 7_316_002;
+export const RELAY_LOCK = ADVISORY_LOCKS.relay;
 const RETENTION_SWEEP_MS = 60_000;
 /**
  * While events keep coming, a batch starts at most this often, so that a busy outbox is published in batches of

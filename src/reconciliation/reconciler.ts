@@ -1,3 +1,4 @@
+import { ADVISORY_LOCKS } from '../database/advisoryLocks';
 import type { Db } from '../database/pool';
 import { SingleActiveJob, type NextStep } from '../database/singleActiveWorker';
 import { Retries } from '../domain/backoff';
@@ -24,7 +25,7 @@ const FORGET_BATCHES = 10;
 const PRUNE_BATCH = 10_000;
 
 /** Only one reconciler checks at a time, across every replica (a session advisory lock, as the relay's). */
-export const RECONCILER_LOCK = 7_316_003;
+export const RECONCILER_LOCK = ADVISORY_LOCKS.reconciler;
 
 export interface ReconcilerOptions {
   databaseUrl: string;

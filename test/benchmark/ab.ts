@@ -25,7 +25,7 @@ import { BadRef, buildRef, isRunning, removeLeftTrees, type RefBuild } from './a
 import { printAbReport, printPair, type Pair, type Side, type SideResult } from './abReport';
 import { closedLoop, madeAhead, workload, type Notification } from './load';
 import { AHEAD_PER_SECOND, AMQP, PG, ROOT, serviceMemoryLimitMb, serviceNodeFlags } from './options';
-import { admin, startService, stop, THIS_BUILD, type Service } from './receivers';
+import { admin, deleteExchangeOf, startService, stop, THIS_BUILD, type Service } from './receivers';
 import {
   CGROUP_PREFIX,
   cpuMeter,
@@ -361,7 +361,7 @@ async function deleteExchanges(exchanges: Iterable<string>): Promise<void> {
   const connection = await amqp.connect(AMQP);
   try {
     const channel = await connection.createChannel();
-    for (const exchange of names) await channel.deleteExchange(exchange);
+    for (const exchange of names) await deleteExchangeOf(channel, exchange);
   } finally {
     await connection.close();
   }

@@ -486,8 +486,9 @@ export async function runConsole(orders: number): Promise<void> {
     const ids = await sampleIds(databaseUrl, REQUESTS + WARM_UP);
     service = await startService(databaseUrl, exchange, cgroup, {
       env: {
-        // No relay: nothing is published, so the run needs no exchange and leaves none behind.
+        // No relay and no journal: nothing is published, so the run needs no exchange or queue and leaves none.
         RELAY_ENABLED: 'false',
+        JOURNAL_RETENTION: 'off',
         HISTORY_RETENTION: 'off',
         BODY_RETENTION: 'off',
         CONSOLE_OPERATOR_TOKENS: `bench:${OPERATOR_TOKEN}`,
@@ -498,7 +499,7 @@ export async function runConsole(orders: number): Promise<void> {
       given === undefined ? `${orders} orders seeded` : `the database ${new URL(given).pathname.slice(1)}`;
     if (PAIRED) {
       const open = await startService(databaseUrl, exchange, cgroup, {
-        env: { RELAY_ENABLED: 'false', HISTORY_RETENTION: 'off', BODY_RETENTION: 'off' },
+        env: { RELAY_ENABLED: 'false', JOURNAL_RETENTION: 'off', HISTORY_RETENTION: 'off', BODY_RETENTION: 'off' },
       });
       try {
         printSessionCost(described, await measureSessionCost(service, open, ids));

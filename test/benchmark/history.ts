@@ -22,7 +22,7 @@ import { databaseSize, migrate, seedHistory, settle } from './historyDatabases';
 import { adminLookups, bodyPurges, intakeRun, retentionUnderLoad, warmUp, type IntakeRun } from './historyPhases';
 import { printHistoryReport } from './historyReport';
 import { AMQP, HISTORY_DAYS, HISTORY_SAMPLE, PG, ROUNDS, SERVICE_MEMORY_LIMIT_MB } from './options';
-import { admin, startService, stop } from './receivers';
+import { admin, deleteExchangeOf, startService, stop } from './receivers';
 import { CGROUP_PREFIX, memoryCgroup, type MemoryCgroup } from './resources';
 import { sleep } from '../support/wait';
 
@@ -52,7 +52,7 @@ export async function runHistory(orders: number): Promise<void> {
     (cleaned ??= (async () => {
       await Promise.all([...children].map(stop));
       const connection = await amqp.connect(AMQP);
-      await (await connection.createChannel()).deleteExchange(exchange).catch(() => undefined);
+      await deleteExchangeOf(await connection.createChannel(), exchange);
       await connection.close();
       for (const name of Object.values(names)) await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       if ('remove' in cgroup) cgroup.remove();

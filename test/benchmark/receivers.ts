@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
-import amqp from 'amqplib';
+import amqp, { type Channel } from 'amqplib';
 import pg from 'pg';
 import { freePort } from '../support/net';
 import { AMQP, KEY, PG, POS_ID, ROOT, SERVICE_NODE_FLAGS } from './options';
@@ -148,6 +148,15 @@ export interface StartOptions {
   build?: ServiceBuild;
 }
 
+/** The journal queue of a run's service: its own, beside its exchange. */
+export const journalQueueOf = (exchange: string): string => `${exchange}.journal`;
+
+/** Deletes what a run's service made on the broker: its exchange, and its journal's queue. */
+export async function deleteExchangeOf(channel: Channel, exchange: string): Promise<void> {
+  await channel.deleteExchange(exchange).catch(() => undefined);
+  await channel.deleteQueue(journalQueueOf(exchange)).catch(() => undefined);
+}
+
 /**
  * Starts a built service, inside the memory cgroup when there is one (it enters it before node starts), and
  * waits until it is ready; fails at once, with its exit status, if it exits first.
@@ -179,6 +188,8 @@ export async function startService(
       ALLOWED_SOURCE_IPS: '127.0.0.1',
       AMQP_URL: AMQP,
       AMQP_EXCHANGE: exchange,
+      // The journal of this run's own (src/failover/), gone with its exchange (deleteExchangeOf).
+      JOURNAL_QUEUE: journalQueueOf(exchange),
       ...env,
     },
     stdio: ['ignore', 'ignore', 'inherit'],

@@ -52,7 +52,16 @@ import { abMain } from './ab';
 import { runConsole } from './console';
 import { runHistory } from './history';
 import { duplicatesRounds, latencyPhase, referenceLatencyPhase, throughputRounds, type OtherReceivers } from './phases';
-import { admin, runBare, runConsumer, runReference, startService, stop, waitForPort } from './receivers';
+import {
+  admin,
+  deleteExchangeOf,
+  runBare,
+  runConsumer,
+  runReference,
+  startService,
+  stop,
+  waitForPort,
+} from './receivers';
 import { printReport } from './report';
 import { CGROUP_PREFIX, memoryCgroup, memoryMb, watchService, type MemoryCgroup } from './resources';
 import { sleep } from '../support/wait';
@@ -160,7 +169,7 @@ async function main(): Promise<void> {
     consumer.disconnect();
     await new Promise((resolve) => (consumer.exitCode === null ? consumer.once('exit', resolve) : resolve(undefined)));
     const cleanup = await amqp.connect(AMQP);
-    await (await cleanup.createChannel()).deleteExchange(exchange).catch(() => undefined);
+    await deleteExchangeOf(await cleanup.createChannel(), exchange);
     await cleanup.close();
     await admin(`DROP DATABASE IF EXISTS ${serviceDb} WITH (FORCE)`);
     await admin(`DROP DATABASE IF EXISTS ${referenceDb} WITH (FORCE)`);

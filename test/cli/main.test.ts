@@ -20,7 +20,7 @@ import {
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { deleteExchange, uniqueExchange } from '../support/broker';
+import { deleteExchange, journalQueueOf, uniqueExchange } from '../support/broker';
 import { testDatabase } from '../support/database';
 import { fingerprintKey } from '../../src/verification/secondKeys';
 import { freePort } from '../support/net';
@@ -41,7 +41,12 @@ const exchanges: string[] = [];
 async function localRun(): Promise<Record<string, string>> {
   const exchange = uniqueExchange();
   exchanges.push(exchange);
-  return { PORT: String(await freePort()), ADMIN_PORT: String(await freePort()), AMQP_EXCHANGE: exchange };
+  return {
+    PORT: String(await freePort()),
+    ADMIN_PORT: String(await freePort()),
+    AMQP_EXCHANGE: exchange,
+    JOURNAL_QUEUE: journalQueueOf(exchange),
+  };
 }
 
 interface ServiceRun {

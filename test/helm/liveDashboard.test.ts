@@ -15,7 +15,7 @@ import { freePort, start, stop, waitForStatus } from './app';
 import { testDatabase } from '../support/database';
 import { as, NAMESPACE, objects, runMigrationJob, runToEnd, startServer, type RunningServer } from './chartApp';
 import amqp from 'amqplib';
-import { AMQP_URL, EventConsumer, uniqueExchange } from '../support/broker';
+import { AMQP_URL, EventConsumer, uniqueExchange, journalQueueOf } from '../support/broker';
 import { contractFetch } from '../support/contracts';
 import { sleep } from '../support/wait';
 import { only, REPO_ROOT } from './helm';
@@ -91,6 +91,7 @@ describe('the chart against the running app, watched by Prometheus', () => {
       DATABASE_URL: database.url,
       AMQP_URL,
       AMQP_EXCHANGE: exchange,
+      JOURNAL_QUEUE: journalQueueOf(exchange),
     });
     // kube-state-metrics' series the alerts read, as it would expose them for this release.
     const kubeStateMetrics = http.createServer((_req, res) => {

@@ -20,7 +20,7 @@ import { spawnSync } from 'node:child_process';
 import { freePort, stop, waitForStatus, type RunningApp } from '../helm/app';
 import { as, environmentOf, firstContainer, notesExecCommands, objects } from '../helm/chartApp';
 import { only } from '../helm/helm';
-import { EventConsumer, AMQP_URL, uniqueExchange } from '../support/broker';
+import { EventConsumer, AMQP_URL, uniqueExchange, journalQueueOf } from '../support/broker';
 import { ROOT } from '../support/build';
 import { contractFetch } from '../support/contracts';
 import { testDatabase } from '../support/database';
@@ -281,6 +281,7 @@ describe('the image run as the chart runs it', () => {
       DATABASE_URL: database.url,
       AMQP_URL,
       AMQP_EXCHANGE: exchange,
+      JOURNAL_QUEUE: journalQueueOf(exchange),
       ALLOWED_SOURCE_IPS: 'any',
     });
     app = startInImage(placement, server.command ?? []);

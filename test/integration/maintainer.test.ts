@@ -1,5 +1,6 @@
 import pg from 'pg';
 import request from 'supertest';
+import { ADVISORY_LOCKS } from '../../src/database/advisoryLocks';
 import { HISTORY_MAINTAINER_LOCK } from '../../src/history/maintainer';
 import { query, testDatabase, type TestDatabase } from '../support/database';
 import { backdateHistory, historyDays } from '../support/history';
@@ -41,7 +42,7 @@ async function dropToday(tables: readonly string[]): Promise<void> {
 }
 
 /** sql/008's lock, which every maker of days takes (the maintainer, a write that found its day missing, purge). */
-const MAKERS_LOCK = 7_316_006;
+const MAKERS_LOCK = ADVISORY_LOCKS.dayMakers;
 
 /**
  * Runs `work` while every maker of days waits: a day dropped meanwhile stays missing until `work` is done, so what

@@ -7,13 +7,20 @@ export const AMQP_URL = process.env.TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0
 
 export const uniqueExchange = (): string => `test.payment.events.${randomBytes(4).toString('hex')}`;
 
-/** Deletes an exchange a test made (a no-op when it does not exist or the broker is away). */
+/** The journal queue (JOURNAL_QUEUE) of a test's service: its own, beside its exchange, and deleted with it. */
+export const journalQueueOf = (exchange: string): string => `${exchange}.journal`;
+
+/**
+ * Deletes an exchange a test made, and the journal queue of the service that published to it (journalQueueOf):
+ * a no-op for what does not exist, or when the broker is away.
+ */
 export async function deleteExchange(exchange: string, url = AMQP_URL): Promise<void> {
   try {
     const connection = await amqp.connect(url);
     try {
       const channel = await connection.createChannel();
       await channel.deleteExchange(exchange);
+      await channel.deleteQueue(journalQueueOf(exchange));
     } finally {
       await connection.close().catch(() => undefined);
     }
@@ -21,9 +28,6 @@ export async function deleteExchange(exchange: string, url = AMQP_URL): Promise<
     // Nothing to clean up.
   }
 }
-
-/** The journal queue (JOURNAL_QUEUE) of a test's service: its own, beside its exchange. */
-export const journalQueueOf = (exchange: string): string => `${exchange}.journal`;
 
 /** Deletes a queue a test made (a no-op when it does not exist or the broker is away). */
 export async function deleteQueue(queue: string, url = AMQP_URL): Promise<void> {
@@ -105,6 +109,8 @@ export class EventConsumer {
     if (!this.connection) return;
     const channel = await this.connection.createChannel();
     await channel.deleteExchange(this.exchange).catch(() => undefined);
+    // The journal of the service that published to it goes with it (journalQueueOf).
+    await channel.deleteQueue(journalQueueOf(this.exchange)).catch(() => undefined);
     await this.connection.close().catch(() => undefined);
     this.connection = null;
     this.checkContract();

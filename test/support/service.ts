@@ -2,7 +2,7 @@ import type request from 'supertest';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { startService, type Service } from '../../src/service';
-import { AMQP_URL, deleteExchange, deleteQueue, journalQueueOf, uniqueExchange } from './broker';
+import { AMQP_URL, deleteExchange, journalQueueOf, uniqueExchange } from './broker';
 import { contractAgent, type ContractAgent } from './contracts';
 import { testDatabase, type TestDatabase } from './database';
 import { exactBytes, POS_ID, SECOND_KEY, OTHER_POS_ID, OTHER_KEY, sign } from './signing';
@@ -11,7 +11,7 @@ export interface TestService {
   service: Service;
   database: TestDatabase;
   exchange: string;
-  /** The service's journal queue (JOURNAL_QUEUE): its own. */
+  /** The service's journal queue (JOURNAL_QUEUE): its own, deleted with its exchange. */
   journalQueue: string;
   /** Every log line the service wrote, as parsed JSON and raw text. */
   logs: string[];
@@ -85,8 +85,6 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       // The relay declared the exchange, the test's own whoever named it: one that bound no consumer would leave
       // it behind.
       await deleteExchange(exchange);
-      // A test that named the queue (a restart with the same journal) deletes it itself.
-      if (options.env?.JOURNAL_QUEUE === undefined) await deleteQueue(journalQueue);
     },
   };
 }

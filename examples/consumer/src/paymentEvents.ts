@@ -1,4 +1,4 @@
-/* Generated from asyncapi.yaml by generate-event-types.mjs: do not edit by hand. */
+/* Generated from ../../docs/asyncapi.yaml by generate-event-types.mjs: do not edit by hand. */
 
 export type PaymentEvent =
   | OrderPendingEvent

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
-import amqp from 'amqplib';
 import fc from 'fast-check';
-import { AMQP_URL, uniqueExchange } from '../../support/broker';
+import { deleteExchange, uniqueExchange } from '../../support/broker';
 import { OTHER_KEY, OTHER_POS_ID, orderBody, refundBody, SECOND_KEY, sign, uniqueId } from '../../support/signing';
 import type { RunReport, ScenarioDefinition } from '../report';
 import { getJson, notificationHeaders, send, type HttpResult } from '../support/http';
@@ -98,15 +97,6 @@ function referenceVerdict(header: string, body: Buffer): boolean {
   return signature.toLowerCase() === createHash(algorithm).update(body).update(SECOND_KEY).digest('hex');
 }
 
-/** The service declares its exchange; with no consumer of ours to delete it, the scenario does. */
-async function deleteExchange(name: string): Promise<void> {
-  const connection = await amqp.connect(AMQP_URL).catch(() => null);
-  if (!connection) return;
-  const channel = await connection.createChannel();
-  await channel.deleteExchange(name).catch(() => undefined);
-  await connection.close().catch(() => undefined);
-}
-
 export function hostileScenario(report: RunReport): void {
   const h = harness(report, HOSTILE);
   describe(`${HOSTILE.id}. ${HOSTILE.title}`, () => {
@@ -129,6 +119,7 @@ export function hostileScenario(report: RunReport): void {
       await prodRows?.close();
       await database.drop();
       await prodDatabase.drop();
+      // The service declares its exchange (and its journal); with no consumer of ours to delete them, the scenario does.
       await deleteExchange(exchange);
     });
 

@@ -3,7 +3,7 @@ import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { AMQP_URL } from '../../support/broker';
+import { AMQP_URL, journalQueueOf } from '../../support/broker';
 import { OTHER_KEY, OTHER_POS_ID, POS_ID, SECOND_KEY } from '../../support/signing';
 import { ensureBuilt } from './build';
 import { freePort, getJson, send } from './http';
@@ -108,6 +108,7 @@ export class ServiceProcess {
         DATABASE_URL: options.databaseUrl,
         AMQP_URL,
         AMQP_EXCHANGE: options.exchange,
+        JOURNAL_QUEUE: journalQueueOf(options.exchange),
         LOG_LEVEL: 'info',
         ...options.env,
       };
