@@ -14,7 +14,8 @@ interface Pair {
  * - silent: a network partition: nothing is forwarded in either direction and nothing is closed;
  *           new connections are accepted but get no answer. When the network heals (pass), the
  *           delayed bytes flow on, as TCP retransmission would deliver them.
- * Independently of the mode, `latencyMs` delays every chunk in each direction (a slow database).
+ * Independently of the mode, `latencyMs` delays every chunk in each direction (a slow database), and
+ * `switchTo` moves it to another server (a Kubernetes Service after a failover).
  */
 export class FaultProxy {
   private readonly server: net.Server;
@@ -27,8 +28,8 @@ export class FaultProxy {
   latencyMs = 0;
 
   constructor(
-    private readonly targetPort: number,
-    private readonly targetHost = '127.0.0.1',
+    private targetPort: number,
+    private targetHost = '127.0.0.1',
   ) {
     this.server = net.createServer((client) => this.accept(client));
   }
@@ -114,6 +115,20 @@ export class FaultProxy {
 
   reset(): void {
     this.mode = 'reset';
+    this.closeAll();
+  }
+
+  /**
+   * The endpoint now leads to another server (a promoted standby): every connection held is closed, as a
+   * failover closes them, and new ones reach `targetPort`. The mode is kept.
+   */
+  switchTo(targetPort: number, targetHost = this.targetHost): void {
+    this.targetPort = targetPort;
+    this.targetHost = targetHost;
+    this.closeAll();
+  }
+
+  private closeAll(): void {
     for (const pair of this.pairs) {
       pair.client.destroy();
       pair.upstream?.destroy();
