@@ -6,7 +6,7 @@
  * - tools: what needs a program beyond Node, Postgres and RabbitMQ: nginx, promtool, prometheus, chromium
  *   (`npm run test:tools`; test/toolsSetup.ts fails at once, naming what to install, when one is missing), and
  *   what takes too long for the unit tier: test/tools/ (the type checker run once for each column of the schema).
- * - faults: the reliability scenarios, one after another (`npm run test:faults`).
+ * - faults: the reliability scenarios, and the failover's pair of clusters, one after another (`npm run test:faults`).
  * - image: the image built from the Dockerfile with buildah, run the way the chart runs it (`npm run test:image`;
  *   test/image/imageSetup.ts builds it first, or fails at once naming what to install).
  */
