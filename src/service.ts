@@ -100,8 +100,9 @@ export async function startService(config: Config, logger: Logger = createLogger
     const brokerProblem = config.amqpUrl === null ? undefined : probeBroker(config.amqpUrl, 2000);
     const publicPort = await listenOn(parts.publicServer, config.port, config.host, 'PORT');
     const adminPort = await listenOn(parts.adminServer, config.adminPort, config.host, 'ADMIN_PORT');
-    announceStart(parts, { publicPort, adminPort }, await brokerProblem);
     await announceReplication(parts);
+    // Last: the line that says the start is over.
+    announceStart(parts, { publicPort, adminPort }, await brokerProblem);
     const { db, pool, metrics, relay, reconciler, historyMaintainer } = parts;
     return {
       publicPort,

@@ -15,6 +15,7 @@ import { newRunId, pruneOldResults, renderMarkdown, RunReport, writeMarkdown, ty
 import { brokerOutageScenario, BROKER_OUTAGE } from './scenarios/brokerOutage';
 import { consoleFloodScenario, CONSOLE_FLOOD } from './scenarios/consoleFlood';
 import { databaseOutageScenario, DATABASE_OUTAGE } from './scenarios/databaseOutage';
+import { failoverScenario, FAILOVER } from './scenarios/failover';
 import { floodScenario, FLOOD } from './scenarios/flood';
 import { gracefulStopScenario, GRACEFUL_STOP } from './scenarios/gracefulStop';
 import { hostileScenario, HOSTILE } from './scenarios/hostile';
@@ -39,6 +40,7 @@ const SCENARIOS: ScenarioDefinition[] = [
   REPLICAS_SCENARIO,
   RECONCILIATION,
   CONSOLE_FLOOD,
+  FAILOVER,
   // Last: it scans the logs of every service the scenarios above started.
   SECRETS,
 ];
@@ -87,6 +89,7 @@ trustBoundariesScenario(report);
 replicasScenario(report);
 reconciliationScenario(report);
 consoleFloodScenario(report);
+failoverScenario(report);
 secretsScenario(report);
 
 afterAll(() => {
