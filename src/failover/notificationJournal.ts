@@ -279,6 +279,14 @@ export class NotificationJournal {
   }
 }
 
+/** Messages the reader takes ahead of its acknowledgements, and hands on in one call at most. */
+const READ_PREFETCH = 128;
+
+const isFence = (message: ConsumeMessage, fence: string): boolean => {
+  const decoded = decodeMessage(message.content);
+  return 'fence' in decoded && decoded.fence === fence;
+};
+
 /** What a read back found. */
 export interface JournalReadBack {
   /** Messages read before the fence. */
@@ -311,56 +319,90 @@ export async function readJournalBack(
     );
     reader = await connection.createChannel();
     reader.on('error', () => undefined);
-    await reader.prefetch(16);
+    await reader.prefetch(READ_PREFETCH);
     const consumer = reader;
     const result: JournalReadBack = { messages: 0, unreadable: 0 };
     await new Promise<void>((resolve, reject) => {
-      let chain = Promise.resolve();
+      const arrived: ConsumeMessage[] = [];
+      let busy = false;
+      let done = false;
       let silence: NodeJS.Timeout | undefined;
+      const fail = (error: unknown): void => {
+        done = true;
+        clearTimeout(silence);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      };
       const quiet = (): void => {
         clearTimeout(silence);
         silence = setTimeout(
-          () => reject(new Error(`the journal's fence did not come back within ${silenceMs} ms`)),
+          () => fail(new Error(`the journal's fence did not come back within ${silenceMs} ms`)),
           silenceMs,
         );
       };
-      quiet();
-      const handle = async (message: ConsumeMessage): Promise<void> => {
-        quiet();
-        const decoded = decodeMessage(message.content);
-        if ('fence' in decoded) {
-          consumer.ack(message);
-          // Another reader's fence, left by one that died: passed over.
-          if (decoded.fence === fence) {
-            clearTimeout(silence);
-            resolve();
+      /**
+       * What has arrived, handed on in one call (the entries of many messages recorded together cost far fewer
+       * transactions than one message at a time), then acknowledged at once, up to the last of them.
+       */
+      const drain = async (): Promise<void> => {
+        if (busy || done || arrived.length === 0) return;
+        busy = true;
+        const batch = arrived.splice(0, READ_PREFETCH);
+        const entries: JournalEntry[] = [];
+        let unreadable = 0;
+        let fenced = false;
+        for (const message of batch) {
+          const decoded = decodeMessage(message.content);
+          // Another reader's fence, left by one that died, is passed over.
+          if ('fence' in decoded) fenced ||= decoded.fence === fence;
+          else if (fenced) continue;
+          else {
+            result.messages += 1;
+            if ('problem' in decoded) {
+              result.unreadable += 1;
+              logger.warn({ problem: decoded.problem }, 'a journal message could not be read: set aside');
+            } else {
+              entries.push(...decoded.entries);
+              unreadable += decoded.unreadable;
+            }
           }
-          return;
         }
-        result.messages += 1;
-        if ('problem' in decoded) {
-          result.unreadable += 1;
-          logger.warn({ problem: decoded.problem }, 'a journal message could not be read: set aside');
-        } else await onEntries(decoded.entries, decoded.unreadable);
-        consumer.ack(message);
-        // The silence counts from the last message handled: recording a large one again takes its time.
+        try {
+          if (entries.length > 0 || unreadable > 0) await onEntries(entries, unreadable);
+          // Messages after our fence (recorded since the read began) stay: acknowledged up to the fence only.
+          const last = fenced ? batch.findIndex((m) => isFence(m, fence)) : batch.length - 1;
+          consumer.ack(batch[last] as ConsumeMessage, true);
+          if (fenced) {
+            done = true;
+            clearTimeout(silence);
+            for (const later of [...batch.slice(last + 1), ...arrived]) consumer.nack(later, false, true);
+            resolve();
+            return;
+          }
+        } catch (error) {
+          fail(error);
+          return;
+        } finally {
+          busy = false;
+        }
+        // The silence counts from the last batch handled: recording a large one again takes its time.
         quiet();
+        void drain();
       };
+      quiet();
       consumer
         .consume(
           settings.queue,
           (message) => {
-            if (!message) return reject(new Error('the journal queue was deleted while being read'));
-            chain = chain
-              .then(() => handle(message))
-              .catch((error: unknown) => {
-                clearTimeout(silence);
-                reject(error instanceof Error ? error : new Error(String(error)));
-              });
+            if (!message) return fail(new Error('the journal queue was deleted while being read'));
+            if (done) return;
+            arrived.push(message);
+            quiet();
+            // Messages that arrive together are handed on together.
+            setImmediate(() => void drain());
           },
           { noAck: false },
         )
-        .catch(reject);
+        .catch(fail);
     });
     return result;
   } finally {

@@ -35,6 +35,9 @@
  * `npm run bench -- --console [<orders>]` runs the console mode instead (console.ts): each console page's p50 and
  * p99 with a year of history (BENCH_CONSOLE_DATABASE_URL: a database already seeded; BENCH_CONSOLE_REQUESTS: 200).
  *
+ * `npm run bench -- --failover [<notifications>]` runs the failover mode instead (failover.ts): the recovery's time
+ * after a failover that lost that many acknowledged notifications (10,000 by default).
+ *
  * The modules, by concern: options.ts (the environment and the chart's settings), receivers.ts (the
  * service, the reference, the receiver that does nothing, the consumer), load.ts (the workload and
  * the closed and open loops), resources.ts (memory cgroup, RSS, CPU by process), serviceMetrics.ts
@@ -50,6 +53,7 @@ import { closedLoop, openLoop, take, workload } from './load';
 import { AMQP, PG, RATE, SERVICE_MEMORY_LIMIT_MB, WARM_UP_SECONDS } from './options';
 import { abMain } from './ab';
 import { runConsole } from './console';
+import { runFailover } from './failover';
 import { runHistory } from './history';
 import { duplicatesRounds, latencyPhase, referenceLatencyPhase, throughputRounds, type OtherReceivers } from './phases';
 import {
@@ -197,13 +201,24 @@ function consoleRun(orders: string | undefined): () => Promise<void> {
   return () => runConsole(count);
 }
 
+/** The failover mode, for `--failover [<notifications>]`: 10,000 unless told otherwise. */
+function failoverRun(notifications: string | undefined): () => Promise<void> {
+  const count = Number(notifications ?? 10_000);
+  if (!Number.isInteger(count) || count < 100 || count > 1_000_000) {
+    process.stderr.write('--failover takes a number of notifications to lose, from 100 to 1000000 (default 10000)\n');
+    process.exit(2);
+  }
+  return () => runFailover(count);
+}
+
 const USAGE = `usage: npm run bench [-- <mode>]
   (no mode)                 the service against the reference receiver (options: BENCH_* variables, docs/PERFORMANCE.md)
   --ab <git ref> [options]  the ref's service against this tree's, round by round (a bad option lists its options)
   --history <orders>        an empty database against one seeded with a year of <orders> orders
   --console [<orders>]      each console page's p50 and p99 with a year of history (default 2000000 orders)
+  --failover [<n>]          the recovery after a failover that lost n acknowledged notifications (default 10000)
 `;
-const MODES = ['--history', '--console', '--reference', '--bare', '--consumer'];
+const MODES = ['--history', '--console', '--failover', '--reference', '--bare', '--consumer'];
 
 if (process.argv[2] === '--help' || process.argv[2] === '-h') {
   process.stdout.write(USAGE);
@@ -224,7 +239,9 @@ if (process.argv[2] === '--help' || process.argv[2] === '-h') {
       ? historyRun(process.argv[3])
       : process.argv[2] === '--console'
         ? consoleRun(process.argv[3])
-        : main;
+        : process.argv[2] === '--failover'
+          ? failoverRun(process.argv[3])
+          : main;
   run().catch((error: unknown) => {
     process.stderr.write(`benchmark failed: ${(error as Error).stack ?? String(error)}\n`);
     process.exit(1);
