@@ -37,6 +37,9 @@ export const journalQueueArguments = ({ retentionMs, maxBytes }: JournalSettings
   'x-overflow': 'drop-head',
 });
 
+/** The longest a connection to the journal's broker may take to open. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
 /** A message's entries at most, in bytes: a flush of more goes in several. */
 const MESSAGE_BYTES = 4 * 1024 * 1024;
 /** Entries held in memory while the broker is away or slow to confirm: past it, the oldest unsent are dropped. */
@@ -57,7 +60,11 @@ async function openJournal(
   name: string,
   logger: Logger,
 ): Promise<{ connection: ChannelModel; channel: ConfirmChannel }> {
-  const connection = await amqp.connect(settings.url, { clientProperties: { connection_name: name } });
+  const connection = await amqp.connect(settings.url, {
+    // A broker that accepts the connection and says nothing must not hold a recovery (or a reconnect) for ever.
+    timeout: CONNECT_TIMEOUT_MS,
+    clientProperties: { connection_name: name },
+  });
   connection.on('error', (error: Error) =>
     logger.warn({ err: { message: error.message } }, 'journal connection error'),
   );
