@@ -18,7 +18,7 @@ import type { ISecret } from 'kubernetes-models/v1/Secret';
 import type { IService } from 'kubernetes-models/v1/Service';
 import type { IServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import { parse } from 'yaml';
-import { parseDuration } from '../../src/config';
+import { ConfigError, loadConfig, parseDuration } from '../../src/config';
 import { SOURCE_ADDRESS_PRESETS } from '../../src/intake/sourceAddress';
 import { strictFieldErrors } from './strictFields';
 import {
@@ -40,6 +40,7 @@ const allFeatures = { valuesFiles: [ALL_FEATURES_VALUES], apiVersions: MONITORIN
 const SECRET_KEYS = [
   'DATABASE_URL',
   'AMQP_URL',
+  'JOURNAL_AMQP_URL',
   'SECOND_KEYS',
   'NOTIFY_BASIC_AUTH',
   'ADMIN_TOKEN',
@@ -77,6 +78,16 @@ const selects = (
   matchLabels: Record<string, string> | undefined,
   labels: Record<string, string> | undefined,
 ): boolean => matchLabels !== undefined && Object.entries(matchLabels).every(([k, v]) => labels?.[k] === v);
+
+/** The install notes `helm install --dry-run` prints with these `--set` values. */
+function installNotes(set: string[]): string {
+  const result = helm([
+    ...['install', 'receiver', CHART_DIR, '--dry-run=client', '--namespace', 'payments'],
+    ...set.flatMap((assignment) => ['--set', assignment]),
+  ]);
+  expect(result.status).toBe(0);
+  return result.stdout.slice(result.stdout.indexOf('NOTES:'));
+}
 
 let defaults: K8sObject[];
 let features: K8sObject[];
@@ -356,7 +367,7 @@ describe('secrets', () => {
     const objects = render({ set: ['secrets.existingSecret=receiver-credentials'] });
     expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
     const refs = JSON.stringify(objects).match(/"secretKeyRef":\{"name":"[^"]+"/g) ?? [];
-    expect(refs.length).toBeGreaterThanOrEqual(9); // 8 in the Deployment, 1 in the Job
+    expect(refs.length).toBeGreaterThanOrEqual(10); // 9 in the Deployment, 1 in the Job
     expect(new Set(refs)).toEqual(new Set(['"secretKeyRef":{"name":"receiver-credentials"']));
   });
 
@@ -707,14 +718,6 @@ describe('Service and Ingress', () => {
 
 describe('console Ingress', () => {
   const consoleOn = ['consoleIngress.enabled=true', 'consoleIngress.host=console.example.com'] as const;
-  const installNotes = (set: string[]): string => {
-    const result = helm([
-      ...['install', 'receiver', CHART_DIR, '--dry-run=client', '--namespace', 'payments'],
-      ...set.flatMap((assignment) => ['--set', assignment]),
-    ]);
-    expect(result.status).toBe(0);
-    return result.stdout.slice(result.stdout.indexOf('NOTES:'));
-  };
 
   test('off by default: no console Ingress, and the admin port admits no ingress controller', () => {
     expect(defaults.filter((o) => o.kind === 'Ingress')).toEqual([]);
@@ -948,6 +951,206 @@ describe('availability and network', () => {
   });
 });
 
+describe('the journal of recorded notifications and the failover watch', () => {
+  const chartMade = [
+    'secrets.databaseUrl=postgres://u@h:5432/d',
+    'secrets.secondKeys=1:k',
+    'config.relayEnabled=false',
+  ];
+  const monitoring = ['prometheusRule.enabled=true'];
+  const egressOf = (objects: K8sObject[]): Array<{ ports: Array<string | number | undefined>; to: unknown }> =>
+    (serverPolicyOf(objects).spec?.egress ?? []).map((r) => ({ ports: (r.ports ?? []).map((p) => p.port), to: r.to }));
+  const egressPorts = (objects: K8sObject[]): Array<string | number | undefined> =>
+    egressOf(objects).flatMap((r) => r.ports);
+  const failoverRules = (objects: K8sObject[]): Array<{ alert?: string; expr: string }> =>
+    ruleGroupsOf(objects)
+      .filter((g) => g.name.endsWith('.failover'))
+      .flatMap((g) => g.rules ?? [])
+      .map((r) => ({ alert: r.alert, expr: String(r.expr) }));
+  const journalRef = (objects: K8sObject[]) =>
+    containerOf(podSpecOf(objects)).env?.find((e) => e.name === 'JOURNAL_AMQP_URL')?.valueFrom?.secretKeyRef;
+
+  test('its settings reach the pods: JOURNAL_* and FAILOVER_RECONCILE_WINDOW from the ConfigMap, JOURNAL_AMQP_URL from the Secret', () => {
+    expect(configOf(defaults)).toMatchObject({
+      JOURNAL_RETENTION: '1h',
+      JOURNAL_QUEUE: 'payment-notification-receiver.journal',
+      JOURNAL_MAX_BYTES: '1gb',
+      FAILOVER_RECONCILE_WINDOW: '10m',
+    });
+    const values = parse(readFileSync(ALL_FEATURES_VALUES, 'utf8')) as {
+      config: Record<string, string>;
+      secrets: Record<string, string>;
+    };
+    const { journalRetention, journalQueue, journalMaxBytes, failoverReconcileWindow } = values.config;
+    // Not the chart's defaults, so the test sees the values and not hard-coded ones.
+    expect([journalRetention, journalQueue, journalMaxBytes, failoverReconcileWindow]).toEqual([
+      expect.not.stringMatching(/^1h$/),
+      expect.not.stringMatching(/^payment-notification-receiver\.journal$/),
+      expect.not.stringMatching(/^1gb$/),
+      expect.not.stringMatching(/^10m$/),
+    ]);
+    expect(configOf(features)).toMatchObject({
+      JOURNAL_RETENTION: journalRetention,
+      JOURNAL_QUEUE: journalQueue,
+      JOURNAL_MAX_BYTES: journalMaxBytes,
+      FAILOVER_RECONCILE_WINDOW: failoverReconcileWindow,
+    });
+    const secret = as<ISecret>(only(features, 'Secret', '-notification-receiver'));
+    expect(Buffer.from(secret.data?.JOURNAL_AMQP_URL ?? '', 'base64').toString('utf8')).toBe(
+      values.secrets.journalAmqpUrl,
+    );
+    // Optional whatever the Secret: without the key the journal is on AMQP_URL's broker and vhost.
+    for (const objects of [defaults, features]) expect(journalRef(objects)).toMatchObject({ optional: true });
+    const withoutIt = render({ set: [...chartMade, 'secrets.amqpUrl=amqp://u:p@h:5672/v'] });
+    expect(Object.keys(as<ISecret>(only(withoutIt, 'Secret', '-notification-receiver')).data ?? {})).not.toContain(
+      'JOURNAL_AMQP_URL',
+    );
+    // It is a secret value like the others: given alone, it asks for the rest of a chart-made Secret.
+    const alone = helmTemplate({ set: ['secrets.journalAmqpUrl=amqp://u:p@h:5672/journal'] });
+    expect([alone.status, alone.stderr]).toEqual([1, expect.stringMatching(/secrets\.databaseUrl is required/)]);
+  });
+
+  test('a journal setting the app would refuse is refused by the chart, saying why, and one it takes is taken', () => {
+    // The app's own reading of each value decides which the chart must refuse.
+    const appTakes = (variable: string, value: string): boolean => {
+      try {
+        loadConfig({ [variable]: value });
+        return true;
+      } catch (error) {
+        if (error instanceof ConfigError && error.problems.every((p) => p.startsWith(`${variable}:`))) return false;
+        throw error;
+      }
+    };
+    const cases: Array<[key: string, variable: string, values: string[], refusal: RegExp]> = [
+      [
+        'journalRetention',
+        'JOURNAL_RETENTION',
+        ['4m', '299999ms', '300000ms', '5m', '1h', '24h', '86400000ms', '86400001ms', '1441m', '25h', 'off'],
+        /config\.journalRetention must be from 5m to 24h, or off/,
+      ],
+      [
+        'journalMaxBytes',
+        'JOURNAL_MAX_BYTES',
+        ['15mb', '16383kb', '16mb', '1.5gb', '64gb', '65536mb', '65537mb', '65gb', '1tb'],
+        /config\.journalMaxBytes must be a size from 16mb to 64gb/,
+      ],
+      [
+        'failoverReconcileWindow',
+        'FAILOVER_RECONCILE_WINDOW',
+        ['0', '0s', '10m', '86400', '24h', '86401s', '1441m', '2d'],
+        /config\.failoverReconcileWindow must be at most 24h/,
+      ],
+    ];
+    for (const [key, variable, candidates, refusal] of cases) {
+      for (const value of candidates) {
+        const result = helmTemplate({ set: [`config.${key}=${value}`] });
+        const taken = appTakes(variable, value);
+        expect([key, value, result.status, result.status === 0 ? '' : result.stderr]).toEqual([
+          key,
+          value,
+          taken ? 0 : 1,
+          taken ? '' : expect.stringMatching(refusal),
+        ]);
+      }
+    }
+    // YAML's bare off (false) is off too.
+    expect(configOf(render({ set: ['config.journalRetention=false'] })).JOURNAL_RETENTION).toBe('off');
+  });
+
+  test("the pods reach the journal's broker: the RabbitMQ rule with the relay off, a rule of its own for another broker", () => {
+    const rabbitmq = [5672, 5671];
+    // Every feature: the events' broker, and the journal's own (ci/all-features-values.yaml) on its port, to its address.
+    expect(egressOf(features)).toEqual(
+      expect.arrayContaining([
+        { ports: rabbitmq, to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'mq' } } }] },
+        { ports: [5671], to: [{ ipBlock: { cidr: '10.40.0.0/24' } }] },
+      ]),
+    );
+    // No relay, but the journal (a Secret you manage is taken to hold a broker's address).
+    expect(egressOf(render({ set: ['config.relayEnabled=false'] }))).toContainEqual({ ports: rabbitmq, to: undefined });
+    expect(
+      egressOf(render({ set: [...chartMade, 'secrets.journalAmqpUrl=amqp://u:p@h:5672/journal'] })),
+    ).toContainEqual({ ports: rabbitmq, to: undefined });
+    // No relay and no journal (off, or a chart-made Secret without a broker): no broker at all, nor the journal's rule.
+    for (const set of [
+      ['config.relayEnabled=false', 'config.journalRetention=off', 'networkPolicy.egress.journal.ports={5673}'],
+      [...chartMade, 'networkPolicy.egress.journal.ports={5673}'],
+    ]) {
+      expect(egressPorts(render({ set }))).not.toEqual(expect.arrayContaining([5672]));
+      expect(egressPorts(render({ set }))).not.toContain(5673);
+    }
+  });
+
+  test('the failover alerts are rendered whatever else is on, the journal one only with a journal', () => {
+    const alerts = (set: string[]): Array<string | undefined> =>
+      failoverRules(render({ set: [...monitoring, ...set] })).map((r) => r.alert);
+    const watch = ['PaymentDatabaseFailedOver', 'PaymentDatabaseWritesFailing'];
+    expect(failoverRules(features).map((r) => r.alert)).toEqual([...watch, 'PaymentJournalNotWriting']);
+    expect(alerts(['config.relayEnabled=false'])).toEqual([...watch, 'PaymentJournalNotWriting']);
+    expect(alerts(['config.journalRetention=off'])).toEqual(watch);
+    expect(alerts(chartMade)).toEqual(watch);
+    const writesFailing = (set: string[]): string | undefined =>
+      failoverRules(render({ set: [...monitoring, ...set] })).find((r) => r.alert === 'PaymentDatabaseWritesFailing')
+        ?.expr;
+    expect(writesFailing([])).toMatch(/\) > 30$/);
+    expect(writesFailing(['prometheusRule.databaseWritesFailingSeconds=90'])).toMatch(/\) > 90$/);
+    // Every pod's series: the release's selector on every metric they read.
+    for (const { expr } of failoverRules(features))
+      for (const selector of expr.match(/\{[^}]*\}/g) ?? [])
+        expect(selector).toMatch(/^\{namespace="payments",job="receiver-notification-receiver"/);
+  });
+
+  test('the install notes say where the journal is and what it holds, or that there is none', () => {
+    expect(installNotes([])).toMatch(
+      /queue payment-notification-receiver\.journal, each entry kept 1h[\s\S]*a vhost only/,
+    );
+    expect(installNotes([...chartMade, 'secrets.amqpUrl=amqp://u:p@h:5672/v'])).toContain(
+      "It is on AMQP_URL's vhost now, beside the events: give it one of its own (secrets.journalAmqpUrl).",
+    );
+    expect(installNotes(['config.journalRetention=off'])).toMatch(
+      /Journal[^\n]*\n {2}off \(config\.journalRetention off\)/,
+    );
+    expect(installNotes(chartMade)).toContain('off (no broker: secrets.amqpUrl and secrets.journalAmqpUrl are empty)');
+  });
+});
+
+describe('the chart README', () => {
+  const readme = readFileSync(path.join(CHART_DIR, 'README.md'), 'utf8');
+  /** The first column of the table under a heading (its rows' `code` or plain names). */
+  const tableKeys = (heading: string): string[] => {
+    const section = readme.slice(readme.indexOf(`\n${heading}\n`));
+    const table = section.slice(0, section.indexOf('\n\n', section.indexOf('\n|')));
+    return [...table.matchAll(/^\| `?([^`|]+?)`? \|/gm)]
+      .map((m) => m[1] ?? '')
+      .filter((k) => !/^(Key|Alert|-+)$/.test(k));
+  };
+
+  test('every value has a row in the values table', () => {
+    const rows = new Set(tableKeys('## Values'));
+    const values = parse(readFileSync(path.join(CHART_DIR, 'values.yaml'), 'utf8')) as Record<string, unknown>;
+    // A key is documented by its own row or by its parent's (a whole object, such as `resources`).
+    const undocumented = (node: Record<string, unknown>, prefix: string): string[] =>
+      Object.entries(node).flatMap(([key, value]) => {
+        const name = `${prefix}${key}`;
+        if (rows.has(name)) return [];
+        const isObject = typeof value === 'object' && value !== null && !Array.isArray(value);
+        return isObject && Object.keys(value).length > 0
+          ? undocumented(value as Record<string, unknown>, `${name}.`)
+          : [name];
+      });
+    expect(undocumented(values, '')).toEqual([]);
+  });
+
+  test('every alert has a row in the alerts table', () => {
+    expect(tableKeys('### Alerts').sort()).toEqual(
+      ruleGroupsOf(features)
+        .flatMap((g) => g.rules ?? [])
+        .flatMap((r) => (r.alert ? [r.alert] : []))
+        .sort(),
+    );
+  });
+});
+
 describe('values.schema.json', () => {
   const schemaFailures: [string, string[]][] = [
     ['an unknown top-level key', ['replicaCont=3']],
@@ -962,6 +1165,11 @@ describe('values.schema.json', () => {
     ['a body retention other than a duration or off', ['config.bodyRetention=forever']],
     ['a body retention of true', ['config.bodyRetention=true']],
     ['an unknown key of the console Ingress', ['consoleIngress.path=/']],
+    ["a journal queue of the broker's own", ['config.journalQueue=amq.journal']],
+    ['a journal queue with a control character', ['config.journalQueue=journal\u0007']],
+    ['a journal size without its unit', ['config.journalMaxBytes=1g']],
+    ['a journal broker that is not AMQP', ['secrets.journalAmqpUrl=https://rabbitmq.mq.svc/journal']],
+    ['a failover window of off', ['config.failoverReconcileWindow=off']],
   ];
 
   test.each(schemaFailures)('helm template and lint reject %s', (_name, set) => {

@@ -116,8 +116,15 @@ export interface RunningServer {
   adminPort: number;
 }
 
-/** The Deployment's server container with its environment, on free loopback ports, ready. */
-export async function startServer(cwd: string, databaseUrl: string): Promise<RunningServer> {
+/**
+ * The Deployment's server container with its environment, on free loopback ports, ready; `overrides` stand for
+ * what this machine has instead of the cluster's (a broker, say).
+ */
+export async function startServer(
+  cwd: string,
+  databaseUrl: string,
+  overrides: Record<string, string> = {},
+): Promise<RunningServer> {
   const container = serverContainer();
   const chartEnv = environmentOf(container);
   const publicPort = await freePort();
@@ -133,6 +140,7 @@ export async function startServer(cwd: string, databaseUrl: string): Promise<Run
     ALLOWED_SOURCE_IPS: 'any',
     // So that one slow sender fills it, and liveDashboard.test.ts gets a public 5xx (503 busy).
     UNVERIFIED_BODIES_LIMIT: '64kb',
+    ...overrides,
   });
   await waitForStatus(app, `http://127.0.0.1:${adminPort}/readyz`, 200, 30_000);
   return { app, container, chartEnv, publicPort, adminPort };

@@ -2,32 +2,51 @@
  * The chart against the real app: the migration Job's command and environment migrate a fresh database, the
  * purge command the install notes give runs in the server container's environment, the server container's
  * environment (ConfigMap + Secret, as rendered) starts the app with MIGRATE_ON_START=false and its history
- * maintainer, and the probe paths answer. A real Prometheus over the same workloads: liveDashboard.test.ts
+ * maintainer, its journal is declared on the vhost of JOURNAL_AMQP_URL as the chart configures it, and the probe
+ * paths answer. A real Prometheus over the same workloads: liveDashboard.test.ts
  * (`npm run test:tools`).
  */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import amqp from 'amqplib';
+import bytes from 'bytes';
 import { freePort, stop, type RunningApp } from './app';
 import { testDatabase } from '../support/database';
 import { environmentOf, notesExecCommands, runMigrationJob, runToEnd, serverContainer, startServer } from './chartApp';
 import { contractFetch } from '../support/contracts';
 import { waitUntil } from '../support/wait';
+import { AMQP_URL } from '../support/broker';
+import { parseDuration } from '../../src/config';
+import { journalQueueArguments } from '../../src/failover/notificationJournal';
+
+const run = promisify(execFile);
 
 describe('the chart against the running app', () => {
   const database = testDatabase('helm_metrics_check');
+  // The journal's vhost of its own, as the chart's README says to make one, on this machine's broker.
+  const journalVhost = `test-chart-journal-${randomBytes(4).toString('hex')}`;
+  const journalUrl = `${AMQP_URL}/${journalVhost}`;
   let workdir: string;
   let app: RunningApp | undefined;
   let publicPort: number;
+  let adminPort: number;
+  let chartEnv: Record<string, string>;
 
-  beforeAll(() => {
+  beforeAll(async () => {
     // An empty working directory, so no developer .env is picked up.
     workdir = mkdtempSync(path.join(tmpdir(), 'chart-live-'));
+    await run('rabbitmqctl', ['-q', 'add_vhost', journalVhost]);
+    await run('rabbitmqctl', ['-q', 'set_permissions', '-p', journalVhost, 'guest', '.*', '.*', '.*']);
   });
 
   afterAll(async () => {
     if (app) await stop(app);
     await database.drop();
+    await run('rabbitmqctl', ['-q', 'delete_vhost', journalVhost]);
     rmSync(workdir, { recursive: true, force: true });
   });
 
@@ -70,9 +89,9 @@ describe('the chart against the running app', () => {
   }, 90_000);
 
   test("the server container's environment starts the app, and its probe paths answer 200", async () => {
-    const server = await startServer(workdir, database.url);
+    const server = await startServer(workdir, database.url, { JOURNAL_AMQP_URL: journalUrl });
     app = server.app;
-    publicPort = server.publicPort;
+    ({ publicPort, adminPort, chartEnv } = server);
     expect(server.chartEnv.MIGRATE_ON_START).toBe('false');
     // The retentions the chart sets are the service's to apply: its history maintainer runs, with them.
     expect(server.chartEnv).toMatchObject({ HISTORY_RETENTION: '4320h', BODY_RETENTION: '14d' });
@@ -80,7 +99,7 @@ describe('the chart against the running app', () => {
       const metrics = await (await contractFetch(`http://127.0.0.1:${server.adminPort}/metrics`, 'admin')).text();
       return /^history_maintainer_active 1$/m.test(metrics) && /^history_partition_days_ahead 7$/m.test(metrics);
     });
-    const { container, adminPort } = server;
+    const { container } = server;
     const probes = [container.startupProbe, container.livenessProbe, container.readinessProbe];
     for (const probe of probes) {
       expect(probe?.httpGet?.port).toBe('admin');
@@ -91,6 +110,32 @@ describe('the chart against the running app', () => {
       expect([probe?.httpGet?.path, response.status]).toEqual([probe?.httpGet?.path, 200]);
     }
   }, 60_000);
+
+  test("the journal is declared as the chart configures it: its queue, retention and bound, on JOURNAL_AMQP_URL's vhost", async () => {
+    await waitUntil('the journal connected', async () => {
+      const metrics = await (await contractFetch(`http://127.0.0.1:${adminPort}/metrics`, 'admin')).text();
+      return /^notification_journal_up 1$/m.test(metrics);
+    });
+    const queue = chartEnv.JOURNAL_QUEUE ?? '';
+    const retentionMs = parseDuration(chartEnv.JOURNAL_RETENTION ?? '');
+    const maxBytes = bytes.parse(chartEnv.JOURNAL_MAX_BYTES ?? '');
+    expect([queue, retentionMs, maxBytes]).toEqual(['payments.notification-journal', 2 * 3_600_000, 512 * 1024 * 1024]);
+    const connection = await amqp.connect(journalUrl);
+    try {
+      const channel = await connection.createChannel();
+      await channel.checkQueue(queue); // the app's, not one made here
+      // Declaring it again with other arguments would fail (406): these are the ones the queue has.
+      const args = journalQueueArguments({
+        url: journalUrl,
+        queue,
+        retentionMs: retentionMs ?? 0,
+        maxBytes: maxBytes ?? 0,
+      });
+      await expect(channel.assertQueue(queue, { durable: true, arguments: args })).resolves.toMatchObject({ queue });
+    } finally {
+      await connection.close().catch(() => undefined);
+    }
+  });
 
   test('the public port serves POST /notifications and nothing of the admin port', async () => {
     const base = `http://127.0.0.1:${publicPort}`;

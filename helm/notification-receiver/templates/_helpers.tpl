@@ -56,7 +56,18 @@ app.kubernetes.io/component: server
 {{/* "true" when the chart makes the Secret itself (some secret value was given). */}}
 {{- define "notification-receiver.chartMadeSecret" -}}
 {{- $s := .Values.secrets }}
-{{- if or $s.databaseUrl $s.amqpUrl $s.secondKeys $s.notifyBasicAuth $s.adminToken $s.paymentApiCredentials $s.consoleOperatorTokens $s.consoleViewerTokens }}true{{ end }}
+{{- if or $s.databaseUrl $s.amqpUrl $s.journalAmqpUrl $s.secondKeys $s.notifyBasicAuth $s.adminToken $s.paymentApiCredentials $s.consoleOperatorTokens $s.consoleViewerTokens }}true{{ end }}
+{{- end }}
+
+{{/*
+"true" when the pods keep the journal of recorded notifications: config.journalRetention is not off and it has a
+broker (JOURNAL_AMQP_URL or AMQP_URL; a Secret you manage is taken to hold one).
+*/}}
+{{- define "notification-receiver.journalOn" -}}
+{{- $s := .Values.secrets }}
+{{- if ne (include "notification-receiver.retention" .Values.config.journalRetention) "off" }}
+{{- if or (not (include "notification-receiver.chartMadeSecret" .)) $s.amqpUrl $s.journalAmqpUrl }}true{{ end }}
+{{- end }}
 {{- end }}
 
 {{/* Name of the Secret the pods read. */}}
@@ -73,18 +84,30 @@ YAML reads an unquoted off as false, so false means off too.
 {{- end }}
 
 {{/*
-A duration as the app reads it (`500ms`, `30s`, `15m`, `12h`, `180d`; a bare number is seconds) in whole
-seconds; nothing for a retention that is off. The alerts' thresholds follow the configured retentions with it.
+A duration as the app reads it (`500ms`, `30s`, `15m`, `12h`, `180d`; a bare number is seconds) in milliseconds;
+nothing for a retention that is off. The validation compares durations with the app's bounds in it.
 */}}
-{{- define "notification-receiver.durationSeconds" -}}
+{{- define "notification-receiver.durationMs" -}}
 {{- $value := include "notification-receiver.retention" . }}
 {{- if ne $value "off" }}
 {{- $number := regexFind "^[0-9]+" $value }}
 {{- $unit := default "s" (trimPrefix $number $value) }}
-{{- if eq $unit "ms" }}{{ div (int64 $number) 1000 }}
-{{- else }}{{ mul (int64 $number) (get (dict "s" 1 "m" 60 "h" 3600 "d" 86400) $unit) }}
+{{- mul (int64 $number) (get (dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000 "d" 86400000) $unit) }}
 {{- end }}
 {{- end }}
+
+{{/* The same in whole seconds (rounded down): the alerts' thresholds follow the configured retentions with it. */}}
+{{- define "notification-receiver.durationSeconds" -}}
+{{- with include "notification-receiver.durationMs" . }}{{ div (int64 .) 1000 }}{{ end }}
+{{- end }}
+
+{{/* A size as the app reads it (`64kb`, `1.5gb`: units of 1024, the fraction rounded down) in bytes. */}}
+{{- define "notification-receiver.sizeBytes" -}}
+{{- $value := lower (toString .) }}
+{{- $number := regexFind "^[0-9]+(\\.[0-9]+)?" $value }}
+{{- $unit := trim (trimPrefix $number $value) }}
+{{- $multiple := get (dict "b" 1 "kb" 1024 "mb" 1048576 "gb" 1073741824 "tb" 1099511627776) $unit }}
+{{- int64 (floor (mulf (float64 $number) $multiple)) }}
 {{- end }}
 
 {{/* Fails the render on contradictory or missing values the schema cannot express. */}}
@@ -92,7 +115,7 @@ seconds; nothing for a retention that is off. The alerts' thresholds follow the 
 {{- $s := .Values.secrets }}
 {{- if include "notification-receiver.chartMadeSecret" . }}
 {{- if $s.existingSecret }}
-{{- fail "secrets.existingSecret cannot be combined with secrets.databaseUrl/amqpUrl/secondKeys/notifyBasicAuth/adminToken/paymentApiCredentials: use one or the other" }}
+{{- fail "secrets.existingSecret cannot be combined with secrets.databaseUrl/amqpUrl/journalAmqpUrl/secondKeys/notifyBasicAuth/adminToken/paymentApiCredentials/console tokens: use one or the other" }}
 {{- end }}
 {{- if not $s.databaseUrl }}{{ fail "secrets.databaseUrl is required when the chart makes the Secret" }}{{ end }}
 {{- if not $s.secondKeys }}{{ fail "secrets.secondKeys is required when the chart makes the Secret" }}{{ end }}
@@ -129,12 +152,26 @@ seconds; nothing for a retention that is off. The alerts' thresholds follow the 
 {{- if and $audit (lt (int64 $audit) 86400) }}
 {{- fail "config.auditRetention must be at least 1d, or off" }}
 {{- end }}
+{{- $journal := include "notification-receiver.durationMs" .Values.config.journalRetention }}
+{{- if and $journal (or (lt (int64 $journal) 300000) (gt (int64 $journal) 86400000)) }}
+{{- fail "config.journalRetention must be from 5m to 24h, or off" }}
+{{- end }}
+{{- $journalBytes := int64 (include "notification-receiver.sizeBytes" .Values.config.journalMaxBytes) }}
+{{- if or (lt $journalBytes 16777216) (gt $journalBytes 68719476736) }}
+{{- fail "config.journalMaxBytes must be a size from 16mb to 64gb, such as 1gb" }}
+{{- end }}
+{{- if gt (int64 (include "notification-receiver.durationMs" .Values.config.failoverReconcileWindow)) 86400000 }}
+{{- fail "config.failoverReconcileWindow must be at most 24h (0: none)" }}
+{{- end }}
 {{- if lt (int .Values.autoscaling.maxReplicas) (int .Values.autoscaling.minReplicas) }}
 {{- fail "autoscaling.maxReplicas must be >= autoscaling.minReplicas" }}
 {{- end }}
 {{- end }}
 
-{{/* env entries read from the Secret; AMQP_URL only matters to the relay, NOTIFY_BASIC_AUTH is optional. */}}
+{{/*
+env entries read from the Secret; AMQP_URL is required by the relay only, JOURNAL_AMQP_URL (AMQP_URL's when absent)
+and NOTIFY_BASIC_AUTH are optional.
+*/}}
 {{- define "notification-receiver.secretEnv" -}}
 {{- $name := include "notification-receiver.secretName" . -}}
 - name: DATABASE_URL
@@ -153,6 +190,12 @@ seconds; nothing for a retention that is off. The alerts' thresholds follow the 
       name: {{ $name }}
       key: AMQP_URL
       optional: {{ not .Values.config.relayEnabled }}
+- name: JOURNAL_AMQP_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ $name }}
+      key: JOURNAL_AMQP_URL
+      optional: true
 - name: NOTIFY_BASIC_AUTH
   valueFrom:
     secretKeyRef:
