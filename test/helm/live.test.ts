@@ -20,6 +20,7 @@ import { environmentOf, notesExecCommands, runMigrationJob, runToEnd, serverCont
 import { contractFetch } from '../support/contracts';
 import { waitUntil } from '../support/wait';
 import { AMQP_URL } from '../support/broker';
+import { orderBody, sign, uniqueId } from '../support/signing';
 import { parseDuration } from '../../src/config';
 import { journalQueueArguments } from '../../src/failover/notificationJournal';
 
@@ -27,9 +28,17 @@ const run = promisify(execFile);
 
 describe('the chart against the running app', () => {
   const database = testDatabase('helm_metrics_check');
-  // The journal's vhost of its own, as the chart's README says to make one, on this machine's broker.
+  // The journal's vhost of its own and its user, with the permissions the chart's README gives (declare and read
+  // its queue, publish through the default exchange), on this machine's broker.
   const journalVhost = `test-chart-journal-${randomBytes(4).toString('hex')}`;
-  const journalUrl = `${AMQP_URL}/${journalVhost}`;
+  const journalUser = journalVhost;
+  const journalPassword = randomBytes(12).toString('hex');
+  const journalQueue = environmentOf(serverContainer()).JOURNAL_QUEUE ?? '';
+  const journalUrl = Object.assign(new URL(AMQP_URL), {
+    username: journalUser,
+    password: journalPassword,
+    pathname: `/${journalVhost}`,
+  }).toString();
   let workdir: string;
   let app: RunningApp | undefined;
   let publicPort: number;
@@ -40,12 +49,24 @@ describe('the chart against the running app', () => {
     // An empty working directory, so no developer .env is picked up.
     workdir = mkdtempSync(path.join(tmpdir(), 'chart-live-'));
     await run('rabbitmqctl', ['-q', 'add_vhost', journalVhost]);
-    await run('rabbitmqctl', ['-q', 'set_permissions', '-p', journalVhost, 'guest', '.*', '.*', '.*']);
+    await run('rabbitmqctl', ['-q', 'add_user', journalUser, journalPassword]);
+    const queue = `^${journalQueue.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;
+    await run('rabbitmqctl', [
+      '-q',
+      'set_permissions',
+      '-p',
+      journalVhost,
+      journalUser,
+      queue,
+      '^amq\\.default$',
+      queue,
+    ]);
   });
 
   afterAll(async () => {
     if (app) await stop(app);
     await database.drop();
+    await run('rabbitmqctl', ['-q', 'delete_user', journalUser]);
     await run('rabbitmqctl', ['-q', 'delete_vhost', journalVhost]);
     rmSync(workdir, { recursive: true, force: true });
   });
@@ -111,11 +132,10 @@ describe('the chart against the running app', () => {
     }
   }, 60_000);
 
-  test("the journal is declared as the chart configures it: its queue, retention and bound, on JOURNAL_AMQP_URL's vhost", async () => {
-    await waitUntil('the journal connected', async () => {
-      const metrics = await (await contractFetch(`http://127.0.0.1:${adminPort}/metrics`, 'admin')).text();
-      return /^notification_journal_up 1$/m.test(metrics);
-    });
+  test("the journal is declared as the chart configures it, on JOURNAL_AMQP_URL's vhost, and keeps what is recorded", async () => {
+    const metrics = async (): Promise<string> =>
+      (await contractFetch(`http://127.0.0.1:${adminPort}/metrics`, 'admin')).text();
+    await waitUntil('the journal connected', async () => /^notification_journal_up 1$/m.test(await metrics()));
     const queue = chartEnv.JOURNAL_QUEUE ?? '';
     const retentionMs = parseDuration(chartEnv.JOURNAL_RETENTION ?? '');
     const maxBytes = bytes.parse(chartEnv.JOURNAL_MAX_BYTES ?? '');
@@ -135,6 +155,22 @@ describe('the chart against the running app', () => {
     } finally {
       await connection.close().catch(() => undefined);
     }
+    // A notification signed with the chart's second key is recorded, and its broker confirms the entry.
+    const [posId = '', secondKey = ''] = (chartEnv.SECOND_KEYS ?? '').split(',')[0]?.split(':') ?? [];
+    const body = orderBody({ orderId: uniqueId('CHARTJOURNAL'), status: 'PENDING', merchantPosId: posId });
+    const answer = await contractFetch(`http://127.0.0.1:${publicPort}/notifications`, 'public', {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/json',
+        Authorization: `Basic ${Buffer.from(chartEnv.NOTIFY_BASIC_AUTH ?? '').toString('base64')}`,
+        'OpenSvc-Signature': sign(body, secondKey),
+      },
+      body,
+    });
+    expect(answer.status).toBe(200);
+    await waitUntil('the journal entry confirmed', async () =>
+      /^notification_journal_entries_total\{outcome="confirmed"\} 1$/m.test(await metrics()),
+    );
   });
 
   test('the public port serves POST /notifications and nothing of the admin port', async () => {
