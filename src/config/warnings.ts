@@ -84,6 +84,17 @@ export function configurationWarnings(config: Config): string[] {
     );
   for (const name of config.retiredSettings)
     warnings.push(`${name} is set but no longer read: ${RETIRED_SETTINGS[name] ?? 'it has no effect'}; remove it`);
+  if (
+    config.production &&
+    config.journalRetentionMs !== null &&
+    config.journalAmqpUrl === null &&
+    config.amqpUrl !== null
+  )
+    warnings.push(
+      "JOURNAL_AMQP_URL is not set: the journal of recorded notifications, which holds their bodies (the buyer's " +
+        "personal data), shares AMQP_URL's vhost with the events, where the downstream teams' users may read; give " +
+        'it a vhost of its own that only the service may read (docs/DEPLOYMENT.md, "The database: replication and failover")',
+    );
   if (config.trustProxy.kind === 'hops') {
     warnings.push(
       `TRUST_PROXY=${config.trustProxy.hops} believes X-Forwarded-For from whichever peer connects: any client ` +

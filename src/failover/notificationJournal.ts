@@ -108,6 +108,12 @@ export class NotificationJournal {
   private readonly reconnects = new Retries({ firstMs: RECONNECT_FIRST_MS, maxMs: RECONNECT_MAX_MS, jitter: 'full' });
   /** Told whenever the backlog empties, for stop(). */
   private drained: (() => void) | null = null;
+  /** Messages published so far: each its messageId, for the broker's returns. */
+  private published = 0;
+  /** The connection closed because the broker returned a message (queueGone): closed once. */
+  private redeclaring: ChannelModel | null = null;
+  /** Message ids the broker returned (mandatory, and no queue took them: the journal's queue was deleted). */
+  private readonly returned = new Set<string>();
 
   constructor(
     private readonly settings: JournalSettings,
@@ -171,6 +177,10 @@ export class NotificationJournal {
         }
         this.connection = connection;
         this.channel = channel;
+        // RabbitMQ sends a message's return before its confirm.
+        channel.on('return', (message: { properties: { messageId?: unknown } }) => {
+          if (typeof message.properties.messageId === 'string') this.returned.add(message.properties.messageId);
+        });
         channel.on('close', () => this.lost());
         connection.on('close', () => this.lost());
         this.reconnects.reset();
@@ -231,22 +241,49 @@ export class NotificationJournal {
       const entries = this.unsent.splice(0, count);
       this.unsentBytes -= bytes;
       this.unconfirmed += entries.length;
+      const messageId = `journal-${++this.published}`;
+      let settled = false;
       try {
+        // Mandatory: a queue deleted under the journal (to change its retention) returns the message rather than
+        // confirm it into nothing.
         channel.publish(
           '',
           this.settings.queue,
           encodeMessage({ entries }),
-          {
-            persistent: true,
-            contentType: 'application/json',
+          { persistent: true, mandatory: true, messageId, contentType: 'application/json' },
+          (error) => {
+            // Once per message, whatever the channel does on its way down.
+            if (settled) return;
+            settled = true;
+            const returned = this.returned.delete(messageId);
+            this.settle(entries, error ?? (returned ? this.queueGone() : null));
           },
-          (error) => this.settle(entries, error),
         );
       } catch (error) {
         this.settle(entries, error);
         break;
       }
     }
+  }
+
+  /**
+   * The broker returned a message: its queue is gone. The connection is closed, so that the next one declares the
+   * queue again (with this replica's arguments) and the entries are sent to it; answers the settle's error.
+   */
+  private queueGone(): Error {
+    // Once for the connection: the other messages it returned follow the first.
+    if (this.connection && this.connection === this.redeclaring) return new Error('returned: no journal queue');
+    if (this.connection) {
+      this.redeclaring = this.connection;
+      // Nothing more goes out on it: its queue is gone.
+      this.channel = null;
+      this.logger.error(
+        { queue: this.settings.queue },
+        'the journal queue is gone (deleted?): declaring it again; the entries are sent to it once it is',
+      );
+      void this.connection.close().catch(() => undefined);
+    }
+    return new Error('returned: no journal queue');
   }
 
   /** A message's confirm: counted; a nack or a lost channel puts its entries back in front, to be sent again. */

@@ -30,6 +30,8 @@ async function drain(queue: string, url = AMQP_URL): Promise<JournalEntry[]> {
   const connection = await amqp.connect(url);
   try {
     const channel = await connection.createChannel();
+    // A queue not there (yet) closes the channel: the caller is told, not the process.
+    channel.on('error', () => undefined);
     const entries: JournalEntry[] = [];
     for (;;) {
       const message = await channel.get(queue, { noAck: true });
@@ -187,6 +189,37 @@ describe('When JOURNAL_AMQP_URL names a vhost of its own', () => {
       } finally {
         await connection.close().catch(() => undefined);
       }
+    } finally {
+      await svc.stop();
+    }
+  });
+});
+
+describe('When the journal queue is deleted under a running service (to change its retention)', () => {
+  it('then the next entries are not confirmed into nothing: the queue is declared again and they go to it', async () => {
+    const svc = await startTestService();
+    try {
+      await svc.post(orderBody({ orderId: uniqueId('JGONE'), status: 'PENDING' })).expect(200);
+      await waitUntil(
+        'the first entry confirmed',
+        async () => (await backlogOf(svc.service.metrics.failover.journalBacklog)) === 0,
+      );
+      await deleteQueue(svc.journalQueue);
+      const orderId = uniqueId('JBACK');
+      await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+      const entries = await waitUntil(
+        'the entry in the queue declared again',
+        async () => {
+          const found = await drain(svc.journalQueue).catch(() => []);
+          return found.length > 0 && found;
+        },
+        30_000,
+        250,
+      );
+      expect(entries.map((e) => Buffer.from(e.body, 'base64').toString('utf8'))).toEqual([
+        orderBody({ orderId, status: 'PENDING' }),
+      ]);
+      expect(svc.logs.some((l) => l.includes('the journal queue is gone'))).toBe(true);
     } finally {
       await svc.stop();
     }

@@ -62,4 +62,21 @@ describe('configurationWarnings', () => {
     ]);
     expect(warningsOf({ SECOND_KEYS: '1:k0123456789abcdef', TRUST_PROXY: '10.0.0.0/8' })).toEqual([]);
   });
+
+  it('When production has no JOURNAL_AMQP_URL, then a warning says the journal shares the events vhost; not when it has one or none', () => {
+    const production = {
+      NODE_ENV: 'production',
+      SECOND_KEYS: '1:k0123456789abcdef',
+      DATABASE_URL: 'postgres://u@db:5432/n',
+      AMQP_URL: 'amqp://u:p@mq:5672/events',
+      ALLOWED_SOURCE_IPS: 'production',
+      HOST: '127.0.0.1',
+    };
+    expect(warningsOf(production)).toEqual([
+      expect.stringMatching(/^JOURNAL_AMQP_URL is not set: .* vhost of its own/),
+    ]);
+    expect(warningsOf({ ...production, JOURNAL_AMQP_URL: 'amqp://u:p@mq:5672/journal' })).toEqual([]);
+    expect(warningsOf({ ...production, JOURNAL_RETENTION: 'off' })).toEqual([]);
+    expect(warningsOf({ SECOND_KEYS: '1:k0123456789abcdef' })).toEqual([]);
+  });
 });
