@@ -135,6 +135,29 @@ export interface ReconciliationChecksTable {
   last_checked_at: Date | null;
   last_result: string | null;
   given_up_at: Date | null;
+  /** The POS to ask with when order_owners has none (an expected order's, or a forced check's; sql/016). */
+  pos_id: string | null;
+}
+
+/** Orders the shop said it created, until heard of or RECONCILE_GIVE_UP old (sql/016). */
+export interface ExpectedOrdersTable {
+  order_id: string;
+  pos_id: string;
+  /** When the shop created it. */
+  created_at: Date;
+  /** When the reconciler took it into its schedule, no notification having named it; null while it waits. */
+  taken_at: Date | null;
+}
+
+/** An order to check once whatever its state here, for a cause, and how that check ended (sql/017). */
+export interface ForcedChecksTable {
+  cause: string;
+  order_id: string;
+  requested_at: Generated<Date>;
+  /** Null while pending. */
+  checked_at: Date | null;
+  /** A check's result, `no_pos` or `given_up`; null while pending. */
+  result: string | null;
 }
 
 /** How far the reconciler has taken new observations into its schedule (sql/006): one row. */
@@ -320,4 +343,6 @@ export interface Database {
   event_id_derivation: EventIdDerivationTable;
   reconciliation_checks: ReconciliationChecksTable;
   reconciliation_progress: ReconciliationProgressTable;
+  expected_orders: ExpectedOrdersTable;
+  forced_checks: ForcedChecksTable;
 }

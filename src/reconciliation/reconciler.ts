@@ -7,22 +7,32 @@ import type { CheckResult, ReconciliationMetrics } from '../observability/reconc
 import { checkOrder, uncheckedOrder, type CheckDependencies, type OrderCheck } from './checkOrder';
 import { afterCheck, unavailableBackoff, type SchedulePolicy } from './schedule';
 import {
+  answerForcedChecks,
   countOpenOrders,
   dueOrders,
+  forgetExpectedOrders,
+  forgetForcedChecks,
   forgetGivenUp,
   forgetIfClosed,
   forgetOrder,
+  giveUpForcedChecks,
   pruneClosed,
+  pruneHeardOf,
   recordCheck,
   takeInObservations,
   type ScheduledOrder,
 } from './scheduleQueries';
 
-/** Given-up rows dropped per statement, and statements per housekeeping at most (the rest go at the next). */
+/** Rows dropped (or given up) per statement, and statements per housekeeping at most (the rest go at the next). */
 const FORGET_BATCH = 1000;
 const FORGET_BATCHES = 10;
 /** Rows looked at per housekeeping for orders a notification closed since (a cursor goes round the table). */
 const PRUNE_BATCH = 10_000;
+
+/** Runs a bounded statement until it does less than a full batch, FORGET_BATCHES times at most. */
+async function inBatches(step: () => Promise<number>): Promise<void> {
+  for (let batch = 0; batch < FORGET_BATCHES; batch++) if ((await step()) < FORGET_BATCH) return;
+}
 
 /** Only one reconciler checks at a time, across every replica (a session advisory lock, as the relay's). */
 export const RECONCILER_LOCK = ADVISORY_LOCKS.reconciler;
@@ -66,8 +76,9 @@ export class Reconciler extends SingleActiveJob {
   private readonly unavailableRounds: Retries;
   /** When the gauges were counted and old given-up rows dropped (housekeeping); 0: not yet. */
   private housekeptAt = 0;
-  /** Where the next housekeeping goes on looking for rows of closed orders. */
+  /** Where the next housekeeping goes on looking for rows of closed orders, and for expected orders heard of. */
   private pruneCursor = '';
+  private expectedCursor = '';
 
   constructor(private readonly options: ReconcilerOptions) {
     super({
@@ -110,7 +121,11 @@ export class Reconciler extends SingleActiveJob {
     return { waitMs: round.checked >= this.batchSize ? 0 : intervalMs, wakeable: false };
   }
 
-  /** One round: the due orders, soonest first, each checked and rescheduled; then the housekeeping. */
+  /**
+   * One round: the due orders, soonest first, each checked and rescheduled; then the housekeeping. A forced check
+   * is made whatever the order's state here, its result written for its cause (forcedCheckProgress), and the row
+   * kept only while the order is still open; one the API could not answer (unavailable) stays due.
+   */
   async sweep(): Promise<SweepRound> {
     const { db, policy } = this.options;
     const round: SweepRound = { checked: 0, repaired: 0, givenUp: 0, unavailable: false, retryAfterMs: null };
@@ -122,8 +137,9 @@ export class Reconciler extends SingleActiveJob {
     for (const order of due) {
       if (this.isStopping) break;
       const { posId } = order;
-      if (posId === null || !order.open) {
+      if (posId === null || !(order.open || order.forced)) {
         // Closed by a notification since (nothing left to learn), or bound to no POS (none may ask about it).
+        if (order.forced) await answerForcedChecks(db, order.orderId, order.observation, 'no_pos', this.now());
         await forgetOrder(db, order.orderId, order.observation);
         continue;
       }
@@ -134,9 +150,17 @@ export class Reconciler extends SingleActiveJob {
       if (check.result === 'unauthorized' || check.result === 'no_credentials') refusedPos.set(posId, check.result);
       round.checked += 1;
       if (check.result === 'repaired') round.repaired += 1;
-      if (await this.reschedule(order, posId, check)) round.givenUp += 1;
-      // What it learned may have closed the order: its row goes now rather than when next due.
-      if (check.applied.length > 0) await forgetIfClosed(db, order.orderId, order.observation);
+      // A forced check is settled by an answer, or by a refusal that asking again would not change; one the API
+      // did not answer stays due: the round backs off, and the next one asks again.
+      const settled = check.result !== 'unavailable' && check.result !== 'cancelled';
+      if (order.forced && settled)
+        await answerForcedChecks(db, order.orderId, order.observation, check.result, this.now());
+      if (settled || !order.forced) {
+        // What it learned may have closed the order (or a forced one was final here): its row goes now.
+        const closed =
+          (check.applied.length > 0 || order.forced) && (await forgetIfClosed(db, order.orderId, order.observation));
+        if (!closed && (await this.reschedule(order, posId, check))) round.givenUp += 1;
+      }
       if (check.result === 'unavailable') {
         // The API (not this order) is failing: stop the round and back off.
         round.unavailable = true;
@@ -151,17 +175,22 @@ export class Reconciler extends SingleActiveJob {
   /**
    * At most once a minute (or every fourth interval, when shorter): drops rows given up RECONCILE_GIVE_UP ago or
    * more, and rows of orders a notification has closed since (PRUNE_BATCH rows looked at each time, round the
-   * table), and counts the rest for the gauges.
+   * table), and counts the rest for the gauges. Forced checks: gives up those pending RECONCILE_GIVE_UP, drops those
+   * answered as long ago. Expected orders: drops those heard of since (a cursor, as for closed rows) and those
+   * created RECONCILE_GIVE_UP ago. Each a bounded batch; what is left goes at the next.
    */
   private async housekeep(): Promise<void> {
     const { db, policy, metrics, intervalMs } = this.options;
     const now = this.now();
     if (this.housekeptAt !== 0 && now.getTime() - this.housekeptAt < Math.min(60_000, 4 * intervalMs)) return;
     this.housekeptAt = now.getTime();
-    const givenUpBefore = new Date(now.getTime() - policy.giveUpMs);
-    for (let batch = 0; batch < FORGET_BATCHES; batch++)
-      if ((await forgetGivenUp(db, givenUpBefore, FORGET_BATCH)) < FORGET_BATCH) break;
+    const longAgo = new Date(now.getTime() - policy.giveUpMs);
+    await inBatches(() => forgetGivenUp(db, longAgo, FORGET_BATCH));
+    await inBatches(() => giveUpForcedChecks(db, longAgo, now, FORGET_BATCH));
+    await inBatches(() => forgetForcedChecks(db, longAgo, FORGET_BATCH));
+    await inBatches(() => forgetExpectedOrders(db, longAgo, FORGET_BATCH));
     this.pruneCursor = (await pruneClosed(db, this.pruneCursor, PRUNE_BATCH)).next;
+    this.expectedCursor = (await pruneHeardOf(db, this.expectedCursor, PRUNE_BATCH)).next;
     const counts = await countOpenOrders(db);
     metrics.stuckOrders.set(counts.stuck);
     metrics.givenUpOrders.set(counts.givenUp);
