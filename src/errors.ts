@@ -43,6 +43,9 @@ export const ERROR_CODES = [
   'queue_not_found',
   'broker_unavailable',
   'replay_incomplete',
+  'invalid_expected_order',
+  'too_many_orders',
+  'checks_not_found',
   // Either port.
   'shutting_down',
   'recovering',

@@ -78,6 +78,9 @@ const WATCH_TIMEOUT_MS = 2000;
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 15_000;
 
+/** The POS the service receives for: those of SECOND_KEYS, each once. */
+const knownPos = (config: Config): string[] => [...new Set(config.secondKeys.map((k) => k.posId))];
+
 export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Service> {
   const database = await openDatabase(config, logger, { prepare: config.migrateOnStart });
   announceConfiguration(config, logger);
@@ -258,6 +261,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
           trustProxy: config.trustProxy,
           signIns: metrics.signIns,
           amqpUrl: config.amqpUrl,
+          knownPos: knownPos(config),
           console: {
             transactions: new PooledTransactions(adminPool),
             mode: adminDoors(config).console,
@@ -269,7 +273,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
             timeZone: config.consoleTimeZone,
             locale: config.consoleLocale,
             confirmWithinMs: config.consoleConfirmWithinMs,
-            knownPos: [...new Set(config.secondKeys.map((k) => k.posId))],
+            knownPos: knownPos(config),
             checkSchedule: config.reconciliation && {
               afterMs: config.reconciliation.afterMs,
               giveUpMs: config.reconciliation.giveUpMs,

@@ -17,6 +17,7 @@ import { createConsole, type ConsoleOptions } from '../console/consoleApp';
 import { recordAudit } from '../history/auditQueries';
 import { createSignInGuard, type SignInGuard } from '../console/signInGuard';
 import { registerEventRoutes } from './eventRoutes';
+import { registerOrderListRoutes } from './orderListRoutes';
 import { orderView, refundView, type OrderView } from './orderViews';
 
 /**
@@ -41,6 +42,8 @@ export interface AdminData {
   signIns: Counter<'result' | 'via'>;
   /** The broker POST /events/replay publishes to (AMQP_URL); null: replays are refused. */
   amqpUrl?: string | null;
+  /** The POS the service receives for (SECOND_KEYS): POST /orders/expected takes orders of these. */
+  knownPos?: readonly string[];
   /** The console under /console (src/console/); null: none. Its pages share the cap above. */
   console?: Omit<
     ConsoleOptions,
@@ -372,6 +375,20 @@ export function createAdminApp({
         res.json(answer);
       },
     );
+
+    registerOrderListRoutes(app, {
+      db: data.db,
+      reconciliation,
+      knownPos: data.knownPos ?? [],
+      authorized,
+      sameOrigin: sameOriginPost(data.adminOrigins),
+      limited,
+      caller: (req) => ({
+        actor: data.access === 'open' ? 'local' : 'admin',
+        sourceAddress: callerOf(req, data.trustProxy),
+      }),
+      now,
+    });
 
     // A replay publishes events again: a browser on another site may not ask for one, and each is on the record.
     app.post('/events/replay', sameOriginPost(data.adminOrigins));

@@ -38,6 +38,8 @@ const UNGATED = new Set(['/livez', '/readyz', '/metrics']);
 
 /** The route a path would match, for the duration metric of a request refused before Express (never the raw path). */
 function routeOf(url: string): string {
+  if (url === '/orders/expected' || url === '/orders/reconcile') return url;
+  if (/^\/orders\/reconcile\/[^/]+$/.test(url)) return '/orders/reconcile/:cause';
   if (/^\/orders\/[^/]+\/reconcile$/.test(url)) return '/orders/:orderId/reconcile';
   if (/^\/orders\/[^/]+$/.test(url)) return '/orders/:orderId';
   if (/^\/refunds\/[^/]+$/.test(url)) return '/refunds/:refundId';

@@ -5,6 +5,7 @@ import { EVENT_TYPES, isEventType, type EventType } from '../outbox/events';
 import { FEED_LIMIT_MAX, readFeedPage, type FeedCursor, type FeedQuery } from '../outbox/feedQueries';
 import { replayToQueue } from '../outbox/queueReplay';
 import { idProblem } from '../parsing/identifiers';
+import { INSTANT_EXAMPLE, readInstant } from '../parsing/instants';
 
 /**
  * The events for downstream teams, on the admin port behind its token: the feed (GET /events), the outbox's
@@ -29,8 +30,6 @@ const REPLAY_LIMIT_MAX = 10_000;
 const invalid = (parameter: string, problem: string): RequestError =>
   new RequestError(400, 'invalid_query', `${parameter}: ${problem}`);
 
-/** ISO 8601 with a date, a time and an offset (or Z): a time that means one instant wherever it is read. */
-const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** A cursor's stored time: what Postgres writes for a timestamptz as JSON, microseconds kept. */
 const STORED_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}(:\d{2})?)$/;
@@ -58,10 +57,9 @@ function single(source: Record<string, unknown>, name: string): string | undefin
 function instant(source: Record<string, unknown>, name: string): Date | null {
   const value = single(source, name);
   if (value === undefined) return null;
-  const time = Date.parse(value);
-  if (!INSTANT.test(value) || Number.isNaN(time))
-    throw invalid(name, 'not an ISO 8601 time with an offset, e.g. 2026-11-28T10:00:00Z');
-  return new Date(time);
+  const time = readInstant(value);
+  if (time === null) throw invalid(name, `not an ISO 8601 time with an offset, e.g. ${INSTANT_EXAMPLE}`);
+  return time;
 }
 
 /** Types: repeated (`type=a&type=b`), comma-separated, or (in a body) an array. */

@@ -306,6 +306,7 @@ export const AUDIT_ACTION_WORDS: Readonly<Record<string, string>> = {
   sign_in: 'signed in',
   sign_out: 'signed out',
   reconcile: 'checked the order with the payment service',
+  orders_expected: 'told the service of orders the shop created',
   republish: 'sent the order’s events again',
   quarantine_retry: 'retried a notification set aside',
   quarantine_retry_all: 'retried the notifications set aside',

@@ -19,6 +19,7 @@ export const AUDIT_ACTIONS = [
   'sign_out',
   'end_sessions',
   'reconcile',
+  'orders_expected',
   'republish',
   'quarantine_retry',
   'quarantine_retry_all',
@@ -28,6 +29,9 @@ export const AUDIT_ACTIONS = [
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** Orders named one row each at most: past it, an action over many orders is one row naming how many. */
+export const AUDITED_ORDERS_MAX = 100;
 
 export interface AuditRow {
   id: string;

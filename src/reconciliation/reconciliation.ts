@@ -7,7 +7,7 @@ import { checkOrder, type OrderCheck } from './checkOrder';
 import { posToAsk } from './observations';
 import { PaymentApiReachability } from './reachability';
 import { Reconciler } from './reconciler';
-import { schedulePolicy } from './schedule';
+import { schedulePolicy, type SchedulePolicy } from './schedule';
 import { ownerOf, recordedMeanings } from './scheduleQueries';
 import { SharedWork } from './sharedWork';
 
@@ -46,6 +46,10 @@ export interface ReconcileOptions {
 
 export interface Reconciliation {
   api: PaymentApi;
+  /** RECONCILE_AFTER and RECONCILE_GIVE_UP, as the schedule reads them. */
+  policy: SchedulePolicy;
+  /** The POS that credentials are configured for (PAYMENT_API_CREDENTIALS): the ones a check can ask with. */
+  posIds: readonly string[];
   /**
    * Checks one order now with the credentials of the POS it belongs to (or, never seen, of `posId`, or of
    * the only POS configured) and records what the API says; or why it cannot ask. Callers asking the same at
@@ -88,9 +92,12 @@ export function createReconciliation(
     reachability: new PaymentApiReachability(db, logger),
   };
   const configured = settings.credentials.map((c) => c.posId);
+  const policy = schedulePolicy(settings.afterMs, settings.giveUpMs);
   const shared = new SharedWork<OrderCheck | { problem: PosProblem }>();
   return {
     api,
+    policy,
+    posIds: configured,
     reconcileOrder: (orderId, { posId, dryRun = false, clientLeft } = {}) =>
       shared.run(
         // U+001F never occurs in an id (idProblem).
@@ -107,7 +114,7 @@ export function createReconciliation(
         databaseUrl,
         db,
         check,
-        policy: schedulePolicy(settings.afterMs, settings.giveUpMs),
+        policy,
         intervalMs: settings.intervalMs,
         metrics: metrics.reconciliation,
         logger: logger.child({ component: 'reconciler' }),

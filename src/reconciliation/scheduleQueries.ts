@@ -2,6 +2,7 @@ import { sql, type Compilable, type CompiledQuery, type RawBuilder } from 'kysel
 import { columnsOf, tableOf, type ColumnRef } from '../database/columns';
 import type { Db } from '../database/pool';
 import type { CheckResult } from '../observability/reconciliationMetrics';
+import type { ExpectedOrder } from '../parsing/orderLists';
 import { meaningKey } from '../recording/batch';
 
 /**
@@ -627,13 +628,6 @@ export async function ordersObservedBetween(
 }
 
 // ---- Expected orders (expected_orders, sql/016): what the shop said it created. ----
-
-/** An order the shop said it created, for the POS it created it for, and when. */
-export interface ExpectedOrder {
-  orderId: string;
-  posId: string;
-  createdAt: Date;
-}
 
 /**
  * Records expected orders; one already expected keeps its row as it was (the same order twice changes nothing).

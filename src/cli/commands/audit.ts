@@ -22,6 +22,3 @@ export function commandLineActor(): string {
 export function auditCommand(db: Db, entry: Omit<AuditEntry, 'actor' | 'role' | 'via'>): Promise<void> {
   return recordAudit(db, { ...entry, actor: commandLineActor(), role: null, via: 'command line' });
 }
-
-/** Orders named one row each at most: past it, an action over many orders is one row naming how many. */
-export const AUDITED_ORDERS_MAX = 100;
