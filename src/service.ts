@@ -9,6 +9,7 @@ import {
   configurationWarnings,
   consoleTokens,
   journalSettings,
+  receivedPos,
   writeLanes,
   type Config,
 } from './config';
@@ -77,9 +78,6 @@ const WATCH_TIMEOUT_MS = 2000;
 /** Slow senders are cut off rather than holding a connection (and a pool slot) indefinitely. */
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 15_000;
-
-/** The POS the service receives for: those of SECOND_KEYS, each once. */
-const knownPos = (config: Config): string[] => [...new Set(config.secondKeys.map((k) => k.posId))];
 
 export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Service> {
   const database = await openDatabase(config, logger, { prepare: config.migrateOnStart });
@@ -261,7 +259,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
           trustProxy: config.trustProxy,
           signIns: metrics.signIns,
           amqpUrl: config.amqpUrl,
-          knownPos: knownPos(config),
+          knownPos: receivedPos(config),
           console: {
             transactions: new PooledTransactions(adminPool),
             mode: adminDoors(config).console,
@@ -273,7 +271,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
             timeZone: config.consoleTimeZone,
             locale: config.consoleLocale,
             confirmWithinMs: config.consoleConfirmWithinMs,
-            knownPos: knownPos(config),
+            knownPos: receivedPos(config),
             checkSchedule: config.reconciliation && {
               afterMs: config.reconciliation.afterMs,
               giveUpMs: config.reconciliation.giveUpMs,

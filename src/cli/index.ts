@@ -14,6 +14,7 @@ import {
 import { registerEvents } from './commands/events';
 import { registerHistory } from './commands/history/historySeed';
 import { registerInspect } from './commands/inspect';
+import { registerOrders } from './commands/orders';
 import { registerPurge } from './commands/purge';
 import { registerQuarantine } from './commands/quarantine';
 import { registerReconcile } from './commands/reconcile';
@@ -52,6 +53,7 @@ export function buildProgram(io: CliIo, state: CliState): Command {
   registerQuarantine(program, io, state);
   registerPurge(program, io, state);
   registerReconcile(program, io, state);
+  registerOrders(program, io, state);
   registerHistory(program, io, state);
   return program;
 }

@@ -3,7 +3,15 @@
  * and checking them (load.ts), what a valid one may still get wrong (warnings.ts), and what the running service
  * derives from it (runtime.ts).
  */
-export { adminDoors, brokerUrl, consoleTokens, isLoopbackHost, journalSettings, writeLanes } from './runtime';
+export {
+  adminDoors,
+  brokerUrl,
+  consoleTokens,
+  isLoopbackHost,
+  journalSettings,
+  receivedPos,
+  writeLanes,
+} from './runtime';
 export { configurationWarnings } from './warnings';
 export { loadConfig, loadDotEnv } from './load';
 export {

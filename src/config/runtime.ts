@@ -20,6 +20,11 @@ export function journalSettings(
   return { url, queue: config.journalQueue, retentionMs: config.journalRetentionMs, maxBytes: config.journalMaxBytes };
 }
 
+/** The POS the service receives for: those SECOND_KEYS has keys of, each once, in their order. */
+export const receivedPos = (config: Pick<Config, 'secondKeys'>): string[] => [
+  ...new Set(config.secondKeys.map((key) => key.posId)),
+];
+
 /**
  * Recording transactions at once: DATABASE_WRITE_LANES, capped so that one connection of the pool stays
  * free for readiness and the admin API.

@@ -38,6 +38,11 @@ export type PosProblem = 'pos_mismatch' | 'pos_required' | 'unknown_pos';
 export interface ReconcileOptions {
   /** The POS to ask with when the order was never seen (else its own; else the only one configured). */
   posId?: string;
+  /**
+   * The POS to ask with only if the order was never seen: unlike `posId`, never a mismatch with the order's own
+   * (a list of orders, known and not, given with one POS).
+   */
+  posIdIfNeverSeen?: string;
   /** Ask, record nothing. */
   dryRun?: boolean;
   /** Aborted when the caller left. */
@@ -98,12 +103,13 @@ export function createReconciliation(
     api,
     policy,
     posIds: configured,
-    reconcileOrder: (orderId, { posId, dryRun = false, clientLeft } = {}) =>
+    reconcileOrder: (orderId, { posId, posIdIfNeverSeen, dryRun = false, clientLeft } = {}) =>
       shared.run(
         // U+001F never occurs in an id (idProblem).
-        [orderId, posId ?? '', String(dryRun)].join('\u001f'),
+        [orderId, posId ?? '', posIdIfNeverSeen ?? '', String(dryRun)].join('\u001f'),
         async (cancelled) => {
-          const pos = posToAsk(await ownerOf(db, orderId), posId, configured);
+          const owner = await ownerOf(db, orderId);
+          const pos = posToAsk(owner, posId ?? (owner === undefined ? posIdIfNeverSeen : undefined), configured);
           return 'problem' in pos ? pos : checkOrder(check, orderId, pos.posId, { dryRun, signal: cancelled });
         },
         clientLeft,

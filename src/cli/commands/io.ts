@@ -1,3 +1,6 @@
+import { createReadStream } from 'node:fs';
+import path from 'node:path';
+import type { ListProblem } from '../../parsing/orderLists';
 /** What every command shares with the program: exit codes, expected errors, where it writes. */
 
 /** Exit codes of every command (docs/OPERATIONS.md, "Operate"). */
@@ -50,3 +53,33 @@ export function action<A extends unknown[]>(
     state.exitCode = await run(...args);
   };
 }
+
+/**
+ * The bytes of a file a command reads, or of stdin for `-`: at most `maxBytes` (a larger one is refused before
+ * more is read). One that cannot be read is a usage error naming it (`what`) and the reason, never its content.
+ */
+export async function readInput(file: string, what: string, maxBytes = Number.POSITIVE_INFINITY): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  try {
+    for await (const chunk of file === '-' ? process.stdin : createReadStream(file)) {
+      const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+      bytes += buffer.length;
+      if (bytes > maxBytes) throw new UsageError(`${what} ${file} is larger than ${maxBytes} bytes`);
+      chunks.push(buffer);
+    }
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw new UsageError(
+      `cannot read ${what} ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
+  }
+  return Buffer.concat(chunks);
+}
+
+/** A bad line of a file, as the operator reads it: its number and field, never its content, and what followed. */
+export const lineProblem = ({ at, field, problem }: ListProblem, consequence: string): string =>
+  `line ${at}${field === null ? '' : ` (${field})`}: ${problem}; ${consequence}`;
+
+/** How a file a command read is named in the audit trail: its name without its folders, or stdin. */
+export const inputName = (file: string): string => (file === '-' ? 'stdin' : path.basename(file));

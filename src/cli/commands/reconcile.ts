@@ -6,16 +6,35 @@ import { createLogger } from '../../observability/logger';
 import { createPaymentApiMetrics, createReconciliationMetrics } from '../../observability/reconciliationMetrics';
 import { GroupCommitStore } from '../../recording/groupCommit';
 import type { OrderCheck } from '../../reconciliation/checkOrder';
-import { createReconciliation, type PosProblem, type Reconciliation } from '../../reconciliation/reconciliation';
+import {
+  createReconciliation,
+  type PosProblem,
+  type ReconcileOptions as CheckOptions,
+  type Reconciliation,
+} from '../../reconciliation/reconciliation';
 import { stuckOrders } from '../../reconciliation/scheduleQueries';
+import { AUDITED_ORDERS_MAX, type AuditEntry } from '../../history/auditQueries';
+import { readOrderIdLines } from '../../parsing/orderLists';
 import { auditCommand } from './audit';
 import { readConfig, withDatabase } from './database';
-import { action, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
+import {
+  action,
+  EXIT_FAILURE,
+  EXIT_OK,
+  inputName,
+  lineProblem,
+  readInput,
+  UsageError,
+  type CliIo,
+  type CliState,
+  type ExitCode,
+} from './io';
 import { idOption, withDatabaseUrl, withJson } from './options';
 import { emit, startProgress, table } from './output';
 
 interface ReconcileOptions {
   order?: string;
+  ordersFrom?: string;
   posId?: string;
   stuck?: boolean;
   dryRun?: boolean;
@@ -43,10 +62,11 @@ const succeeded = (line: ReconcileLine): boolean => line.result === 'unchanged' 
 async function checkLine(
   reconciliation: Reconciliation,
   orderId: string,
-  posId: string | undefined,
+  pos: Pick<CheckOptions, 'posId' | 'posIdIfNeverSeen'>,
   dryRun: boolean,
 ): Promise<ReconcileLine> {
-  const checked = await reconciliation.reconcileOrder(orderId, { ...(posId === undefined ? {} : { posId }), dryRun });
+  const checked = await reconciliation.reconcileOrder(orderId, { ...pos, dryRun });
+  const posId = pos.posId ?? pos.posIdIfNeverSeen;
   if ('problem' in checked)
     return { orderId, posId: posId ?? null, result: checked.problem, said: [], applied: [], stale: [], conflicts: [] };
   return {
@@ -85,20 +105,63 @@ function withReconciliation<T>(
   });
 }
 
+/** A file of order ids this large at most: 10,000 lines of the longest ids. */
+const ORDER_LIST_BYTES = 2 * 1024 * 1024;
+
+/**
+ * Runs `work` on every item, `atOnce` at a time (the payment API's limiter sets the pace), and answers the results
+ * in the items' order. A failure stops taking new items and is thrown once those under way have ended.
+ */
+async function eachAtOnce<T, R>(items: readonly T[], atOnce: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  let next = 0;
+  let failed = false;
+  const worker = async (): Promise<void> => {
+    while (!failed && next < items.length) {
+      const index = next++;
+      try {
+        results[index] = await work(items[index] as T);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }
+  };
+  const outcomes = await Promise.allSettled(Array.from({ length: Math.min(atOnce, items.length) }, worker));
+  const rejected = outcomes.find((o) => o.status === 'rejected');
+  if (rejected) throw rejected.reason;
+  return results;
+}
+
 async function reconcile(io: CliIo, options: ReconcileOptions): Promise<ExitCode> {
-  if ((options.order === undefined) === (options.stuck !== true))
-    throw new UsageError('give exactly one of --order <orderId> and --stuck');
-  if (options.posId !== undefined && options.order === undefined) throw new UsageError('--pos-id goes with --order');
+  const ways = [options.order !== undefined, options.ordersFrom !== undefined, options.stuck === true];
+  if (ways.filter(Boolean).length !== 1)
+    throw new UsageError('give exactly one of --order <orderId>, --orders-from <file> and --stuck');
+  if (options.posId !== undefined && options.stuck === true)
+    throw new UsageError('--pos-id goes with --order or --orders-from');
   const json = options.json === true;
   const dryRun = options.dryRun === true;
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
+  // A list is read and checked whole before anything is asked: a bad line reconciles nothing.
+  let listed: string[] | null = null;
+  if (options.ordersFrom !== undefined) {
+    const read = readOrderIdLines((await readInput(options.ordersFrom, 'the file', ORDER_LIST_BYTES)).toString('utf8'));
+    if (!read.ok) throw new UsageError(lineProblem(read.problem, 'nothing was reconciled'));
+    listed = read.value;
+  }
   const lines = await withReconciliation(io, config, async (reconciliation, db, settings) => {
-    // Each order checked (not a dry run) is an action on it, in the audit trail and on its page.
-    const checked = async (orderId: string, posId: string | undefined): Promise<ReconcileLine> => {
-      const line = await checkLine(reconciliation, orderId, posId, dryRun);
-      if (!dryRun)
-        await auditCommand(db, {
-          action: 'reconcile',
+    const audit = (entry: Omit<AuditEntry, 'actor' | 'role' | 'via' | 'action'>): Promise<void> =>
+      dryRun ? Promise.resolve() : auditCommand(db, { action: 'reconcile', ...entry });
+    // Each order checked (not a dry run) is an action on it, in the audit trail and on its page; past
+    // AUDITED_ORDERS_MAX, the whole run is one row.
+    const checked = async (
+      orderId: string,
+      pos: Pick<CheckOptions, 'posId' | 'posIdIfNeverSeen'>,
+      each: boolean,
+    ): Promise<ReconcileLine> => {
+      const line = await checkLine(reconciliation, orderId, pos, dryRun);
+      if (each)
+        await audit({
           target: orderId,
           orderId,
           result: line.result,
@@ -106,19 +169,29 @@ async function reconcile(io: CliIo, options: ReconcileOptions): Promise<ExitCode
         });
       return line;
     };
-    if (options.order !== undefined) return [await checked(options.order, options.posId)];
-    const stuck = await stuckOrders(db, new Date(), settings.afterMs);
-    const progress = startProgress(io, json, dryRun ? 'asking' : 'reconciling', stuck.length);
-    const done: ReconcileLine[] = [];
+    const { posId } = options;
+    if (options.order !== undefined) return [await checked(options.order, posId === undefined ? {} : { posId }, true)];
+    // A list's --pos-id asks for the orders never seen only: a known one is asked with its own POS.
+    if (posId !== undefined && !settings.credentials.some((c) => c.posId === posId))
+      throw new UsageError('--pos-id: no PAYMENT_API_CREDENTIALS are configured for that POS');
+    const orders = listed ?? (await stuckOrders(db, new Date(), settings.afterMs));
+    const each = orders.length <= AUDITED_ORDERS_MAX;
+    if (!each)
+      await audit({
+        target: `${orders.length} orders`,
+        result: 'checking',
+        detail: options.ordersFrom === undefined ? 'the stuck orders' : `from ${inputName(options.ordersFrom)}`,
+      });
+    const progress = startProgress(io, json, dryRun ? 'asking' : 'reconciling', orders.length);
     try {
-      for (const orderId of stuck) {
-        done.push(await checked(orderId, undefined));
+      return await eachAtOnce(orders, settings.maxInFlight, async (orderId) => {
+        const line = await checked(orderId, posId === undefined ? {} : { posIdIfNeverSeen: posId }, each);
         progress.increment();
-      }
+        return line;
+      });
     } finally {
       progress.stop();
     }
-    return done;
   });
   emit(io, json, { dryRun, orders: lines }, () => [
     ...table([
@@ -146,12 +219,19 @@ export function registerReconcile(program: Command, io: CliIo, state: CliState):
         'notifications would be: a status the projection lacked is applied and published with observedVia ' +
         'reconciliation, a lagging answer is stale and changes nothing.\n\n' +
         '--order checks one order (--pos-id: the POS to ask with, needed only for an order never seen when several ' +
-        'POS are configured); --stuck checks every order still open RECONCILE_AFTER after its last observation ' +
-        '(given up ones included); --dry-run only shows what the API says.\n\n' +
+        'POS are configured); --orders-from checks every order of a file (- for stdin): one order id a line, blank ' +
+        "lines skipped, at most 10,000, for what no record covers (ids from a consumer's events, the shop's " +
+        'database), final here or not, known here or not (--pos-id for those never seen); every line is checked ' +
+        'first, and a bad one is named by its number and nothing is reconciled; --stuck checks every order still ' +
+        'open RECONCILE_AFTER after its last observation (given up ones included); --dry-run only shows what the ' +
+        'API says. Up to PAYMENT_API_MAX_IN_FLIGHT orders are checked at once, at most PAYMENT_API_MAX_PER_SECOND ' +
+        'requests a second, with a progress bar on a terminal. Each order checked is in the audit trail; more ' +
+        'than 100 in one run are one row.\n\n' +
         'Exit codes: 0 every order checked; 1 the API gave no usable answer for one (not found, refused, ' +
-        'unavailable); 2 usage error.',
+        'unavailable); 2 usage error (a bad line included).',
     )
     .option('--order <orderId>', 'the order to check', idOption)
+    .option('--orders-from <file>', 'check the orders of a file, one id a line (- for stdin)')
     .option('--pos-id <posId>', 'the POS to ask with, for an order nothing was recorded for')
     .option('--stuck', 'check every open order past RECONCILE_AFTER')
     .option('--dry-run', 'ask the API, record nothing');

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { parseSecondKeys, type SecondKey } from '../../verification/secondKeys';
 import { diagnoseSignature, headerValueOf, type SignatureDiagnosis } from '../../verification/signatureDiagnosis';
-import { action, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
+import { action, EXIT_FAILURE, EXIT_OK, readInput, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { readConfig } from './database';
 import { collect, withJson } from './options';
 import { emit } from './output';
@@ -65,21 +65,6 @@ interface VerifyOptions {
   json?: boolean;
 }
 
-async function readBody(file: string): Promise<Buffer> {
-  try {
-    if (file === '-') {
-      const chunks: Buffer[] = [];
-      for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-      return Buffer.concat(chunks);
-    }
-    return await readFile(file);
-  } catch (error) {
-    throw new UsageError(
-      `cannot read the body file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
-    );
-  }
-}
-
 export async function verify(io: CliIo, bodyFile: string, options: VerifyOptions): Promise<ExitCode> {
   if ((options.signature === undefined) === (options.signatureFile === undefined)) {
     throw new UsageError('give the signature header as --signature <value> or --signature-file <file> (one of them)');
@@ -107,7 +92,7 @@ export async function verify(io: CliIo, bodyFile: string, options: VerifyOptions
     // The service's keys, as it reads them: outside production, unset, the public sandbox key.
     keys.push(...readConfig(io, {}, { receiving: true }).secondKeys);
   }
-  const body = await readBody(bodyFile);
+  const body = await readInput(bodyFile, 'the body file');
 
   const diagnosis = diagnoseSignature(body, headerValueOf(headerText), keys);
   emit(io, options.json === true, { file: bodyFile, ...diagnosis }, () => humanLines(bodyFile, diagnosis));
