@@ -64,7 +64,8 @@ export interface SweepRound {
 }
 
 /**
- * Checks open orders against the payment API on their schedule (schedule.ts). One reconciler is active
+ * Checks open orders against the payment API on their schedule (schedule.ts), and once each order whose check
+ * was forced (forceChecks: a failover's window, a list), whatever its state here. One reconciler is active
  * across all replicas: it holds a session advisory lock on a connection of its own, and standbys try to take
  * it every interval. It waits RECONCILE_INTERVAL between rounds (never a busy loop), backs off while the API
  * is unavailable, and stops between two checks.
