@@ -33,6 +33,7 @@ import { readOutboxBacklog } from './outbox/outboxQueries';
 import { probeBroker } from './outbox/brokerChannel';
 import { createRelay, type OutboxRelay } from './outbox/relay';
 import { createReconciliation } from './reconciliation/reconciliation';
+import { forceChecks, forcedCheckProgress, ordersObservedBetween } from './reconciliation/scheduleQueries';
 import type { Reconciler } from './reconciliation/reconciler';
 import { GroupCommitStore, type GroupCommitOptions } from './recording/groupCommit';
 import { HistoryMaintainer } from './history/maintainer';
@@ -389,7 +390,7 @@ function assembleRecovery(
     journal,
     secondKeys: config.secondKeys,
     reconcileWindowMs: config.failoverReconcileWindowMs,
-    reconciliation: null,
+    reconciliation: config.reconciliation ? { ordersObservedBetween, forceChecks, forcedCheckProgress } : null,
     metrics: metrics.failover,
     logger: logger.child({ component: 'recovery' }),
   });

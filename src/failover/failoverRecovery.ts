@@ -175,8 +175,10 @@ export class FailoverRecovery extends SingleActiveJob {
   /** Step 2: the window's orders put to the payment API once; true once the recovery is done. */
   private async reconcileWindow(failover: Failover): Promise<boolean> {
     const { db, reconciliation, reconcileWindowMs, logger } = this.options;
-    const to = failover.lastPoint;
-    const from = new Date(to.getTime() - reconcileWindowMs);
+    // From the window before the last point to now: an order changed since (by a restoration, or a notification
+    // after the switch) has moved out of the window by its last change, and may have lost a status in it too.
+    const from = new Date(failover.lastPoint.getTime() - reconcileWindowMs);
+    const to = new Date();
     if (failover.windowOrders === null) {
       const orders =
         reconcileWindowMs > 0 && reconciliation

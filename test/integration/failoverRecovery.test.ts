@@ -1,10 +1,11 @@
 import amqp from 'amqplib';
 import pg from 'pg';
 import { encodeMessage, type JournalEntry } from '../../src/failover/journalEntries';
-import { AMQP_URL, EventConsumer } from '../support/broker';
+import { PaymentServiceDouble, type DoubleClient } from '../../src/simulator';
+import { AMQP_URL, deleteQueue, EventConsumer } from '../support/broker';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
-import { orderBody, refundBody, sign, uniqueId } from '../support/signing';
+import { orderBody, POS_ID, refundBody, sign, uniqueId } from '../support/signing';
 import { waitUntil } from '../support/wait';
 
 /**
@@ -261,4 +262,93 @@ describe('When the journal holds an entry that fails verification', () => {
     expect(svc.logs.some((line) => line.includes('failed verification: set aside'))).toBe(true);
     expect(svc.logs.some((line) => line.includes(orderId))).toBe(false);
   });
+});
+
+describe('When the journal did not hold a status the failover lost', () => {
+  const POS: DoubleClient = { posId: POS_ID, clientId: POS_ID, clientSecret: 'pos-secret-failover-window-5c2e' };
+  let double: PaymentServiceDouble;
+  let reconciling: TestService;
+
+  beforeAll(async () => {
+    double = new PaymentServiceDouble({ clients: [POS] });
+    await double.start();
+    reconciling = await startTestService({
+      env: {
+        PAYMENT_API_URL: double.url,
+        PAYMENT_API_CREDENTIALS: `${POS.posId}:${POS.clientId}:${POS.clientSecret}`,
+        PAYMENT_API_MAX_PER_SECOND: '100',
+        RECONCILE_INTERVAL: '200ms',
+      },
+    });
+  });
+  afterAll(async () => {
+    await reconciling.stop();
+    await double.stop();
+  });
+
+  it('then the recovery checks the orders of the window before it with the payment API, and says none was left', async () => {
+    const paid = uniqueId('FOWIN');
+    const refundOnly = uniqueId('FOREFONLY');
+    const pending = orderBody({ orderId: paid, status: 'PENDING' });
+    const completed = orderBody({ orderId: paid, status: 'COMPLETED', payMethodType: 'PBL' });
+    for (const body of [pending, completed]) {
+      double.learn(Buffer.from(body));
+      await reconciling.post(body).expect(200);
+    }
+    // An order known here only through a refund, final at the API.
+    const refund = refundBody({ orderId: refundOnly, refundId: uniqueId('FORR'), status: 'FINALIZED' });
+    double.learn(Buffer.from(orderBody({ orderId: refundOnly, status: 'COMPLETED' })));
+    double.learn(Buffer.from(refund));
+    await reconciling.post(refund).expect(200);
+    await waitUntil('the journal confirmed every entry', async () => {
+      const [value] = (await reconciling.service.metrics.failover.journalBacklog.get()).values;
+      return (value?.value ?? 0) === 0;
+    });
+    // The journal lost them (the residual: acknowledged in the last moments, or its broker away), and the
+    // database lost the COMPLETED: the order is back to PENDING, as on a standby that missed it.
+    await deleteQueue(reconciling.journalQueue);
+    const url = reconciling.database.url;
+    await query(
+      url,
+      `DELETE FROM deliveries d USING notifications n WHERE d.notification_id = n.id
+         AND d.notification_received_at = n.received_at AND n.subject_id = $1 AND n.status = 'COMPLETED'`,
+      [paid],
+    );
+    await query(url, `DELETE FROM notifications WHERE subject_id = $1 AND status = 'COMPLETED'`, [paid]);
+    await query(url, `DELETE FROM outbox_events WHERE order_id = $1 AND type = 'order.completed'`, [paid]);
+    await query(
+      url,
+      `UPDATE orders SET status = 'PENDING', status_rank = 1, recorded = recorded - 'COMPLETED' WHERE order_id = $1`,
+      [paid],
+    );
+    await query(url, 'UPDATE event_streams SET last_sequence = 1 WHERE order_id = $1', [paid]);
+    await query(url, 'UPDATE database_watch SET beat = beat - 1000000, beat_at = now()');
+
+    const [failover] = await waitUntil(
+      'the recovery is done',
+      async () => {
+        const rows = await query<{ state: string; restored: number; window_orders: number; uncovered: number }>(
+          url,
+          'SELECT state, restored, window_orders, uncovered FROM failovers',
+        );
+        return rows.length === 1 && rows[0]?.state === 'done' && rows;
+      },
+      30_000,
+    );
+    expect(failover).toMatchObject({ restored: 0, uncovered: 0 });
+    expect(failover?.window_orders).toBeGreaterThanOrEqual(2);
+    const [order] = await query<{ status: string }>(url, 'SELECT status FROM orders WHERE order_id = $1', [paid]);
+    expect(order?.status).toBe('COMPLETED');
+    const [learnt] = await query<{ observed_via: string }>(
+      url,
+      `SELECT observed_via FROM notifications WHERE subject_id = $1 AND status = 'COMPLETED'`,
+      [paid],
+    );
+    expect(learnt?.observed_via).toBe('reconciliation');
+    // The order known only through its refund was asked about too: its own status is now known.
+    const [askedAbout] = await query<{ status: string }>(url, 'SELECT status FROM orders WHERE order_id = $1', [
+      refundOnly,
+    ]);
+    expect(askedAbout?.status).toBe('COMPLETED');
+  }, 60_000);
 });
