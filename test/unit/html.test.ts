@@ -27,4 +27,31 @@ describe('console templates', () => {
     const link = (): Href => new Href('javascript:alert(1)');
     expect([typeof markup, typeof link]).toEqual(['function', 'function']);
   });
+
+  it('When an object literal poses as markup or a link, then it does not compile', () => {
+    const forged = { text: '<script>x</script>', toString: () => '<script>x</script>' };
+    // @ts-expect-error Html is nominal (a #private field): an object of the same shape is not markup.
+    const markup: Html = forged;
+    // @ts-expect-error Href is nominal likewise.
+    const link: Href = { path: 'javascript:alert(1)', at: () => link, toString: () => 'javascript:alert(1)' };
+    expect([typeof markup, typeof link]).toEqual(['object', 'object']);
+  });
+
+  it("When an object made with Html's or Href's prototype is interpolated, then the page is refused, nothing rendered", () => {
+    const forge = <T extends object>(prototype: T, field: string, value: string): T =>
+      Object.create(prototype, { [field]: { value } }) as T;
+    const markup = forge(Html.prototype, 'text', '<script>x</script>');
+    const link = forge(Href.prototype, 'path', 'javascript:alert(1)');
+    expect(markup).toBeInstanceOf(Html);
+    expect(() => html`<p>${markup}</p>`).toThrow(TypeError);
+    expect(() => html`<a href="${link}">x</a>`).toThrow(TypeError);
+    expect(
+      () =>
+        html`<ul>
+          ${[html`<li>ok</li>`, markup]}
+        </ul>`,
+    ).toThrow(TypeError);
+    // Markup the tag made passes as ever.
+    expect(html`<p>${html`<b>${'<i>'}</b>`}</p>`.text).toBe('<p><b>&lt;i&gt;</b></p>');
+  });
 });
