@@ -5,9 +5,8 @@ import type { ExportRow } from './queries/export';
 /**
  * The finance export as CSV (pure): RFC 4180 (every cell quoted, CRLF line ends), UTF-8 with a byte order mark so
  * that a spreadsheet reads "Zażółć" as written. Amounts in major units with a dot, times with their offset. A cell
- * that a spreadsheet would read as a formula (it starts with = + - @, a tab or a carriage return; a shop reference
- * is text the buyer's shop chose, or anyone who can create an order) is prefixed with an apostrophe, as OWASP
- * advises, so it stays text.
+ * that a spreadsheet would read as a formula is prefixed with an apostrophe, as OWASP's advice on CSV injection has
+ * it, so it stays text (a shop reference is text the buyer's shop chose, or anyone who can create an order).
  */
 
 export const CSV_HEADER = [
@@ -27,7 +26,13 @@ export const CSV_HEADER = [
 /** The byte order mark that tells a spreadsheet the file is UTF-8. */
 export const BOM = '\ufeff';
 
-const FORMULA_START = /^[=+\-@\t\r]/;
+/**
+ * What a spreadsheet may read as the start of a formula (OWASP, "CSV Injection"): = + - @, also in their fullwidth
+ * (＝ ＋ － ＠) and small (﹦ ﹢ ﹣ ﹫) forms, which some spreadsheets fold to them, and also after leading
+ * whitespace of any kind (a space, a no-break space, an ideographic space) or an invisible zero-width character,
+ * which they skip; or a tab, a carriage return or a line feed first.
+ */
+const FORMULA_START = /^(?:[\t\r\n]|[\s\u200b-\u200d\u2060]*[=+\-@\uff1d\uff0b\uff0d\uff20\ufe66\ufe62\ufe63\ufe6b])/u;
 
 /** One cell: quoted, quotes doubled, and a would-be formula made text. */
 export function csvCell(value: string | null): string {

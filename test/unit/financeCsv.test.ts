@@ -26,9 +26,28 @@ describe('the finance CSV', () => {
     expect(csvCell('\rx')).toBe(`"'\rx"`);
     expect(csvCell('a,b\r\nc')).toBe('"a,b\r\nc"');
     expect(csvCell('shop "42"')).toBe('"shop ""42"""');
-    expect(csvCell(' =x')).toBe('" =x"');
+    expect(csvCell('\nx')).toBe(`"'\nx"`);
+    expect(csvCell('a=b')).toBe('"a=b"');
+    expect(csvCell('2026-11-27')).toBe('"2026-11-27"');
     expect(csvCell(null)).toBe('""');
     expect(csvLine(['a', null, 'b'])).toBe('"a","","b"\r\n');
+  });
+
+  it.each([
+    ['a leading space', ' =1+2'],
+    ['spaces and a tab', ' \t @SUM(A1)'],
+    ['a no-break space', '\u00a0=HYPERLINK("http://x")'],
+    ['an ideographic space', '\u3000+1'],
+    ['a zero-width space', '\u200b-1+1'],
+    ['a byte order mark', '\ufeff=1'],
+    ['a fullwidth equals sign', '\uff1d1+2'],
+    ['a fullwidth plus sign', '\uff0b1'],
+    ['a fullwidth hyphen-minus', '\uff0d1'],
+    ['a fullwidth commercial at', '\uff20SUM(A1)'],
+    ['a small equals sign', '\ufe661+2'],
+    ['a space before a fullwidth equals sign', ' \uff1d1'],
+  ])('When a cell starts a formula after %s, then it is written as text', (_what, value) => {
+    expect(csvCell(value)).toBe(`"'${value.replace(/"/g, '""')}"`);
   });
 
   it('When a payment or refund is written, then its amount is in major units with a dot and its time carries its offset', () => {
