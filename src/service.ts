@@ -5,6 +5,7 @@ import { createAdminApp } from './admin/adminApp';
 import { createAdminServer } from './admin/adminListener';
 import {
   adminDoors,
+  adminTokens,
   brokerUrl,
   configurationWarnings,
   consoleTokens,
@@ -253,8 +254,8 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
         probeDb: db,
         data: {
           db: adminDb,
-          token: config.adminToken,
-          access: adminDoors(config).dataRoutes,
+          tokens: adminTokens(config),
+          access: adminDoors(config),
           concurrency: config.adminConcurrency,
           adminOrigins: config.adminOrigins,
           trustProxy: config.trustProxy,

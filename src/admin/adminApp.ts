@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Counter } from 'prom-client';
 import { isDatabaseUnavailable } from '../database/errors';
@@ -14,24 +13,27 @@ import { idProblem } from '../parsing/identifiers';
 import type { OrderCheck } from '../reconciliation/checkOrder';
 import type { PosProblem, Reconciliation } from '../reconciliation/reconciliation';
 import { createConsole, type ConsoleOptions } from '../console/consoleApp';
-import { recordAudit } from '../history/auditQueries';
+import { beginAudit, completeAudit, recordAudit } from '../history/auditQueries';
 import { createSignInGuard, type SignInGuard } from '../console/signInGuard';
 import { registerEventRoutes } from './eventRoutes';
 import { registerOrderListRoutes } from './orderListRoutes';
+import { auditActorOf, type AdminTokens, type Caller } from './tokens';
 import { orderView, refundView, type OrderView } from './orderViews';
 
 /**
- * How the JSON data routes let callers in: `token` (Bearer ADMIN_TOKEN), `open` (no token and HOST loopback: this
- * machine only), `closed` (no token and HOST beyond loopback: 401 on every one, config/runtime.ts adminDoors).
+ * How a group of the JSON API's routes lets callers in: `token` (a bearer token: ADMIN_TOKEN's, and for the event
+ * routes a team's), `open` (none set and HOST loopback: this machine only), `closed` (none set and HOST beyond
+ * loopback: 401 on every one). config/runtime.ts adminDoors.
  */
 export type DataRoutesAccess = 'token' | 'open' | 'closed';
 
 /** The admin port's data routes: their own small pool, a cap on work at once, and their token. */
 export interface AdminData {
   db: Db;
-  /** Bearer token the data routes require (ADMIN_TOKEN); null: none. */
-  token: string | null;
-  access: DataRoutesAccess;
+  /** The tokens the admin port takes (admin/tokens.ts): ADMIN_TOKEN, the console's people's, the teams'. */
+  tokens: AdminTokens;
+  /** The data routes (ADMIN_TOKEN only) and the event routes (ADMIN_TOKEN and the teams): how each lets callers in. */
+  access: { dataRoutes: DataRoutesAccess; events: DataRoutesAccess };
   /** Data requests worked on at once (ADMIN_CONCURRENCY); past it, 503. */
   concurrency: number;
   /** ADMIN_ORIGINS: the Hosts (besides loopback) the console and the JSON API answer (src/http/origins.ts). */
@@ -45,10 +47,7 @@ export interface AdminData {
   /** The POS the service receives for (SECOND_KEYS): POST /orders/expected takes orders of these. */
   knownPos?: readonly string[];
   /** The console under /console (src/console/); null: none. Its pages share the cap above. */
-  console?: Omit<
-    ConsoleOptions,
-    'db' | 'limited' | 'logger' | 'reconciliation' | 'adminOrigins' | 'trustProxy' | 'signIns'
-  > | null;
+  console?: Omit<ConsoleOptions, 'db' | 'limited' | 'logger' | 'reconciliation' | 'adminOrigins' | 'trustProxy'> | null;
   now?: () => Date;
 }
 
@@ -67,10 +66,8 @@ export interface AdminOptions {
   databaseWrites?: () => { failingSince: Date | null; recovering: 'restoring' | 'reconciling' | null };
 }
 
-const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
-
-/** Who called, by TRUST_PROXY's rule; 400 when an address on the way cannot be read. */
-function callerOf(req: Request, trust: TrustProxy): string {
+/** Where a request came from, by TRUST_PROXY's rule; 400 when an address on the way cannot be read. */
+function callerAddress(req: Request, trust: TrustProxy): string {
   const forwarded = req.headers['x-forwarded-for'];
   const address = clientAddress(req.socket.remoteAddress, typeof forwarded === 'string' ? forwarded : undefined, trust);
   if (address === null) throw new RequestError(400, 'bad_request', 'the source address cannot be read');
@@ -81,43 +78,69 @@ function callerOf(req: Request, trust: TrustProxy): string {
 const bearerOf = (header: string): string | undefined =>
   header.length <= 1024 ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
 
+/** Who called, as the door below found out (res.locals, set by `authorize`). */
+const callerOf = (res: Response): Caller => res.locals.caller as Caller;
+
+/** Which routes a door guards: the data routes (ADMIN_TOKEN's alone) or the event routes (the teams' too). */
+type Door = 'dataRoutes' | 'events';
+
+const DOOR_WORDS: Record<Door, { token: string; closed: string }> = {
+  dataRoutes: {
+    token: 'a valid admin bearer token (ADMIN_TOKEN) is required',
+    closed: 'the data routes are closed: ADMIN_TOKEN is not set and HOST is not loopback; set ADMIN_TOKEN',
+  },
+  events: {
+    token: "a valid bearer token (ADMIN_TOKEN's, or a team's of EVENT_TEAM_TOKENS) is required",
+    closed:
+      'the event routes are closed: neither ADMIN_TOKEN nor EVENT_TEAM_TOKENS is set and HOST is not loopback; set one',
+  },
+};
+
 /**
- * The data routes' door. `token`: a valid `Authorization: Bearer` (compared in constant time), checked only when
- * the caller's source is not throttled (signInGuard.ts, as the console's sign-in: ADMIN_TOKEN signs in there
- * too, so guessing it here costs the same); a wrong one counts against the source. `closed`: 401 always,
- * saying why. `open`: anyone who reaches this loopback port.
+ * A door of the JSON API. `token`: a valid `Authorization: Bearer`, checked only when the caller's source is not
+ * throttled (signInGuard.ts, as the console's sign-in: ADMIN_TOKEN signs in there too, so guessing it here costs
+ * the same); a wrong one counts against the source. A team's token opens the event routes only, a console
+ * person's none (403: the token is right, the door is not its). `closed`: 401 always, saying why. `open`: anyone
+ * who reaches this loopback port, as `local`. Who called is left in res.locals for the route and its audit row.
  */
-function authorize(data: AdminData, guard: SignInGuard) {
-  const expected = data.token === null ? null : digest(data.token);
+function authorize(data: AdminData, guard: SignInGuard, door: Door) {
   const challenge = { 'WWW-Authenticate': 'Bearer realm="admin"' };
+  const words = DOOR_WORDS[door];
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
-    if (data.access === 'open') return next();
-    if (data.access === 'closed' || expected === null)
+    const access = data.access[door];
+    if (access === 'open') {
+      res.locals.caller = { kind: 'local' } satisfies Caller;
+      return next();
+    }
+    if (access === 'closed') return sendError(res, 401, 'unauthorized', words.closed, challenge);
+    const headers = req.headersDistinct.authorization ?? [];
+    if (headers.length === 0) return sendError(res, 401, 'unauthorized', words.token, challenge);
+    const checked = await guard.check(callerAddress(req, data.trustProxy), 'api', () => {
+      if (headers.length > 1) return { problem: 'Authorization given more than once' };
+      const token = bearerOf(headers[0] ?? '');
+      return token === undefined ? { problem: 'no valid bearer token' } : { token };
+    });
+    if (checked.outcome === 'throttled')
+      return sendError(res, 429, 'too_many_failures', `${checked.reason}; retry in ${checked.retryAfterSeconds} s`, {
+        'Retry-After': String(checked.retryAfterSeconds),
+      });
+    if (checked.outcome === 'refused')
+      return headers.length > 1
+        ? sendError(res, 400, 'bad_request', 'Authorization is given more than once')
+        : sendError(res, 401, 'unauthorized', words.token, challenge);
+    const { holder } = checked;
+    if (holder.kind === 'admin') res.locals.caller = { kind: 'admin' } satisfies Caller;
+    else if (holder.kind === 'team' && door === 'events')
+      res.locals.caller = { kind: 'team', team: holder.team } satisfies Caller;
+    else
       return sendError(
         res,
-        401,
-        'unauthorized',
-        'the data routes are closed: ADMIN_TOKEN is not set and HOST is not loopback; set ADMIN_TOKEN',
-        challenge,
+        403,
+        'token_not_allowed',
+        holder.kind === 'team'
+          ? `the token of the team ${holder.team.name} opens only GET /events and POST /events/replay`
+          : "a console token signs in to the console (/console); the JSON API takes ADMIN_TOKEN, and the event routes a team's token",
       );
-    const headers = req.headersDistinct.authorization ?? [];
-    if (headers.length === 0)
-      return sendError(res, 401, 'unauthorized', 'a valid admin bearer token is required', challenge);
-    const source = callerOf(req, data.trustProxy);
-    const admitted = await guard.admit(source, 'api');
-    if (admitted.throttled)
-      return sendError(res, 429, 'too_many_failures', 'too many failed tokens from this address; retry later', {
-        'Retry-After': String(admitted.retryAfterSeconds),
-      });
-    if (headers.length > 1) {
-      await guard.refused(source, 'api', 'Authorization given more than once');
-      return sendError(res, 400, 'bad_request', 'Authorization is given more than once');
-    }
-    const presented = bearerOf(headers[0] ?? '');
-    if (presented === undefined || !timingSafeEqual(digest(presented), expected)) {
-      await guard.refused(source, 'api', 'no valid bearer token');
-      return sendError(res, 401, 'unauthorized', 'a valid admin bearer token is required', challenge);
-    }
     next();
   };
 }
@@ -275,8 +298,8 @@ export function createAdminApp({
 
   if (data) {
     const now = data.now ?? (() => new Date());
-    const guard = createSignInGuard({ db: data.db, now, signIns: data.signIns });
-    const authorized = authorize(data, guard);
+    const guard = createSignInGuard({ db: data.db, now, signIns: data.signIns, tokens: data.tokens });
+    const authorized = authorize(data, guard, 'dataRoutes');
     const limited = workLimit(data);
     // Every route below answers only the Hosts it expects; the probes and /metrics above answer any (the kubelet
     // sends the pod's address).
@@ -294,7 +317,6 @@ export function createAdminApp({
             reconciliation,
             adminOrigins: data.adminOrigins,
             trustProxy: data.trustProxy,
-            signIns: data.signIns,
             now,
           },
           guard,
@@ -308,17 +330,16 @@ export function createAdminApp({
     });
 
     /** The JSON API's actions are in the audit trail too: by the token's holder (`admin`), or `local` when open. */
-    const auditApi = (req: Request, orderId: string, result: string, detail = ''): Promise<void> =>
+    const auditApi = (req: Request, res: Response, orderId: string, result: string, detail = ''): Promise<void> =>
       recordAudit(data.db, {
-        actor: data.access === 'open' ? 'local' : 'admin',
-        role: 'operator',
+        ...auditActorOf(callerOf(res)),
         action: 'reconcile',
         target: orderId,
         orderId,
         result,
         detail,
         via: 'api',
-        sourceAddress: callerOf(req, data.trustProxy),
+        sourceAddress: callerAddress(req, data.trustProxy),
       });
 
     app.post(
@@ -329,7 +350,7 @@ export function createAdminApp({
       async (req, res) => {
         const orderId = validId(req.params.orderId, 'order');
         if (!reconciliation) {
-          await auditApi(req, orderId, 'refused', 'reconciliation is off');
+          await auditApi(req, res, orderId, 'refused', 'reconciliation is off');
           throw new RequestError(409, 'reconciliation_off', 'reconciliation is off: PAYMENT_API_URL is not set');
         }
         const posId = requestedPosId(req.body);
@@ -340,6 +361,7 @@ export function createAdminApp({
           });
           await auditApi(
             req,
+            res,
             orderId,
             'problem' in checked ? checked.problem : checked.result,
             'problem' in checked
@@ -383,9 +405,9 @@ export function createAdminApp({
       authorized,
       sameOrigin: sameOriginPost(data.adminOrigins),
       limited,
-      caller: (req) => ({
-        actor: data.access === 'open' ? 'local' : 'admin',
-        sourceAddress: callerOf(req, data.trustProxy),
+      caller: (req, res) => ({
+        actor: auditActorOf(callerOf(res)).actor,
+        sourceAddress: callerAddress(req, data.trustProxy),
       }),
       now,
     });
@@ -395,19 +417,23 @@ export function createAdminApp({
     registerEventRoutes(app, {
       db: data.db,
       amqpUrl: data.amqpUrl ?? null,
-      authorized,
+      authorized: authorize(data, guard, 'events'),
+      callerOf,
       limited,
-      recordReplay: (req, { queue, orderId, result }) =>
-        recordAudit(data.db, {
-          actor: data.access === 'open' ? 'local' : 'admin',
-          role: 'operator',
-          action: 'events_replay',
-          target: `queue ${queue}`,
-          orderId,
-          result,
-          via: 'api',
-          sourceAddress: callerOf(req, data.trustProxy),
-        }),
+      replayAudit: {
+        begin: (req, caller, { queue, orderId, detail }) =>
+          beginAudit(data.db, {
+            ...auditActorOf(caller),
+            action: 'events_replay',
+            target: `queue ${queue}`,
+            orderId,
+            result: 'publishing',
+            detail,
+            via: 'api',
+            sourceAddress: callerAddress(req, data.trustProxy),
+          }),
+        complete: (id, result) => completeAudit(data.db, [id], { result }),
+      },
     });
 
     app.get('/refunds/:refundId', authorized, async (req, res) => {

@@ -1,11 +1,12 @@
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import type { Db } from '../database/pool';
 import { RequestError } from '../errors';
-import { EVENT_TYPES, isEventType, type EventType } from '../outbox/events';
+import { EVENT_TYPES, typesMatching, type EventType } from '../outbox/events';
 import { FEED_LIMIT_MAX, readFeedPage, type FeedCursor, type FeedQuery } from '../outbox/feedQueries';
-import { replayToQueue } from '../outbox/queueReplay';
-import { idProblem } from '../parsing/identifiers';
+import { replayToQueue, type QueueReplayOutcome } from '../outbox/queueReplay';
+import { hasControlCharacter, hasFormatCharacter, idProblem } from '../parsing/identifiers';
 import { INSTANT_EXAMPLE, readInstant } from '../parsing/instants';
+import { replayQueueProblem, type Caller } from './tokens';
 
 /**
  * The events for downstream teams, on the admin port behind its token: the feed (GET /events), the outbox's
@@ -17,10 +18,22 @@ export interface EventRoutesOptions {
   db: Db;
   /** The broker a replay publishes to (AMQP_URL); null: replays are refused. */
   amqpUrl: string | null;
+  /** Lets in ADMIN_TOKEN's holder and the teams (EVENT_TEAM_TOKENS), and says who called (`callerOf`). */
   authorized: RequestHandler;
+  callerOf: (res: Response) => Caller;
   limited: <T>(res: Response, work: (clientLeft: AbortSignal) => Promise<T>) => Promise<T>;
-  /** Records a replay in the audit trail (an action: events go out again), whatever its outcome. */
-  recordReplay: (req: Request, replay: { queue: string; orderId: string | null; result: string }) => Promise<void>;
+  /**
+   * The audit trail of replays (an action: events go out again): `begin` before anything is published (its row's
+   * id), `complete` once it is known how it ended; a replay that fails between them stays on the record as begun.
+   */
+  replayAudit: {
+    begin(
+      req: Request,
+      caller: Caller,
+      replay: { queue: string; orderId: string | null; detail: string },
+    ): Promise<string>;
+    complete(id: string, result: string): Promise<void>;
+  };
 }
 
 const FEED_LIMIT_DEFAULT = 100;
@@ -34,6 +47,15 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** A cursor's stored time: what Postgres writes for a timestamptz as JSON, microseconds kept. */
 const STORED_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}(:\d{2})?)$/;
 
+/**
+ * The times a selection or a cursor may name: the years 1 to 9999, what the feed's stored times (timestamptz) hold
+ * in the four-digit years these forms write. The year 0000 (and an offset that leads into it) is refused here,
+ * never sent to Postgres, which has no year 0.
+ */
+const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
+const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
+const inFeedRange = (ms: number): boolean => !Number.isNaN(ms) && ms >= EARLIEST && ms <= LATEST;
+
 export function encodeCursor({ at, id }: FeedCursor): string {
   return Buffer.from(`${at}/${id}`, 'utf8').toString('base64url');
 }
@@ -41,9 +63,29 @@ export function encodeCursor({ at, id }: FeedCursor): string {
 function decodeCursor(value: string): FeedCursor | null {
   if (!/^[A-Za-z0-9_-]{1,200}$/.test(value)) return null;
   const [at = '', id = '', ...rest] = Buffer.from(value, 'base64url').toString('utf8').split('/');
-  return rest.length === 0 && STORED_TIME.test(at) && !Number.isNaN(Date.parse(at)) && UUID.test(id)
-    ? { at, id }
-    : null;
+  return rest.length === 0 && STORED_TIME.test(at) && inFeedRange(Date.parse(at)) && UUID.test(id) ? { at, id } : null;
+}
+
+/** With the u flag, a pair is one code point: only a surrogate alone matches. */
+const LONE_SURROGATE = /[\ud800-\udfff]/u;
+
+/**
+ * What no parameter may hold, checked before anything is looked up: a control character (NUL, a line break: the
+ * database refuses a NUL, a log or an audit row would be cut by it), an invisible or bidirectional format
+ * character, or a lone surrogate (not text at all).
+ */
+function textProblem(value: string): string | null {
+  if (hasControlCharacter(value)) return 'holds a control character';
+  if (hasFormatCharacter(value)) return 'holds an invisible or bidirectional format character';
+  if (LONE_SURROGATE.test(value)) return 'is not well-formed text (a lone surrogate)';
+  return null;
+}
+
+/** A string parameter's value, refused (400 naming it) when textProblem finds a problem. */
+function text(name: string, value: string): string {
+  const problem = textProblem(value);
+  if (problem !== null) throw invalid(name, problem);
+  return value;
 }
 
 /** One value of a parameter: a string, or absent; a parameter given twice (or not as text) is refused. */
@@ -51,7 +93,7 @@ function single(source: Record<string, unknown>, name: string): string | undefin
   const value = source[name];
   if (value === undefined) return undefined;
   if (typeof value !== 'string') throw invalid(name, 'give it once, as text');
-  return value;
+  return text(name, value);
 }
 
 function instant(source: Record<string, unknown>, name: string): Date | null {
@@ -59,23 +101,33 @@ function instant(source: Record<string, unknown>, name: string): Date | null {
   if (value === undefined) return null;
   const time = readInstant(value);
   if (time === null) throw invalid(name, `not an ISO 8601 time with an offset, e.g. ${INSTANT_EXAMPLE}`);
+  if (!inFeedRange(time.getTime())) throw invalid(name, 'outside the years 0001 to 9999');
   return time;
 }
 
-/** Types: repeated (`type=a&type=b`), comma-separated, or (in a body) an array. */
+/**
+ * Types: each an event type or a binding pattern (`refund.#`, `order.*`), as a queue's binding takes them;
+ * repeated (`type=a&type=b`), comma-separated, or (in a body) an array. A pattern that matches no type is refused,
+ * listing the types.
+ */
 function types(source: Record<string, unknown>, name: string): EventType[] {
   const value = source[name];
   if (value === undefined) return [];
   const list = (Array.isArray(value) ? value : [value]).flatMap((v: unknown) =>
-    typeof v === 'string' ? v.split(',') : [v],
+    typeof v === 'string' ? text(name, v).split(',') : [v],
   );
-  const chosen: EventType[] = [];
-  for (const t of list) {
-    if (typeof t !== 'string' || !isEventType(t))
-      throw invalid(name, `${JSON.stringify(t)} is not an event type (${EVENT_TYPES.join(', ')})`);
-    chosen.push(t);
+  const chosen = new Set<EventType>();
+  for (const pattern of list) {
+    const matched = typeof pattern === 'string' ? typesMatching(pattern) : null;
+    if (matched === null || matched.length === 0)
+      throw invalid(
+        name,
+        `${JSON.stringify(pattern)} ${matched === null ? 'is not an event type or a binding pattern' : 'matches no event type'} ` +
+          `(the types: ${EVENT_TYPES.join(', ')}; a pattern such as refund.# or order.* takes several)`,
+      );
+    for (const type of matched) chosen.add(type);
   }
-  return chosen;
+  return EVENT_TYPES.filter((type) => chosen.has(type));
 }
 
 function limit(source: Record<string, unknown>, name: string, fallback: number, max: number): number {
@@ -112,17 +164,30 @@ function feedBody(events: ReadonlyArray<{ message: string }>, next: FeedCursor |
   return `{"events":[${events.map((e) => e.message).join(',')}],"next":${next ? JSON.stringify(encodeCursor(next)) : 'null'},"more":${more}}`;
 }
 
-/** A queue name RabbitMQ takes: 1 to 255 bytes. */
+/** A queue name RabbitMQ takes (1 to 255 bytes), of text a person can read in the audit trail. */
 function queueName(body: Record<string, unknown>): string {
   const queue = body.queue;
   if (typeof queue !== 'string' || queue === '' || Buffer.byteLength(queue) > 255)
     throw invalid('queue', 'the name of an existing queue of yours (1 to 255 bytes)');
-  return queue;
+  return text('queue', queue);
+}
+
+/** What the audit row of a replay says of how it ended. */
+function replayResult(replayed: QueueReplayOutcome): string {
+  switch (replayed.outcome) {
+    case 'replayed':
+    case 'not_confirmed':
+      return `${replayed.outcome} ${replayed.replayed}`;
+    case 'queue_exclusive':
+      return 'refused: the queue is held exclusively by another connection';
+    default:
+      return replayed.outcome;
+  }
 }
 
 export function registerEventRoutes(
   app: Express,
-  { db, amqpUrl, authorized, limited, recordReplay }: EventRoutesOptions,
+  { db, amqpUrl, authorized, callerOf, limited, replayAudit }: EventRoutesOptions,
 ): void {
   app.get('/events', authorized, async (req, res) => {
     const query = selection(req.query, {
@@ -138,24 +203,43 @@ export function registerEventRoutes(
     if (typeof body !== 'object' || body === null || Array.isArray(body))
       throw new RequestError(400, 'bad_request', 'the body is a JSON object: {"queue": "...", "since": "...", ...}');
     const source = body as Record<string, unknown>;
+    // Everything the request says is read and checked before the broker or the database is asked anything.
     const queue = queueName(source);
     const query = selection(source, { fallback: REPLAY_LIMIT_MAX, max: REPLAY_LIMIT_MAX });
+    const caller = callerOf(res);
+    const refused = replayQueueProblem(caller.kind === 'team' ? caller.team : null, queue);
+    if (refused !== null) throw new RequestError(403, 'queue_not_allowed', `${refused}; nothing was published`);
     if (amqpUrl === null)
       throw new RequestError(503, 'broker_unavailable', 'no broker is configured (AMQP_URL)', null, {
         'Retry-After': '60',
       });
-    const replayed = await limited(res, (clientLeft) => replayToQueue(db, amqpUrl, { queue, query }, clientLeft));
-    await recordReplay(req, {
-      queue,
-      orderId: query.orderId,
-      result:
-        replayed.outcome === 'replayed' || replayed.outcome === 'not_confirmed'
-          ? `${replayed.outcome} ${replayed.replayed}`
-          : replayed.outcome,
+    const replayed = await limited(res, async (clientLeft) => {
+      // On the record before the first event goes out; how it ended, once that is known.
+      const audit = await replayAudit.begin(req, caller, {
+        queue,
+        orderId: query.orderId,
+        detail: describeSelection(query),
+      });
+      let outcome: QueueReplayOutcome;
+      try {
+        outcome = await replayToQueue(db, amqpUrl, { queue, query }, clientLeft);
+      } catch (error) {
+        await replayAudit.complete(audit, 'failed: the replay stopped on an error').catch(() => undefined);
+        throw error;
+      }
+      await replayAudit.complete(audit, replayResult(outcome));
+      return outcome;
     });
     switch (replayed.outcome) {
       case 'queue_not_found':
         throw new RequestError(404, 'queue_not_found', `the queue ${queue} does not exist; nothing was published`);
+      case 'queue_exclusive':
+        throw new RequestError(
+          403,
+          'queue_not_allowed',
+          `the queue ${queue} is held exclusively by another connection (a consumer's own queue): it is not yours to ` +
+            'replay into; nothing was published',
+        );
       case 'broker_unavailable':
         throw new RequestError(503, 'broker_unavailable', 'the broker does not answer; nothing was published', null, {
           'Retry-After': '5',
@@ -175,4 +259,17 @@ export function registerEventRoutes(
         });
     }
   });
+}
+
+/** A replay's selection in the audit trail's words: what was asked for, never more than a line. */
+function describeSelection({ since, until, types: chosen, after, limit: most }: FeedQuery): string {
+  return [
+    since ? `since ${since.toISOString()}` : '',
+    until ? `until ${until.toISOString()}` : '',
+    chosen.length > 0 ? `types ${chosen.join(' ')}` : '',
+    after ? `after ${after.at}` : '',
+    `at most ${most}`,
+  ]
+    .filter((part) => part !== '')
+    .join(', ');
 }

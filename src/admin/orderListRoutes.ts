@@ -35,7 +35,7 @@ export interface OrderListRoutesOptions {
   sameOrigin: RequestHandler;
   limited: <T>(res: Response, work: (clientLeft: AbortSignal) => Promise<T>) => Promise<T>;
   /** Who is asking, for the audit trail. */
-  caller: (req: Request) => Pick<AuditEntry, 'actor' | 'sourceAddress'>;
+  caller: (req: Request, res: Response) => Pick<AuditEntry, 'actor' | 'sourceAddress'>;
   now: () => Date;
 }
 
@@ -64,8 +64,8 @@ function refusal(problem: ListProblem, list: 'orders' | 'orderIds'): RequestErro
 
 export function registerOrderListRoutes(app: Express, options: OrderListRoutesOptions): void {
   const { db, reconciliation, knownPos, authorized, sameOrigin, limited, caller, now } = options;
-  const operator = (req: Request): Pick<AuditEntry, 'actor' | 'role' | 'via' | 'sourceAddress'> => ({
-    ...caller(req),
+  const operator = (req: Request, res: Response): Pick<AuditEntry, 'actor' | 'role' | 'via' | 'sourceAddress'> => ({
+    ...caller(req, res),
     role: 'operator',
     via: 'api',
   });
@@ -84,7 +84,7 @@ export function registerOrderListRoutes(app: Express, options: OrderListRoutesOp
         const count = await expectOrders(db, read.value);
         // A shop tells of every order it creates: one row an hour per caller, counting the requests.
         const at = now();
-        const who = operator(req);
+        const who = operator(req, res);
         await recordRepeat(
           db,
           {
@@ -128,7 +128,7 @@ export function registerOrderListRoutes(app: Express, options: OrderListRoutesOp
           ids.map((orderId) => (askWith === undefined ? { orderId } : { orderId, posId: askWith })),
           cause,
         );
-        const who = operator(req);
+        const who = operator(req, res);
         const detail = `forced check under ${cause}`;
         if (ids.length > AUDITED_ORDERS_MAX)
           await recordAudit(db, {

@@ -5,6 +5,7 @@
  */
 export {
   adminDoors,
+  adminTokens,
   brokerUrl,
   consoleTokens,
   isLoopbackHost,

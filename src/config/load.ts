@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ReconciliationSettings } from '../reconciliation/reconciliation';
 import { isLoopbackHost } from './runtime';
 import { doubtfulKeys } from './warnings';
-import { tokenListProblems } from '../console/session';
+import { tokenSettingsProblems } from '../admin/tokens';
 import {
   ConfigError,
   RETIRED_SETTINGS,
@@ -45,20 +45,6 @@ function readGroup<Shape extends z.ZodRawShape>(
     problems.push(`${schema ? sourceOf(schema).env : 'environment'}: ${issue.message}`);
   }
   return null;
-}
-
-/**
- * One name in both console roles, or one token for two people (ADMIN_TOKEN's holder, `admin`, among them): the
- * start is refused (exit 78), naming the entries, never a token.
- */
-function consoleTokenProblems(
-  base: Pick<Config, 'consoleOperatorTokens' | 'consoleViewerTokens' | 'adminToken'>,
-): string[] {
-  const problems = tokenListProblems(base.consoleOperatorTokens, base.consoleViewerTokens);
-  const same = [...base.consoleOperatorTokens, ...base.consoleViewerTokens].find((t) => t.token === base.adminToken);
-  if (same !== undefined)
-    problems.push(`ADMIN_TOKEN: is also ${same.name}'s console token; give the admin API a token of its own`);
-  return problems;
 }
 
 /** Loads ./.env for local runs (Node's own loader); variables already set win. */
@@ -125,7 +111,17 @@ export function loadConfig(env: NodeJS.ProcessEnv, needs: Partial<ProcessNeeds> 
     const clients = reconciliationSettings.shape.credentials.safeParse(present('PAYMENT_API_CREDENTIALS')).data ?? [];
     for (const doubt of doubtfulKeys(keys, clients)) problems.push(`${doubt}; refused with NODE_ENV=production`);
   }
-  if (base !== null) problems.push(...consoleTokenProblems(base));
+  // One name in both console roles or for a person and a team, one token for two holders: refused (exit 78),
+  // naming the entries, never a token. Read apart from their group, so that these are listed with any other problem.
+  const { adminToken, consoleOperatorTokens, consoleViewerTokens, eventTeamTokens } = settings.shape;
+  problems.push(
+    ...tokenSettingsProblems({
+      adminToken: adminToken.safeParse(present('ADMIN_TOKEN')).data ?? null,
+      operators: consoleOperatorTokens.safeParse(present('CONSOLE_OPERATOR_TOKENS')).data ?? [],
+      viewers: consoleViewerTokens.safeParse(present('CONSOLE_VIEWER_TOKENS')).data ?? [],
+      teams: eventTeamTokens.safeParse(present('EVENT_TEAM_TOKENS')).data ?? [],
+    }),
+  );
   if (base === null || reconciliation === null || problems.length > 0) throw new ConfigError(problems);
   const { paymentApiUrl, allowHttp: _checkedAbove, ...client } = reconciliation;
   return {

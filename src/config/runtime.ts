@@ -1,3 +1,4 @@
+import type { AdminTokens } from '../admin/tokens';
 import type { ConsoleToken } from '../console/session';
 import { ConfigError, type Config } from './schema';
 
@@ -35,33 +36,46 @@ export function writeLanes(config: Pick<Config, 'databaseWriteLanes' | 'database
 
 /**
  * Everyone who may sign in to the console: its operators and viewers, and ADMIN_TOKEN's holder as the operator
- * `admin` (the admin API's token keeps working, in the console too).
+ * `admin` (the admin API's token keeps working, in the console too; no person may take that name: load.ts).
  */
 export function consoleTokens(
   config: Pick<Config, 'consoleOperatorTokens' | 'consoleViewerTokens' | 'adminToken'>,
 ): ConsoleToken[] {
   const named = [...config.consoleOperatorTokens, ...config.consoleViewerTokens];
-  return config.adminToken === null || named.some((t) => t.name === 'admin')
-    ? named
-    : [...named, { name: 'admin', token: config.adminToken, role: 'operator' }];
+  return config.adminToken === null ? named : [...named, { name: 'admin', token: config.adminToken, role: 'operator' }];
+}
+
+/** Every token the admin port takes, with its holder (admin/tokens.ts): what each door compares a token with. */
+export function adminTokens(
+  config: Pick<Config, 'consoleOperatorTokens' | 'consoleViewerTokens' | 'adminToken' | 'eventTeamTokens'>,
+): AdminTokens {
+  return {
+    adminToken: config.adminToken,
+    people: [...config.consoleOperatorTokens, ...config.consoleViewerTokens],
+    teams: config.eventTeamTokens,
+  };
 }
 
 /**
  * Whether the admin port's doors are shut for want of a token (issue 45): its JSON data routes without
- * ADMIN_TOKEN, its console without any console token (ADMIN_TOKEN signs in too), whenever HOST is not loopback.
- * Shut, they answer 401 (the data routes) and 403 (the console) on every request; probes and /metrics stay open.
- * Open (no token, loopback HOST) only this machine reaches them, as the operator `local`.
+ * ADMIN_TOKEN, its event routes without ADMIN_TOKEN or a team's token (EVENT_TEAM_TOKENS), its console without any
+ * console token (ADMIN_TOKEN signs in too), whenever HOST is not loopback. Shut, they answer 401 (the JSON API) and
+ * 403 (the console) on every request; probes and /metrics stay open. Open (no token, loopback HOST) only this
+ * machine reaches them, as the operator `local`.
  */
 export function adminDoors(
-  config: Pick<Config, 'host' | 'adminToken' | 'consoleOperatorTokens' | 'consoleViewerTokens'>,
+  config: Pick<Config, 'host' | 'adminToken' | 'consoleOperatorTokens' | 'consoleViewerTokens' | 'eventTeamTokens'>,
 ): {
   dataRoutes: 'token' | 'open' | 'closed';
+  events: 'token' | 'open' | 'closed';
   console: 'tokens' | 'open' | 'closed';
 } {
   const loopback = isLoopbackHost(config.host);
   const signIn = consoleTokens(config).length > 0;
+  const door = (tokens: boolean): 'token' | 'open' | 'closed' => (tokens ? 'token' : loopback ? 'open' : 'closed');
   return {
-    dataRoutes: config.adminToken !== null ? 'token' : loopback ? 'open' : 'closed',
+    dataRoutes: door(config.adminToken !== null),
+    events: door(config.adminToken !== null || config.eventTeamTokens.length > 0),
     console: signIn ? 'tokens' : loopback ? 'open' : 'closed',
   };
 }

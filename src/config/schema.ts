@@ -8,6 +8,7 @@ import { MIN_HISTORY_RETENTION_MS } from '../history/days';
 import { canonicalLocale, canonicalTimeZone } from '../console/localTime';
 import { parseConsoleTokens } from '../console/session';
 import { parseAdminOrigins } from '../http/origins';
+import { parseTeamTokens } from '../admin/tokens';
 
 /** The reconciliation settings (PAYMENT_API_*, RECONCILE_*), as src/reconciliation/ takes them. */
 export type ReconciliationConfig = Omit<z.output<typeof reconciliationSettings>, 'allowHttp' | 'paymentApiUrl'> & {
@@ -228,6 +229,17 @@ export const settings = z.object({
   unverifiedBodiesLimitBytes: fromEnv('UNVERIFIED_BODIES_LIMIT', size('32mb', 64 * 1024, 1024 * 1024 * 1024)),
   /** ADMIN_TOKEN: bearer token of the admin port's data routes; null: open (the port must not be reachable). */
   adminToken: fromEnv('ADMIN_TOKEN', z.string().min(16, 'must be at least 16 characters').nullable().default(null)),
+  /**
+   * EVENT_TEAM_TOKENS: name:token:queue-prefix entries of the downstream teams: each token reads the event feed and
+   * replays into the queues whose names start with its prefix, and opens nothing else. Secret.
+   */
+  eventTeamTokens: fromEnv(
+    'EVENT_TEAM_TOKENS',
+    list((value) => {
+      const { tokens, problems } = parseTeamTokens(value);
+      return { value: tokens, problems };
+    }).default([]),
+  ),
   /**
    * ADMIN_ORIGINS: the origins (scheme://host[:port]) the admin port's console and JSON API answer besides
    * loopback: the console's public address, the Service's names in the cluster. Any other Host: 421.

@@ -58,8 +58,8 @@ export function configurationWarnings(config: Config): string[] {
   if (doors.dataRoutes === 'closed')
     warnings.push(
       `ADMIN_TOKEN is not set and HOST=${config.host} is not loopback: the admin port's data routes (/orders, ` +
-        '/refunds, reconcile) answer 401 to everyone rather than serve whoever reaches them; set ADMIN_TOKEN, or ' +
-        'HOST=127.0.0.1 (probes and /metrics are open either way)',
+        `/refunds, reconcile${doors.events === 'closed' ? ', /events' : ''}) answer 401 to everyone rather than serve ` +
+        'whoever reaches them; set ADMIN_TOKEN, or HOST=127.0.0.1 (probes and /metrics are open either way)',
     );
   if (doors.console === 'closed')
     warnings.push(

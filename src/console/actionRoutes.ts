@@ -5,9 +5,9 @@ import { republishOrderEvents } from '../outbox/outboxQueries';
 import type { PosProblem } from '../reconciliation/reconciliation';
 import type { OrderCheck } from '../reconciliation/checkOrder';
 import { retryOne, type RetryResult } from '../recording/quarantineRetry';
-import { countOpenQuarantined, openQuarantinedIds } from '../recording/quarantineQueries';
+import { countOpenQuarantined, openQuarantinedIds, type QuarantineFilter } from '../recording/quarantineQueries';
 import { readOrderStory, type OrderStory } from '../orderStory/orderStoryQueries';
-import { recordAudit, type AuditAction } from '../history/auditQueries';
+import { beginAudit, completeAudit, type AuditAction } from '../history/auditQueries';
 import type { Access } from './access';
 import {
   field,
@@ -18,6 +18,7 @@ import {
   quarantineFilterOf,
   readForm,
   send,
+  sourceOf,
   type ConsoleOptions,
 } from './consoleRouting';
 import { endSessionsOf } from './queries/sessions';
@@ -111,31 +112,39 @@ function retryLine(r: RetryResult): Html {
 /** What the actions use of the console's options, and how they draw a page's frame. */
 export type ActionSettings = Pick<
   ConsoleOptions,
-  'db' | 'limited' | 'transactions' | 'reconciliation' | 'checkSchedule' | 'eventSource'
+  'db' | 'limited' | 'transactions' | 'reconciliation' | 'checkSchedule' | 'eventSource' | 'trustProxy'
 > & { context: (req: Request, viewer: Viewer | null) => PageContext };
+
+/** What an action's audit row names before it acts: the action, what it acts on, and the order if known. */
+interface AuditedAction {
+  action: AuditAction;
+  target: string | null;
+  orderId: string | null;
+}
+
+/** Says how an action ended, on its audit row (and the order it turned out to concern). */
+type Done = (result: string, detail?: string, orderId?: string) => Promise<void>;
 
 /**
  * The operators' actions, each a confirmation page and its POST: check now, send events again, retry, end a
- * person's sessions. Each is recorded in the audit trail with who did it and how it ended.
+ * person's sessions. Each is recorded in the audit trail with who did it, from which address, and how it ended:
+ * the row is written before the action acts and completed after, so that whatever happens meanwhile it is on the
+ * record.
  */
 export function actionRoutes(router: Router, access: Access, settings: ActionSettings): void {
   const { db, limited, context } = settings;
   const options = settings;
-  const audit = (
-    viewer: Viewer,
-    action: AuditAction,
-    target: string | null,
-    orderId: string | null,
-    result: string,
-    detail = '',
-  ): Promise<void> =>
-    recordAudit(db, { actor: viewer.name, role: viewer.role, action, target, orderId, result, detail });
 
-  /** A confirmed action: GET shows what it will do, POST with confirm=yes does it and says what happened. */
+  /**
+   * A confirmed action: GET shows what it will do, POST with confirm=yes does it and says what happened. `audited`
+   * reads and checks what the POST names (a bad one is 400 before anything is recorded or done); `act` calls `done`
+   * with how it ended.
+   */
   const action = (
     path: string,
+    audited: (req: Request) => AuditedAction,
     confirm: (req: Request, res: Response) => Confirmation | Promise<Confirmation>,
-    act: (req: Request, res: Response, viewer: Viewer, ctx: PageContext) => Promise<ActionResult>,
+    act: (req: Request, res: Response, ctx: PageContext, done: Done) => Promise<ActionResult>,
   ): void => {
     router.get(path, async (req, res) => {
       const { viewer, data } = await access.readFor(req, res, 'operator', async () => confirm(req, res));
@@ -149,14 +158,46 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
           'Not confirmed',
           'Nothing was done: the action needs its confirmation (confirm=yes), from its confirmation page.',
         );
+      const what = audited(req);
+      const row = await beginAudit(db, {
+        actor: viewer.name,
+        role: viewer.role,
+        ...what,
+        result: 'started',
+        sourceAddress: sourceOf(req, options.trustProxy),
+      });
+      let ended = false;
+      const done: Done = async (result, detail = '', orderId) => {
+        ended = true;
+        await completeAudit(db, [row], { result, detail, ...(orderId === undefined ? {} : { orderId }) });
+      };
       const ctx = context(req, viewer);
-      const result = await act(req, res, viewer, ctx);
+      let result: ActionResult;
+      try {
+        result = await act(req, res, ctx, done);
+      } catch (error) {
+        if (!ended)
+          await completeAudit(db, [row], {
+            result: 'failed',
+            detail: error instanceof PageError ? error.message : 'stopped on an error',
+          }).catch(() => undefined);
+        throw error;
+      }
       send(res, result.status, resultPage(ctx, result));
     });
   };
 
+  /** An order's action: its id from the path, named in the row. */
+  const onOrder =
+    (name: AuditAction) =>
+    (req: Request): AuditedAction => {
+      const orderId = orderIdOf(req);
+      return { action: name, target: orderId, orderId };
+    };
+
   action(
     '/orders/:orderId/reconcile',
+    onOrder(CHECK_ACTION),
     (req) => {
       const orderId = orderIdOf(req);
       return {
@@ -173,7 +214,7 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
         cancel: backToOrder(orderId),
       };
     },
-    async (req, res, viewer, ctx) => {
+    async (req, res, ctx, done) => {
       const orderId = orderIdOf(req);
       const schedule = options.checkSchedule;
       const reconciliation = options.reconciliation;
@@ -194,17 +235,17 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
         };
       };
       if (!reconciliation) {
-        await audit(viewer, CHECK_ACTION, orderId, orderId, 'refused', 'checks are off (PAYMENT_API_URL is not set)');
+        await done('refused', 'checks are off (PAYMENT_API_URL is not set)');
         return notDone(409, html`checks are off: ${setting('PAYMENT_API_URL')} is not set.`);
       }
       const checked = await limited(res, (clientLeft) => reconciliation.reconcileOrder(orderId, { clientLeft }));
       if ('problem' in checked) {
-        await audit(viewer, CHECK_ACTION, orderId, orderId, checked.problem, POS_PROBLEMS[checked.problem]);
+        await done(checked.problem, POS_PROBLEMS[checked.problem]);
         return notDone(409, withSettings(POS_PROBLEMS[checked.problem]));
       }
       if (checked.result !== 'unchanged' && checked.result !== 'repaired') {
         const failed = whatFailed(checked.result, checked.failure, schedule, checked.posId);
-        await audit(viewer, CHECK_ACTION, orderId, orderId, checked.result, failed);
+        await done(checked.result, failed);
         return notDone(checkStatus(checked.result, checked.failure), withSettings(failed));
       }
       const applied = checked.applied.map(said);
@@ -212,7 +253,7 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
         checked.applied.length === 0
           ? 'nothing new'
           : `learnt ${checked.applied.map((s) => `${s.kind} ${s.status}`).join(', ')}`;
-      await audit(viewer, CHECK_ACTION, orderId, orderId, checked.result, detail);
+      await done(checked.result, detail);
       const state = orderNowOf(await limited(res, () => readOrderStory(db, orderId)));
       const ignored = [...checked.stale, ...checked.conflicts];
       return {
@@ -252,6 +293,7 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
 
   action(
     '/orders/:orderId/republish',
+    onOrder('republish'),
     (req) => {
       const orderId = orderIdOf(req);
       return {
@@ -267,10 +309,10 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
         cancel: backToOrder(orderId),
       };
     },
-    async (req, res, viewer) => {
+    async (req, res, _ctx, done) => {
       const orderId = orderIdOf(req);
       const { republished } = await limited(res, () => republishOrderEvents(db, orderId));
-      await audit(viewer, 'republish', orderId, orderId, 'done', `${republished} event(s) pending again`);
+      await done('done', `${republished} event(s) pending again`);
       return republished > 0
         ? {
             status: 200,
@@ -316,6 +358,7 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
 
   action(
     '/quarantine/:id/retry',
+    (req) => ({ action: 'quarantine_retry', target: `quarantine #${quarantineIdOf(req)}`, orderId: null }),
     (req) => {
       const id = quarantineIdOf(req);
       return {
@@ -330,16 +373,13 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
         cancel: { label: 'Cancel', href: href(['quarantine', id]) },
       };
     },
-    async (req, res, viewer) => {
+    async (req, res, _ctx, done) => {
       const id = quarantineIdOf(req);
       const result = await limited(res, () => retryOne(options.transactions, id, options.eventSource));
-      await audit(
-        viewer,
-        'quarantine_retry',
-        `quarantine #${id}`,
-        result.result === 'recorded' ? result.orderId : null,
+      await done(
         result.result,
         'detail' in result ? result.detail : '',
+        result.result === 'recorded' ? result.orderId : undefined,
       );
       const recorded = result.result === 'recorded';
       return {
@@ -353,8 +393,19 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
     },
   );
 
+  /** The bulk retry's filter, from its form, as its audit row names it. */
+  const bulkFilterOf = (req: Request): { filter: QuarantineFilter; target: string } => {
+    const reason = field(req, 'reason');
+    const pos = field(req, 'pos');
+    return {
+      filter: quarantineFilterOf(reason, pos),
+      target: `quarantine reason=${reason || 'any'} pos=${pos || 'any'}`,
+    };
+  };
+
   action(
     '/quarantine/retry',
+    (req) => ({ action: 'quarantine_retry_all', target: bulkFilterOf(req).target, orderId: null }),
     async (req, res) => {
       const reason = param(req, 'reason');
       const pos = param(req, 'pos');
@@ -377,10 +428,8 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
         cancel: ATTENTION,
       };
     },
-    async (req, res, viewer) => {
-      const reason = field(req, 'reason');
-      const pos = field(req, 'pos');
-      const filter = quarantineFilterOf(reason, pos);
+    async (req, res, _ctx, done) => {
+      const { filter } = bulkFilterOf(req);
       const results = await limited(res, async () => {
         const ids = await openQuarantinedIds(db, filter, BULK_RETRY_MAX);
         const done: RetryResult[] = [];
@@ -395,8 +444,7 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
         return done;
       });
       const recorded = results.filter((r) => r.result === 'recorded').length;
-      const target = `quarantine reason=${reason || 'any'} pos=${pos || 'any'}`;
-      await audit(viewer, 'quarantine_retry_all', target, null, `${recorded} of ${results.length} recorded`);
+      await done(`${recorded} of ${results.length} recorded`);
       return {
         status: 200,
         title: 'Retried the notifications set aside',
@@ -426,6 +474,7 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
 
   action(
     '/sessions/:name/end',
+    (req) => ({ action: 'end_sessions', target: nameOf(req), orderId: null }),
     (req) => {
       const name = nameOf(req);
       return {
@@ -440,10 +489,10 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
         cancel: { label: 'Back to who is signed in', href: href(['sessions']) },
       };
     },
-    async (req, res, viewer) => {
+    async (req, res, _ctx, done) => {
       const name = nameOf(req);
       const ended = await limited(res, () => endSessionsOf(db, name));
-      await audit(viewer, 'end_sessions', name, null, 'done', `${ended} session(s) ended`);
+      await done('done', `${ended} session(s) ended`);
       return {
         status: 200,
         title: `Ended the sessions of ${name}`,

@@ -7,7 +7,7 @@ import { CONSOLE_CSS } from './assets';
 import { pageContext, PageError, SECURITY_HEADERS, send, type ConsoleOptions } from './consoleRouting';
 import { LocalTime } from './localTime';
 import { readRoutes } from './readRoutes';
-import { createSignInGuard, type SignInGuard } from './signInGuard';
+import type { SignInGuard } from './signInGuard';
 import { signInRoutes } from './signInRoutes';
 import { problemPage, signInPage, type PageContext, type Viewer } from './views/layout';
 import { setUpWebSecurity } from './webSecurity';
@@ -20,7 +20,7 @@ export type { ConsoleMode, ConsoleOptions, WorkLimit } from './consoleRouting';
  * sign-in, the pages that read and the actions, each group given who is asking (access.ts) and exactly the
  * settings it uses; then the not-found page and the error pages. `guard` is shared with the JSON API's token.
  */
-export function createConsole(options: ConsoleOptions, guard?: SignInGuard): Router {
+export function createConsole(options: ConsoleOptions, guard: SignInGuard): Router {
   const { db, logger } = options;
   const now = options.now ?? (() => new Date());
   const router = express.Router();
@@ -43,7 +43,7 @@ export function createConsole(options: ConsoleOptions, guard?: SignInGuard): Rou
     ...options,
     now,
     context,
-    guard: guard ?? createSignInGuard({ db, now, signIns: options.signIns }),
+    guard,
   });
   readRoutes(router, access, { ...options, now, clock, context });
   actionRoutes(router, access, { ...options, context });

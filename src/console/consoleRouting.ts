@@ -1,10 +1,9 @@
 import express, { type Request, type Response } from 'express';
-import type { Counter } from 'prom-client';
 import type { Db } from '../database/pool';
 import type { PooledTransactions } from '../database/transaction';
 import { clientAddress, type TrustProxy } from '../intake/sourceAddress';
 import type { Logger } from '../observability/logger';
-import { idProblem } from '../parsing/identifiers';
+import { hasControlCharacter, idProblem } from '../parsing/identifiers';
 import type { Reconciliation } from '../reconciliation/reconciliation';
 import type { QuarantineFilter } from '../recording/quarantineQueries';
 import type { Html } from './html';
@@ -29,7 +28,7 @@ export interface ConsoleOptions {
   /** Transactions on that pool, for the recorder (quarantine retry). */
   transactions: PooledTransactions;
   mode: ConsoleMode;
-  /** Everyone who may sign in (CONSOLE_OPERATOR_TOKENS, CONSOLE_VIEWER_TOKENS, ADMIN_TOKEN as an operator). */
+  /** Everyone who may sign in (CONSOLE_OPERATOR_TOKENS, CONSOLE_VIEWER_TOKENS, ADMIN_TOKEN as the operator admin). */
   tokens: readonly ConsoleToken[];
   sessionTtlMs: number;
   /** A session unused this long ends (CONSOLE_SESSION_IDLE). */
@@ -38,8 +37,6 @@ export interface ConsoleOptions {
   adminOrigins: readonly string[];
   /** Whose X-Forwarded-For tells who is signing in (TRUST_PROXY). */
   trustProxy: TrustProxy;
-  /** Counts sign-ins by result (admin_sign_ins_total). */
-  signIns: Counter<'result' | 'via'>;
   viewersSeePersonalData: boolean;
   quietAfterMs: number;
   /** CONSOLE_TIME_ZONE and CONSOLE_LOCALE, as the configuration checked them: every time and amount shown in them. */
@@ -96,12 +93,18 @@ export const ID = /^\d{1,18}$/;
 export const POS = /^[A-Za-z0-9_-]{1,64}$/;
 export const REASON = /^[a-z_]{1,64}$/;
 
-/** A query parameter as one string ('' when absent); a repeated one is nonsense. */
+/**
+ * A query parameter as one string ('' when absent); a repeated one is nonsense, and one holding a control
+ * character inside it (NUL, a line break: nothing anyone types into a filter or the search box; around it they are
+ * trimmed like spaces) is refused before anything is looked up with it.
+ */
 export function param(req: Request, name: string): string {
   const value = req.query[name];
   if (value === undefined) return '';
   if (typeof value !== 'string') throw new PageError(400, 'Bad request', `${name} is given more than once.`);
-  return value.trim();
+  const text = value.trim();
+  if (hasControlCharacter(text)) throw new PageError(400, 'Bad request', `${name} holds a control character.`);
+  return text;
 }
 
 /** A posted form (urlencoded, small), read by the routes that take one. */

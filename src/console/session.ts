@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { settingEntries } from '../parsing/settingList';
 
 /**
@@ -20,6 +20,12 @@ export interface ConsoleToken {
 export const NAME = /^[A-Za-z0-9_@-]{1,64}$/;
 
 /**
+ * Names no person (nor team) may take: `admin` is ADMIN_TOKEN's holder and `local` the caller of an open loopback
+ * port, so that the audit trail can tell who acted.
+ */
+export const RESERVED_NAMES: readonly string[] = ['admin', 'local'];
+
+/**
  * `name:token` entries, comma-separated (CONSOLE_OPERATOR_TOKENS, CONSOLE_VIEWER_TOKENS): a name of letters,
  * digits and `_@-`, a token of at least 16 characters. Problems name the entry by its number, never its token.
  */
@@ -31,47 +37,16 @@ export function parseConsoleTokens(value: string, role: ConsoleRole): { tokens: 
     const name = colon === -1 ? '' : text.slice(0, colon);
     const token = colon === -1 ? '' : text.slice(colon + 1);
     if (!NAME.test(name)) problems.push(`entry ${number}: must be name:token, the name of letters, digits and _@-`);
+    else if (RESERVED_NAMES.includes(name))
+      problems.push(
+        `entry ${number} (${name}): the name is reserved (admin is ADMIN_TOKEN's holder, local the caller of an ` +
+          'open loopback port); choose another',
+      );
     else if (token.length < 16) problems.push(`entry ${number} (${name}): the token must be at least 16 characters`);
     else if (tokens.some((t) => t.name === name)) problems.push(`entry ${number} (${name}): the name is used twice`);
     else tokens.push({ name, token, role });
   }
   return { tokens, problems };
-}
-
-/**
- * What the two lists cannot both hold, named by entry and never by token: one name in both (as which role would
- * it sign in?), and one token for two entries (whose name would the audit trail record?).
- */
-export function tokenListProblems(operators: readonly ConsoleToken[], viewers: readonly ConsoleToken[]): string[] {
-  const problems: string[] = [];
-  viewers.forEach((viewer, i) => {
-    if (operators.some((o) => o.name === viewer.name))
-      problems.push(
-        `CONSOLE_VIEWER_TOKENS: entry ${i + 1} (${viewer.name}): the name is also in CONSOLE_OPERATOR_TOKENS; ` +
-          'give each person one role',
-      );
-  });
-  const all = [...operators, ...viewers];
-  all.forEach((entry, i) => {
-    const first = all.findIndex((other) => other.token === entry.token);
-    if (first !== i)
-      problems.push(
-        `${entry.role === 'operator' ? 'CONSOLE_OPERATOR_TOKENS' : 'CONSOLE_VIEWER_TOKENS'}: ${entry.name}: the ` +
-          `token is also ${all[first]?.name ?? ''}'s; give each person a token of their own`,
-      );
-  });
-  return problems;
-}
-
-const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
-
-/** The token's holder, compared in constant time against every configured token; null: none matches. */
-export function tokenHolder(tokens: readonly ConsoleToken[], presented: string): ConsoleToken | null {
-  const given = digest(presented);
-  let found: ConsoleToken | null = null;
-  for (const candidate of tokens)
-    if (timingSafeEqual(digest(candidate.token), given) && found === null) found = candidate;
-  return found;
 }
 
 /**

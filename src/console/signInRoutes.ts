@@ -1,10 +1,11 @@
 import type { Request, Router } from 'express';
 import type { Access } from './access';
 import { CLEAR_SESSION_COOKIE } from './access';
-import { field, PageError, readForm, send, sourceOf, type ConsoleOptions } from './consoleRouting';
+import { field, readForm, send, sourceOf, type ConsoleOptions } from './consoleRouting';
 import { recordRepeat } from '../history/auditQueries';
 import { endSession, openSession } from './queries/sessions';
-import { newSession, SESSION_COOKIE, SESSION_COOKIE_ATTRIBUTES, tokenFingerprint, tokenHolder } from './session';
+import type { TokenHolder } from '../admin/tokens';
+import { newSession, SESSION_COOKIE, SESSION_COOKIE_ATTRIBUTES, tokenFingerprint, type ConsoleToken } from './session';
 import type { SignInGuard } from './signInGuard';
 import { signedOutPage, signInPage, type PageContext, type Viewer } from './views/layout';
 
@@ -20,6 +21,13 @@ export type SignInSettings = Pick<
 
 /** The cookie a console before sessions were held in the database set: cleared at sign-in. */
 const OLD_COOKIE = 'console_session=; Path=/console; HttpOnly; Secure; SameSite=Strict; Max-Age=0';
+
+/** The console person a token's holder signs in as (ADMIN_TOKEN's: the operator `admin`); null: a team's. */
+function personOf(holder: TokenHolder, people: readonly ConsoleToken[]): ConsoleToken | null {
+  if (holder.kind === 'person') return holder.person;
+  if (holder.kind === 'admin') return people.find((p) => p.name === 'admin') ?? null;
+  return null;
+}
 
 /**
  * Signing in (a token through the form, throttled per source and in all before any token is checked), signing
@@ -37,25 +45,31 @@ export function signInRoutes(router: Router, access: Access, settings: SignInSet
   router.post('/sign-in', readForm, async (req, res) => {
     if (mode === 'open') return res.redirect(303, '/console');
     const source = sourceOf(req, settings.trustProxy);
-    const admitted = await guard.admit(source, 'console');
-    if (admitted.throttled) {
-      const wait = admitted.retryAfterSeconds;
-      const page = signInPage(context(req, null), `Too many failed sign-ins: try again in ${wait} s.`);
+    const checked = await guard.check(source, 'console', () => {
+      // Doubled or too long: no token is checked, but the attempt counts against its source.
+      const token = field(req, 'token');
+      return token === '' ? { problem: 'no token given' } : { token };
+    });
+    if (checked.outcome === 'throttled') {
+      const wait = checked.retryAfterSeconds;
+      const page = signInPage(
+        context(req, null),
+        `Too many failed sign-ins: ${checked.reason}. Try again in ${wait} s.`,
+      );
       return send(res, 429, page, { 'Retry-After': String(wait) });
     }
-    let token: string;
-    try {
-      token = field(req, 'token');
-    } catch (error) {
-      // Doubled or too long: no token is checked, but the attempt counts against its source.
-      if (error instanceof PageError) await guard.refused(source, 'console', error.message);
-      throw error;
-    }
-    const holder = token === '' ? null : tokenHolder(tokens, token);
-    if (holder === null) {
-      await guard.refused(source, 'console', token === '' ? 'no token given' : 'no token matches');
+    if (checked.outcome === 'refused')
       return send(res, 401, signInPage(context(req, null), 'That token is not valid.'));
-    }
+    const holder = personOf(checked.holder, tokens);
+    if (holder === null)
+      return send(
+        res,
+        403,
+        signInPage(
+          context(req, null),
+          'That token is a team’s (EVENT_TEAM_TOKENS): it reads the event feed and replays events through the JSON API, and does not sign in to the console.',
+        ),
+      );
     const { id, key } = newSession();
     const at = now();
     await openSession(

@@ -311,9 +311,11 @@ export const AUDIT_ACTION_WORDS: Readonly<Record<string, string>> = {
   quarantine_retry: 'retried a notification set aside',
   quarantine_retry_all: 'retried the notifications set aside',
   end_sessions: 'ended a person’s sessions',
-  events_replay: 'sent events again to a queue',
+  events_replay: 'sent events again',
+  events_rebuild: 'rebuilt events from history into the outbox',
   reproject: 'rebuilt the orders from their history',
   purge: 'deleted data past its retention',
+  history_seed: 'filled the database with a made-up history (for tests)',
 };
 
 export const auditActionWords = (action: string): string => AUDIT_ACTION_WORDS[action] ?? action.replace(/_/g, ' ');

@@ -230,6 +230,8 @@ export interface HistoryBodiesPurgedTable {
 
 /** Where an audited action came from (sql/012). */
 export type AuditVia = 'console' | 'api' | 'command line';
+/** As what the actor acted: a console role, a downstream team (EVENT_TEAM_TOKENS), or unknown (a refused token). */
+export type AuditRole = 'viewer' | 'operator' | 'team' | null;
 
 /**
  * Every sign-in and action (sql/009, sql/012): who, as what, through which door, did what to what, and how it
@@ -239,7 +241,7 @@ export interface ConsoleAuditTable {
   id: BigintId;
   at: Generated<Date>;
   actor: string;
-  role: 'viewer' | 'operator' | null;
+  role: AuditRole;
   action: string;
   target: string | null;
   order_id: string | null;

@@ -1,7 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import { columnsOf, tableOf } from '../database/columns';
 import type { Db } from '../database/pool';
-import type { AuditVia, ConsoleAuditTable } from '../database/schema';
+import type { AuditRole, AuditVia, ConsoleAuditTable } from '../database/schema';
 import type { HistorySession } from './historyQueries';
 
 /**
@@ -24,8 +24,10 @@ export const AUDIT_ACTIONS = [
   'quarantine_retry',
   'quarantine_retry_all',
   'events_replay',
+  'events_rebuild',
   'reproject',
   'purge',
+  'history_seed',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
@@ -37,7 +39,7 @@ export interface AuditRow {
   id: string;
   at: Date;
   actor: string;
-  role: 'viewer' | 'operator' | null;
+  role: AuditRole;
   action: string;
   target: string | null;
   orderId: string | null;
@@ -53,7 +55,7 @@ export interface AuditRow {
 /** What an audit row records; its id and time are the database's, the door the console's unless said. */
 export interface AuditEntry {
   actor: string;
-  role: 'viewer' | 'operator' | null;
+  role: AuditRole;
   action: AuditAction;
   target?: string | null;
   orderId?: string | null;
@@ -85,6 +87,36 @@ function rowOf(entry: AuditEntry) {
 /** Records one sign-in or action. */
 export async function recordAudit(db: Db, entry: AuditEntry): Promise<void> {
   await db.insertInto('console_audit').values(rowOf(entry)).execute();
+}
+
+/**
+ * Records an action before it acts (its result says so: `started`, `publishing`), and answers the row's id, so
+ * that whatever happens after (a failure, a crash), what was done is on the record; completeAudit says how it ended.
+ */
+export async function beginAudit(db: Db, entry: AuditEntry): Promise<string> {
+  const { id } = await db.insertInto('console_audit').values(rowOf(entry)).returning('id').executeTakeFirstOrThrow();
+  return id;
+}
+
+/**
+ * How an action begun with beginAudit ended, on each of its rows: the result, and the detail and the order it
+ * turned out to concern, when given.
+ */
+export async function completeAudit(
+  db: Db,
+  ids: readonly string[],
+  { result, detail, orderId }: { result: string; detail?: string; orderId?: string },
+): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable('console_audit')
+    .set({
+      result: clip(result, LIMITS.result),
+      ...(detail === undefined ? {} : { detail: clip(detail, LIMITS.detail) }),
+      ...(orderId === undefined ? {} : { order_id: clip(orderId, LIMITS.orderId) }),
+    })
+    .where('id', 'in', ids)
+    .execute();
 }
 
 /**

@@ -140,21 +140,22 @@ export class BrokerChannel {
   }
 
   /**
-   * Whether a queue exists, asked on a channel of its own (the broker closes a channel that asks for a missing
-   * one). Throws when there is no connection.
+   * Whether a queue exists and may be published to: `exclusive` when another connection holds it exclusively (a
+   * consumer's private queue, such as `events watch`'s: the broker answers a passive declare of it with 405
+   * RESOURCE_LOCKED). Asked on a channel of its own (the broker closes a channel that asks for a missing or locked
+   * queue). Throws when there is no connection.
    */
-  async queueExists(queue: string): Promise<boolean> {
+  async queueState(queue: string): Promise<'available' | 'missing' | 'exclusive'> {
     if (!this.connection) throw new Error('no broker connection');
     const channel = await this.connection.createChannel();
     channel.on('error', () => undefined);
     try {
       await channel.checkQueue(queue);
-      return true;
+      return 'available';
     } catch (error) {
       const { code } = error as { code?: unknown };
-      if (code === 404) return false;
-      // An exclusive queue of another connection: it exists, and the default exchange delivers to it.
-      if (code === 405) return true;
+      if (code === 404) return 'missing';
+      if (code === 405) return 'exclusive';
       throw error;
     } finally {
       await channel.close().catch(() => undefined);

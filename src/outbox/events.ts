@@ -33,6 +33,28 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 export const isEventType = (value: string): value is EventType => (EVENT_TYPES as readonly string[]).includes(value);
 
+/** A binding pattern's words: `*` one word, `#` none or more, anything else that word exactly (AMQP's topic rules). */
+function topicMatches(pattern: readonly string[], words: readonly string[]): boolean {
+  const [first, ...rest] = pattern;
+  if (first === undefined) return words.length === 0;
+  if (first === '#') return topicMatches(rest, words) || (words.length > 0 && topicMatches(pattern, words.slice(1)));
+  return words.length > 0 && (first === '*' || first === words[0]) && topicMatches(rest, words.slice(1));
+}
+
+/** A type or a binding pattern: dot-separated words of letters, digits, `_` and `-`, or `*` or `#`; 255 at most. */
+const PATTERN = /^(?:[a-z0-9_-]+|\*|#)(?:\.(?:[a-z0-9_-]+|\*|#))*$/;
+
+/**
+ * The event types a binding pattern matches, as a queue bound with it would get them (`refund.#`, `order.*`,
+ * `#.status_conflict`, or a type itself), in EVENT_TYPES's order; null when it is not a pattern at all. A pattern
+ * may match none.
+ */
+export function typesMatching(pattern: string): EventType[] | null {
+  if (pattern.length > 255 || !PATTERN.test(pattern)) return null;
+  const words = pattern.split('.');
+  return EVENT_TYPES.filter((type) => topicMatches(words, type.split('.')));
+}
+
 export const CLOUDEVENTS_CONTENT_TYPE = 'application/cloudevents+json';
 
 export interface OrderEventData {

@@ -6,7 +6,8 @@ import { readFeedPage, type FeedCursor, type FeedQuery } from './feedQueries';
 
 /**
  * A team's replay (POST /events/replay): the feed's events, selected as the feed selects them, published to one
- * named queue through the default exchange, so that no other queue gets them. Each keeps its id, type, body and
+ * named queue through the default exchange, so that no other queue gets them; never one that another connection
+ * holds exclusively (checked first: its consumer did not ask for them). Each keeps its id, type, body and
  * AMQP timestamp, and carries the replayed-at header. Published with confirms and mandatory, a page at a time;
  * a call publishes at most `max` events and answers where the next call goes on.
  */
@@ -19,6 +20,8 @@ const CONFIRM_TIMEOUT_MS = 10_000;
 export type QueueReplayOutcome =
   | { outcome: 'replayed'; replayed: number; next: FeedCursor | null; more: boolean }
   | { outcome: 'queue_not_found' }
+  /** Another connection holds the queue exclusively (its consumer's own): nothing was published. */
+  | { outcome: 'queue_exclusive' }
   /** The broker did not take every event (nack, timeout, the queue deleted meanwhile): those before are in it. */
   | { outcome: 'not_confirmed'; replayed: number; error: string }
   | { outcome: 'broker_unavailable'; error: string };
@@ -50,7 +53,9 @@ export async function replayToQueue(
     return { outcome: 'broker_unavailable', error: (error as Error).message };
   }
   try {
-    if (!(await broker.queueExists(queue))) return { outcome: 'queue_not_found' };
+    const state = await broker.queueState(queue);
+    if (state === 'missing') return { outcome: 'queue_not_found' };
+    if (state === 'exclusive') return { outcome: 'queue_exclusive' };
     const headers = { [REPLAY_HEADER]: new Date().toISOString() };
     let replayed = 0;
     let after = query.after;

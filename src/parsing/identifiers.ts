@@ -18,6 +18,9 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
  */
 const FORMAT = /\p{Cf}/u;
 
+/** Whether a value holds a control character (C0, DEL or C1): NUL, a line break, an escape. */
+export const hasControlCharacter = (value: string): boolean => CONTROL.test(value);
+
 /** Whether a value holds an invisible or bidirectional format character. */
 export const hasFormatCharacter = (value: string): boolean => FORMAT.test(value);
 

@@ -122,6 +122,20 @@ describe('events rebuild', () => {
 
     const again = await runCli(['events', 'rebuild', '--since', started.toISOString(), '--json'], env);
     expect(parseJson<RebuildReport>(again)).toMatchObject({ rebuilt: 9, restored: 0 });
+    // It changed the outbox: on the record, as the OS user and host, with what it did (the dry run is not).
+    expect(
+      await query(
+        svc.database.url,
+        "SELECT actor, via, target, result FROM console_audit WHERE action = 'events_rebuild' ORDER BY id",
+      ),
+    ).toEqual(
+      [9, 0].map((restored) => ({
+        actor: expect.stringMatching(/^\S+@\S+$/),
+        via: 'command line',
+        target: expect.stringMatching(new RegExp(`^notifications received from ${started.toISOString()} until `)),
+        result: `rebuilt 9, restored ${restored}`,
+      })),
+    );
   });
 
   it('When only part of the range is asked, then only the events of notifications received in it come back', async () => {

@@ -168,7 +168,7 @@ describe('events replay', () => {
 
   it('When replayed to one queue, then only that queue gets the events, with their ids, original timestamps and a replay header', async () => {
     await withChannel(async (channel) => {
-      const { queue } = await channel.assertQueue('', { exclusive: true });
+      const { queue } = await channel.assertQueue(`cli.replay.${uniqueId('Q')}`);
       const before = consumer.messages.length;
       const run = await runCli(
         ['events', 'replay', '--order', orderA, '--type', 'order.completed', '--queue', queue, '--json'],
@@ -194,7 +194,50 @@ describe('events replay', () => {
       expect((await runCli(['events', 'replay', '--id', row?.id ?? '', '--json'], env)).code).toBe(0);
       await consumer.waitFor(before + 1);
       expect(since(before).map((m) => m.properties.messageId)).toEqual([row?.id]);
+      await channel.deleteQueue(queue);
     });
+  });
+
+  it('When the queue is amq.* or another connection holds it exclusively, then it refuses and publishes nothing', async () => {
+    await withChannel(async (channel) => {
+      const { queue: serverNamed } = await channel.assertQueue('', { exclusive: true });
+      const { queue: locked } = await channel.assertQueue(`cli.locked.${uniqueId('Q')}`, { exclusive: true });
+      const amq = await runCli(['events', 'replay', '--order', orderA, '--queue', serverNamed], env);
+      expect(amq.code).toBe(2);
+      expect(amq.stderr).toContain(`--queue ${serverNamed}: a name of the broker's own`);
+      const held = await runCli(['events', 'replay', '--order', orderA, '--queue', locked], env);
+      expect(held.code).toBe(1);
+      expect(held.stderr).toContain(`the queue ${locked} is held exclusively by another connection`);
+      for (const queue of [serverNamed, locked]) expect((await channel.checkQueue(queue)).messageCount).toBe(0);
+      expect(
+        await query(svc.database.url, "SELECT 1 FROM console_audit WHERE action = 'events_replay' AND detail LIKE $1", [
+          `%queue ${locked}`,
+        ]),
+      ).toEqual([]);
+    });
+  });
+
+  it('When events are replayed, then each order is on the record before the first one goes out, and says how it ended; --type takes binding patterns', async () => {
+    const before = consumer.messages.length;
+    const run = await runCli(['events', 'replay', '--order', orderA, '--type', 'order.*', '--json'], env);
+    expect(run.code).toBe(0);
+    expect(parseJson<ReplayReport>(run).events.map((e) => e.type)).toEqual(['order.pending', 'order.completed']);
+    await consumer.waitFor(before + 2);
+    const rows = await query<{ actor: string; via: string; result: string; detail: string }>(
+      svc.database.url,
+      "SELECT actor, via, result, detail FROM console_audit WHERE action = 'events_replay' AND order_id = $1 ORDER BY id",
+      [orderA],
+    );
+    expect(rows.at(-1)).toEqual({
+      actor: expect.stringMatching(/@/),
+      via: 'command line',
+      result: 'published',
+      detail: `2 of 2 event(s) selected (1 order(s), types order.pending order.waiting_for_confirmation order.completed order.canceled order.status_conflict) to exchange ${svc.exchange}`,
+    });
+    expect(rows.every((r) => r.result !== 'publishing')).toBe(true);
+    const none = await runCli(['events', 'replay', '--order', orderA, '--type', 'refund.*.*'], env);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('--type refund.*.*: matches no event type (order.pending,');
   });
 
   it('When the queue does not exist or the range is reversed, then it says so and publishes nothing', async () => {

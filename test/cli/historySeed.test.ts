@@ -36,6 +36,10 @@ describe('history seed', () => {
     expect(await count('SELECT count(*) AS n FROM orders')).toBe(ORDERS);
     expect(await count('SELECT count(*) AS n FROM order_owners')).toBe(ORDERS);
     expect(await count('SELECT count(*) AS n FROM event_streams')).toBe(ORDERS);
+    // A history the service never received, on the record so that no one takes it for real orders.
+    expect(await query(db.url, "SELECT via, target, result FROM console_audit WHERE action = 'history_seed'")).toEqual([
+      { via: 'command line', target: `${ORDERS} orders over ${DAYS} day(s)`, result: `seeded ${ORDERS}` },
+    ]);
   });
 
   it('When orders are seeded, then about 70 % completed, 5 % canceled and 25 % abandoned, a tenth of the completed refunded', async () => {

@@ -699,6 +699,33 @@ describe('a start that fails says why in one line', () => {
     expect(run.lines.join('\n')).not.toMatch(/possecret|tinysecret/);
   });
 
+  it("When a team's token entry is bad, a console person is named admin, or one token serves two holders, then it exits 78 naming each entry, never a token", async () => {
+    const dir = scratchDir();
+    dirs.push(dir);
+    const badEntry = startBuiltService(dir, {
+      EVENT_TEAM_TOKENS:
+        'billing:billing-team-token-0123:billing.,ledger:tinytok:ledger.,x:shipping-token-0123456:amq.x',
+    });
+    expect(await badEntry.exited).toBe(78);
+    const [line] = parsed(badEntry);
+    expect(line?.msg).toContain('EVENT_TEAM_TOKENS: entry 2 (ledger): the token must be at least 16 characters');
+    expect(line?.msg).toContain('EVENT_TEAM_TOKENS: entry 3 (x): the queue prefix must be');
+    expect(badEntry.lines.join('\n')).not.toMatch(/billing-team-token|tinytok|shipping-token/);
+
+    const run = startBuiltService(dir, {
+      ADMIN_TOKEN: 'shared-admin-token-0123',
+      CONSOLE_OPERATOR_TOKENS: 'admin:operator-token-secret-01',
+      EVENT_TEAM_TOKENS: 'billing:billing-team-token-0123:billing.,ledger:shared-admin-token-0123:ledger.',
+    });
+    expect(await run.exited).toBe(78);
+    const lines = parsed(run);
+    expect(lines).toHaveLength(1);
+    const message = lines[0]?.msg ?? '';
+    expect(message).toContain('CONSOLE_OPERATOR_TOKENS: entry 1 (admin): the name is reserved');
+    expect(message).toContain("EVENT_TEAM_TOKENS: entry 2 (ledger): the token is also ADMIN_TOKEN's");
+    expect(run.lines.join('\n')).not.toMatch(/shared-admin-token|operator-token-secret|billing-team-token/);
+  });
+
   it('When Postgres cannot be reached, then one JSON line names it and DATABASE_URL', async () => {
     const dir = scratchDir();
     dirs.push(dir);

@@ -308,9 +308,17 @@ describe('console: pages and actions', () => {
     );
     expect(pending).toHaveLength(1);
     const page = await get(`/console/orders/${orderId}`, viewer);
+    // Who, from where (as the API's actions are), what and how it ended.
     expect(page.text).toMatch(
-      /<td><bdi>olga<\/bdi><\/td>\s*<td>operator<\/td>\s*<td>\s*the console\s*<\/td>\s*<td>sent the order’s events again/,
+      /<td><bdi>olga<\/bdi><\/td>\s*<td>operator<\/td>\s*<td>\s*the console<br \/><span class="muted">127\.0\.0\.1<\/span>\s*<\/td>\s*<td>sent the order’s events again/,
     );
+    expect(
+      await query(
+        svc.database.url,
+        "SELECT host(source_address) AS source, result, detail FROM console_audit WHERE action = 'republish' AND order_id = $1",
+        [orderId],
+      ),
+    ).toEqual([{ source: '127.0.0.1', result: 'done', detail: '1 event(s) pending again' }]);
     const audit = await get('/console/audit', viewer);
     expect(audit.text).toContain('republish');
   });

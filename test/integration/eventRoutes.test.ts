@@ -1,8 +1,11 @@
 import amqp, { type ChannelModel, type ConsumeMessage } from 'amqplib';
 import pg from 'pg';
+import { encodeCursor } from '../../src/admin/eventRoutes';
 import { AMQP_URL, EventConsumer, uniqueExchange } from '../support/broker';
+import { fromAddress, signInFrom } from '../support/console';
 import { eventContractProblems } from '../support/contracts';
-import { query } from '../support/database';
+import { query, testDatabase } from '../support/database';
+import { FaultProxy } from '../support/faultProxy';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, refundBody, uniqueId } from '../support/signing';
 import { waitUntil } from '../support/wait';
@@ -24,6 +27,10 @@ interface EventPage {
 
 const TOKEN = 'feed-admin-token-0123456789';
 const auth = { Authorization: `Bearer ${TOKEN}` };
+/** A downstream team whose queues are named billing.*. */
+const TEAM_TOKEN = 'billing-team-token-0123456';
+const teamAuth = { Authorization: `Bearer ${TEAM_TOKEN}` };
+const TEAMS = `billing:${TEAM_TOKEN}:billing.`;
 
 let svc: TestService;
 let consumer: EventConsumer;
@@ -76,7 +83,7 @@ beforeAll(async () => {
   const exchange = uniqueExchange();
   // Only completed orders have a queue: the other events are published unrouted, and the feed keeps them all.
   consumer = await new EventConsumer(exchange, 'order.completed').start();
-  svc = await startTestService({ env: { AMQP_EXCHANGE: exchange, ADMIN_TOKEN: TOKEN } });
+  svc = await startTestService({ env: { AMQP_EXCHANGE: exchange, ADMIN_TOKEN: TOKEN, EVENT_TEAM_TOKENS: TEAMS } });
   for (const [i, orderId] of orders.entries()) {
     for (const status of ['PENDING', 'WAITING_FOR_CONFIRMATION', 'COMPLETED'])
       await svc.post(orderBody({ orderId, status })).expect(200);
@@ -272,10 +279,17 @@ describe('the replay into a team queue', () => {
     drain(): Promise<ConsumeMessage[]>;
   }
 
-  /** A queue of the test's own (bound to the service's exchange when `bindTo` is given), consumed. */
-  async function declareQueue(bindTo?: string): Promise<TestQueue> {
+  /**
+   * A queue of the test's own, named (billing.* unless said: the team's), deleted once the test's consumer goes;
+   * bound to the service's exchange when `bindTo` is given; consumed. `exclusive`: held by this connection alone
+   * (server-named when no name is given), which no replay may publish to.
+   */
+  async function declareQueue(
+    bindTo?: string,
+    { name = `billing.${uniqueId('Q')}`, exclusive = false }: { name?: string; exclusive?: boolean } = {},
+  ): Promise<TestQueue> {
     const channel = await broker.createConfirmChannel();
-    const { queue } = await channel.assertQueue('', { exclusive: true });
+    const { queue } = await channel.assertQueue(name, { exclusive, autoDelete: true });
     if (bindTo) await channel.bindQueue(queue, svc.exchange, bindTo);
     const received: ConsumeMessage[] = [];
     await channel.consume(queue, (m) => m && received.push(m), { noAck: true });
@@ -396,4 +410,248 @@ describe('the replay into a team queue', () => {
     expect(res.body.error).toEqual({ code: 'invalid_query', message: expect.stringMatching(new RegExp(`^${name}: `)) });
     expect(await team.drain()).toEqual([]);
   });
+  /** How many replays the audit trail holds. */
+  const replayCount = async (): Promise<number> =>
+    (
+      await query<{ n: number }>(
+        svc.database.url,
+        "SELECT count(*)::int AS n FROM console_audit WHERE action = 'events_replay'",
+      )
+    )[0]?.n ?? 0;
+
+  /** The audit rows of replays into `queue`. */
+  const replaysInto = (queue: string) =>
+    query(
+      svc.database.url,
+      "SELECT actor, role, via, result FROM console_audit WHERE action = 'events_replay' AND target = $1",
+      [`queue ${queue}`],
+    );
+
+  it("When a team's token reads the feed and replays into a queue of its prefix, then both are served, and the audit names the team", async () => {
+    const feed = (await svc.admin.get('/events?limit=3').set(teamAuth).expect(200)).body as EventPage;
+    expect(feed.events).toHaveLength(3);
+    const team = await declareQueue();
+    const orderId = orders[2] as string;
+    const res = await svc.admin.post('/events/replay').set(teamAuth).send({ queue: team.queue, orderId }).expect(200);
+    const replayed = (res.body as { replayed: number }).replayed;
+    expect(replayed).toBeGreaterThan(0);
+    expect(await team.read(replayed)).toHaveLength(replayed);
+    expect(await replaysInto(team.queue)).toEqual([
+      { actor: 'billing', role: 'team', via: 'api', result: `replayed ${replayed}` },
+    ]);
+  });
+
+  it('When a team replays into a queue outside its prefix, then 403 queue_not_allowed and nothing is published; its token opens no other route, and signs in to no console', async () => {
+    const other = await declareQueue(undefined, { name: `ledger.${uniqueId('Q')}` });
+    const res = await svc.admin.post('/events/replay').set(teamAuth).send({ queue: other.queue }).expect(403);
+    expect(res.body.error).toEqual({
+      code: 'queue_not_allowed',
+      message: 'the team billing replays only into queues whose names start with billing.; nothing was published',
+    });
+    expect(await other.drain()).toEqual([]);
+    expect(await replaysInto(other.queue)).toEqual([]);
+    // ADMIN_TOKEN replays there: the prefix binds teams only.
+    await svc.admin.post('/events/replay').set(auth).send({ queue: other.queue, orderId: orders[0] }).expect(200);
+
+    const orderId = orders[0] as string;
+    for (const call of [
+      svc.admin.get(`/orders/${orderId}`),
+      svc.admin.get('/refunds/ANY'),
+      svc.admin.post(`/orders/${orderId}/reconcile`),
+    ]) {
+      const refused = await call.agent(fromAddress('127.0.0.6')).set(teamAuth);
+      expect(refused.status).toBe(403);
+      expect(refused.body.error).toEqual({
+        code: 'token_not_allowed',
+        message: 'the token of the team billing opens only GET /events and POST /events/replay',
+      });
+    }
+    const console = await signInFrom(svc.adminUrl, '127.0.0.6', TEAM_TOKEN);
+    expect(console.status).toBe(403);
+    expect(console.text).toContain('does not sign in to the console');
+    expect(console.headers['set-cookie']).toBeUndefined();
+    // A right token at the wrong door is no guess: nothing counts against the address.
+    expect(
+      await query(svc.database.url, "SELECT failures FROM console_sign_in_failures WHERE source = '127.0.0.6'"),
+    ).toEqual([]);
+  });
+
+  it('When ADMIN_TOKEN replays into an amq.* queue or one another connection holds exclusively, then 403 says why and nothing is published', async () => {
+    // What `events watch` makes: a server-named queue, exclusive to its connection.
+    const watcher = await declareQueue('#', { name: '', exclusive: true });
+    expect(watcher.queue).toMatch(/^amq\.gen-/);
+    const named = await declareQueue(undefined, { exclusive: true });
+    const serverNamed = await svc.admin.post('/events/replay').set(auth).send({ queue: watcher.queue }).expect(403);
+    expect(serverNamed.body.error.code).toBe('queue_not_allowed');
+    expect(serverNamed.body.error.message).toMatch(/is a name of the broker's own \(amq\.\*/);
+    for (const token of [auth, teamAuth]) {
+      const locked = await svc.admin.post('/events/replay').set(token).send({ queue: named.queue }).expect(403);
+      expect(locked.body.error).toEqual({
+        code: 'queue_not_allowed',
+        message: `the queue ${named.queue} is held exclusively by another connection (a consumer's own queue): it is not yours to replay into; nothing was published`,
+      });
+    }
+    expect(await watcher.drain()).toEqual([]);
+    expect(await named.drain()).toEqual([]);
+    // Refused before the broker was asked (amq.*), or after asking it but before anything went out: each on the
+    // record as refused, none as published.
+    expect(await replaysInto(watcher.queue)).toEqual([]);
+    expect((await replaysInto(named.queue)).map((r) => r.result)).toEqual([
+      'refused: the queue is held exclusively by another connection',
+      'refused: the queue is held exclusively by another connection',
+    ]);
+  });
+
+  it.each([
+    ['a NUL in the queue name', { queue: 'billing.a\u0000b' }, 'queue', 'holds a control character'],
+    ['a line break in the queue name', { queue: 'billing.a\nb' }, 'queue', 'holds a control character'],
+    ['a right-to-left override in the queue name', { queue: 'billing.\u202eq' }, 'queue', 'format character'],
+    ['a lone surrogate in the queue name', { queue: 'billing.\ud800' }, 'queue', 'lone surrogate'],
+    ['a NUL in the order id', { orderId: 'A\u0000' }, 'orderId', 'holds a control character'],
+    ['a NUL in a type', { type: ['order.completed\u0000'] }, 'type', 'holds a control character'],
+    ['a NUL in the cursor', { after: 'abc\u0000' }, 'after', 'holds a control character'],
+    ['a NUL in a time', { since: '2026-11-28T10:00:00Z\u0000' }, 'since', 'holds a control character'],
+  ])(
+    'When a replay is asked with %s, then 400 before the broker or the database is asked: no audit row, nothing published',
+    async (_what, given, name, problem) => {
+      const team = await declareQueue();
+      const before = await replayCount();
+      const res = await svc.admin
+        .post('/events/replay')
+        .set(auth)
+        .send({ queue: team.queue, ...given })
+        .expect(400);
+      expect(res.body.error.code).toBe('invalid_query');
+      expect(res.body.error.message).toMatch(new RegExp(`^${name}: .*${problem}`));
+      expect(await team.drain()).toEqual([]);
+      expect(await replayCount()).toBe(before);
+    },
+  );
+
+  it('When a cursor or a time names the year 0000, then the feed and the replay answer 400 invalid_query, and no replay is recorded', async () => {
+    const [{ id } = { id: '' }] = await query<{ id: string }>(svc.database.url, 'SELECT gen_random_uuid() AS id');
+    const yearZero = encodeCursor({ at: '0000-06-01T00:00:00+00:00', id });
+    const intoYearZero = encodeCursor({ at: '0001-01-01T00:00:00+01:00', id });
+    for (const cursor of [yearZero, intoYearZero]) {
+      const feed = await svc.admin.get(`/events?after=${cursor}`).set(auth).expect(400);
+      expect(feed.body.error).toEqual({ code: 'invalid_query', message: 'after: not a cursor this feed gave' });
+    }
+    const since = await svc.admin.get(`/events?since=${encodeURIComponent('0000-01-01T00:00:00Z')}`).set(auth);
+    expect(since.status).toBe(400);
+    expect(since.body.error.message).toBe('since: outside the years 0001 to 9999');
+    const team = await declareQueue();
+    const replay = await svc.admin.post('/events/replay').set(auth).send({ queue: team.queue, after: yearZero });
+    expect(replay.status).toBe(400);
+    expect(replay.body.error.code).toBe('invalid_query');
+    expect(await team.drain()).toEqual([]);
+    expect(await replaysInto(team.queue)).toEqual([]);
+  });
+
+  it('When a replay or the feed names binding patterns, then they take the types a binding would; a pattern that matches none gets 400 listing the types', async () => {
+    const orderId = orders[0] as string;
+    const team = await declareQueue();
+    const res = await svc.admin
+      .post('/events/replay')
+      .set(auth)
+      .send({ queue: team.queue, orderId, type: ['refund.#', '*.completed'] })
+      .expect(200);
+    expect(res.body.replayed).toBe(2);
+    expect((await team.read(2)).map((m) => m.properties.type as string)).toEqual([
+      'order.completed',
+      'refund.finalized',
+    ]);
+    const feed = (await svc.admin.get(`/events?orderId=${orderId}&type=order.*`).set(auth).expect(200))
+      .body as EventPage;
+    expect(feed.events.map((e) => e.type)).toEqual([
+      'order.pending',
+      'order.waiting_for_confirmation',
+      'order.completed',
+    ]);
+    const encoded = (
+      await svc.admin
+        .get(`/events?orderId=${orderId}&type=${encodeURIComponent('#.finalized')}`)
+        .set(auth)
+        .expect(200)
+    ).body as EventPage;
+    expect(encoded.events.map((e) => e.type)).toEqual(['refund.finalized']);
+
+    for (const pattern of ['refund.*.*', 'order.shipped']) {
+      const none = await svc.admin
+        .post('/events/replay')
+        .set(auth)
+        .send({ queue: team.queue, type: [pattern] });
+      expect(none.status).toBe(400);
+      expect(none.body.error.message).toBe(
+        `type: "${pattern}" matches no event type (the types: order.pending, order.waiting_for_confirmation, ` +
+          'order.completed, order.canceled, order.status_conflict, refund.pending, refund.finalized, refund.canceled, ' +
+          'refund.status_conflict; a pattern such as refund.# or order.* takes several)',
+      );
+    }
+    expect(await team.drain()).toHaveLength(2);
+  });
+});
+
+describe('a replay on the record whatever happens after', () => {
+  const database = testDatabase();
+  let proxy: FaultProxy;
+  let svc: TestService;
+  let broker: ChannelModel;
+
+  beforeAll(async () => {
+    proxy = await new FaultProxy(5432).start();
+    svc = await startTestService({
+      database,
+      databaseUrl: `postgres://postgres@127.0.0.1:${proxy.port}/${database.name}`,
+      env: { ADMIN_TOKEN: TOKEN, RELAY_ENABLED: 'false' },
+    });
+    broker = await amqp.connect(AMQP_URL);
+  });
+  afterAll(async () => {
+    await broker.close();
+    await svc.stop();
+    await proxy.stop();
+    await database.drop();
+  });
+
+  it('When the database fails once events are going out, then the replay answers an error and its audit row, written before the first one went, is there', async () => {
+    const orderId = uniqueId('MANY');
+    // More than a page: the replay publishes the first 500, then reads the next page.
+    await query(
+      database.url,
+      `INSERT INTO outbox_events (id, order_id, sequence, type, message, created_at, published_at)
+       SELECT gen_random_uuid(), $1::text, n, 'order.pending',
+              json_build_object('specversion', '1.0', 'id', gen_random_uuid(), 'source', 'urn:test',
+                'type', 'order.pending', 'subject', $1, 'time', to_json(now()),
+                'datacontenttype', 'application/json', 'data', json_build_object())::text,
+              clock_timestamp(), now()
+         FROM generate_series(1, 1200) AS n`,
+      [orderId],
+    );
+    const channel = await broker.createChannel();
+    const queue = `team.${uniqueId('Q')}`;
+    await channel.assertQueue(queue, { autoDelete: true });
+    let received = 0;
+    await channel.consume(queue, () => void (received += 1), { noAck: true });
+    // Every round trip to the database takes a second: the failure below lands while the replay still runs.
+    proxy.latencyMs = 500;
+    const replay = svc.admin
+      .post('/events/replay')
+      .set(auth)
+      .send({ queue, orderId })
+      .then((r) => r);
+    await waitUntil('the first replayed event', () => received > 0, 30_000, 5);
+    proxy.reset();
+    const res = await replay;
+    proxy.latencyMs = 0;
+    proxy.pass();
+    expect(res.status).toBeGreaterThanOrEqual(500);
+    expect(
+      await query(
+        database.url,
+        "SELECT actor, via, target, result FROM console_audit WHERE action = 'events_replay' AND order_id = $1",
+        [orderId],
+      ),
+    ).toEqual([{ actor: 'admin', via: 'api', target: `queue ${queue}`, result: 'publishing' }]);
+    await channel.close();
+  }, 60_000);
 });

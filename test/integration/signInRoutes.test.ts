@@ -10,7 +10,7 @@ import {
   signInFrom,
   VIEWER_TOKEN,
 } from '../support/console';
-import { query } from '../support/database';
+import { query, testDatabase } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, uniqueId } from '../support/signing';
 import { waitUntil } from '../support/wait';
@@ -55,9 +55,11 @@ describe('the admin port without tokens', () => {
     }
     expect((await svc.admin.post(`/orders/${orderId}/reconcile`)).status).toBe(401);
     for (const path of ['/livez', '/readyz', '/metrics']) expect((await svc.admin.get(path)).status).toBe(200);
-    expect(svc.logs.join('\n')).toContain("the admin port's data routes (/orders, /refunds, reconcile) answer 401");
+    expect(svc.logs.join('\n')).toContain(
+      "the admin port's data routes (/orders, /refunds, reconcile, /events) answer 401",
+    );
     expect(svc.logs.find((l) => l.includes('"service started"'))).toContain(
-      '"adminDoors":{"dataRoutes":"closed","console":"closed"}',
+      '"adminDoors":{"dataRoutes":"closed","events":"closed","console":"closed"}',
     );
   });
 });
@@ -277,26 +279,104 @@ describe('sign-in under guessing', () => {
   });
 });
 
-describe('sign-in under guessing from many addresses', () => {
-  let svc: TestService;
+describe('sign-in under a flood from many addresses, on two replicas', () => {
+  const database = testDatabase();
+  let a: TestService;
+  let b: TestService;
+  // The tests' sources are told by X-Forwarded-For from this machine's proxy: any IPv4 or IPv6 address.
+  const env = { RELAY_ENABLED: 'false', ADMIN_TOKEN, ...CONSOLE_ENV, TRUST_PROXY: '127.0.0.1' };
   beforeAll(async () => {
-    svc = await startTestService({ env: { RELAY_ENABLED: 'false', ...CONSOLE_ENV } });
+    a = await startTestService({ database, env });
+    b = await startTestService({ database, env });
+  }, 60_000);
+  afterAll(async () => {
+    await a?.stop();
+    await b?.stop();
+    await database.drop();
   });
-  afterAll(() => svc.stop());
+  // Each test starts from a minute without failures, whichever minute it is.
+  beforeEach(() => query(database.url, 'DELETE FROM console_sign_in_failures'));
 
-  it('When all sources together fail past the total, then every source gets 429 until the minute ends, recorded once', async () => {
+  const apiFrom = (svc: TestService, source: string, token: string) =>
+    svc.admin.get('/orders/ANY').set('X-Forwarded-For', source).set('Authorization', `Bearer ${token}`);
+  const consoleFrom = (svc: TestService, source: string, token: string) =>
+    request(svc.adminUrl)
+      .post('/console/sign-in')
+      .set(SAME_ORIGIN)
+      .set('X-Forwarded-For', source)
+      .type('form')
+      .send({ token });
+
+  /** `perSource` wrong tokens from each source: the API on replica a, the console on replica b, by turns. */
+  async function flood(sources: readonly string[]): Promise<void> {
+    for (const [n, source] of sources.entries())
+      for (let i = 0; i < SIGN_IN_LIMITS.perSource; i++) {
+        const res = n % 2 === 0 ? await apiFrom(a, source, `wrong-${i}`) : await consoleFrom(b, source, `wrong-${i}`);
+        expect(res.status).toBe(401);
+      }
+  }
+
+  it('When ten addresses send a hundred wrong tokens in a minute, then the right token from an address that has not failed is checked and let in, on either replica and door, while a flooded one gets 429 saying what is true of it', async () => {
     const { perSource, total } = SIGN_IN_LIMITS;
-    // Failures count per minute: start where this minute leaves time for the hundred tries and the check.
-    await waitUntil('a minute with 20 s left', () => secondsLeftInMinute(Date.now()) >= 20, 45_000, 250);
-    let failed = 0;
-    for (let host = 10; failed < total; host++)
-      for (let i = 0; i < perSource && failed < total; i++, failed++)
-        expect((await signInFrom(svc.adminUrl, `127.0.1.${host}`, `wrong-${i}`)).status).toBe(401);
-    const fresh = await signInFrom(svc.adminUrl, '127.0.2.1', VIEWER_TOKEN);
-    expect(fresh.status).toBe(429);
-    expect(await signInFrom(svc.adminUrl, '127.0.2.2', VIEWER_TOKEN).then((r) => r.status)).toBe(429);
-    expect(await query(svc.database.url, "SELECT target, count FROM console_audit WHERE result = 'throttled'")).toEqual(
-      [{ target: 'every source', count: 2 }],
+    // Failures count per minute: start where this minute leaves time for the flood and the checks.
+    await waitUntil('a minute with 30 s left', () => secondsLeftInMinute(Date.now()) >= 30, 45_000, 250);
+    const flooded = Array.from({ length: total / perSource }, (_, i) => `198.51.100.${i + 1}`);
+    await flood(flooded);
+
+    // A clean address: its right tokens are checked and let in (the API answers the order's 404; the console
+    // signs in), and so are its wrong ones (401, not 429): the check is the same for both.
+    expect((await apiFrom(a, '198.51.100.200', ADMIN_TOKEN)).status).toBe(404);
+    expect((await apiFrom(b, '198.51.100.200', ADMIN_TOKEN)).status).toBe(404);
+    expect((await consoleFrom(b, '198.51.100.201', VIEWER_TOKEN)).status).toBe(303);
+    expect((await consoleFrom(a, '198.51.100.202', OPERATOR_TOKEN)).status).toBe(303);
+    expect((await apiFrom(a, '198.51.100.203', 'wrong-but-checked')).status).toBe(401);
+
+    // A flooded address: 429 on both replicas, saying what this address did.
+    const limited = await apiFrom(b, flooded[0] ?? '', ADMIN_TOKEN);
+    expect(limited.status).toBe(429);
+    expect(limited.body.error.code).toBe('too_many_failures');
+    expect(limited.body.error.message).toMatch(
+      /^10 failed tokens from this address this minute \(10 are allowed\); retry in \d+ s$/,
     );
+    const limitedConsole = await consoleFrom(a, flooded[1] ?? '', OPERATOR_TOKEN);
+    expect(limitedConsole.status).toBe(429);
+    expect(limitedConsole.text).toContain('10 failed tokens from this address this minute');
+    // The address that failed once, while all of them are past the total: it waits too, and is told why.
+    const once = await apiFrom(a, '198.51.100.203', ADMIN_TOKEN);
+    expect(once.status).toBe(429);
+    expect(once.body.error.message).toMatch(
+      /^10\d failed tokens this minute from all addresses \(100 are allowed\), 1 of them from this one; retry in \d+ s$/,
+    );
+
+    // Each throttled answer is on the record under its own address; nothing is recorded for "every source".
+    const throttled = await query<{ source: string }>(
+      database.url,
+      "SELECT host(source_address) AS source FROM console_audit WHERE result = 'throttled' ORDER BY id",
+    );
+    expect(throttled.map((r) => r.source)).toEqual([flooded[0], flooded[1], '198.51.100.203']);
+  }, 60_000);
+
+  it('When IPv6 addresses flood from ten /64s, then a /64 that has not failed is let in, and any address of a flooded /64 is throttled with it', async () => {
+    const { perSource, total } = SIGN_IN_LIMITS;
+    await waitUntil('a minute with 30 s left', () => secondsLeftInMinute(Date.now()) >= 30, 45_000, 250);
+    const flooded = Array.from({ length: total / perSource }, (_, i) => `2001:db8:0:${i + 1}::1`);
+    await flood(flooded);
+    expect((await apiFrom(a, '2001:db8:0:99::5', ADMIN_TOKEN)).status).toBe(404);
+    expect((await consoleFrom(b, '2001:db8:0:98::5', VIEWER_TOKEN)).status).toBe(303);
+    const neighbour = await apiFrom(b, '2001:db8:0:1:ffff::abcd', ADMIN_TOKEN);
+    expect(neighbour.status).toBe(429);
+    expect(neighbour.body.error.message).toMatch(/^10 failed tokens from this address this minute/);
+  }, 60_000);
+
+  it('When one address sends its wrong tokens all at once, then no more than its limit are checked: the rest get 429', async () => {
+    const { perSource } = SIGN_IN_LIMITS;
+    await waitUntil('a minute with 20 s left', () => secondsLeftInMinute(Date.now()) >= 20, 45_000, 250);
+    const statuses = await Promise.all(
+      Array.from({ length: 3 * perSource }, (_, i) =>
+        apiFrom(a, '203.0.113.7', `wrong-at-once-${i}`).then((r) => r.status),
+      ),
+    );
+    expect(statuses.filter((s) => s === 401)).toHaveLength(perSource);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(2 * perSource);
   }, 60_000);
 });

@@ -1,4 +1,4 @@
-import { eventId } from '../../src/outbox/events';
+import { EVENT_TYPES, eventId, typesMatching } from '../../src/outbox/events';
 
 const SOURCE = 'urn:payment-notification-receiver';
 const TIME = new Date('2026-11-28T10:25:41.002Z');
@@ -37,5 +37,37 @@ describe('event ids', () => {
 
   it('When later events come, then their ids sort after, whatever their notification ids', () => {
     expect(eventId(SOURCE, '1000', TIME) < eventId(SOURCE, '1', new Date(TIME.getTime() + 1))).toBe(true);
+  });
+});
+
+describe('binding patterns', () => {
+  it.each([
+    ['refund.#', ['refund.pending', 'refund.finalized', 'refund.canceled', 'refund.status_conflict']],
+    [
+      'order.*',
+      ['order.pending', 'order.waiting_for_confirmation', 'order.completed', 'order.canceled', 'order.status_conflict'],
+    ],
+    ['*.status_conflict', ['order.status_conflict', 'refund.status_conflict']],
+    ['#.canceled', ['order.canceled', 'refund.canceled']],
+    ['#', [...EVENT_TYPES]],
+    ['order.completed', ['order.completed']],
+    ['order.#.completed', ['order.completed']],
+    ['#.#', [...EVENT_TYPES]],
+  ])('When the pattern is %s, then it matches what a queue bound with it gets', (pattern, types) => {
+    expect(typesMatching(pattern)).toEqual(types);
+  });
+
+  it('When a pattern matches no type, then none; when it is no pattern at all, then null', () => {
+    for (const none of ['order.shipped', 'order', 'order.*.*', 'refund.*.#.x', '*'])
+      expect(typesMatching(none)).toEqual([]);
+    for (const bad of [
+      '',
+      'order..completed',
+      'order.comp*',
+      'Order.completed',
+      'order.completed\u0000',
+      'a'.repeat(256),
+    ])
+      expect(typesMatching(bad)).toBeNull();
   });
 });

@@ -505,8 +505,91 @@ describe('console settings', () => {
     ).toThrow(/CONSOLE_VIEWER_TOKENS: entry 1 \(olga\): the name is also in CONSOLE_OPERATOR_TOKENS/);
     expect(() =>
       loadConfig({ ...production, ADMIN_TOKEN: '0123456789abcdef', CONSOLE_VIEWER_TOKENS: 'vera:0123456789abcdef' }),
-    ).toThrow(/ADMIN_TOKEN: is also vera's console token/);
+    ).toThrow(/CONSOLE_VIEWER_TOKENS: entry 1 \(vera\): the token is also ADMIN_TOKEN's/);
   });
+
+  it.each([
+    ['CONSOLE_OPERATOR_TOKENS', 'otto:0123456789abcdef,admin:fedcba9876543210', 'entry 2 (admin)'],
+    ['CONSOLE_VIEWER_TOKENS', 'local:fedcba9876543210', 'entry 1 (local)'],
+  ])('When %s names a person admin or local, then the start is refused naming the setting', (setting, value, entry) => {
+    const message = problemsOf({ ...production, ADMIN_TOKEN: 'admin-token-0123456789', [setting]: value }).join('\n');
+    expect(message).toContain(`${setting}: ${entry}: the name is reserved`);
+    expect(message).not.toContain('fedcba9876543210');
+  });
+
+  it('When EVENT_TEAM_TOKENS is read, then each entry is a name, a token and a queue prefix', () => {
+    const config = loadConfig({
+      ...production,
+      EVENT_TEAM_TOKENS: 'billing:billing-token-0123456:billing.,ledger:with:colon:token-0123:ledger-',
+    });
+    expect(config.eventTeamTokens).toEqual([
+      { name: 'billing', token: 'billing-token-0123456', queuePrefix: 'billing.' },
+      { name: 'ledger', token: 'with:colon:token-0123', queuePrefix: 'ledger-' },
+    ]);
+  });
+
+  it.each([
+    ['a bad name', 'bad/name:billing-token-0123456:billing.', 'entry 1: must be name:token:queue-prefix'],
+    ['no prefix', 'billing:billing-token-0123456', 'entry 1 (billing): must be name:token:queue-prefix'],
+    ['a short token', 'billing:short:billing.', 'entry 1 (billing): the token must be at least 16 characters'],
+    ['an empty prefix', 'billing:billing-token-0123456:', 'entry 1 (billing): the queue prefix must be'],
+    ['an amq. prefix', 'billing:billing-token-0123456:amq.gen', 'entry 1 (billing): the queue prefix must be'],
+    ['a prefix with a space', 'billing:billing-token-0123456:a/b', 'entry 1 (billing): the queue prefix must be'],
+    ['a reserved name', 'admin:billing-token-0123456:billing.', 'entry 1 (admin): the name is reserved'],
+    [
+      'a name used twice',
+      'billing:billing-token-0123456:billing.,billing:other-token-01234567:other.',
+      'entry 2 (billing): the name is used twice',
+    ],
+    [
+      'prefixes that overlap',
+      'billing:billing-token-0123456:billing.,ledger:ledger-token-01234567:billing.ledger.',
+      "entry 2 (ledger): its queue prefix and billing's overlap",
+    ],
+  ])(
+    'When EVENT_TEAM_TOKENS holds %s, then the start is refused naming the entry, never a token',
+    (_what, value, problem) => {
+      const message = problemsOf({ ...production, EVENT_TEAM_TOKENS: value }).join('\n');
+      expect(message).toContain(`EVENT_TEAM_TOKENS: ${problem}`);
+      for (const secret of ['billing-token-0123456', 'other-token-01234567', 'ledger-token-01234567'])
+        expect(message).not.toContain(secret);
+    },
+  );
+
+  it.each([
+    [
+      'ADMIN_TOKEN and a team',
+      { ADMIN_TOKEN: 'shared-token-0123456', EVENT_TEAM_TOKENS: 'billing:shared-token-0123456:b.' },
+      "EVENT_TEAM_TOKENS: entry 1 (billing): the token is also ADMIN_TOKEN's",
+    ],
+    [
+      'a person and a team',
+      { CONSOLE_OPERATOR_TOKENS: 'olga:shared-token-0123456', EVENT_TEAM_TOKENS: 'billing:shared-token-0123456:b.' },
+      "EVENT_TEAM_TOKENS: entry 1 (billing): the token is also CONSOLE_OPERATOR_TOKENS: entry 1 (olga)'s",
+    ],
+    [
+      'two teams',
+      { EVENT_TEAM_TOKENS: 'billing:shared-token-0123456:b.,ledger:shared-token-0123456:l.' },
+      "EVENT_TEAM_TOKENS: entry 2 (ledger): the token is also EVENT_TEAM_TOKENS: entry 1 (billing)'s",
+    ],
+    [
+      'an operator and a viewer',
+      { CONSOLE_OPERATOR_TOKENS: 'otto:shared-token-0123456', CONSOLE_VIEWER_TOKENS: 'vera:shared-token-0123456' },
+      "CONSOLE_VIEWER_TOKENS: entry 1 (vera): the token is also CONSOLE_OPERATOR_TOKENS: entry 1 (otto)'s",
+    ],
+    [
+      'a team named as a person',
+      { CONSOLE_VIEWER_TOKENS: 'vera:0123456789abcdef', EVENT_TEAM_TOKENS: 'vera:billing-token-0123456:b.' },
+      "EVENT_TEAM_TOKENS: entry 1 (vera): the name is also a console person's",
+    ],
+  ])(
+    'When %s hold one token or one name, then the start is refused naming both, never the token',
+    (_what, env, problem) => {
+      const message = problemsOf({ ...production, ...env }).join('\n');
+      expect(message).toContain(problem);
+      expect(message).not.toContain('shared-token');
+    },
+  );
 
   it('When HOST is not set outside production, then it is loopback (a local default); in production every address', () => {
     expect(loadConfig({}).host).toBe('127.0.0.1');

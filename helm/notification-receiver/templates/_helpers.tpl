@@ -56,7 +56,7 @@ app.kubernetes.io/component: server
 {{/* "true" when the chart makes the Secret itself (some secret value was given). */}}
 {{- define "notification-receiver.chartMadeSecret" -}}
 {{- $s := .Values.secrets }}
-{{- if or $s.databaseUrl $s.amqpUrl $s.journalAmqpUrl $s.secondKeys $s.notifyBasicAuth $s.adminToken $s.paymentApiCredentials $s.consoleOperatorTokens $s.consoleViewerTokens }}true{{ end }}
+{{- if or $s.databaseUrl $s.amqpUrl $s.journalAmqpUrl $s.secondKeys $s.notifyBasicAuth $s.adminToken $s.eventTeamTokens $s.paymentApiCredentials $s.consoleOperatorTokens $s.consoleViewerTokens }}true{{ end }}
 {{- end }}
 
 {{/*
@@ -115,7 +115,7 @@ nothing for a retention that is off. The validation compares durations with the 
 {{- $s := .Values.secrets }}
 {{- if include "notification-receiver.chartMadeSecret" . }}
 {{- if $s.existingSecret }}
-{{- fail "secrets.existingSecret cannot be combined with secrets.databaseUrl/amqpUrl/journalAmqpUrl/secondKeys/notifyBasicAuth/adminToken/paymentApiCredentials/console tokens: use one or the other" }}
+{{- fail "secrets.existingSecret cannot be combined with secrets.databaseUrl/amqpUrl/journalAmqpUrl/secondKeys/notifyBasicAuth/adminToken/eventTeamTokens/paymentApiCredentials/consoleOperatorTokens/consoleViewerTokens: use one or the other" }}
 {{- end }}
 {{- if not $s.databaseUrl }}{{ fail "secrets.databaseUrl is required when the chart makes the Secret" }}{{ end }}
 {{- if not $s.secondKeys }}{{ fail "secrets.secondKeys is required when the chart makes the Secret" }}{{ end }}
@@ -207,6 +207,12 @@ and NOTIFY_BASIC_AUTH are optional.
     secretKeyRef:
       name: {{ $name }}
       key: ADMIN_TOKEN
+      optional: true
+- name: EVENT_TEAM_TOKENS
+  valueFrom:
+    secretKeyRef:
+      name: {{ $name }}
+      key: EVENT_TEAM_TOKENS
       optional: true
 - name: PAYMENT_API_CREDENTIALS
   valueFrom:

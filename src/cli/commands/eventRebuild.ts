@@ -1,4 +1,5 @@
 import { rebuildOrderEvents, type StreamEntry } from '../../recording/eventRebuild';
+import { auditedCommand } from './audit';
 import { readConfig, withDatabase } from './database';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type ExitCode } from './io';
 import { emit, startProgress } from './output';
@@ -51,48 +52,66 @@ export async function rebuildEvents(io: CliIo, options: RebuildOptions): Promise
   };
 
   const report = await withDatabase(io, config, async (db): Promise<RebuildReport> => {
-    const orderIds = await ordersRecordedIn(db, since, until);
-    const firstDerived = await derivedFrom(db);
-    const result: RebuildReport = {
-      dryRun,
-      since: since.toISOString(),
-      until: until.toISOString(),
-      orders: orderIds.length,
-      rebuilt: 0,
-      restored: 0,
-      incomplete: [],
-      unreadable: [],
-      lostIds: [],
-    };
-    const progress = startProgress(io, json, 'orders', orderIds.length);
-    try {
-      for (let start = 0; start < orderIds.length; start += PAGE_ORDERS) {
-        const page = orderIds.slice(start, start + PAGE_ORDERS);
-        const history = await readOrdersHistory(db, page);
-        for (const orderId of page) {
-          const rebuilt = rebuildOrderEvents(history.streams.get(orderId) ?? [], {
-            source: config.eventSource,
-            ownerPosId: history.owners.get(orderId) ?? null,
-            lastSequence: history.lastSequences.get(orderId) ?? 0,
-            legacy: history.legacy,
-            derivedFrom: firstDerived,
-            kept: history.kept.get(orderId) ?? new Set(),
-            wanted: inRange,
-          });
-          if (rebuilt.outcome === 'incomplete') result.incomplete.push(orderId);
-          else if (rebuilt.outcome === 'unreadable') result.unreadable.push(orderId);
-          else {
-            result.rebuilt += rebuilt.events.length;
-            result.lostIds.push(...rebuilt.lost);
-            if (!dryRun) result.restored += await restoreEvents(db, orderId, rebuilt.events);
+    const rebuild = async (): Promise<RebuildReport> => {
+      const orderIds = await ordersRecordedIn(db, since, until);
+      const firstDerived = await derivedFrom(db);
+      const result: RebuildReport = {
+        dryRun,
+        since: since.toISOString(),
+        until: until.toISOString(),
+        orders: orderIds.length,
+        rebuilt: 0,
+        restored: 0,
+        incomplete: [],
+        unreadable: [],
+        lostIds: [],
+      };
+      const progress = startProgress(io, json, 'orders', orderIds.length);
+      try {
+        for (let start = 0; start < orderIds.length; start += PAGE_ORDERS) {
+          const page = orderIds.slice(start, start + PAGE_ORDERS);
+          const history = await readOrdersHistory(db, page);
+          for (const orderId of page) {
+            const rebuilt = rebuildOrderEvents(history.streams.get(orderId) ?? [], {
+              source: config.eventSource,
+              ownerPosId: history.owners.get(orderId) ?? null,
+              lastSequence: history.lastSequences.get(orderId) ?? 0,
+              legacy: history.legacy,
+              derivedFrom: firstDerived,
+              kept: history.kept.get(orderId) ?? new Set(),
+              wanted: inRange,
+            });
+            if (rebuilt.outcome === 'incomplete') result.incomplete.push(orderId);
+            else if (rebuilt.outcome === 'unreadable') result.unreadable.push(orderId);
+            else {
+              result.rebuilt += rebuilt.events.length;
+              result.lostIds.push(...rebuilt.lost);
+              if (!dryRun) result.restored += await restoreEvents(db, orderId, rebuilt.events);
+            }
           }
+          progress.increment(page.length);
         }
-        progress.increment(page.length);
+      } finally {
+        progress.stop();
       }
-    } finally {
-      progress.stop();
-    }
-    return result;
+      return result;
+    };
+    if (dryRun) return rebuild();
+    // It changes the outbox: on the record before it starts, with what it did once it ends.
+    return auditedCommand(
+      db,
+      {
+        action: 'events_rebuild',
+        target: `notifications received from ${since.toISOString()} until ${until.toISOString()}`,
+      },
+      rebuild,
+      (done) => ({
+        result: `rebuilt ${done.rebuilt}, restored ${done.restored}`,
+        detail:
+          `${done.orders} order(s); not rebuilt: ${done.incomplete.length} with history gone, ` +
+          `${done.unreadable.length} unreadable, ${done.lostIds.length} event id(s) lost`,
+      }),
+    );
   });
 
   const problems = report.incomplete.length + report.unreadable.length + report.lostIds.length;

@@ -3,11 +3,12 @@ import type { Command } from 'commander';
 import { brokerUrl } from '../../config';
 import { createLogger } from '../../observability/logger';
 import { BrokerChannel, REPLAY_HEADER, type PublishResult } from '../../outbox/brokerChannel';
-import { EVENT_TYPES, isEventType } from '../../outbox/events';
+import { EVENT_TYPES, typesMatching, type EventType } from '../../outbox/events';
 import { createRelayMetrics } from '../../observability/metrics';
 import type { Db } from '../../database/pool';
 import { selectEvents, type ReplaySelection } from '../../outbox/outboxQueries';
-import { AUDITED_ORDERS_MAX } from '../../history/auditQueries';
+import { isBrokerName } from '../../admin/tokens';
+import { AUDITED_ORDERS_MAX, completeAudit } from '../../history/auditQueries';
 import { auditCommand } from './audit';
 import { readConfig, withDatabase } from './database';
 import { rebuildEvents, type RebuildOptions } from './eventRebuild';
@@ -53,44 +54,68 @@ type PublishResultReason = Extract<PublishResult, { ok: false }>['reason'];
 
 /**
  * A replay is an action on each order whose events go out again: a row each (up to AUDITED_ORDERS_MAX orders,
- * else one row for the whole selection), recorded before publishing, with how many events were selected.
+ * else one row for the whole selection), recorded before publishing, with how many events were selected; the
+ * rows' ids, for how it ended.
  */
 async function auditReplay(
   db: Db,
   selection: ReplaySelection,
   events: ReadonlyArray<{ order_id: string }>,
-): Promise<void> {
+  destination: string,
+): Promise<string[]> {
   const orders = [...new Set(events.map((e) => e.order_id))];
   const detail = `${events.length} event(s) selected (${[
     selection.ids.length > 0 ? `${selection.ids.length} id(s)` : '',
     selection.orders.length > 0 ? `${selection.orders.length} order(s)` : '',
+    selection.types.length > 0 ? `types ${selection.types.join(' ')}` : '',
     selection.since ? `since ${selection.since.toISOString()}` : '',
     selection.until ? `until ${selection.until.toISOString()}` : '',
   ]
     .filter((part) => part !== '')
-    .join(', ')})`;
+    .join(', ')}) to ${destination}`;
   if (orders.length > AUDITED_ORDERS_MAX)
-    return auditCommand(db, {
-      action: 'events_replay',
-      target: `${orders.length} orders`,
-      result: 'publishing',
-      detail,
-    });
+    return [
+      await auditCommand(db, {
+        action: 'events_replay',
+        target: `${orders.length} orders`,
+        result: 'publishing',
+        detail,
+      }),
+    ];
+  const ids: string[] = [];
   for (const orderId of orders)
-    await auditCommand(db, {
-      action: 'events_replay',
-      target: orderId,
-      orderId,
-      result: 'publishing',
-      detail: `${events.filter((e) => e.order_id === orderId).length} of ${detail}`,
-    });
+    ids.push(
+      await auditCommand(db, {
+        action: 'events_replay',
+        target: orderId,
+        orderId,
+        result: 'publishing',
+        detail: `${events.filter((e) => e.order_id === orderId).length} of ${detail}`,
+      }),
+    );
+  return ids;
+}
+
+/** The types --type names: each a type or a binding pattern (`refund.#`); one that matches none is a usage error. */
+function chosenTypes(patterns: readonly string[]): EventType[] {
+  const chosen = new Set<EventType>();
+  for (const pattern of patterns) {
+    const matched = typesMatching(pattern);
+    if (matched === null || matched.length === 0)
+      throw new UsageError(
+        `--type ${pattern}: ${matched === null ? 'not an event type or a binding pattern' : 'matches no event type'} ` +
+          `(${EVENT_TYPES.join(', ')}; a pattern such as refund.# or order.* takes several)`,
+      );
+    for (const type of matched) chosen.add(type);
+  }
+  return EVENT_TYPES.filter((type) => chosen.has(type));
 }
 
 export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<ExitCode> {
   const selection: ReplaySelection = {
     ids: options.id ?? [],
     orders: options.order ?? [],
-    types: options.type ?? [],
+    types: chosenTypes(options.type ?? []),
     since: options.since ?? null,
     until: options.until ?? null,
   };
@@ -105,12 +130,14 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
   }
   const badId = selection.ids.find((id) => !UUID.test(id));
   if (badId !== undefined) throw new UsageError(`--id ${badId}: an event id is a UUID`);
-  const badType = selection.types.find((t) => !isEventType(t));
-  if (badType !== undefined) throw new UsageError(`--type ${badType}: not an event type (${EVENT_TYPES.join(', ')})`);
   if (selection.since && selection.until && selection.since >= selection.until)
     throw new UsageError('--until is not after --since: the range is empty');
   if (options.queue !== undefined && options.exchange !== undefined)
     throw new UsageError('--queue and --exchange: choose one destination');
+  if (options.queue !== undefined && isBrokerName(options.queue))
+    throw new UsageError(
+      `--queue ${options.queue}: a name of the broker's own (amq.*: a server-named queue belongs to the connection that made it)`,
+    );
   const config = readConfig(
     io,
     { DATABASE_URL: options.databaseUrl, AMQP_URL: options.amqpUrl, AMQP_EXCHANGE: options.exchange },
@@ -119,25 +146,19 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
   const json = options.json === true;
   const dryRun = options.dryRun === true;
 
-  const events = await withDatabase(io, config, async (db) => {
-    const selected = await selectEvents(db, selection);
-    if (!dryRun && selected.length > 0) await auditReplay(db, selection, selected);
-    return selected;
-  });
-  const found = new Set(events.map((e) => e.id.toLowerCase()));
-  const missing = selection.ids.filter((id) => !found.has(id.toLowerCase()));
-  const results: ReplayedEvent[] = events.map((e) => ({
-    id: e.id,
-    orderId: e.order_id,
-    sequence: Number(e.sequence),
-    type: e.type,
-    createdAt: iso(e.created_at),
-    publishedByRelay: e.published_at !== null,
-    result: 'would publish',
-    error: null,
-  }));
-
-  if (!dryRun && events.length > 0) {
+  const results = await withDatabase(io, config, async (db) => {
+    const events = await selectEvents(db, selection);
+    const listed: ReplayedEvent[] = events.map((e) => ({
+      id: e.id,
+      orderId: e.order_id,
+      sequence: Number(e.sequence),
+      type: e.type,
+      createdAt: iso(e.created_at),
+      publishedByRelay: e.published_at !== null,
+      result: 'would publish',
+      error: null,
+    }));
+    if (dryRun || events.length === 0) return listed;
     // To the exchange, which must exist (checked, never declared: one declared otherwise would refuse with 406),
     // or to one queue through the default exchange. Its metrics go to a registry of its own (a one-off command is
     // not scraped).
@@ -158,36 +179,59 @@ export async function replayEvents(io: CliIo, options: ReplayOptions): Promise<E
         throw new CliError(`the exchange ${config.amqpExchange} does not exist on the broker; nothing was published`);
       throw new CliError(`cannot connect to the broker: ${message}`);
     }
-    if (toQueue !== undefined && !(await broker.queueExists(toQueue))) {
-      await broker.close();
-      throw new CliError(`the queue ${toQueue} does not exist on the broker; nothing was published`);
-    }
-    const publishing = {
-      ...(toQueue === undefined ? {} : { routingKey: toQueue }),
-      headers: { [REPLAY_HEADER]: new Date().toISOString() },
-    };
-    const progress = startProgress(io, json, 'events', events.length);
     try {
-      for (let start = 0; start < events.length; start += PUBLISH_BATCH) {
-        const batch = events.slice(start, start + PUBLISH_BATCH);
-        // The exact stored message bytes, with the same id and type, as the relay sends them.
-        const published = await broker.publish(
-          batch.map((e) => ({ id: e.id, type: e.type, message: e.message, createdAt: e.created_at })),
-          publishing,
+      const state = toQueue === undefined ? 'available' : await broker.queueState(toQueue);
+      if (state === 'missing')
+        throw new CliError(`the queue ${toQueue ?? ''} does not exist on the broker; nothing was published`);
+      if (state === 'exclusive')
+        throw new CliError(
+          `the queue ${toQueue ?? ''} is held exclusively by another connection (a consumer's own); nothing was published`,
         );
-        published.forEach((r, i) => {
-          const entry = results[start + i] as ReplayedEvent;
-          entry.result = r.ok ? (r.routed ? 'confirmed' : 'unrouted') : r.reason;
-          entry.error = r.ok ? null : r.error;
-        });
-        progress.increment(batch.length);
-        if (!broker.isOpen && start + PUBLISH_BATCH < events.length) await broker.open();
+      // On the record before the first event goes out, and how it ended once it is known.
+      const audited = await auditReplay(
+        db,
+        selection,
+        events,
+        toQueue === undefined ? `exchange ${config.amqpExchange}` : `queue ${toQueue}`,
+      );
+      const publishing = {
+        ...(toQueue === undefined ? {} : { routingKey: toQueue }),
+        headers: { [REPLAY_HEADER]: new Date().toISOString() },
+      };
+      const progress = startProgress(io, json, 'events', events.length);
+      try {
+        for (let start = 0; start < events.length; start += PUBLISH_BATCH) {
+          const batch = events.slice(start, start + PUBLISH_BATCH);
+          // The exact stored message bytes, with the same id and type, as the relay sends them.
+          const published = await broker.publish(
+            batch.map((e) => ({ id: e.id, type: e.type, message: e.message, createdAt: e.created_at })),
+            publishing,
+          );
+          published.forEach((r, i) => {
+            const entry = listed[start + i] as ReplayedEvent;
+            entry.result = r.ok ? (r.routed ? 'confirmed' : 'unrouted') : r.reason;
+            entry.error = r.ok ? null : r.error;
+          });
+          progress.increment(batch.length);
+          if (!broker.isOpen && start + PUBLISH_BATCH < events.length) await broker.open();
+        }
+      } catch (error) {
+        await completeAudit(db, audited, { result: 'failed: the replay stopped on an error' }).catch(() => undefined);
+        throw error;
+      } finally {
+        progress.stop();
       }
+      const unconfirmed = listed.filter((r) => r.result !== 'confirmed').length;
+      await completeAudit(db, audited, {
+        result: unconfirmed === 0 ? 'published' : `${unconfirmed} of ${listed.length} not confirmed`,
+      });
+      return listed;
     } finally {
-      progress.stop();
       await broker.close();
     }
-  }
+  });
+  const found = new Set(results.map((e) => e.id.toLowerCase()));
+  const missing = selection.ids.filter((id) => !found.has(id.toLowerCase()));
 
   const counts: Record<string, number> = {};
   for (const r of results) counts[r.result] = (counts[r.result] ?? 0) + 1;
@@ -371,11 +415,13 @@ export function registerEvents(program: Command, io: CliIo, state: CliState): vo
       'Publishes stored outbox events again to AMQP_EXCHANGE (or, with --queue, to that one queue only, through the ' +
         'default exchange), with the same event id (messageId), type, message bytes and AMQP timestamp, and a ' +
         'replayed-at header, with publisher confirms and mandatory, and reports each confirm or return. The ' +
-        'exchange or queue must exist. Selection: --id and --order (either matches; repeatable), limited to --type ' +
-        '(repeatable) and --since/--until (stored time; ISO 8601 or a duration ago such as 2h). Only events still in ' +
+        'exchange or queue must exist (never an amq.* queue, nor one another connection holds exclusively). ' +
+        'Selection: --id and --order (either matches; repeatable), limited to --type (a type or a binding pattern; ' +
+        'repeatable) and --since/--until (stored time; ISO 8601 or a duration ago such as 2h). Only events still in ' +
         'the outbox can be replayed (published ones are deleted after OUTBOX_RETENTION; `events rebuild` gives older ' +
-        'ones back from history). The outbox is not changed. A team without the database credentials replays into ' +
-        'its queue with POST /events/replay on the admin port.\n\n' +
+        'ones back from history). The outbox is not changed. The replay is recorded in the audit trail before the ' +
+        'first event goes out, with how it ended. A team without the database credentials replays into its queue ' +
+        'with POST /events/replay on the admin port.\n\n' +
         'Exit codes: 0 every selected event confirmed (or listed, with --dry-run); 1 nothing matched, an --id was not ' +
         'found, or an event was unrouted (no queue bound), nacked or not confirmed; 2 usage error.',
     )
@@ -391,7 +437,7 @@ export function registerEvents(program: Command, io: CliIo, state: CliState): vo
     )
     .option(
       '--type <type>',
-      'only events of this type (repeatable)',
+      'only events of this type, or of the types a binding pattern matches (refund.#, order.*; repeatable)',
       collect((v: string) => v),
     )
     .option('--since <time>', 'events created at or after (ISO 8601, or a duration ago: 30m, 2h, 7d)', timeOption)

@@ -9,7 +9,7 @@ import {
 } from '../../history/maintenance';
 import { deleteAuditPast } from '../../history/auditQueries';
 import { sessionOnKysely } from '../../history/historyQueries';
-import { auditCommand } from './audit';
+import { auditedCommand } from './audit';
 import { readConfig, withDatabase } from './database';
 import { action, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { integerOption, withDatabaseUrl, withJson } from './options';
@@ -56,36 +56,35 @@ export async function purge(io: CliIo, options: PurgeOptions): Promise<ExitCode>
   const config = readConfig(io, { DATABASE_URL: options.databaseUrl });
   const started = performance.now();
   const report = await withDatabase(io, config, async (db) => {
-    const done = await db.connection().execute(async (connection) => {
-      const session = sessionOnKysely(connection);
-      return withWorkLock(session, async () => {
-        const now = Date.now();
-        // As the maintainer's round: the days ahead first, so a purge run by hand also heals a missing day.
-        const daysMade = dryRun ? null : await makeDays(session, now);
-        const bodies = days === undefined ? null : await purgeBodiesPast(session, days * DAY_MS, now, { dryRun });
-        const history =
-          historyDays === undefined ? null : await removeDaysPast(session, historyDays * DAY_MS, now, { dryRun });
-        const audit =
-          auditDays === undefined ? null : await deleteAuditPast(session, auditDays * DAY_MS, now, { dryRun });
-        return { now, daysMade, bodies, history, audit };
+    const run = () =>
+      db.connection().execute(async (connection) => {
+        const session = sessionOnKysely(connection);
+        return withWorkLock(session, async () => {
+          const now = Date.now();
+          // As the maintainer's round: the days ahead first, so a purge run by hand also heals a missing day.
+          const daysMade = dryRun ? null : await makeDays(session, now);
+          const bodies = days === undefined ? null : await purgeBodiesPast(session, days * DAY_MS, now, { dryRun });
+          const history =
+            historyDays === undefined ? null : await removeDaysPast(session, historyDays * DAY_MS, now, { dryRun });
+          const audit =
+            auditDays === undefined ? null : await deleteAuditPast(session, auditDays * DAY_MS, now, { dryRun });
+          return { now, daysMade, bodies, history, audit };
+        });
       });
-    });
-    if (!dryRun)
-      await auditCommand(db, {
-        action: 'purge',
-        target: [
-          days === undefined ? '' : `bodies before ${days} d`,
-          historyDays === undefined ? '' : `history before ${historyDays} d`,
-          auditDays === undefined ? '' : `audit before ${auditDays} d`,
-        ]
-          .filter((t) => t !== '')
-          .join(', '),
-        result: 'done',
-        detail:
-          `bodies of ${done.bodies?.days.length ?? 0} day(s), history of ${done.history?.days.length ?? 0} day(s), ` +
-          `${done.audit?.deleted ?? 0} audit row(s)`,
-      });
-    return done;
+    if (dryRun) return run();
+    const target = [
+      days === undefined ? '' : `bodies before ${days} d`,
+      historyDays === undefined ? '' : `history before ${historyDays} d`,
+      auditDays === undefined ? '' : `audit before ${auditDays} d`,
+    ]
+      .filter((t) => t !== '')
+      .join(', ');
+    return auditedCommand(db, { action: 'purge', target }, run, (done) => ({
+      result: 'done',
+      detail:
+        `bodies of ${done.bodies?.days.length ?? 0} day(s), history of ${done.history?.days.length ?? 0} day(s), ` +
+        `${done.audit?.deleted ?? 0} audit row(s)`,
+    }));
   });
   const cutoff = (d: number) => new Date(report.now - d * DAY_MS).toISOString();
   const result: PurgeReport = {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { listQuarantined, openQuarantinedIds } from '../../recording/quarantineQueries';
 import { retryOne, type RetryResult } from '../../recording/quarantineRetry';
-import { auditCommand } from './audit';
+import { auditedCommand } from './audit';
 import { readConfig, withDatabase } from './database';
 import { action, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { integerOption, withDatabaseUrl, withJson } from './options';
@@ -95,21 +95,24 @@ export async function retryQuarantine(io: CliIo, ids: string[], options: RetryOp
     const done: RetryResult[] = [];
     try {
       for (const id of selected) {
-        let result: RetryResult;
-        try {
-          result = await retryOne(transactions, id, config.eventSource);
-        } catch (error) {
-          // The transaction rolled back: nothing recorded, the row still open. Go on with the others.
-          result = { id, result: 'failed', detail: `recording failed, nothing changed: ${(error as Error).message}` };
-        }
+        const result = await auditedCommand(
+          db,
+          { action: 'quarantine_retry', target: `quarantine #${id}` },
+          async (): Promise<RetryResult> => {
+            try {
+              return await retryOne(transactions, id, config.eventSource);
+            } catch (error) {
+              // The transaction rolled back: nothing recorded, the row still open. Go on with the others.
+              return { id, result: 'failed', detail: `recording failed, nothing changed: ${(error as Error).message}` };
+            }
+          },
+          (r) => ({
+            result: r.result,
+            detail: 'detail' in r ? r.detail : '',
+            ...(r.result === 'recorded' ? { orderId: r.orderId } : {}),
+          }),
+        );
         done.push(result);
-        await auditCommand(db, {
-          action: 'quarantine_retry',
-          target: `quarantine #${id}`,
-          orderId: result.result === 'recorded' ? result.orderId : null,
-          result: result.result,
-          detail: 'detail' in result ? result.detail : '',
-        });
         progress.increment();
       }
     } finally {

@@ -13,9 +13,9 @@ import {
   type Reconciliation,
 } from '../../reconciliation/reconciliation';
 import { stuckOrders } from '../../reconciliation/scheduleQueries';
-import { AUDITED_ORDERS_MAX, type AuditEntry } from '../../history/auditQueries';
+import { AUDITED_ORDERS_MAX } from '../../history/auditQueries';
 import { readOrderIdLines } from '../../parsing/orderLists';
-import { auditCommand } from './audit';
+import { auditedCommand } from './audit';
 import { readConfig, withDatabase } from './database';
 import {
   action,
@@ -150,25 +150,24 @@ async function reconcile(io: CliIo, options: ReconcileOptions): Promise<ExitCode
     listed = read.value;
   }
   const lines = await withReconciliation(io, config, async (reconciliation, db, settings) => {
-    const audit = (entry: Omit<AuditEntry, 'actor' | 'role' | 'via' | 'action'>): Promise<void> =>
-      dryRun ? Promise.resolve() : auditCommand(db, { action: 'reconcile', ...entry });
-    // Each order checked (not a dry run) is an action on it, in the audit trail and on its page; past
-    // AUDITED_ORDERS_MAX, the whole run is one row.
-    const checked = async (
+    // Each order checked (not a dry run) is an action on it, in the audit trail and on its page, recorded before it
+    // is asked about; past AUDITED_ORDERS_MAX, the whole run is one row, written before the first and completed after.
+    const checked = (
       orderId: string,
       pos: Pick<CheckOptions, 'posId' | 'posIdIfNeverSeen'>,
       each: boolean,
-    ): Promise<ReconcileLine> => {
-      const line = await checkLine(reconciliation, orderId, pos, dryRun);
-      if (each)
-        await audit({
-          target: orderId,
-          orderId,
-          result: line.result,
-          detail: `applied ${line.applied.length}, stale ${line.stale.length}, conflicts ${line.conflicts.length}`,
-        });
-      return line;
-    };
+    ): Promise<ReconcileLine> =>
+      dryRun || !each
+        ? checkLine(reconciliation, orderId, pos, dryRun)
+        : auditedCommand(
+            db,
+            { action: 'reconcile', target: orderId, orderId },
+            () => checkLine(reconciliation, orderId, pos, dryRun),
+            (line) => ({
+              result: line.result,
+              detail: `applied ${line.applied.length}, stale ${line.stale.length}, conflicts ${line.conflicts.length}`,
+            }),
+          );
     const { posId } = options;
     if (options.order !== undefined) return [await checked(options.order, posId === undefined ? {} : { posId }, true)];
     // A list's --pos-id asks for the orders never seen only: a known one is asked with its own POS.
@@ -176,22 +175,32 @@ async function reconcile(io: CliIo, options: ReconcileOptions): Promise<ExitCode
       throw new UsageError('--pos-id: no PAYMENT_API_CREDENTIALS are configured for that POS');
     const orders = listed ?? (await stuckOrders(db, new Date(), settings.afterMs));
     const each = orders.length <= AUDITED_ORDERS_MAX;
-    if (!each)
-      await audit({
+    const checkAll = async (): Promise<ReconcileLine[]> => {
+      const progress = startProgress(io, json, dryRun ? 'asking' : 'reconciling', orders.length);
+      try {
+        return await eachAtOnce(orders, settings.maxInFlight, async (orderId) => {
+          const line = await checked(orderId, posId === undefined ? {} : { posIdIfNeverSeen: posId }, each);
+          progress.increment();
+          return line;
+        });
+      } finally {
+        progress.stop();
+      }
+    };
+    if (each || dryRun) return checkAll();
+    return auditedCommand(
+      db,
+      {
+        action: 'reconcile',
         target: `${orders.length} orders`,
-        result: 'checking',
         detail: options.ordersFrom === undefined ? 'the stuck orders' : `from ${inputName(options.ordersFrom)}`,
-      });
-    const progress = startProgress(io, json, dryRun ? 'asking' : 'reconciling', orders.length);
-    try {
-      return await eachAtOnce(orders, settings.maxInFlight, async (orderId) => {
-        const line = await checked(orderId, posId === undefined ? {} : { posIdIfNeverSeen: posId }, each);
-        progress.increment();
-        return line;
-      });
-    } finally {
-      progress.stop();
-    }
+      },
+      checkAll,
+      (done) => ({
+        result: `${done.filter(succeeded).length} of ${done.length} checked`,
+        detail: `${done.filter((l) => l.applied.length > 0).length} repaired`,
+      }),
+    );
   });
   emit(io, json, { dryRun, orders: lines }, () => [
     ...table([

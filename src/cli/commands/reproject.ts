@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { Db } from '../../database/pool';
-import { auditCommand } from './audit';
+import { auditedCommand } from './audit';
 import { readConfig, withDatabase } from './database';
 import { action, CliError, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { withDatabaseUrl, withJson } from './options';
@@ -119,17 +119,19 @@ export async function reproject(io: CliIo, options: ReprojectOptions): Promise<E
       if (!apply) return await reprojectAll(db, progress, false);
       // Writers wait while the projections are rebuilt from what is committed now; a notification
       // recorded after the lock applies on top of the repaired projection through the usual rules.
-      const applied = await db.transaction().execute(async (trx) => {
-        await lockProjections(trx);
-        return await reprojectAll(trx, progress, true);
-      });
-      await auditCommand(db, {
-        action: 'reproject',
-        target: 'every order',
-        result: `repaired ${applied.differences.length}`,
-        detail: `from ${applied.notifications} notification(s)`,
-      });
-      return applied;
+      return await auditedCommand(
+        db,
+        { action: 'reproject', target: 'every order' },
+        () =>
+          db.transaction().execute(async (trx) => {
+            await lockProjections(trx);
+            return await reprojectAll(trx, progress, true);
+          }),
+        (applied) => ({
+          result: `repaired ${applied.differences.length}`,
+          detail: `from ${applied.notifications} notification(s)`,
+        }),
+      );
     } finally {
       progress.stop();
     }

@@ -8,6 +8,7 @@ import { addDays, DAY_MS, dayOf, daysToMake } from '../../../history/days';
 import { createLogger } from '../../../observability/logger';
 import { freshSeed, seededRandom } from '../../../simulator/random';
 import { fingerprintKey } from '../../../verification/secondKeys';
+import { auditedCommand } from '../audit';
 import { readConfig, withDatabase } from '../database';
 import { action, CliError, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from '../io';
 import { integerOption, withDatabaseUrl } from '../options';
@@ -241,7 +242,16 @@ export async function seedHistory(io: CliIo, options: SeedOptions): Promise<Exit
       `seeding ${orders.toLocaleString('en')} orders over ${days} day(s) in ${chunks.length} chunk(s) on ` +
         `${Math.min(threads, chunks.length)} thread(s)\n`,
     );
-    const { totals, ids } = await runChunks(io, { url, settings }, chunks, threads, orders);
+    // It writes a history the service never received: on the record, so that no one takes it for real orders.
+    const { totals, ids } = await auditedCommand(
+      db,
+      { action: 'history_seed', target: `${orders} orders over ${days} day(s)` },
+      () => runChunks(io, { url, settings }, chunks, threads, orders),
+      ({ totals: t }) => ({
+        result: `seeded ${t.orders}`,
+        detail: `${t.orders} orders, ${t.refunds} refunds, ${t.notifications} notifications, ${t.events} events`,
+      }),
+    );
     const written = performance.now();
     await analyzeProjections(db);
     const seconds = (written - started) / 1000;
