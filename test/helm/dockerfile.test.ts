@@ -72,7 +72,7 @@ function stageKey(stage: Stage): string {
 describe('Dockerfile', () => {
   test('is multi-stage: a build stage, then a runtime on the same slim Node base, a supported LTS', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
-    expect(runtime.image).toMatch(/^node:(22|24)[\w.-]*-slim$/);
+    expect(runtime.image).toMatch(/^node:(22|24)[\w.-]*-slim@sha256:[0-9a-f]{64}$/);
     expect(stages.some((s) => all(s, 'RUN').some((r) => /npm run build/.test(r.rest)))).toBe(true);
     // package.json's engines admits it (and this machine's Node 20, which the code and tests keep working on).
     const { engines } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
@@ -92,7 +92,7 @@ describe('Dockerfile', () => {
     const from = nodeModules?.flags.from;
     expect(from).toBeDefined();
     const installs = all(stageNamed(from ?? ''), 'RUN').map((r) => r.rest);
-    expect(installs).toEqual([expect.stringMatching(/^npm ci --omit=dev\b/)]);
+    expect(installs).toEqual([expect.stringMatching(/^npm ci\b.* --omit=dev\b/)]);
   });
 
   test('no stage runs an install script: every npm ci is --ignore-scripts (issue 45)', () => {
@@ -101,13 +101,71 @@ describe('Dockerfile', () => {
     for (const install of installs) expect(install.rest).toMatch(/\bnpm ci\b.* --ignore-scripts\b/);
   });
 
-  test("the Node base is an exact version, the one scripts/image.sh pins for its stand-in with the tarball's integrity", () => {
+  test("the Node base is an exact version pinned by digest, the one scripts/image.sh pins for its stand-in with the tarball's integrity and for Docker and Podman by the same digest", () => {
     const script = readFileSync(path.join(ROOT, 'scripts', 'image.sh'), 'utf8');
     const version = /^NODE_VERSION=(\d+\.\d+\.\d+)$/m.exec(script)?.[1];
+    const digest = /^NODE_IMAGE_DIGEST=(sha256:[0-9a-f]{64})$/m.exec(script)?.[1];
     expect(version).toMatch(/^22\.\d+\.\d+$/);
+    expect(digest).toBeDefined();
     expect(/^NODE_INTEGRITY=sha512-[A-Za-z0-9+/]{86}==$/m.test(script)).toBe(true);
     expect(/^NPM_INTEGRITY=sha512-[A-Za-z0-9+/]{86}==$/m.test(script)).toBe(true);
-    expect(runtime.image).toBe(`node:${version ?? ''}-bookworm-slim`);
+    expect(/^ROOTFS_SHA256=[0-9a-f]{64}$/m.test(script)).toBe(true);
+    expect(/^ROOTFS_EPOCH=\d+$/m.test(script)).toBe(true);
+    for (const stage of stages)
+      expect([stage.name, stage.image]).toEqual([stage.name, `node:${version ?? ''}-bookworm-slim@${digest ?? ''}`]);
+  });
+
+  test('every step that runs in a build stage, and every one after a stage first copies the project in, runs as an unprivileged user', () => {
+    for (const stage of stages) {
+      let user = 'root';
+      let copied = false;
+      for (const instruction of stage.instructions) {
+        if (instruction.keyword === 'USER') user = instruction.rest.split(':')[0] ?? '';
+        if (instruction.keyword === 'COPY') copied = true;
+        if (instruction.keyword !== 'RUN') continue;
+        const unprivileged = user !== 'root' && user !== '0' && user !== '';
+        if (copied || /(^|&&|;)\s*(npm|npx|node)\s/.test(instruction.rest))
+          expect([stage.name, instruction.rest, unprivileged]).toEqual([stage.name, instruction.rest, true]);
+      }
+    }
+    // What the build stages copy in is their user's: the folder buildah makes for the first COPY is too.
+    for (const stage of stages.filter((st) => st !== runtime))
+      for (const copy of all(stage, 'COPY'))
+        expect([stage.name, copy.rest, copy.flags.chown]).toEqual([stage.name, copy.rest, 'node:node']);
+    // Only the runtime stage runs anything as root: it removes the base's package managers, before any COPY.
+    expect(
+      stages.flatMap((stage) => {
+        const named = stage.instructions.findIndex((i) => i.keyword === 'USER');
+        const firstUser = named === -1 ? stage.instructions.length : named;
+        return stage.instructions
+          .slice(0, firstUser)
+          .filter((i) => i.keyword === 'RUN')
+          .map(() => stage.name);
+      }),
+    ).toEqual(['runtime']);
+  });
+
+  test("the runtime stage's files are root's, whoever wrote them in the stages before: the application cannot change its code", () => {
+    const fromStages = all(runtime, 'COPY').filter((c) => c.flags.from !== undefined);
+    expect(fromStages.length).toBeGreaterThanOrEqual(2);
+    for (const copy of fromStages) expect([copy.rest, copy.flags.chown]).toEqual([copy.rest, '0:0']);
+    // The working directory is made before the user is named (as root's: WORKDIR makes it as USER).
+    const keywords = runtime.instructions.map((i) => i.keyword);
+    expect(keywords.indexOf('WORKDIR')).toBeLessThan(keywords.indexOf('USER'));
+  });
+
+  test('npm ci takes the packages from its cache first, a cache the build can be given (its builds with no network)', () => {
+    const installs = stages.filter((stage) => all(stage, 'RUN').some((r) => /\bnpm ci\b/.test(r.rest)));
+    expect(installs.length).toBeGreaterThanOrEqual(2);
+    for (const stage of installs) {
+      for (const install of all(stage, 'RUN').filter((r) => /\bnpm ci\b/.test(r.rest)))
+        expect(install.rest).toMatch(/\bnpm ci\b.* --prefer-offline\b/);
+      expect(all(stage, 'ARG').map((a) => a.rest)).toContain('npm_config_cache=/home/node/.npm');
+    }
+    const script = readFileSync(path.join(ROOT, 'scripts', 'image.sh'), 'utf8');
+    expect(script).toMatch(/unshare --net -- buildah bud\b/);
+    expect(script).toMatch(/podman build --network none\b/);
+    expect(script).toContain('--build-arg npm_config_cache=/mnt');
   });
 
   test('the chart deploys the version the package builds', () => {

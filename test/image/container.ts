@@ -13,6 +13,12 @@ import { ROOT } from '../support/build';
 /** What `npm run test:image` builds (test/image/imageSetup.ts) and the tests run. */
 export const IMAGE = 'localhost/notification-receiver:test';
 
+/** The Dockerfile's stages before the runtime, built on their own (`--target`) to look inside them. */
+export const STAGE_IMAGES = {
+  build: 'localhost/notification-receiver:test-stage-build',
+  'prod-deps': 'localhost/notification-receiver:test-stage-prod-deps',
+} as const;
+
 /** The image's config, as `buildah inspect` gives it (Docker format: it keeps the HEALTHCHECK). */
 export interface ImageConfig {
   User: string;

