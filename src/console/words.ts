@@ -275,7 +275,8 @@ export const TERMS: readonly Word[] = [
   {
     id: 'audit',
     label: 'audit',
-    meaning: 'Every sign-in and every action in the console, with who did it and how it ended.',
+    meaning:
+      'Every sign-in and every action, in the console, through the admin API or on the command line, with who did it (a person, admin, a downstream team as role team, or the command line’s user), from where, and how it ended. An action is recorded as started before it acts; one that stays started stopped halfway.',
   },
 ];
 
