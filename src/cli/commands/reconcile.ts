@@ -196,9 +196,9 @@ async function reconcile(io: CliIo, options: ReconcileOptions): Promise<ExitCode
         detail: options.ordersFrom === undefined ? 'the stuck orders' : `from ${inputName(options.ordersFrom)}`,
       },
       checkAll,
+      // The detail keeps naming where the orders came from; the result says how the run ended.
       (done) => ({
-        result: `${done.filter(succeeded).length} of ${done.length} checked`,
-        detail: `${done.filter((l) => l.applied.length > 0).length} repaired`,
+        result: `${done.filter(succeeded).length} of ${done.length} answered, ${done.filter((l) => l.applied.length > 0).length} repaired`,
       }),
     );
   });
