@@ -2,8 +2,8 @@
  * The one back-off policy (pure): the wait before each retry doubles from `firstMs` up to `maxMs`, with full
  * jitter where many callers retry against one recovering service. The relay (its broker), the reconciler (the
  * payment API, and its schedule of checks), the payment-API client (each request) and the single-active worker
- * (a failed step) all wait by it, each with its own numbers; the relay's per-event retries apply the same rule in
- * SQL (outboxQueries.ts).
+ * (a failed step) all wait by it, each with its own numbers; the relay's per-event retries apply it in SQL, built
+ * from the same policy (src/database/backoffSql.ts).
  */
 
 export interface BackoffPolicy {
@@ -19,7 +19,7 @@ export interface BackoffPolicy {
 }
 
 /** Doublings past which the wait is at its ceiling for any policy (and 2 ** n stays finite). */
-const MAX_DOUBLINGS = 40;
+export const MAX_DOUBLINGS = 40;
 
 /** The wait before retry `retry` (1 for the first): firstMs × 2^(retry-1), at most maxMs, jittered as the policy says. */
 export function backoffMs(policy: BackoffPolicy, retry: number, random: () => number = Math.random): number {

@@ -1,8 +1,9 @@
 import { sql, type Selectable } from 'kysely';
-import { columnsOf, tableOf } from '../database/columns';
+import { columnsOf, tableOf, type Table } from '../database/columns';
 import type { Db } from '../database/pool';
 import type { OutboxEventsTable } from '../database/schema';
 import type { BackoffPolicy } from '../domain/backoff';
+import { backoffMsSql } from '../database/backoffSql';
 import { statement, type Statement } from '../database/transaction';
 import type { OutboxBacklog } from '../observability/metrics';
 
@@ -13,8 +14,11 @@ import type { OutboxBacklog } from '../observability/metrics';
  * The feed's pages are feedQueries.ts's.
  */
 
-/** The LISTEN/NOTIFY channel on which a commit that wrote events hints the relay. */
-const OUTBOX_CHANNEL = 'outbox_events';
+/**
+ * The LISTEN/NOTIFY channel on which a commit that wrote events hints the relay: named after the table the events are
+ * in (relayHint below notifies it), so typed as that table.
+ */
+const OUTBOX_CHANNEL = 'outbox_events' satisfies Table;
 
 /** The relay's session listens on the channel (sent on each new connection of its lock's). */
 export const listenForEvents = (): Statement => statement(sql`LISTEN ${sql.id(OUTBOX_CHANNEL)}`);
@@ -60,9 +64,9 @@ export const claimEvents = (limit: number): Statement<ClaimedEvent> =>
   );
 
 /**
- * An event the broker did not confirm is attempted again after backoffMs(EVENT_RETRY, attempts): 1 s doubling to
- * 5 min (the order's later events wait behind it). The one back-off policy (src/domain/backoff.ts), computed in
- * SQL for the events a batch marks.
+ * An event the broker did not confirm is attempted again after backoffMs(EVENT_RETRY, attempts): 1 s, 2 s, 4 s,
+ * 8 s, ... 256 s, then every 5 min (the order's later events wait behind it). The one back-off policy
+ * (src/domain/backoff.ts), computed in SQL for the events a batch marks (src/database/backoffSql.ts).
  */
 export const EVENT_RETRY: BackoffPolicy = { firstMs: 1000, maxMs: 300_000, jitter: 'none' };
 
@@ -86,8 +90,7 @@ export const markEvents = (
       ), failed AS (
         UPDATE ${OUTBOX} AS o
            SET ${c('attempts')} = ${o('attempts')} + 1,
-               ${c('next_attempt_at')} = now() + interval '1 millisecond' * least(
-                 ${EVENT_RETRY.firstMs}::int * power(2, least(${o('attempts')}, 40)), ${EVENT_RETRY.maxMs}::int),
+               ${c('next_attempt_at')} = now() + interval '1 millisecond' * ${backoffMsSql(EVENT_RETRY, sql`${o('attempts')} + 1`)},
                ${c('last_error')} = f.failed_error
           FROM unnest(${failed.map((f) => f.id)}::uuid[], ${failed.map((f) => f.error)}::text[]) AS f(failed_id, failed_error)
          WHERE ${o('id')} = f.failed_id
