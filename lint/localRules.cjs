@@ -4,11 +4,14 @@
  *
  * - `local/queries-in-query-modules`: SQL is written in query modules only: a file named `*Queries.ts`, a file
  *   under a `queries/` folder, or the data layer's own infrastructure in `src/database/`. Elsewhere, no `sql`
- *   from kysely and no query builder (`selectFrom`, `insertInto`, `updateTable`, `deleteFrom`, ...).
+ *   from kysely (whatever its local name), no namespace import of kysely, no `CompiledQuery` (`.raw` takes any
+ *   text), no query builder (`selectFrom`, `insertInto`, `updateTable`, `deleteFrom`, ...) and no pg
+ *   `.query('…')` given SQL text.
  * - `local/typed-sql-names`: no table or column of src/database/schema.ts written by hand inside a `sql`
- *   template or a `sql.raw`/`sql.ref`/`sql.table`/`sql.id` string: each goes through `columnsOf(table)` or
- *   `sql.table(table)` with `table: Table` (src/database/columns.ts), so renaming one fails tsc. `sql.ref` itself
- *   is columns.ts's only.
+ *   template or given to `sql.raw`/`sql.ref`/`sql.table`/`sql.id`, as a string or as a constant of the file
+ *   holding one: each goes through `columnsOf(table)` or `sql.table(table)` with `table: Table`
+ *   (src/database/columns.ts), or a constant that `satisfies Table`, so renaming one fails tsc. `sql.ref` itself
+ *   is columns.ts's only. The tag is known through its import from kysely, whatever it is called here.
  * - `local/html-by-tag-only`: `Html` and `Href` are made by src/console/html.ts alone (its tag, its escaping
  *   helpers, its route builder): no `new Html(`/`new Href(`, no `as Html`/`as Href`, anywhere else.
  *
@@ -88,8 +91,69 @@ function sqlIdentifiers(text) {
   return found;
 }
 
-/** `sql`, the kysely tag, as the callee's object or the tag itself. */
-const isSql = (node) => node && node.type === 'Identifier' && node.name === 'sql';
+/**
+ * How a file can name kysely's `sql` tag: the local names it is imported (or later assigned) as, and the names of
+ * kysely's namespace imports (`k.sql`). Read from the program's imports, so `sql as s` is still the tag.
+ */
+function sqlBindings(program) {
+  const tags = new Set();
+  const namespaces = new Set();
+  for (const statement of program.body) {
+    if (statement.type !== 'ImportDeclaration' || statement.source.value !== 'kysely') continue;
+    for (const specifier of statement.specifiers) {
+      if (specifier.type === 'ImportNamespaceSpecifier') namespaces.add(specifier.local.name);
+      else if (specifier.type === 'ImportSpecifier' && importedName(specifier) === 'sql')
+        tags.add(specifier.local.name);
+    }
+  }
+  return { tags, namespaces };
+}
+
+const importedName = (specifier) =>
+  specifier.imported.type === 'Identifier' ? specifier.imported.name : String(specifier.imported.value);
+
+/** Whether `node` is kysely's `sql` tag as this file names it: `sql`, `s` (imported as), `k.sql`, or an alias. */
+function isSqlOf(bindings, node) {
+  if (!node) return false;
+  if (node.type === 'Identifier') return bindings.tags.has(node.name);
+  return (
+    node.type === 'MemberExpression' &&
+    !node.computed &&
+    node.object.type === 'Identifier' &&
+    bindings.namespaces.has(node.object.name) &&
+    node.property.type === 'Identifier' &&
+    node.property.name === 'sql'
+  );
+}
+
+/** The const declarator of this file that `identifier` refers to, or null (a parameter, an import, a `let`). */
+function constDeclarator(context, identifier) {
+  let scope = context.sourceCode.getScope(identifier);
+  while (scope) {
+    const variable = scope.set.get(identifier.name);
+    if (variable) {
+      const def = variable.defs[0];
+      return def && def.type === 'Variable' && def.parent.kind === 'const' ? def.node : null;
+    }
+    scope = scope.upper;
+  }
+  return null;
+}
+
+/**
+ * The text a name given to `sql.raw`/`sql.table`/`sql.id` spells out by hand: a string, or a const of this file
+ * initialised with one (also `as const`). Null when it is typed (`satisfies Table`, a `Table` parameter) or
+ * computed.
+ */
+function handWrittenText(context, node) {
+  const text = literalText(node);
+  if (text !== null || !node || node.type !== 'Identifier') return text;
+  const declarator = constDeclarator(context, node);
+  let init = declarator && declarator.init;
+  if (declarator && declarator.id.typeAnnotation) return null;
+  while (init && init.type === 'TSAsExpression') init = init.expression;
+  return init ? literalText(init) : null;
+}
 
 /** A string the source spells out in full: a string literal, or a template literal without expressions. */
 function literalText(node) {
@@ -121,21 +185,33 @@ const typedSqlNames = {
         if (kind) context.report({ node, messageId: 'handWritten', data: { kind, name } });
       }
     };
+    let bindings = { tags: new Set(), namespaces: new Set() };
     return {
+      Program(program) {
+        bindings = sqlBindings(program);
+      },
+      VariableDeclarator(node) {
+        // `const s = sql;` is the tag under another name.
+        if (node.id.type === 'Identifier' && isSqlOf(bindings, node.init)) bindings.tags.add(node.id.name);
+      },
       TaggedTemplateExpression(node) {
-        if (!isSql(node.tag)) return;
+        if (!isSqlOf(bindings, node.tag)) return;
         for (const quasi of node.quasi.quasis) check(quasi, quasi.value.cooked ?? quasi.value.raw);
       },
       CallExpression(node) {
         const callee = node.callee;
-        if (callee.type !== 'MemberExpression' || !isSql(callee.object) || callee.property.type !== 'Identifier')
+        if (
+          callee.type !== 'MemberExpression' ||
+          !isSqlOf(bindings, callee.object) ||
+          callee.property.type !== 'Identifier'
+        )
           return;
         const method = callee.property.name;
         if (method === 'ref' && file !== 'src/database/columns.ts') {
           context.report({ node, messageId: 'untypedRef' });
           return;
         }
-        const text = literalText(node.arguments[0]);
+        const text = handWrittenText(context, node.arguments[0]);
         if (text === null) return;
         if (method === 'raw') check(node.arguments[0], text);
         else if (method === 'ref' || method === 'table' || method === 'id')
@@ -144,6 +220,24 @@ const typedSqlNames = {
     };
   },
 };
+
+/** The text given to a pg `.query(...)`: a string, a template (its fixed parts), or a `{ text }` config. */
+function queryText(node) {
+  if (!node) return null;
+  if (node.type === 'TemplateLiteral') return node.quasis.map((q) => q.value.cooked ?? q.value.raw).join(' ');
+  if (node.type === 'ObjectExpression') {
+    const text = node.properties.find(
+      (p) => p.type === 'Property' && !p.computed && p.key.type === 'Identifier' && p.key.name === 'text',
+    );
+    return text ? queryText(text.value) : null;
+  }
+  return literalText(node);
+}
+
+/** SQL text: it opens (past comments and blanks) with a statement's keyword, as every statement does. */
+const SQL_STATEMENT =
+  /^(?:\s|--[^\n]*\n|\/\*[\s\S]*?\*\/)*(?:SELECT|INSERT|UPDATE|DELETE|MERGE|WITH|VALUES|TABLE|BEGIN|START|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE|SET|RESET|SHOW|DISCARD|CREATE|ALTER|DROP|TRUNCATE|COPY|LISTEN|UNLISTEN|NOTIFY|LOCK|VACUUM|ANALYZE|EXPLAIN|DO|CALL|GRANT|REVOKE|PREPARE|EXECUTE|DEALLOCATE|DECLARE|FETCH|MOVE|CLOSE|REFRESH|REINDEX|CLUSTER|COMMENT)\b/i;
+const isSqlText = (text) => text !== null && SQL_STATEMENT.test(text);
 
 const BUILDER_ENTRIES = new Set(['selectFrom', 'insertInto', 'updateTable', 'deleteFrom', 'mergeInto', 'replaceInto']);
 
@@ -159,6 +253,15 @@ const queriesInQueryModules = {
       builder:
         '`{{method}}` builds a query: queries are built in query modules only (a *Queries.ts file, a queries/ ' +
         'folder, src/database/); call one from here (ARCHITECTURE.md, "The data layer")',
+      namespace:
+        'a namespace import of kysely reaches `sql` and `CompiledQuery`: import the types by name here, and write ' +
+        'SQL in a query module (a *Queries.ts file, a queries/ folder, src/database/)',
+      compiledQuery:
+        '`CompiledQuery` takes any SQL text (`CompiledQuery.raw`): write SQL in a query module (a *Queries.ts ' +
+        'file, a queries/ folder, src/database/)',
+      sqlText:
+        '`.query(...)` is given SQL text: SQL is written in query modules only (a *Queries.ts file, a queries/ ' +
+        'folder, src/database/); call one from here',
     },
   },
   create(context) {
@@ -166,18 +269,25 @@ const queriesInQueryModules = {
     return {
       ImportDeclaration(node) {
         if (node.source.value !== 'kysely') return;
-        for (const specifier of node.specifiers)
-          if (specifier.type === 'ImportSpecifier' && specifier.imported.name === 'sql')
-            context.report({ node: specifier, messageId: 'sqlTag' });
+        for (const specifier of node.specifiers) {
+          if (specifier.type === 'ImportNamespaceSpecifier')
+            context.report({ node: specifier, messageId: 'namespace' });
+          if (specifier.type !== 'ImportSpecifier') continue;
+          // A type-only import (`import { type CompiledQuery }`, `import type { ... }`) writes no SQL.
+          if (specifier.importKind === 'type' || node.importKind === 'type') continue;
+          if (importedName(specifier) === 'sql') context.report({ node: specifier, messageId: 'sqlTag' });
+          if (importedName(specifier) === 'CompiledQuery')
+            context.report({ node: specifier, messageId: 'compiledQuery' });
+        }
       },
       CallExpression(node) {
         const callee = node.callee;
-        if (
-          callee.type === 'MemberExpression' &&
-          callee.property.type === 'Identifier' &&
-          BUILDER_ENTRIES.has(callee.property.name)
-        )
-          context.report({ node: callee.property, messageId: 'builder', data: { method: callee.property.name } });
+        if (callee.type !== 'MemberExpression' || callee.property.type !== 'Identifier') return;
+        const method = callee.property.name;
+        if (BUILDER_ENTRIES.has(method))
+          context.report({ node: callee.property, messageId: 'builder', data: { method } });
+        else if (method === 'query' && isSqlText(queryText(node.arguments[0])))
+          context.report({ node: callee.property, messageId: 'sqlText' });
       },
     };
   },
@@ -233,4 +343,5 @@ module.exports = {
   schemaNames,
   sqlIdentifiers,
   isQueryModule,
+  isSqlText,
 };

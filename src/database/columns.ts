@@ -14,7 +14,7 @@ export type ColumnRef = RawBuilder<unknown>;
  * A table's columns for hand-written SQL, each name checked against schema.ts (so renaming a column fails tsc
  * wherever its old name is written): `const o = columnsOf('outbox_events', 'o')`, then `${o('published_at')}`
  * is `"o"."published_at"`. The table's own name, the same way: `tableOf(table)`. No other way to name a table
- * or a column in a `sql` template passes lint (lint/plugin.cjs: local/typed-sql-names).
+ * or a column in a `sql` template passes lint (lint/localRules.cjs: local/typed-sql-names).
  */
 export function columnsOf<T extends Table>(_table: T, alias?: string): (column: Column<T>) => ColumnRef {
   // Made once per column: statements built per batch (the relay's, the history read) would otherwise parse the

@@ -13,6 +13,8 @@ const local = require('../../lint/localRules.cjs') as {
 
 const ROOT = path.resolve(__dirname, '../..');
 const at = (file: string): string => path.join(ROOT, file);
+/** The tag as src/ imports it: the rules know `sql` through its import from kysely. */
+const KYSELY_SQL = "import { sql } from 'kysely'; ";
 const tester = new RuleTester({
   languageOptions: { parser: tseslint.parser, ecmaVersion: 2022, sourceType: 'module' },
 });
@@ -22,17 +24,21 @@ describe('local/typed-sql-names', () => {
     valid: [
       {
         filename: at('src/outbox/outboxQueries.ts'),
-        code: "const o = columnsOf('outbox_events', 'o'); sql`SELECT ${o('id')} FROM ${tableOf('outbox_events')} o`;",
+        code:
+          KYSELY_SQL +
+          "const o = columnsOf('outbox_events', 'o'); sql`SELECT ${o('id')} FROM ${tableOf('outbox_events')} o`;",
       },
       {
         name: 'aliases, casts, CTE names, string literals and functions are not names of the schema',
         filename: at('src/x/xQueries.ts'),
-        code: "sql`WITH gone (gone_id) AS (SELECT count(*)::int AS status, 'orders' AS id) SELECT gone_id FROM gone`;",
+        code:
+          KYSELY_SQL +
+          "sql`WITH gone (gone_id) AS (SELECT count(*)::int AS status, 'orders' AS id) SELECT gone_id FROM gone`;",
       },
       {
         name: 'a keyword in capitals is not a column in lower case (console_audit.at)',
         filename: at('src/x/xQueries.ts'),
-        code: "sql`extract(hour from ${ref} AT TIME ZONE 'UTC')`;",
+        code: KYSELY_SQL + "sql`extract(hour from ${ref} AT TIME ZONE 'UTC')`;",
       },
       { filename: at('src/database/columns.ts'), code: 'sql.ref(column);' },
       { filename: at('src/x/xQueries.ts'), code: 'sql.table(partitionName(table, day)); sql.id(channel);' },
@@ -41,13 +47,13 @@ describe('local/typed-sql-names', () => {
       {
         name: 'a column written by hand',
         filename: at('src/reconciliation/scheduleQueries.ts'),
-        code: 'sql`UPDATE ${checks} SET next_check_at = NULL`;',
+        code: KYSELY_SQL + 'sql`UPDATE ${checks} SET next_check_at = NULL`;',
         errors: [{ messageId: 'handWritten', data: { kind: 'The column', name: 'next_check_at' } }],
       },
       {
         name: 'a table written by hand, in a typed template, qualified or quoted',
         filename: at('src/x/xQueries.ts'),
-        code: 'sql<{ n: string }>`SELECT o.status FROM "orders" o`;',
+        code: KYSELY_SQL + 'sql<{ n: string }>`SELECT o.status FROM "orders" o`;',
         errors: [
           { messageId: 'handWritten', data: { kind: 'The column', name: 'status' } },
           { messageId: 'handWritten', data: { kind: 'The table', name: 'orders' } },
@@ -56,13 +62,13 @@ describe('local/typed-sql-names', () => {
       {
         name: 'a table before its column list is a table, not a function',
         filename: at('src/database/migrations.ts'),
-        code: 'sql`INSERT INTO schema_migrations (${m})`;',
+        code: KYSELY_SQL + 'sql`INSERT INTO schema_migrations (${m})`;',
         errors: [{ messageId: 'handWritten', data: { kind: 'The table', name: 'schema_migrations' } }],
       },
       {
         name: 'names given to sql.raw, sql.table and sql.id as strings',
         filename: at('src/x/xQueries.ts'),
-        code: "sql.raw('DELETE FROM refunds'); sql.table('deliveries'); sql.id(`order_owners`);",
+        code: KYSELY_SQL + "sql.raw('DELETE FROM refunds'); sql.table('deliveries'); sql.id(`order_owners`);",
         errors: [
           { messageId: 'handWritten', data: { kind: 'The table', name: 'refunds' } },
           { messageId: 'handWritten', data: { kind: 'The table', name: 'deliveries' } },
@@ -72,8 +78,39 @@ describe('local/typed-sql-names', () => {
       {
         name: 'sql.ref, which takes any string, outside columns.ts',
         filename: at('src/console/queries/order.ts'),
-        code: 'const inDays = (column: string) => sql`${sql.ref(column)} = ANY(${ats})`;',
+        code: KYSELY_SQL + 'const inDays = (column: string) => sql`${sql.ref(column)} = ANY(${ats})`;',
         errors: [{ messageId: 'untypedRef' }],
+      },
+      {
+        name: 'the tag renamed at its import, or assigned to another name',
+        filename: at('src/x/xQueries.ts'),
+        code: "import { sql as s } from 'kysely'; s`SELECT status FROM x`; const q = s; q.raw('DELETE FROM refunds');",
+        errors: [
+          { messageId: 'handWritten', data: { kind: 'The column', name: 'status' } },
+          { messageId: 'handWritten', data: { kind: 'The table', name: 'refunds' } },
+        ],
+      },
+      {
+        name: 'the tag through a namespace import of kysely',
+        filename: at('src/x/xQueries.ts'),
+        code: "import * as k from 'kysely'; k.sql`SELECT 1 FROM orders`; k.sql.table('deliveries');",
+        errors: [
+          { messageId: 'handWritten', data: { kind: 'The table', name: 'orders' } },
+          { messageId: 'handWritten', data: { kind: 'The table', name: 'deliveries' } },
+        ],
+      },
+      {
+        name: 'names given through constants of the file, also as const and in quotes',
+        filename: at('src/x/xQueries.ts'),
+        code:
+          KYSELY_SQL +
+          "const T = 'deliveries'; const C = `order_owners` as const; const Q = '\"refunds\"'; " +
+          'sql.table(T); sql.id(C); sql.raw(Q);',
+        errors: [
+          { messageId: 'handWritten', data: { kind: 'The table', name: 'deliveries' } },
+          { messageId: 'handWritten', data: { kind: 'The table', name: 'order_owners' } },
+          { messageId: 'handWritten', data: { kind: 'The table', name: 'refunds' } },
+        ],
       },
     ],
   });
@@ -88,6 +125,13 @@ describe('local/queries-in-query-modules', () => {
       {
         filename: at('src/console/readRoutes.ts'),
         code: "import { type Kysely } from 'kysely'; readOrderStory(db, id);",
+      },
+      {
+        name: 'types by name, and a query given no SQL text',
+        filename: at('src/cli/commands/history/copyRows.ts'),
+        code:
+          "import { type CompiledQuery } from 'kysely'; import type { Kysely } from 'kysely';" +
+          " client.query(copyFrom(target)); url.query('page=2'); db.query(statement);",
       },
     ],
     invalid: [
@@ -104,6 +148,27 @@ describe('local/queries-in-query-modules', () => {
           { messageId: 'builder', data: { method: 'updateTable' } },
           { messageId: 'builder', data: { method: 'insertInto' } },
           { messageId: 'builder', data: { method: 'mergeInto' } },
+        ],
+      },
+      {
+        name: 'the tag renamed, a namespace import, CompiledQuery',
+        filename: at('src/cli/commands/inspect.ts'),
+        code:
+          "import { sql as s } from 'kysely'; import * as k from 'kysely'; import { CompiledQuery } from 'kysely';" +
+          " CompiledQuery.raw('SELECT 1');",
+        errors: [{ messageId: 'sqlTag' }, { messageId: 'namespace' }, { messageId: 'compiledQuery' }],
+      },
+      {
+        name: 'pg’s query given SQL text: a string, a template, a config with text, past a comment',
+        filename: at('src/cli/commands/history/seedWorker.ts'),
+        code:
+          "client.query('BEGIN'); pool.query(`select * from x where y = ${y}`);" +
+          " client.query({ text: 'UPDATE orders SET status = $1', values }); c.query('-- why\\n  SET jit = off');",
+        errors: [
+          { messageId: 'sqlText' },
+          { messageId: 'sqlText' },
+          { messageId: 'sqlText' },
+          { messageId: 'sqlText' },
         ],
       },
     ],

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type pg from 'pg';
 import { columnListOf, columnsOf, tableOf, type Column, type Table } from '../../../database/columns';
 import type { Db } from '../../../database/pool';
 import { statement } from '../../../database/transaction';
@@ -10,6 +11,28 @@ import type { Day } from '../../../history/days';
 export interface SeedTable<Row, T extends Table = Table> {
   table: T;
   columns: ReadonlyArray<keyof Row & Column<T>>;
+}
+
+/** A seeding thread's connection: no JIT, which would only slow its short statements. */
+export async function prepareSeedConnection(client: pg.Client): Promise<void> {
+  await client.query('SET jit = off');
+}
+
+/**
+ * `work` (a chunk's COPYs) in a transaction of its own, committed without waiting for the WAL's flush: a chunk
+ * lost to a crash is seeded again, and the intake's commits keep their durability.
+ */
+export async function inSeedTransaction<T>(client: pg.Client, work: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SET LOCAL synchronous_commit = off');
+    const result = await work();
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
 }
 
 /** `COPY table (columns) FROM STDIN`: the text pg-copy-streams sends the rows after. */

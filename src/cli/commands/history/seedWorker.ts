@@ -2,6 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import pg from 'pg';
 import { seededRandom } from '../../../simulator/random';
 import { copyRows } from './copyRows';
+import { inSeedTransaction, prepareSeedConnection } from './seedQueries';
 import { emptyRows, SEED_TABLES, seedOrder, type SeedRows, type SeedSettings } from './seededOrders';
 
 /**
@@ -64,10 +65,7 @@ const countsOf = (rows: SeedRows): ChunkCounts => ({
 });
 
 async function writeChunk(client: pg.Client, settings: SeedSettings, chunk: SeedChunk): Promise<WorkerMessage> {
-  await client.query('BEGIN');
-  try {
-    // A chunk lost to a crash is seeded again; the intake's commits keep their durability.
-    await client.query('SET LOCAL synchronous_commit = off');
+  return inSeedTransaction(client, async () => {
     const { rows, sample } = chunkRows(settings, chunk);
     await copyRows(client, SEED_TABLES.notifications, rows.notifications);
     await copyRows(client, SEED_TABLES.deliveries, rows.deliveries);
@@ -77,18 +75,14 @@ async function writeChunk(client: pg.Client, settings: SeedSettings, chunk: Seed
     await copyRows(client, SEED_TABLES.streams, rows.streams);
     await copyRows(client, SEED_TABLES.events, rows.events);
     await copyRows(client, SEED_TABLES.checks, rows.checks);
-    await client.query('COMMIT');
     return { kind: 'done', index: chunk.index, counts: countsOf(rows), sample };
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  }
+  });
 }
 
 async function serve(port: NonNullable<typeof parentPort>, { url, settings }: SeedWorkerData): Promise<void> {
   const client = new pg.Client({ connectionString: url, application_name: 'payment-notification-receiver:seed' });
   await client.connect();
-  await client.query('SET jit = off');
+  await prepareSeedConnection(client);
   let queue = Promise.resolve();
   port.on('message', (chunk: SeedChunk) => {
     queue = queue.then(async () => {
