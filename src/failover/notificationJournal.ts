@@ -97,6 +97,12 @@ export class NotificationJournal {
   private unsentBytes = 0;
   /** Entries published and not confirmed yet. */
   private unconfirmed = 0;
+  /**
+   * Messages published and not settled yet. A flush waits for the last one's confirm: what commits meanwhile leaves
+   * in the next message, so that the messages grow with the rate (a quorum queue's cost is mostly per message)
+   * and an entry waits at most one confirm (a few milliseconds) longer.
+   */
+  private inFlight = 0;
   private connection: ChannelModel | null = null;
   private channel: ConfirmChannel | null = null;
   private connecting: Promise<void> | null = null;
@@ -143,11 +149,14 @@ export class NotificationJournal {
     }
     this.dropPastBound();
     this.metrics.journalBacklog.set(this.backlog);
-    if (!this.flushQueued) {
-      this.flushQueued = true;
-      // Entries of the transactions that commit in the same turn leave in one message.
-      setImmediate(() => this.flush());
-    }
+    // Entries of the transactions that commit in the same turn, or while a message is unconfirmed, leave together.
+    if (this.inFlight === 0) this.queueFlush();
+  }
+
+  private queueFlush(): void {
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    setImmediate(() => this.flush());
   }
 
   /** Waits up to `ms` for the backlog to be confirmed, then closes the connection; what is left is dropped. */
@@ -223,7 +232,10 @@ export class NotificationJournal {
     this.metrics.journalUp.set(0);
   }
 
-  /** Publishes every unsent entry, in messages of MESSAGE_BYTES at most, each settled by its confirm. */
+  /**
+   * Publishes every unsent entry, in messages of MESSAGE_BYTES at most, each settled by its confirm; while messages
+   * are unconfirmed it waits (the last settle flushes again).
+   */
   private flush(): void {
     this.flushQueued = false;
     const channel = this.channel;
@@ -231,6 +243,7 @@ export class NotificationJournal {
       this.connect();
       return;
     }
+    if (this.inFlight > 0) return;
     while (this.unsent.length > 0) {
       let bytes = 0;
       let count = 0;
@@ -243,6 +256,7 @@ export class NotificationJournal {
       this.unconfirmed += entries.length;
       const messageId = `journal-${++this.published}`;
       let settled = false;
+      this.inFlight += 1;
       try {
         // Mandatory: a queue deleted under the journal (to change its retention) returns the message rather than
         // confirm it into nothing.
@@ -255,11 +269,14 @@ export class NotificationJournal {
             // Once per message, whatever the channel does on its way down.
             if (settled) return;
             settled = true;
+            this.inFlight -= 1;
             const returned = this.returned.delete(messageId);
             this.settle(entries, error ?? (returned ? this.queueGone() : null));
           },
         );
       } catch (error) {
+        settled = true;
+        this.inFlight -= 1;
         this.settle(entries, error);
         break;
       }
@@ -293,14 +310,12 @@ export class NotificationJournal {
       this.unsent.unshift(...entries);
       this.unsentBytes += entries.reduce((sum, entry) => sum + entryBytes(entry), 0);
       this.dropPastBound();
-      if (this.channel && !this.flushQueued) {
-        this.flushQueued = true;
-        setImmediate(() => this.flush());
-      }
     } else {
       this.metrics.journalEntries.inc({ outcome: 'confirmed' }, entries.length);
       this.dropping = false;
     }
+    // The last message settled: what waited for it (or came back with a nack) goes now.
+    if (this.channel && this.inFlight === 0 && this.unsent.length > 0) this.queueFlush();
     this.metrics.journalBacklog.set(this.backlog);
     if (this.backlog === 0) this.drained?.();
   }
