@@ -48,6 +48,16 @@ const BACKLOG_BYTES = 64 * 1024 * 1024;
 const RECONNECT_FIRST_MS = 250;
 const RECONNECT_MAX_MS = 15_000;
 
+/** What a stop leaves the connection's close at least (of its `ms`). */
+const CLOSE_MS = 500;
+
+/** Waits for `work` at most `ms` (it goes on regardless). */
+async function within(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
 const reasonText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
@@ -159,21 +169,25 @@ export class NotificationJournal {
     setImmediate(() => this.flush());
   }
 
-  /** Waits up to `ms` for the backlog to be confirmed, then closes the connection; what is left is dropped. */
+  /**
+   * Waits for the backlog to be confirmed, then closes the connection, `ms` in all: what is left is dropped. A
+   * broker that went silent (a partition: no answer, no reset) never answers the close either, so the close has
+   * the last CLOSE_MS of it at most, and the socket goes with the process.
+   */
   async stop(ms: number): Promise<void> {
-    if (this.backlog > 0 && this.channel) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        new Promise<void>((resolve) => (this.drained = resolve)),
-        new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
-      ]).finally(() => clearTimeout(timer));
-    }
+    const closeBy = Date.now() + ms;
+    if (this.backlog > 0 && this.channel)
+      await within(new Promise<void>((resolve) => (this.drained = resolve)), Math.max(0, ms - CLOSE_MS));
     this.stopped = true;
     if (this.backlog > 0) this.logger.warn({ entries: this.backlog }, 'stopping with journal entries not confirmed');
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     const connection = this.connection;
     this.dropped();
-    await connection?.close().catch(() => undefined);
+    if (connection)
+      await within(
+        connection.close().catch(() => undefined),
+        Math.max(closeBy - Date.now(), Math.min(CLOSE_MS, ms)),
+      );
   }
 
   private connect(): void {

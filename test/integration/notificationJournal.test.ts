@@ -48,6 +48,18 @@ async function messagesOf(queue: string, url = AMQP_URL): Promise<JournalEntry[]
 /** Every entry of a queue's messages, taken off it, in order. */
 const drain = async (queue: string, url = AMQP_URL): Promise<JournalEntry[]> => (await messagesOf(queue, url)).flat();
 
+/** An entry of no recorded notification, for the journal alone. */
+const silentEntry: JournalEntry = {
+  kind: 'notification',
+  at: '2026-12-02T10:00:00.000Z',
+  id: '1',
+  sourceAddress: null,
+  processingTimeMs: null,
+  algorithm: 'md5',
+  signature: '00112233445566778899aabbccddeeff',
+  body: Buffer.from('{}').toString('base64'),
+};
+
 const backlogOf = async (registry: { get(): Promise<{ values: Array<{ value: number }> }> }): Promise<number> =>
   (await registry.get()).values[0]?.value ?? 0;
 
@@ -125,6 +137,30 @@ describe('When the journal is away', () => {
       await proxy.stop();
     }
   });
+
+  it('then a stop while the broker is silent (a partition) still ends, its entries counted as not confirmed', async () => {
+    const proxy = await new FaultProxy(5672).start();
+    const queue = `test.journal.${randomBytes(4).toString('hex')}`;
+    const journal = new NotificationJournal(
+      { url: `amqp://guest:guest@127.0.0.1:${proxy.port}`, queue, retentionMs: 3_600_000, maxBytes: 1024 ** 3 },
+      createFailoverMetrics(new Registry()),
+      createLogger('silent'),
+    );
+    try {
+      journal.start();
+      journal.append([silentEntry]);
+      await waitUntil('the journal connected and confirming', () => journal.backlog === 0);
+      proxy.silent();
+      journal.append([silentEntry]);
+      // Neither the confirm nor the close's answer ever comes: before, the close waited for the heartbeat (60 s).
+      await journal.stop(1000);
+      expect(journal.backlog).toBe(1);
+    } finally {
+      proxy.pass();
+      await proxy.stop();
+      await deleteQueue(queue);
+    }
+  }, 10_000);
 
   it('then its entries wait in memory within its bound, the oldest dropped and counted, and go once it is back', async () => {
     const proxy = await new FaultProxy(5672).start();
