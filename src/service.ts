@@ -274,6 +274,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
             locale: config.consoleLocale,
             confirmWithinMs: config.consoleConfirmWithinMs,
             knownPos: receivedPos(config),
+            expectedUnroutedTypes: config.expectedUnroutedEventTypes,
             checkSchedule: config.reconciliation && {
               afterMs: config.reconciliation.afterMs,
               giveUpMs: config.reconciliation.giveUpMs,

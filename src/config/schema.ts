@@ -9,6 +9,7 @@ import { canonicalLocale, canonicalTimeZone } from '../console/localTime';
 import { parseConsoleTokens } from '../console/session';
 import { parseAdminOrigins } from '../http/origins';
 import { parseTeamTokens } from '../admin/tokens';
+import { parseExpectedEventTypes } from '../console/expectedEvents';
 
 /** The reconciliation settings (PAYMENT_API_*, RECONCILE_*), as src/reconciliation/ takes them. */
 export type ReconciliationConfig = Omit<z.output<typeof reconciliationSettings>, 'allowHttp' | 'paymentApiUrl'> & {
@@ -426,6 +427,14 @@ export const settings = z.object({
       )
       .nullable()
       .default(null),
+  ),
+  /**
+   * EXPECTED_UNROUTED_EVENT_TYPES: event types no team is meant to bind (docs/EVENTS.md: a team binds what it needs),
+   * so that one reaching no queue is counted but not raised on the board. An unknown type stops the start.
+   */
+  expectedUnroutedEventTypes: fromEnv(
+    'EXPECTED_UNROUTED_EVENT_TYPES',
+    list(parseExpectedEventTypes).default([]),
   ),
   /** AUDIT_RETENTION: console audit rows older are deleted by the history maintainer and `purge`; `off` keeps them. */
   auditRetentionMs: fromEnv('AUDIT_RETENTION', retention(365 * 86_400_000, 86_400_000, 'at least 1d')),

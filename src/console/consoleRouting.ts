@@ -1,3 +1,4 @@
+import type { EventType } from '../outbox/events';
 import express, { type Request, type Response } from 'express';
 import type { Db } from '../database/pool';
 import type { PooledTransactions } from '../database/transaction';
@@ -46,6 +47,8 @@ export interface ConsoleOptions {
   confirmWithinMs: number | null;
   /** The POS ids the service knows (its keys'): offered by the finance export's form. */
   knownPos: readonly string[];
+  /** EXPECTED_UNROUTED_EVENT_TYPES: types no team is meant to bind; counted, not raised. */
+  expectedUnroutedTypes: readonly EventType[];
   reconciliation: Reconciliation | null;
   /** When reconciliation checks an order, and how long one question may take; null when it is off. */
   checkSchedule: { afterMs: number; giveUpMs: number; timeoutMs: number } | null;

@@ -53,6 +53,7 @@ export type ReadSettings = Pick<
   | 'reconciliation'
   | 'checkSchedule'
   | 'sessionIdleMs'
+  | 'expectedUnroutedTypes'
 > & { now: () => Date; clock: LocalTime; context: (req: Request, viewer: Viewer | null) => PageContext };
 
 /**
@@ -69,7 +70,7 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
     const start = clock.startOfDay(today);
     const end = clock.startOfDay(LocalTime.nextDay(today));
     const { viewer, data } = await access.readFor(req, res, 'viewer', () =>
-      limited(res, () => overview(db, start, end)),
+      limited(res, () => overview(db, start, end, options.expectedUnroutedTypes)),
     );
     send(res, 200, overviewPage(context(req, viewer), data, { start, text: today }));
   });
@@ -134,7 +135,8 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
   });
 
   router.get('/attention', async (req, res) => {
-    const { viewer, data } = await access.readFor(req, res, 'viewer', () => limited(res, () => attention(db, now())));
+    const { viewer, data } = await access.readFor(req, res, 'viewer', () => limited(res, () => attention(db, now(), options.expectedUnroutedTypes)),
+    );
     send(
       res,
       200,

@@ -289,6 +289,9 @@ export const SETTING_WORDS: Readonly<Record<string, string>> = {
   CONSOLE_LOCALE: 'How the console writes amounts and dates.',
   CONSOLE_CONFIRM_WITHIN:
     'How long the shop has to confirm a payment waiting for its confirmation before the payment service cancels it (set per pay method in the payment service’s panel).',
+  ALLOWED_SOURCE_IPS: 'The addresses the payment service’s notifications may come from; any other is refused.',
+  EXPECTED_UNROUTED_EVENT_TYPES:
+    'The kinds of events no other service is meant to take: when none takes them, that is normal, and the board says so.',
   CONSOLE_VIEWERS_SEE_PERSONAL_DATA: 'Whether viewers see the customer’s personal data in what was received.',
   BODY_RETENTION:
     'How long what was received is kept; after it, the customer’s personal data is deleted with it, and only the statuses remain.',

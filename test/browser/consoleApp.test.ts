@@ -405,7 +405,7 @@ describe.each([
       await expect(board.locator(`#line-payment-api-${POS_ID}`).innerText()).resolves.toContain(
         `The payment service cannot be reached for shop account ${POS_ID}`,
       );
-      await expect(board.locator('#line-events-unrouted').innerText()).resolves.toContain('no queue bound');
+      await expect(board.locator('#line-events-unrouted').innerText()).resolves.toContain('order.pending: ');
       await board.locator('#line-events-unrouted').getByRole('link', { name: 'The latest order' }).click();
       await expect(page.getByTestId('events').innerText()).resolves.toContain('no queue took it');
       expect(problems).toEqual(noProblems);

@@ -1,5 +1,6 @@
 import { LocalTime } from '../../src/console/localTime';
 import type { Attention } from '../../src/console/queries/attention';
+import type { UnroutedType } from '../../src/console/queries/unroutedTypes';
 import { conditions, type BoardOptions } from '../../src/console/views/attention';
 import type { PageContext } from '../../src/console/views/layout';
 import type { Failover } from '../../src/failover/failoverQueries';
@@ -17,7 +18,8 @@ const calm: Attention = {
   troubled: [],
   pending: { count: 0, orders: 0, oldest: null, countBound: 10_000, reasons: [] },
   waitingOrders: [],
-  unrouted: { count: 0, countBound: 10_000, orders: 0, since: null, lastReason: null, orderId: null },
+  unroutedTypes: [],
+  learnt: [],
   confirmations: [],
   confirmationsCount: { count: 0, more: false },
   lastDeliveryAt: ago(MIN),
@@ -46,6 +48,7 @@ describe('needs attention: the status board', () => {
         'events-unrouted',
         'events-waiting',
         'failover',
+        'learnt',
         'given-up',
         'history-days',
         'payment-api',
@@ -78,24 +81,67 @@ describe('needs attention: the status board', () => {
     expect(refused?.title).toBe('The payment service refuses the credentials of shop account 145227');
   });
 
-  it('When events went out with no queue bound, then a warning says how many, for which keys, and links the latest order', () => {
-    const line = lines({
-      unrouted: {
-        count: 3,
-        countBound: 10_000,
-        orders: 2,
-        since: ago(HOUR),
-        lastReason: 'no queue bound for order.pending',
-        orderId: 'ORDER/1',
-      },
-    }).find((l) => l.id === 'events-unrouted');
+  const unrouted = (type: UnroutedType['type'], expected: boolean): UnroutedType => ({
+    type,
+    events: 3,
+    countBound: 10_000,
+    orders: 2,
+    since: ago(2 * HOUR),
+    latest: ago(HOUR),
+    latestOrderId: 'ORDER/1',
+    expected,
+  });
+
+  it('When events of a type went out with no queue bound, then a warning names the type, how many, since when, and links the latest order', () => {
+    const line = lines({ unroutedTypes: [unrouted('order.pending', false)] }).find((l) => l.id === 'events-unrouted');
     expect(line).toMatchObject({
       severity: 'warning',
       title: 'Events no service listened for',
       link: '/console/orders/ORDER%2F1',
     });
-    expect(line?.now).toContain('3 events about 2 orders');
-    expect(line?.now).toContain('no queue bound for order.pending');
+    expect(line?.now).toContain('order.pending: 3 events about 2 orders reached no queue, the first');
+    expect(line?.now).toContain('14:00');
+  });
+
+  it('When the only types that reached no queue are declared expected, then the line is all well, still counts them, and says it is normal', () => {
+    const board = conditions({ ...calm, unroutedTypes: [unrouted('order.pending', true)] }, ctx, options);
+    const line = board.find((l) => l.id === 'events-unrouted');
+    expect(line?.severity).toBe('ok');
+    expect(text(line?.now ?? { text: '' })).toContain(
+      '3 events of expected types (order.pending) reached no queue, as declared in EXPECTED_UNROUTED_EVENT_TYPES.',
+    );
+    expect(text(line?.meaning ?? { text: '' })).toContain('That is normal');
+  });
+
+  it('When an expected and an unexpected type reached no queue, then the warning is about the unexpected one and counts the other', () => {
+    const line = lines({
+      unroutedTypes: [unrouted('order.pending', true), unrouted('refund.pending', false)],
+    }).find((l) => l.id === 'events-unrouted');
+    expect(line?.severity).toBe('warning');
+    expect(line?.now).toMatch(/^refund\.pending: 3 events/);
+    expect(line?.now).toContain('3 events of expected types (order.pending) reached no queue, as declared');
+  });
+
+  it('When statuses were learnt by asking the payment service, then notifications that never came are a warning by POS and “Notifications arrive” is not all well', () => {
+    const board = lines({
+      learnt: [
+        {
+          posId: '300746',
+          statuses: { count: 5, more: false },
+          orders: 4,
+          first: ago(3 * HOUR),
+          latest: ago(HOUR),
+          latestOrderId: 'O1',
+        },
+      ],
+    });
+    const learnt = board.find((l) => l.id === 'learnt');
+    expect(learnt).toMatchObject({ severity: 'warning', title: 'Notifications that never came' });
+    expect(learnt?.now).toContain('5 statuses of 4 orders of shop account 300746 had to be learnt');
+    expect(board.find((l) => l.id === 'silence')).toMatchObject({
+      severity: 'warning',
+      title: 'Notifications arrive, but not all of them',
+    });
   });
 
   it('When events wait, then the line says why and for how many orders, and worsens with their age', () => {

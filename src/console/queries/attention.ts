@@ -1,4 +1,5 @@
-import type { SelectQueryBuilder } from 'kysely';
+import { sql, type SelectQueryBuilder } from 'kysely';
+import { columnsOf } from '../../database/columns';
 import type { Db } from '../../database/pool';
 import type { Database, Disagreement } from '../../database/schema';
 import type { StatusTransition } from '../../domain/outcomes';
@@ -6,9 +7,7 @@ import { latestFailovers, type Failover } from '../../failover/failoverQueries';
 import { historyDaysReady } from '../../history/historyQueries';
 import {
   outboxLag,
-  unroutedEvents,
   waitingOrders,
-  type EventCondition,
   type OutboxLag,
   type WaitingOrder,
 } from '../../outbox/outboxQueries';
@@ -20,7 +19,9 @@ import {
   openQuarantined,
   type QuarantineRow,
 } from '../../recording/quarantineQueries';
+import type { EventType } from '../../outbox/events';
 import { DELIVERY_AFTER_FIRST_MS, PAGE_SIZE } from './rows';
+import { unroutedTypes, type UnroutedType } from './unroutedTypes';
 
 /**
  * Needs attention: each condition of the status board, and the list behind it. Every part is a bounded read of an
@@ -67,8 +68,10 @@ export interface Attention {
   troubled: TroubledRow[];
   pending: OutboxLag;
   waitingOrders: WaitingOrder[];
-  /** Events published that no queue was bound for (they held up nothing; a consumer may be missing). */
-  unrouted: EventCondition;
+  /** Events published that no queue was bound for (they held up nothing; a consumer may be missing), by type, each marked expected or not (EXPECTED_UNROUTED_EVENT_TYPES). */
+  unroutedTypes: UnroutedType[];
+  /** Statuses of the last 24 h learnt by asking the payment service, not from a notification, by POS. */
+  learnt: LearntStatuses[];
   confirmations: ConfirmationRow[];
   confirmationsCount: Bounded;
   lastDeliveryAt: Date | null;
@@ -79,13 +82,27 @@ export interface Attention {
   failover: Failover | null;
 }
 
+/** A POS's statuses learnt by asking the payment service: its notifications never came. */
+export interface LearntStatuses {
+  posId: string;
+  /** Counted up to COUNT_BOUND (then more). */
+  statuses: Bounded;
+  orders: number;
+  first: Date;
+  latest: Date;
+  latestOrderId: string;
+}
+
+/** How far back statuses learnt by asking are counted. */
+export const LEARNT_WINDOW_MS = 86_400_000;
+
 /** Days back that conflicts and disagreements are listed from. */
 export const TROUBLE_DAYS = 7;
 /** Rows counted at most for a board line's count. */
 export const COUNT_BOUND = 1000;
 
 /** What a person must act on, and the lists behind it. */
-export async function attention(db: Db, now: Date): Promise<Attention> {
+export async function attention(db: Db, now: Date, expected: readonly EventType[]): Promise<Attention> {
   const [
     quarantined,
     quarantinedCount,
@@ -95,13 +112,14 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
     troubled,
     pending,
     waiting,
-    unrouted,
     confirmations,
     confirmationsCount,
     last,
     reachability,
     historyDaysAhead,
     failovers,
+    byType,
+    learnt,
   ] = await Promise.all([
     openQuarantined(db, { reason: null, posId: null }, PAGE_SIZE),
     countOpenQuarantined(db, { reason: null, posId: null }, COUNT_BOUND),
@@ -125,7 +143,6 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
       .execute(),
     outboxLag(db),
     waitingOrders(db, PAGE_SIZE),
-    unroutedEvents(db),
     db
       .selectFrom('orders')
       .selectAll()
@@ -138,6 +155,8 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
     readReachability(db),
     historyDaysReady(db, now.getTime()),
     latestFailovers(db, 1),
+    unroutedTypes(db, expected),
+    learntStatuses(db, now),
   ]);
   return {
     quarantined,
@@ -157,7 +176,8 @@ export async function attention(db: Db, now: Date): Promise<Attention> {
     })),
     pending,
     waitingOrders: waiting,
-    unrouted,
+    unroutedTypes: byType,
+    learnt,
     confirmations: confirmations.map((c) => ({
       orderId: c.order_id,
       extOrderId: c.ext_order_id,
@@ -200,4 +220,45 @@ async function lastDelivery(db: Db, now: Date): Promise<Date | null> {
     .limit(1)
     .executeTakeFirst();
   return row?.received_at ?? null;
+}
+
+/**
+ * The statuses of the last 24 h learnt by asking the payment service (observed_via other than notification), by
+ * POS: each was a notification that never came. Read from notifications_learnt (sql/023), the day's partitions and
+ * the one before only, the newest COUNT_BOUND + 1 of them.
+ */
+async function learntStatuses(db: Db, now: Date): Promise<LearntStatuses[]> {
+  const since = new Date(now.getTime() - LEARNT_WINDOW_MS);
+  const rows = await db
+    .selectFrom((eb) =>
+      eb
+        .selectFrom('notifications')
+        .select(['pos_id', 'order_id', 'received_at'])
+        .where('received_at', '>=', since)
+        .where('observed_via', '<>', 'notification')
+        .orderBy('received_at', 'desc')
+        .limit(COUNT_BOUND + 1)
+        .as('learnt'),
+    )
+    .select((eb) => [
+      'learnt.pos_id',
+      eb.fn.countAll<string>().as('statuses'),
+      eb.fn.count<string>('learnt.order_id').distinct().as('orders'),
+      eb.fn.min('learnt.received_at').as('first'),
+      eb.fn.max('learnt.received_at').as('latest'),
+      sql<string>`(array_agg(${columnsOf('notifications', 'learnt')('order_id')} ORDER BY ${columnsOf('notifications', 'learnt')('received_at')} DESC))[1]`.as(
+        'latest_order_id',
+      ),
+    ])
+    .groupBy('learnt.pos_id')
+    .orderBy('learnt.pos_id')
+    .execute();
+  return rows.map((r) => ({
+    posId: r.pos_id,
+    statuses: bounded(Number(r.statuses), COUNT_BOUND),
+    orders: Number(r.orders),
+    first: r.first,
+    latest: r.latest,
+    latestOrderId: r.latest_order_id,
+  }));
 }

@@ -3,7 +3,9 @@ import { columnsOf, tableOf } from '../../database/columns';
 import type { Db } from '../../database/pool';
 import type { DeliveryOutcome } from '../../domain/outcomes';
 import { outboxLag, type OutboxLag } from '../../outbox/outboxQueries';
+import type { EventType } from '../../outbox/events';
 import { PAGE_SIZE } from './rows';
+import { unroutedTypes, type UnroutedType } from './unroutedTypes';
 
 /** The overview: the search box's lookups, and today's counts with the outbox lag. */
 
@@ -64,15 +66,17 @@ export interface Overview {
   /** The same, by quarter of an hour since the day's start (for the chart, by local hour, whatever the offset). */
   byQuarter: number[];
   pending: OutboxLag;
+  /** The event types that reached no queue, within retention. */
+  unrouted: UnroutedType[];
 }
 
 /** A quarter of an hour: every time zone's offset is a whole number of them. */
 export const QUARTER_MS = 15 * 60_000;
 
 /** The deliveries of the local day from `start` to `end` (23, 24 or 25 hours), and the events waiting. */
-export async function overview(db: Db, start: Date, end: Date): Promise<Overview> {
+export async function overview(db: Db, start: Date, end: Date, expected: readonly EventType[]): Promise<Overview> {
   const quarter = sql<string>`floor(extract(epoch FROM ${columnsOf('deliveries')('received_at')}) * 1000 / ${QUARTER_MS})::bigint`;
-  const [rows, pending] = await Promise.all([
+  const [rows, pending, unrouted] = await Promise.all([
     db
       .selectFrom('deliveries')
       .select(['outcome', quarter.as('quarter')])
@@ -84,6 +88,7 @@ export async function overview(db: Db, start: Date, end: Date): Promise<Overview
       .groupBy(['outcome', 'quarter'])
       .execute(),
     outboxLag(db),
+    unroutedTypes(db, expected),
   ]);
   const byOutcome = new Map<DeliveryOutcome, number>();
   const first = Math.floor(start.getTime() / QUARTER_MS);
@@ -97,5 +102,6 @@ export async function overview(db: Db, start: Date, end: Date): Promise<Overview
     byOutcome: [...byOutcome].map(([outcome, count]) => ({ outcome, count })),
     byQuarter,
     pending,
+    unrouted,
   };
 }

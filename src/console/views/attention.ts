@@ -1,6 +1,7 @@
 import type { Failover } from '../../failover/failoverQueries';
 import { href, html, type Html } from '../html';
-import type { Attention, Bounded } from '../queries/attention';
+import type { Attention, Bounded, LearntStatuses } from '../queries/attention';
+import type { UnroutedType } from '../queries/unroutedTypes';
 import type { QuarantineRow } from '../../recording/quarantineQueries';
 import type { Reachability } from '../../reconciliation/reachabilityQueries';
 import { checkResultWords, quarantineReasonWords } from '../words';
@@ -156,6 +157,104 @@ function failoverLine(f: Failover | null, ctx: PageContext): Condition {
   };
 }
 
+const typeList = (types: readonly UnroutedType[]): Html =>
+  html`${types.map((t, i) => html`${i > 0 ? ', ' : ''}<code>${t.type}</code>`)}`;
+
+/** What reached no queue, by type: counted whether declared expected or not, raised only when not. */
+export function unroutedCondition(types: readonly UnroutedType[], ctx: PageContext): Condition {
+  const unexpected = types.filter((t) => !t.expected);
+  const expected = types.filter((t) => t.expected);
+  const declared =
+    expected.length === 0
+      ? html``
+      : html` ${expectedSentence(expected)}`;
+  const line = { id: 'events-unrouted' } as const;
+  if (unexpected.length === 0)
+    return {
+      ...line,
+      severity: 'ok',
+      title: html`Every event a service is meant to take was taken`,
+      now:
+        expected.length === 0
+          ? html`Every ${term('events', 'event')} sent was taken by at least one service’s queue.`
+          : html`Every ${term('events', 'event')} of the other types was taken by at least one service’s queue.${declared}`,
+      since: null,
+      meaning:
+        expected.length === 0
+          ? html`The shop’s other services receive every kind of event sent.`
+          : html`That is normal: a service binds only the kinds of events it needs (docs/EVENTS.md, “What to bind and
+            what to act on”), and no service is meant to take these.`,
+      todo: html`Nothing.`,
+      link: null,
+    };
+  const latest = unexpected.reduce((a, b) => (b.latest > a.latest ? b : a));
+  return {
+    ...line,
+    severity: 'warning',
+    title: html`Events no service listened for`,
+    now: html`${unexpected.map(
+      (t, i) =>
+        html`${i > 0 ? '; ' : ''}<code>${t.type}</code>: ${unroutedCount(t)} about ${plural(t.orders, 'order')} reached
+          no queue, the first ${time(t.since, ctx)}, the latest ${time(t.latest, ctx)}`,
+    )}.${declared}`,
+    since: earliest(unexpected.map((t) => t.since)),
+    meaning: html`Nothing waits for them, and later events of the same orders went out. But a service that should have
+    heard of these payments (shipping, accounting) may not know about them. They are kept for
+    ${setting('OUTBOX_RETENTION')} and can be sent again to a service’s own queue.`,
+    todo: html`If a service should receive ${typeList(unexpected)}, tell the engineers on duty: its queue is not bound
+    to them. Once it is, they can replay what it missed (docs/EVENTS.md, “The feed and replays”). If no service is
+    meant to, declare ${unexpected.length === 1 ? 'it' : 'them'} in ${setting('EXPECTED_UNROUTED_EVENT_TYPES')}.`,
+    link: { href: href(['orders', latest.latestOrderId]), label: 'The latest order' },
+  };
+}
+
+const unroutedCount = (t: UnroutedType): string =>
+  t.events > t.countBound ? `more than ${t.countBound} events` : plural(t.events, 'event');
+
+/** "N events of expected types reached no queue, as declared": counted, never hidden. */
+export function expectedSentence(expected: readonly UnroutedType[]): Html {
+  const n = expected.reduce((sum, t) => sum + Math.min(t.events, t.countBound), 0);
+  const more = expected.some((t) => t.events > t.countBound);
+  return html`${more ? 'More than ' : ''}${plural(n, 'event')} of expected types (${typeList(expected)}) reached no queue,
+  as declared in ${setting('EXPECTED_UNROUTED_EVENT_TYPES')}.`;
+}
+
+/** Statuses learnt by asking the payment service in the last 24 h: notifications that never came, by POS. */
+function learntCondition(learnt: readonly LearntStatuses[], ctx: PageContext, checksOn: boolean): Condition {
+  const line = { id: 'learnt' } as const;
+  if (learnt.length === 0)
+    return {
+      ...line,
+      severity: 'ok',
+      title: html`Every status of the last 24 hours came by notification`,
+      now: checksOn
+        ? html`No status had to be learnt by asking the payment service.`
+        : html`None was learnt by asking the payment service (checks are off, so a missing one would not be found).`,
+      since: null,
+      meaning: html`The payment service’s notifications reach the service.`,
+      todo: html`Nothing.`,
+      link: null,
+    };
+  return {
+    ...line,
+    severity: 'warning',
+    title: html`Notifications that never came`,
+    now: html`In the last 24 hours ${learnt.map(
+      (l, i) =>
+        html`${i > 0 ? '; ' : ''}${counted(l.statuses, 'status', 'statuses')} of ${plural(l.orders, 'order')} of shop
+          account ${value(l.posId)}`,
+    )} had to be learnt by ${term('check', 'asking the payment service')}: their notifications never came.`,
+    since: earliest(learnt.map((l) => l.first)),
+    meaning: html`Those orders show the right status now, but later than they could have, and the next missing
+    notification is learnt only at the next check.`,
+    todo: html`Tell the engineers on duty. The likely causes, most likely first: the notifyUrl is not set, or wrong, in
+    the payment service’s configuration of that shop account; the payment service does not deliver (its status page);
+    the service refuses the sender’s address (${setting('ALLOWED_SOURCE_IPS')}). See docs/OPERATIONS.md,
+    “Reconciliation”.`,
+    link: { href: href(['attention']).at('learnt'), label: 'Each shop account' },
+  };
+}
+
 /** Every condition of the board, worst first. */
 export function conditions(a: Attention, ctx: PageContext, options: BoardOptions): Condition[] {
   const { now } = ctx;
@@ -240,47 +339,36 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
   });
 
   // Events no service listened for: sent, held up nothing, but a service may be missing them.
-  const u = a.unrouted;
-  const unroutedCount = u.count > u.countBound ? `more than ${u.countBound} events` : plural(u.count, 'event');
-  lines.push({
-    id: 'events-unrouted',
-    severity: u.since === null ? 'ok' : 'warning',
-    title: u.since === null ? html`Every event has a listener` : html`Events no service listened for`,
-    now:
-      u.since === null
-        ? html`Every ${term('events', 'event')} sent was taken by at least one service’s queue.`
-        : html`${unroutedCount} about ${plural(u.orders, 'order')} went out with no queue to take them
-          (<strong>${u.lastReason ?? 'no queue bound'}</strong>), the first ${time(u.since, ctx)}.`,
-    since: u.since,
-    meaning:
-      u.since === null
-        ? html`The shop’s other services receive every kind of event sent.`
-        : html`Nothing waits for them, and later events of the same orders went out. But a service that should have
-          heard of these payments (shipping, accounting) may not know about them. They are kept for
-          ${setting('OUTBOX_RETENTION')} and can be sent again to a service’s own queue.`,
-    todo:
-      u.since === null
-        ? html`Nothing.`
-        : html`If a service should receive these kinds of events, tell the engineers on duty: its queue is not bound to
-          them. Once it is, they can replay what it missed (docs/EVENTS.md, “Replay”).`,
-    link: u.orderId === null ? null : { href: href(['orders', u.orderId]), label: 'The latest order' },
-  });
+  lines.push(unroutedCondition(a.unroutedTypes, ctx));
+
+  // Notifications that never came: statuses learnt by asking the payment service.
+  lines.push(learntCondition(a.learnt, ctx, options.checksOn));
 
   // Silence from the payment service.
   const quiet = a.lastDeliveryAt === null || now.getTime() - a.lastDeliveryAt.getTime() > options.quietAfterMs;
   lines.push({
     id: 'silence',
-    severity: quiet ? 'warning' : 'ok',
-    title: quiet ? html`No notification for a while` : html`Notifications arrive`,
+    severity: quiet || a.learnt.length > 0 ? 'warning' : 'ok',
+    title: quiet
+      ? html`No notification for a while`
+      : a.learnt.length > 0
+        ? html`Notifications arrive, but not all of them`
+        : html`Notifications arrive`,
     now: quiet
       ? html`None has arrived ${a.lastDeliveryAt ? html`since ${time(a.lastDeliveryAt, ctx)}` : 'in the last 4 days'}:
         longer than ${duration(options.quietAfterMs)} (${setting('CONSOLE_QUIET_AFTER')}).`
-      : html`The last arrived ${time(a.lastDeliveryAt, ctx)}.`,
+      : html`The last arrived ${time(a.lastDeliveryAt, ctx)}.${
+          a.learnt.length > 0
+            ? html` But some did not: see “Notifications that never came”.`
+            : ''
+        }`,
     since: a.lastDeliveryAt,
     meaning: quiet
       ? html`Either no one is paying (a quiet night), or notifications do not reach the service: then payments made now
         show as unpaid here.`
-      : html`The payment service is telling the shop about payments.`,
+      : a.learnt.length > 0
+        ? html`The payment service tells the shop about most payments; for some it had to be asked.`
+        : html`The payment service is telling the shop about payments.`,
     todo: quiet
       ? html`If customers are paying now, tell the engineers on duty: notifications do not arrive.`
       : html`Nothing.`,
@@ -528,6 +616,34 @@ export function attentionPage(ctx: PageContext, a: Attention, options: BoardOpti
                         </td>
                         <td>${time(r.since, ctx)}</td>
                         <td>${time(r.confirmedAt, ctx)}</td>
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>`
+        }
+        <h2 id="learnt">Statuses learnt by asking the payment service, last 24 hours</h2>
+        ${
+          a.learnt.length === 0
+            ? none
+            : html`<table data-testid="learnt">
+                <thead>
+                  <tr>
+                    <th scope="col">Shop account</th>
+                    <th scope="col">Statuses</th>
+                    <th scope="col">Orders</th>
+                    <th scope="col">The first</th>
+                    <th scope="col">The latest</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${a.learnt.map(
+                    (l) =>
+                      html`<tr>
+                        <td>${value(l.posId)}</td>
+                        <td>${counted(l.statuses, 'status', 'statuses')}</td>
+                        <td>${l.orders}</td>
+                        <td>${time(l.first, ctx)}</td>
+                        <td>${time(l.latest, ctx)}: ${orderLink(l.latestOrderId)}</td>
                       </tr>`,
                   )}
                 </tbody>

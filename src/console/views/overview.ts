@@ -4,6 +4,7 @@ import type { OrderSummary, Overview, SearchMatch } from '../queries/overview';
 import { DELIVERY_OUTCOME_WORDS, FIELD_WORDS } from '../words';
 import { layout, type PageContext } from './layout';
 import { money, orderLink, plural, status, time, value } from './parts';
+import { expectedSentence } from './attention';
 import { term } from './terms';
 
 /** The overview and the search results. */
@@ -110,17 +111,38 @@ export function barChart(label: string, values: readonly number[], labels: reado
   </svg>`;
 }
 
-export function pendingLine(pending: Overview['pending'], ctx: PageContext): Html {
+/** What happened to the events: waiting for the broker or not, and which types reached no queue, since when. */
+export function eventsLines(o: Pick<Overview, 'pending' | 'unrouted'>, ctx: PageContext): Html {
+  const { pending } = o;
   const count = pending.count > pending.countBound ? `more than ${pending.countBound}` : String(pending.count);
-  return pending.oldest === null
-    ? html`<p>
-        Every ${term('events', 'event')} has reached the broker: the shop’s other services know of every status.
-      </p>`
-    : html`<p>
-        ${count} ${term('events', pending.count === 1 ? 'event' : 'events')} about ${plural(pending.orders, 'order')}
-        wait for the broker, the oldest since ${time(pending.oldest, ctx)}.
-        <a href="/console/attention#events-waiting">Which, and why</a>
-      </p>`;
+  const unexpected = o.unrouted.filter((t) => !t.expected);
+  const expected = o.unrouted.filter((t) => t.expected);
+  const waiting =
+    pending.oldest === null
+      ? html`<p>No ${term('events', 'event')} waits for the broker: every one recorded has been sent.</p>`
+      : html`<p>
+          ${count} ${term('events', pending.count === 1 ? 'event' : 'events')} about ${plural(pending.orders, 'order')}
+          wait for the broker, the oldest since ${time(pending.oldest, ctx)}.
+          <a href="/console/attention#events-waiting">Which, and why</a>
+        </p>`;
+  const taken =
+    unexpected.length === 0
+      ? html`<p data-testid="events-unrouted">
+          Every event a service is meant to take was taken by a queue${
+            pending.oldest === null ? html`: the shop’s other services know of every status` : ''
+          }.${expected.length === 0 ? '' : html` ${expectedSentence(expected)} That is normal.`}
+        </p>`
+      : html`<p data-testid="events-unrouted">
+          <strong>Some events reached no queue</strong>, so a service meant to hear of them may not have:
+          ${unexpected.map(
+            (t, i) =>
+              html`${i > 0 ? '; ' : ''}<code>${t.type}</code>
+                (${t.events > t.countBound ? `more than ${t.countBound}` : t.events} since ${time(t.since, ctx)}, the
+                latest ${time(t.latest, ctx)})`,
+          )}.${expected.length === 0 ? '' : html` ${expectedSentence(expected)}`}
+          <a href="/console/attention#line-events-unrouted">What to do</a>
+        </p>`;
+  return html`${waiting}${taken}`;
 }
 
 /** An hour's bars: the local day's hours (23, 24 or 25 of them), each its four quarters added. */
@@ -185,6 +207,6 @@ export function overviewPage(ctx: PageContext, o: Overview, day: { start: Date; 
         hours.labels,
       )}
       <h2>${term('events', 'Events for other services')}</h2>
-      ${pendingLine(o.pending, ctx)}`,
+      ${eventsLines(o, ctx)}`,
   );
 }

@@ -1,0 +1,69 @@
+import { sql } from 'kysely';
+import { columnsOf, tableOf } from '../../database/columns';
+import type { Db } from '../../database/pool';
+import { EVENT_COUNT_BOUND } from '../../outbox/outboxQueries';
+import { EVENT_TYPES, type EventType } from '../../outbox/events';
+
+/**
+ * What happened to the events, by type: those that reached no queue (the broker returned them; decision 0014),
+ * kept in the outbox for OUTBOX_RETENTION. Read for the overview and the board, one walk per type of
+ * outbox_events_unrouted_by_type (sql/023), from the index alone.
+ */
+
+export interface UnroutedType {
+  type: EventType;
+  /** Counted among the type's newest, up to countBound + 1. */
+  events: number;
+  countBound: number;
+  /** The orders of those counted. */
+  orders: number;
+  /** The first one kept, and the latest. */
+  since: Date;
+  latest: Date;
+  /** The latest one's order: where to look. */
+  latestOrderId: string;
+  /** Declared in EXPECTED_UNROUTED_EVENT_TYPES: no team is meant to bind it. */
+  expected: boolean;
+}
+
+const c = columnsOf('outbox_events');
+
+/** Each event type that reached no queue within retention, in EVENT_TYPES's order; none: every event was taken. */
+export async function unroutedTypes(db: Db, expected: readonly EventType[]): Promise<UnroutedType[]> {
+  const { rows } = await sql<{
+    type: EventType;
+    events: string;
+    orders: string;
+    since: Date;
+    latest: Date;
+    latest_order_id: string;
+  }>`
+    SELECT t.type, counted.events, counted.orders, first.since, newest.latest, newest.latest_order_id
+      FROM unnest(${[...EVENT_TYPES]}::text[]) AS t(type)
+      CROSS JOIN LATERAL (
+        SELECT ${c('unrouted_at')} AS latest, ${c('order_id')} AS latest_order_id FROM ${tableOf('outbox_events')}
+         WHERE ${c('type')} = t.type AND ${c('unrouted_at')} IS NOT NULL
+         ORDER BY ${c('unrouted_at')} DESC LIMIT 1) AS newest
+      CROSS JOIN LATERAL (
+        SELECT ${c('unrouted_at')} AS since FROM ${tableOf('outbox_events')}
+         WHERE ${c('type')} = t.type AND ${c('unrouted_at')} IS NOT NULL
+         ORDER BY ${c('unrouted_at')} LIMIT 1) AS first
+      CROSS JOIN LATERAL (
+        SELECT count(*) AS events, count(DISTINCT some.order_id) AS orders FROM (
+          SELECT ${c('order_id')} AS order_id FROM ${tableOf('outbox_events')}
+           WHERE ${c('type')} = t.type AND ${c('unrouted_at')} IS NOT NULL
+           ORDER BY ${c('unrouted_at')} DESC LIMIT ${EVENT_COUNT_BOUND + 1}) AS some) AS counted`.execute(db);
+  const order = (type: string): number => (EVENT_TYPES as readonly string[]).indexOf(type);
+  return rows
+    .sort((a, b) => order(a.type) - order(b.type))
+    .map((r) => ({
+      type: r.type,
+      events: Number(r.events),
+      countBound: EVENT_COUNT_BOUND,
+      orders: Number(r.orders),
+      since: r.since,
+      latest: r.latest,
+      latestOrderId: r.latest_order_id,
+      expected: expected.includes(r.type),
+    }));
+}
