@@ -15,7 +15,9 @@ export function parseExpectedEventTypes(value: string): { value: EventType[]; pr
     if (isEventType(text)) {
       if (!types.includes(text)) types.push(text);
     } else
-      problems.push(`entry ${number} (${JSON.stringify(text)}) is not an event type; the types: ${EVENT_TYPES.join(', ')}`);
+      problems.push(
+        `entry ${number} (${JSON.stringify(text)}) is not an event type; the types: ${EVENT_TYPES.join(', ')}`,
+      );
   }
   return { value: types, problems };
 }

@@ -135,7 +135,8 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
   });
 
   router.get('/attention', async (req, res) => {
-    const { viewer, data } = await access.readFor(req, res, 'viewer', () => limited(res, () => attention(db, now(), options.expectedUnroutedTypes)),
+    const { viewer, data } = await access.readFor(req, res, 'viewer', () =>
+      limited(res, () => attention(db, now(), options.expectedUnroutedTypes)),
     );
     send(
       res,

@@ -255,6 +255,28 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('When EXPECTED_UNROUTED_EVENT_TYPES lists event types, then each is taken once; unset, none', () => {
+    expect(
+      loadConfig({
+        SECOND_KEYS: '1:k0123456789abcdef',
+        EXPECTED_UNROUTED_EVENT_TYPES: ' order.pending, refund.pending,order.pending',
+      }),
+    ).toMatchObject({ expectedUnroutedEventTypes: ['order.pending', 'refund.pending'] });
+    expect(loadConfig({ SECOND_KEYS: '1:k0123456789abcdef' })).toMatchObject({ expectedUnroutedEventTypes: [] });
+  });
+
+  it('When EXPECTED_UNROUTED_EVENT_TYPES names an unknown type or a pattern, then the start stops naming it and listing the types', () => {
+    expect(
+      problemsOf({
+        SECOND_KEYS: '1:k0123456789abcdef',
+        EXPECTED_UNROUTED_EVENT_TYPES: 'order.pending,order.paid,refund.#',
+      }),
+    ).toEqual([
+      'EXPECTED_UNROUTED_EVENT_TYPES: entry 2 ("order.paid") is not an event type; the types: order.pending, order.waiting_for_confirmation, order.completed, order.canceled, order.status_conflict, refund.pending, refund.finalized, refund.canceled, refund.status_conflict',
+      'EXPECTED_UNROUTED_EVENT_TYPES: entry 3 ("refund.#") is not an event type; the types: order.pending, order.waiting_for_confirmation, order.completed, order.canceled, order.status_conflict, refund.pending, refund.finalized, refund.canceled, refund.status_conflict',
+    ]);
+  });
+
   it('When NOTIFY_BASIC_AUTH has a password with ":", then it splits on the first ":" only', () => {
     expect(loadConfig({ SECOND_KEYS: '1:k0123456789abcdef', NOTIFY_BASIC_AUTH: 'shop:pa:ss' }).notifyBasicAuth).toEqual(
       {

@@ -38,7 +38,7 @@ export async function unroutedTypes(db: Db, expected: readonly EventType[]): Pro
     latest: Date;
     latest_order_id: string;
   }>`
-    SELECT t.type, counted.events, counted.orders, first.since, newest.latest, newest.latest_order_id
+    SELECT t.type, counted.events, counted.orders, oldest.since, newest.latest, newest.latest_order_id
       FROM unnest(${[...EVENT_TYPES]}::text[]) AS t(type)
       CROSS JOIN LATERAL (
         SELECT ${c('unrouted_at')} AS latest, ${c('order_id')} AS latest_order_id FROM ${tableOf('outbox_events')}
@@ -47,12 +47,12 @@ export async function unroutedTypes(db: Db, expected: readonly EventType[]): Pro
       CROSS JOIN LATERAL (
         SELECT ${c('unrouted_at')} AS since FROM ${tableOf('outbox_events')}
          WHERE ${c('type')} = t.type AND ${c('unrouted_at')} IS NOT NULL
-         ORDER BY ${c('unrouted_at')} LIMIT 1) AS first
+         ORDER BY ${c('unrouted_at')} LIMIT 1) AS oldest
       CROSS JOIN LATERAL (
-        SELECT count(*) AS events, count(DISTINCT some.order_id) AS orders FROM (
+        SELECT count(*) AS events, count(DISTINCT newest_kept.order_id) AS orders FROM (
           SELECT ${c('order_id')} AS order_id FROM ${tableOf('outbox_events')}
            WHERE ${c('type')} = t.type AND ${c('unrouted_at')} IS NOT NULL
-           ORDER BY ${c('unrouted_at')} DESC LIMIT ${EVENT_COUNT_BOUND + 1}) AS some) AS counted`.execute(db);
+           ORDER BY ${c('unrouted_at')} DESC LIMIT ${EVENT_COUNT_BOUND + 1}) AS newest_kept) AS counted`.execute(db);
   const order = (type: string): number => (EVENT_TYPES as readonly string[]).indexOf(type);
   return rows
     .sort((a, b) => order(a.type) - order(b.type))

@@ -164,10 +164,7 @@ const typeList = (types: readonly UnroutedType[]): Html =>
 export function unroutedCondition(types: readonly UnroutedType[], ctx: PageContext): Condition {
   const unexpected = types.filter((t) => !t.expected);
   const expected = types.filter((t) => t.expected);
-  const declared =
-    expected.length === 0
-      ? html``
-      : html` ${expectedSentence(expected)}`;
+  const declared = expected.length === 0 ? html`` : html` ${expectedSentence(expected)}`;
   const line = { id: 'events-unrouted' } as const;
   if (unexpected.length === 0)
     return {
@@ -177,7 +174,8 @@ export function unroutedCondition(types: readonly UnroutedType[], ctx: PageConte
       now:
         expected.length === 0
           ? html`Every ${term('events', 'event')} sent was taken by at least one service’s queue.`
-          : html`Every ${term('events', 'event')} of the other types was taken by at least one service’s queue.${declared}`,
+          : html`Every ${term('events', 'event')} of the other types was taken by at least one service’s
+            queue.${declared}`,
       since: null,
       meaning:
         expected.length === 0
@@ -195,15 +193,15 @@ export function unroutedCondition(types: readonly UnroutedType[], ctx: PageConte
     now: html`${unexpected.map(
       (t, i) =>
         html`${i > 0 ? '; ' : ''}<code>${t.type}</code>: ${unroutedCount(t)} about ${plural(t.orders, 'order')} reached
-          no queue, the first ${time(t.since, ctx)}, the latest ${time(t.latest, ctx)}`,
+        no queue, the first ${time(t.since, ctx)}, the latest ${time(t.latest, ctx)}`,
     )}.${declared}`,
     since: earliest(unexpected.map((t) => t.since)),
     meaning: html`Nothing waits for them, and later events of the same orders went out. But a service that should have
     heard of these payments (shipping, accounting) may not know about them. They are kept for
     ${setting('OUTBOX_RETENTION')} and can be sent again to a service’s own queue.`,
     todo: html`If a service should receive ${typeList(unexpected)}, tell the engineers on duty: its queue is not bound
-    to them. Once it is, they can replay what it missed (docs/EVENTS.md, “The feed and replays”). If no service is
-    meant to, declare ${unexpected.length === 1 ? 'it' : 'them'} in ${setting('EXPECTED_UNROUTED_EVENT_TYPES')}.`,
+    to them. Once it is, they can replay what it missed (docs/EVENTS.md, “The feed and replays”). If no service is meant
+    to, declare ${unexpected.length === 1 ? 'it' : 'them'} in ${setting('EXPECTED_UNROUTED_EVENT_TYPES')}.`,
     link: { href: href(['orders', latest.latestOrderId]), label: 'The latest order' },
   };
 }
@@ -215,8 +213,8 @@ const unroutedCount = (t: UnroutedType): string =>
 export function expectedSentence(expected: readonly UnroutedType[]): Html {
   const n = expected.reduce((sum, t) => sum + Math.min(t.events, t.countBound), 0);
   const more = expected.some((t) => t.events > t.countBound);
-  return html`${more ? 'More than ' : ''}${plural(n, 'event')} of expected types (${typeList(expected)}) reached no queue,
-  as declared in ${setting('EXPECTED_UNROUTED_EVENT_TYPES')}.`;
+  return html`${more ? 'More than ' : ''}${plural(n, 'event')} of expected types (${typeList(expected)}) reached no
+  queue, as declared in ${setting('EXPECTED_UNROUTED_EVENT_TYPES')}.`;
 }
 
 /** Statuses learnt by asking the payment service in the last 24 h: notifications that never came, by POS. */
@@ -239,11 +237,13 @@ function learntCondition(learnt: readonly LearntStatuses[], ctx: PageContext, ch
     ...line,
     severity: 'warning',
     title: html`Notifications that never came`,
-    now: html`In the last 24 hours ${learnt.map(
+    now: html`In the last 24 hours
+    ${learnt.map(
       (l, i) =>
         html`${i > 0 ? '; ' : ''}${counted(l.statuses, 'status', 'statuses')} of ${plural(l.orders, 'order')} of shop
-          account ${value(l.posId)}`,
-    )} had to be learnt by ${term('check', 'asking the payment service')}: their notifications never came.`,
+        account ${value(l.posId)}`,
+    )}
+    had to be learnt by ${term('check', 'asking the payment service')}: their notifications never came.`,
     since: earliest(learnt.map((l) => l.first)),
     meaning: html`Those orders show the right status now, but later than they could have, and the next missing
     notification is learnt only at the next check.`,
@@ -357,10 +357,9 @@ export function conditions(a: Attention, ctx: PageContext, options: BoardOptions
     now: quiet
       ? html`None has arrived ${a.lastDeliveryAt ? html`since ${time(a.lastDeliveryAt, ctx)}` : 'in the last 4 days'}:
         longer than ${duration(options.quietAfterMs)} (${setting('CONSOLE_QUIET_AFTER')}).`
-      : html`The last arrived ${time(a.lastDeliveryAt, ctx)}.${
-          a.learnt.length > 0
-            ? html` But some did not: see “Notifications that never came”.`
-            : ''
+      : html`The last arrived
+        ${time(a.lastDeliveryAt, ctx)}.${
+          a.learnt.length > 0 ? html` But some did not: see “Notifications that never came”.` : ''
         }`,
     since: a.lastDeliveryAt,
     meaning: quiet

@@ -128,7 +128,8 @@ export function eventsLines(o: Pick<Overview, 'pending' | 'unrouted'>, ctx: Page
   const taken =
     unexpected.length === 0
       ? html`<p data-testid="events-unrouted">
-          Every event a service is meant to take was taken by a queue${
+          Every event a service is meant to take was taken by a
+          queue${
             pending.oldest === null ? html`: the shop’s other services know of every status` : ''
           }.${expected.length === 0 ? '' : html` ${expectedSentence(expected)} That is normal.`}
         </p>`
