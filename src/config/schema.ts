@@ -432,10 +432,7 @@ export const settings = z.object({
    * EXPECTED_UNROUTED_EVENT_TYPES: event types no team is meant to bind (docs/EVENTS.md: a team binds what it needs),
    * so that one reaching no queue is counted but not raised on the board. An unknown type stops the start.
    */
-  expectedUnroutedEventTypes: fromEnv(
-    'EXPECTED_UNROUTED_EVENT_TYPES',
-    list(parseExpectedEventTypes).default([]),
-  ),
+  expectedUnroutedEventTypes: fromEnv('EXPECTED_UNROUTED_EVENT_TYPES', list(parseExpectedEventTypes).default([])),
   /** AUDIT_RETENTION: console audit rows older are deleted by the history maintainer and `purge`; `off` keeps them. */
   auditRetentionMs: fromEnv('AUDIT_RETENTION', retention(365 * 86_400_000, 86_400_000, 'at least 1d')),
 });

@@ -11,7 +11,7 @@ import type { ExportRow } from './queries/export';
 
 export const CSV_HEADER = [
   'type',
-  'time',
+  'booking_time',
   'shop_reference',
   'payment_id',
   'order_id',
@@ -46,12 +46,13 @@ export const csvLine = (cells: ReadonlyArray<string | null>): string => `${cells
 /** A payment or refund as a line: the amount in major units, or, when it has none, empty and said why. */
 export function exportLine(row: ExportRow, clock: LocalTime): string {
   const major = row.amount === null || row.currencyCode === null ? null : majorUnits(row.amount, row.currencyCode);
-  const note =
+  const amountNote =
     row.amount === null
       ? 'no amount was received'
       : major === null
         ? `amount not in major units: ${row.amount} minor units of ${row.currencyCode ?? 'an unknown currency'}, as received`
         : '';
+  const note = [row.held, amountNote].filter((n) => n !== null && n !== '').join('; ');
   return csvLine([
     row.kind,
     clock.isoWithOffset(row.at),
@@ -65,4 +66,42 @@ export function exportLine(row: ExportRow, clock: LocalTime): string {
     row.posId,
     note,
   ]);
+}
+
+/** A type and currency's count and total on the export page: what the CSV's rows of that type and currency add up to. */
+export interface ExportTotal {
+  kind: ExportRow['kind'];
+  currencyCode: string | null;
+  count: number;
+  /** The sum of the amounts, in minor units as received. */
+  minorUnits: bigint;
+  /** Rows of it with no amount (counted, not added). */
+  withoutAmount: number;
+}
+
+/**
+ * Counts and totals per type and currency of the export's rows, in the CSV's order of types: added up as they stream
+ * by, so that memory is that of the totals whatever the days hold.
+ */
+export async function exportTotals(rows: AsyncIterable<ExportRow> | Iterable<ExportRow>): Promise<ExportTotal[]> {
+  const totals = new Map<string, ExportTotal>();
+  for await (const row of rows) {
+    const key = `${row.kind} ${row.currencyCode ?? ''}`;
+    const total = totals.get(key) ?? {
+      kind: row.kind,
+      currencyCode: row.currencyCode,
+      count: 0,
+      minorUnits: 0n,
+      withoutAmount: 0,
+    };
+    total.count += 1;
+    if (row.amount === null) total.withoutAmount += 1;
+    else total.minorUnits += BigInt(row.amount);
+    totals.set(key, total);
+  }
+  const order: ReadonlyArray<ExportRow['kind']> = ['payment', 'refund', 'held_payment', 'held_refund'];
+  return [...totals.values()].sort(
+    (a, b) =>
+      order.indexOf(a.kind) - order.indexOf(b.kind) || (a.currencyCode ?? '').localeCompare(b.currencyCode ?? ''),
+  );
 }

@@ -15,7 +15,7 @@ import {
   send,
   type ConsoleOptions,
 } from './consoleRouting';
-import { BOM, CSV_HEADER, csvLine, exportLine } from './financeCsv';
+import { BOM, CSV_HEADER, csvLine, exportLine, exportTotals } from './financeCsv';
 import { href, type Html } from './html';
 import { LocalTime } from './localTime';
 import { AUDIT_ACTIONS, auditPage as readAuditPage } from '../history/auditQueries';
@@ -270,13 +270,21 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
 
   router.get('/export', async (req, res) => {
     const viewer = await access.viewerOf(req, res);
-    const yesterday = clock.localDay(new Date(now().getTime() - 86_400_000));
+    const today = clock.localDay(now());
+    const shortcuts = {
+      today,
+      yesterday: clock.localDay(new Date(clock.startOfDay(today).getTime() - 1)),
+      monthStart: `${today.slice(0, 8)}01`,
+    };
     const form = {
       pos: param(req, 'pos') || (options.knownPos.length === 1 ? (options.knownPos[0] ?? '') : ''),
-      from: param(req, 'from') || yesterday,
-      to: param(req, 'to') || yesterday,
+      from: param(req, 'from') || today,
+      to: param(req, 'to') || today,
     };
-    send(res, 200, exportPage(context(req, viewer), form, options.knownPos, EXPORT_MAX_DAYS));
+    // The totals, once a POS and days are chosen: the same rows the CSV is made of, added up.
+    const chosen = param(req, 'pos') !== '' ? exportRangeOf(req, clock) : null;
+    const totals = chosen === null ? null : await limited(res, () => exportTotals(exportRows(db, chosen)));
+    send(res, 200, exportPage(context(req, viewer), form, options.knownPos, EXPORT_MAX_DAYS, shortcuts, totals));
   });
 
   router.get('/export.csv', async (req, res) => {

@@ -96,7 +96,7 @@ describe('console: the finance export', () => {
     const [header, ...rows] = parseCsv(res.text);
     expect(header).toEqual([
       'type',
-      'time',
+      'booking_time',
       'shop_reference',
       'payment_id',
       'order_id',
@@ -191,5 +191,77 @@ describe('console: the finance export', () => {
     expect(page.status).toBe(200);
     expect(page.text).toContain(`<option value="${POS_ID}">`);
     expect(page.text).toContain('action="/console/export.csv"');
+  });
+
+  it('When an order came Paid and then Canceled, and a refund Refunded and then Canceled, then both are held in the CSV with a note, and the page totals agree with the CSV', async () => {
+    const paid = uniqueId('XHELD');
+    await deliver(orderBody({ orderId: paid, status: 'COMPLETED', totalAmount: '10000' }));
+    await deliver(orderBody({ orderId: paid, status: 'CANCELED', totalAmount: '10000' }));
+    const canceled = uniqueId('XCANC');
+    await deliver(orderBody({ orderId: canceled, status: 'CANCELED', totalAmount: '20000' }));
+    await deliver(orderBody({ orderId: canceled, status: 'COMPLETED', totalAmount: '20000' }));
+    const refunded = uniqueId('XREF');
+    await deliver(orderBody({ orderId: refunded, status: 'COMPLETED', totalAmount: '30000' }));
+    await deliver(refundBody({ orderId: refunded, refundId: `R${refunded}`, status: 'FINALIZED', amount: '3000' }));
+    await deliver(refundBody({ orderId: refunded, refundId: `R${refunded}`, status: 'CANCELED', amount: '3000' }));
+
+    const csv = parseCsv((await get(`/console/export.csv?pos=${POS_ID}&from=${today()}&to=${today()}`)).text);
+    const rows = csv.slice(1);
+    const of = (id: string) => rows.filter((r) => r[4] === id).map((r) => [r[0], r[7], r[10]]);
+    expect(of(paid)).toEqual([
+      [
+        'held_payment',
+        '100.00',
+        'held: COMPLETED and then CANCELED both came; book nothing until reconciled with the payment service',
+      ],
+    ]);
+    expect(of(canceled)).toEqual([
+      [
+        'held_payment',
+        '200.00',
+        'held: CANCELED and then COMPLETED both came; book nothing until reconciled with the payment service',
+      ],
+    ]);
+    expect(of(refunded)).toEqual([
+      ['payment', '300.00', ''],
+      [
+        'held_refund',
+        '30.00',
+        'held: FINALIZED and then CANCELED both came; book nothing until reconciled with the payment service',
+      ],
+    ]);
+
+    // The page's totals, per type and currency, are what the CSV's rows add up to.
+    const page = (await get(`/console/export?pos=${POS_ID}&from=${today()}&to=${today()}`)).text;
+    const shown = [...page.matchAll(/<tr data-kind="([a-z_]+)" data-currency="([A-Z]*)">([\s\S]*?)<\/tr>/g)].map(
+      (m) => {
+        const cells = [...(m[3] ?? '').matchAll(/<td>([\s\S]*?)<\/td>/g)].map((c) =>
+          (c[1] ?? '').replace(/<[^>]*>/g, '').trim(),
+        );
+        return { kind: m[1], currency: m[2], count: Number(cells[2]), total: cells[3] };
+      },
+    );
+    const fromCsv = new Map<string, { count: number; cents: number }>();
+    for (const r of rows) {
+      const key = `${r[0]} ${r[8]}`;
+      const t = fromCsv.get(key) ?? { count: 0, cents: 0 };
+      fromCsv.set(key, { count: t.count + 1, cents: t.cents + Math.round(Number(r[7] || 0) * 100) });
+    }
+    expect(shown.length).toBe(fromCsv.size);
+    for (const s of shown) {
+      const t = fromCsv.get(`${s.kind} ${s.currency}`);
+      expect({ ...s, count: t?.count }).toEqual({ ...s, count: s.count });
+      if (s.currency === 'PLN')
+        expect(s.total).toContain(((t?.cents ?? 0) / 100).toLocaleString('en-GB', { minimumFractionDigits: 2 }));
+    }
+    expect(page).toContain('Payments held: both Paid and Canceled came');
+  });
+
+  it('When the export page is opened, then it starts at today and offers yesterday and this month in one click', async () => {
+    const page = (await get('/console/export')).text;
+    expect(page).toContain(`name="from" type="date" value="${today()}"`);
+    expect(page).toContain(`name="to" type="date" value="${today()}"`);
+    expect(page).toMatch(/>Yesterday<\/a>/);
+    expect(page).toContain(`from=${today().slice(0, 8)}01&amp;to=${today()}`);
   });
 });

@@ -1,9 +1,10 @@
-import { csvCell, csvLine, exportLine } from '../../src/console/financeCsv';
+import { csvCell, csvLine, exportLine, exportTotals } from '../../src/console/financeCsv';
 import { LocalTime } from '../../src/console/localTime';
 import type { ExportRow } from '../../src/console/queries/export';
 
 const row = (over: Partial<ExportRow>): ExportRow => ({
   kind: 'payment',
+  held: null,
   at: new Date('2026-11-27T15:40:47.123Z'),
   orderId: 'WZ1K9Q7L3T',
   extOrderId: 'shop-0042',
@@ -69,5 +70,29 @@ describe('the finance CSV', () => {
       '"","XYZ","300746","amount not in major units: 223471 minor units of XYZ, as received"',
     );
     expect(exportLine(row({ amount: null }), utc)).toContain('"","PLN","300746","no amount was received"');
+  });
+
+  it('When an item is held, then its type says so and its note says what came and to book nothing', () => {
+    const note = 'held: COMPLETED and then CANCELED both came; book nothing until reconciled with the payment service';
+    const line = exportLine(row({ kind: 'held_payment', held: note }), new LocalTime('Europe/Warsaw', 'en-GB'));
+    expect(line.startsWith('"held_payment",')).toBe(true);
+    expect(line.endsWith(`"${note}"\r\n`)).toBe(true);
+  });
+
+  it('When totals are made, then each type and currency has its count and sum, held apart, rows without an amount counted', async () => {
+    const totals = await exportTotals([
+      row({ amount: '100' }),
+      row({ amount: '250' }),
+      row({ amount: '7', currencyCode: 'EUR' }),
+      row({ kind: 'refund', amount: '50' }),
+      row({ kind: 'refund', amount: null }),
+      row({ kind: 'held_payment', amount: '900', held: 'held' }),
+    ]);
+    expect(totals.map((t) => [t.kind, t.currencyCode, t.count, t.minorUnits, t.withoutAmount])).toEqual([
+      ['payment', 'EUR', 1, 7n, 0],
+      ['payment', 'PLN', 2, 350n, 0],
+      ['refund', 'PLN', 2, 50n, 1],
+      ['held_payment', 'PLN', 1, 900n, 0],
+    ]);
   });
 });

@@ -10,7 +10,10 @@ import type { Db } from '../../database/pool';
  */
 
 export interface ExportRow {
-  kind: 'payment' | 'refund';
+  /** held_*: both final statuses came (COMPLETED and CANCELED, FINALIZED and CANCELED): book nothing yet. */
+  kind: 'payment' | 'refund' | 'held_payment' | 'held_refund';
+  /** For a held row, what came and what to do; null otherwise. */
+  held: string | null;
   /** When it completed (an order) or was finalized (a refund), as recorded here. */
   at: Date;
   orderId: string;
@@ -78,6 +81,7 @@ export function completedOrders(
     const rows = await query.execute();
     return rows.map((r) => ({
       kind: 'payment' as const,
+      held: null,
       at: r.updated_at,
       orderId: r.order_id,
       extOrderId: r.ext_order_id,
@@ -119,6 +123,7 @@ export function finalizedRefunds(
     const rows = await query.execute();
     return rows.map((r) => ({
       kind: 'refund' as const,
+      held: null,
       at: r.updated_at,
       orderId: r.order_id,
       extOrderId: r.ext_order_id,
@@ -134,8 +139,135 @@ export function finalizedRefunds(
   });
 }
 
-/** Both, merged in time order: payments and refunds as they became final. */
+/** Contradictions read at most for one export (they are few: each is a payment service's mistake). */
+export const HELD_BOUND = 10_000;
+
+/** The final statuses that contradict each other: both came, and which is true is for a person to find out. */
+const CONTRADICTING: Record<'order' | 'refund', readonly string[]> = {
+  order: ['COMPLETED', 'CANCELED'],
+  refund: ['FINALIZED', 'CANCELED'],
+};
+
+const heldNote = (kept: string, came: string): string =>
+  `held: ${kept} and then ${came} both came; book nothing until reconciled with the payment service`;
+
+interface Contradiction {
+  kind: 'order' | 'refund';
+  subjectId: string;
+  note: string;
+  /** When the contradicting status came. */
+  at: Date;
+  /** The row to list when what is kept is CANCELED (it is in no list of final rows): null otherwise. */
+  canceled: ExportRow | null;
+}
+
+/**
+ * The POS's contradicted final statuses, from notifications_troubled (sql/009): conflicts received since the range's
+ * start (a final status comes before what contradicts it, so a row final in the range is contradicted after it).
+ */
+async function contradictions(db: Db, range: ExportRange): Promise<Map<string, Contradiction>> {
+  const rows = await db
+    .selectFrom('notifications as n')
+    .leftJoin('orders as o', (j) => j.onRef('o.order_id', '=', 'n.subject_id').on('n.kind', '=', 'order'))
+    .leftJoin('refunds as r', (j) => j.onRef('r.refund_id', '=', 'n.subject_id').on('n.kind', '=', 'refund'))
+    .leftJoin('orders as ro', 'ro.order_id', 'r.order_id')
+    .select([
+      'n.kind',
+      'n.subject_id',
+      'n.order_id',
+      'n.status as came',
+      'n.received_at',
+      'o.status as order_status',
+      'o.ext_order_id',
+      'o.payment_id',
+      'o.total_amount',
+      'o.currency_code',
+      'r.status as refund_status',
+      'r.ext_order_id as refund_ext_order_id',
+      'r.ext_refund_id',
+      'r.amount',
+      'r.currency_code as refund_currency_code',
+      'ro.payment_id as refund_payment_id',
+    ])
+    .where('n.outcome', '=', 'conflict')
+    .where('n.pos_id', '=', range.posId)
+    .where('n.received_at', '>=', range.from)
+    .orderBy('n.received_at')
+    .limit(HELD_BOUND)
+    .execute();
+  const found = new Map<string, Contradiction>();
+  for (const n of rows) {
+    const kept = n.kind === 'order' ? n.order_status : n.refund_status;
+    const pair = CONTRADICTING[n.kind];
+    if (kept === null || kept === n.came || !pair.includes(kept) || !pair.includes(n.came)) continue;
+    const key = `${n.kind}:${n.subject_id}`;
+    if (found.has(key)) continue;
+    const inRange = n.received_at >= range.from && n.received_at < range.to;
+    const note = heldNote(kept, n.came);
+    found.set(key, {
+      kind: n.kind,
+      subjectId: n.subject_id,
+      note,
+      at: n.received_at,
+      canceled:
+        kept !== 'CANCELED' || !inRange
+          ? null
+          : n.kind === 'order'
+            ? {
+                kind: 'held_payment',
+                held: note,
+                at: n.received_at,
+                orderId: n.order_id,
+                extOrderId: n.ext_order_id,
+                paymentId: n.payment_id,
+                refundId: null,
+                extRefundId: null,
+                amount: n.total_amount,
+                currencyCode: n.currency_code,
+                posId: range.posId,
+              }
+            : {
+                kind: 'held_refund',
+                held: note,
+                at: n.received_at,
+                orderId: n.order_id,
+                extOrderId: n.refund_ext_order_id,
+                paymentId: n.refund_payment_id,
+                refundId: n.subject_id,
+                extRefundId: n.ext_refund_id,
+                amount: n.amount,
+                currencyCode: n.refund_currency_code,
+                posId: range.posId,
+              },
+    });
+  }
+  return found;
+}
+
+/**
+ * Payments and refunds as they became final, in time order; a contradicted one (the other final status came too)
+ * as held, where it would have been, and one kept CANCELED whose COMPLETED or FINALIZED came in the range, as held
+ * at the time that came.
+ */
 export async function* exportRows(db: Db, range: ExportRange): AsyncGenerator<ExportRow> {
+  const contradicted = await contradictions(db, range);
+  const canceled = [...contradicted.values()].flatMap((c) => (c.canceled === null ? [] : [c.canceled]));
+  let first = canceled.shift();
+  for await (const row of finalRows(db, range)) {
+    while (first !== undefined && first.at.getTime() <= row.at.getTime()) {
+      yield first;
+      first = canceled.shift();
+    }
+    const held = contradicted.get(row.kind === 'payment' ? `order:${row.orderId}` : `refund:${row.refundId ?? ''}`);
+    yield held === undefined
+      ? row
+      : { ...row, kind: row.kind === 'payment' ? 'held_payment' : 'held_refund', held: held.note };
+  }
+  for (; first !== undefined; first = canceled.shift()) yield first;
+}
+
+/** Payments and refunds merged in time order, as they became final. */
+async function* finalRows(db: Db, range: ExportRange): AsyncGenerator<ExportRow> {
   const orders = completedOrders(db, range);
   const refunds = finalizedRefunds(db, range);
   let order = await orders.next();

@@ -31,39 +31,39 @@ const c = columnsOf('outbox_events');
 /** Each event type that reached no queue within retention, in EVENT_TYPES's order; none: every event was taken. */
 export async function unroutedTypes(db: Db, expected: readonly EventType[]): Promise<UnroutedType[]> {
   const { rows } = await sql<{
-    type: EventType;
+    event_type: EventType;
     events: string;
-    orders: string;
+    order_count: string;
     since: Date;
     latest: Date;
     latest_order_id: string;
   }>`
-    SELECT t.type, counted.events, counted.orders, oldest.since, newest.latest, newest.latest_order_id
-      FROM unnest(${[...EVENT_TYPES]}::text[]) AS t(type)
+    SELECT t.event_type, counted.events, counted.order_count, oldest.since, newest.latest, newest.latest_order_id
+      FROM unnest(${[...EVENT_TYPES]}::text[]) AS t(event_type)
       CROSS JOIN LATERAL (
         SELECT ${c('unrouted_at')} AS latest, ${c('order_id')} AS latest_order_id FROM ${tableOf('outbox_events')}
-         WHERE ${c('type')} = t.type AND ${c('unrouted_at')} IS NOT NULL
+         WHERE ${c('type')} = t.event_type AND ${c('unrouted_at')} IS NOT NULL
          ORDER BY ${c('unrouted_at')} DESC LIMIT 1) AS newest
       CROSS JOIN LATERAL (
         SELECT ${c('unrouted_at')} AS since FROM ${tableOf('outbox_events')}
-         WHERE ${c('type')} = t.type AND ${c('unrouted_at')} IS NOT NULL
+         WHERE ${c('type')} = t.event_type AND ${c('unrouted_at')} IS NOT NULL
          ORDER BY ${c('unrouted_at')} LIMIT 1) AS oldest
       CROSS JOIN LATERAL (
-        SELECT count(*) AS events, count(DISTINCT newest_kept.order_id) AS orders FROM (
-          SELECT ${c('order_id')} AS order_id FROM ${tableOf('outbox_events')}
-           WHERE ${c('type')} = t.type AND ${c('unrouted_at')} IS NOT NULL
+        SELECT count(*) AS events, count(DISTINCT newest_kept.about) AS order_count FROM (
+          SELECT ${c('order_id')} AS about FROM ${tableOf('outbox_events')}
+           WHERE ${c('type')} = t.event_type AND ${c('unrouted_at')} IS NOT NULL
            ORDER BY ${c('unrouted_at')} DESC LIMIT ${EVENT_COUNT_BOUND + 1}) AS newest_kept) AS counted`.execute(db);
   const order = (type: string): number => (EVENT_TYPES as readonly string[]).indexOf(type);
   return rows
-    .sort((a, b) => order(a.type) - order(b.type))
+    .sort((a, b) => order(a.event_type) - order(b.event_type))
     .map((r) => ({
-      type: r.type,
+      type: r.event_type,
       events: Number(r.events),
       countBound: EVENT_COUNT_BOUND,
-      orders: Number(r.orders),
+      orders: Number(r.order_count),
       since: r.since,
       latest: r.latest,
       latestOrderId: r.latest_order_id,
-      expected: expected.includes(r.type),
+      expected: expected.includes(r.event_type),
     }));
 }

@@ -1,7 +1,7 @@
-import { html, type Html } from '../html';
-import { CSV_HEADER } from '../financeCsv';
+import { href, html, type Html } from '../html';
+import { CSV_HEADER, type ExportTotal } from '../financeCsv';
 import { layout, type PageContext } from './layout';
-import {} from './parts';
+import { money, plural, value } from './parts';
 import { term } from './terms';
 
 /** The finance export's page: what it holds, and the form that downloads it. */
@@ -12,9 +12,24 @@ export interface ExportForm {
   to: string;
 }
 
+/** The days offered in one click: today, yesterday and this month so far (local days). */
+export interface ExportShortcuts {
+  today: string;
+  yesterday: string;
+  monthStart: string;
+}
+
+const KIND_WORDS: Record<ExportTotal['kind'], string> = {
+  payment: 'Payments (orders paid)',
+  refund: 'Refunds made',
+  held_payment: 'Payments held: both Paid and Canceled came',
+  held_refund: 'Refunds held: both Refunded and Canceled came',
+};
+
 const COLUMNS: Record<(typeof CSV_HEADER)[number], string> = {
-  type: '“payment” (an order paid) or “refund” (a refund made)',
-  time: 'when it was paid or refunded, in the shop’s time zone with its offset (2026-11-27T16:40:47.123+01:00)',
+  type: '“payment” (an order paid) or “refund” (a refund made); “held_payment” or “held_refund” when both final statuses came (Paid and Canceled, Refunded and Canceled): book nothing for it until it is reconciled with the payment service',
+  booking_time:
+    'the booking time: when this service recorded it as paid or refunded (not yet the payment service’s own time), in the console’s time zone with its offset (2026-11-27T16:40:47.123+01:00); a held item kept Canceled: when the contradicting status came',
   shop_reference: 'the shop’s own order number (extOrderId)',
   payment_id: 'the payment’s number at the payment service (PAYMENT_ID), as on the customer’s bank statement',
   order_id: 'the payment service’s order id (orderId)',
@@ -23,10 +38,53 @@ const COLUMNS: Record<(typeof CSV_HEADER)[number], string> = {
   amount: 'in major units with a dot as the decimal separator (2234.71); a refund’s amount is what went back',
   currency: 'the ISO code (PLN)',
   shop_account: 'the shop account (POS)',
-  note: 'empty, or why an amount could not be given in major units (it is then given here, as received)',
+  note: 'empty; or why the item is held, and what to do; or why an amount could not be given in major units (it is then given here, as received)',
 };
 
-export function exportPage(ctx: PageContext, form: ExportForm, knownPos: readonly string[], maxDays: number): Html {
+/** What the chosen POS and days hold, per type and currency: what the CSV's rows add up to. */
+function totalsTable(ctx: PageContext, form: ExportForm, totals: readonly ExportTotal[]): Html {
+  return html`<h2>What the export holds</h2>
+    <p>Shop account ${value(form.pos)}, ${form.from === form.to ? form.from : `${form.from} to ${form.to}`}:</p>
+    ${
+      totals.length === 0
+        ? html`<p data-testid="export-totals">Nothing was paid or refunded on these days.</p>`
+        : html`<table data-testid="export-totals">
+            <thead>
+              <tr>
+                <th scope="col">What</th>
+                <th scope="col">Currency</th>
+                <th scope="col">How many</th>
+                <th scope="col">Total</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${totals.map(
+                (t) =>
+                  html`<tr data-kind="${t.kind}" data-currency="${t.currencyCode ?? ''}">
+                    <td>${KIND_WORDS[t.kind]}</td>
+                    <td>${value(t.currencyCode)}</td>
+                    <td>${t.count}</td>
+                    <td>
+                      ${money(ctx, t.minorUnits.toString(), t.currencyCode)}${
+                        t.withoutAmount > 0 ? html` (${plural(t.withoutAmount, 'item')} without an amount)` : ''
+                      }
+                    </td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>`
+    }`;
+}
+
+export function exportPage(
+  ctx: PageContext,
+  form: ExportForm,
+  knownPos: readonly string[],
+  maxDays: number,
+  shortcuts: ExportShortcuts,
+  totals: readonly ExportTotal[] | null,
+): Html {
+  const days = (from: string, to: string) => href(['export'], { pos: form.pos, from, to });
   const { clock } = ctx;
   return layout(
     'Finance export',
@@ -45,8 +103,15 @@ export function exportPage(ctx: PageContext, form: ExportForm, knownPos: readonl
         </label>
         <label>First day <input name="from" type="date" value="${form.from}" required /></label>
         <label>Last day <input name="to" type="date" value="${form.to}" required /></label>
+        <button type="submit" formaction="/console/export">Show the totals</button>
         <button class="primary" type="submit">Download the CSV</button>
       </form>
+      <p class="actions" data-testid="export-days">
+        <a href="${days(shortcuts.today, shortcuts.today)}">Today</a> ·
+        <a href="${days(shortcuts.yesterday, shortcuts.yesterday)}">Yesterday</a> ·
+        <a href="${days(shortcuts.monthStart, shortcuts.today)}">This month</a>
+      </p>
+      ${totals === null ? '' : totalsTable(ctx, form, totals)}
       <h2>What each column holds</h2>
       <dl class="glossary">
         ${CSV_HEADER.map(
