@@ -37,22 +37,27 @@ export async function unroutedTypes(db: Db, expected: readonly EventType[]): Pro
     since: Date;
     latest: Date;
     latest_order_id: string;
-  }>`
-    SELECT t.event_type, counted.events, counted.order_count, oldest.since, newest.latest, newest.latest_order_id
-      FROM unnest(${[...EVENT_TYPES]}::text[]) AS t(event_type)
-      CROSS JOIN LATERAL (
-        SELECT ${c('unrouted_at')} AS latest, ${c('order_id')} AS latest_order_id FROM ${tableOf('outbox_events')}
-         WHERE ${c('type')} = t.event_type AND ${c('unrouted_at')} IS NOT NULL
-         ORDER BY ${c('unrouted_at')} DESC LIMIT 1) AS newest
-      CROSS JOIN LATERAL (
-        SELECT ${c('unrouted_at')} AS since FROM ${tableOf('outbox_events')}
-         WHERE ${c('type')} = t.event_type AND ${c('unrouted_at')} IS NOT NULL
-         ORDER BY ${c('unrouted_at')} LIMIT 1) AS oldest
-      CROSS JOIN LATERAL (
-        SELECT count(*) AS events, count(DISTINCT newest_kept.about) AS order_count FROM (
-          SELECT ${c('order_id')} AS about FROM ${tableOf('outbox_events')}
-           WHERE ${c('type')} = t.event_type AND ${c('unrouted_at')} IS NOT NULL
-           ORDER BY ${c('unrouted_at')} DESC LIMIT ${EVENT_COUNT_BOUND + 1}) AS newest_kept) AS counted`.execute(db);
+  }>`${sql.join(
+    EVENT_TYPES.map(
+      // One branch per type, the type a parameter of its own: the planner then walks the type's part of
+      // outbox_events_unrouted_by_type, where a type taken from a join would have it filter the whole of
+      // outbox_events_unrouted (240 ms instead of 0.1 ms with 130,000 unrouted events of other types).
+      (type) => sql`
+        SELECT ${type}::text AS event_type, counted.events, counted.order_count, oldest.since, newest.latest,
+               newest.latest_order_id
+          FROM (SELECT ${c('unrouted_at')} AS latest, ${c('order_id')} AS latest_order_id FROM ${tableOf('outbox_events')}
+                 WHERE ${c('type')} = ${type} AND ${c('unrouted_at')} IS NOT NULL
+                 ORDER BY ${c('unrouted_at')} DESC LIMIT 1) AS newest,
+               (SELECT ${c('unrouted_at')} AS since FROM ${tableOf('outbox_events')}
+                 WHERE ${c('type')} = ${type} AND ${c('unrouted_at')} IS NOT NULL
+                 ORDER BY ${c('unrouted_at')} LIMIT 1) AS oldest,
+               (SELECT count(*) AS events, count(DISTINCT newest_kept.about) AS order_count FROM (
+                  SELECT ${c('order_id')} AS about FROM ${tableOf('outbox_events')}
+                   WHERE ${c('type')} = ${type} AND ${c('unrouted_at')} IS NOT NULL
+                   ORDER BY ${c('unrouted_at')} DESC LIMIT ${EVENT_COUNT_BOUND + 1}) AS newest_kept) AS counted`,
+    ),
+    sql` UNION ALL `,
+  )}`.execute(db);
   const order = (type: string): number => (EVENT_TYPES as readonly string[]).indexOf(type);
   return rows
     .sort((a, b) => order(a.event_type) - order(b.event_type))
