@@ -7,6 +7,7 @@ import {
   type StoryNotification,
   type StoryRefund,
 } from '../orderStory/orderStoryQueries';
+import { contradictionsOf, type Contradiction } from '../orderStory/uncertainty';
 import type { OrderProjection, RefundProjection } from '../recording/projection';
 
 /** The admin API's order and refund (docs/openapi.yaml), from the order's story (src/orderStory/). */
@@ -26,11 +27,26 @@ export interface StatusHistoryEntry {
   observedVia: ObservedVia;
 }
 
+/**
+ * An order both COMPLETED and CANCELED, or a refund both FINALIZED and CANCELED (src/orderStory/uncertainty.ts):
+ * its status is not settled, whatever `status` says. Held: book nothing, reverse nothing, until reconciled.
+ */
+export interface ContradictedView {
+  /** The two final statuses, in the order they came. */
+  statuses: { status: string; receivedAt: string }[];
+  held: true;
+  /** What the money may have done. */
+  money: string;
+  toDo: string;
+}
+
 /** A refund as the admin API shows it: the projection, its last change and its status history. */
 export interface RefundView extends Omit<RefundProjection, 'status'> {
   status: string;
   updatedAt: string;
   history: StatusHistoryEntry[];
+  /** null: no contradiction. */
+  contradicted: ContradictedView | null;
 }
 
 /** An order as the admin API shows it, with its refunds. */
@@ -38,8 +54,25 @@ export interface OrderView extends Omit<OrderProjection, 'status'> {
   status: string;
   updatedAt: string;
   history: StatusHistoryEntry[];
+  /** null: no contradiction. */
+  contradicted: ContradictedView | null;
   refunds: RefundView[];
 }
+
+const contradictedView = (c: Contradiction | undefined): ContradictedView | null =>
+  c === undefined
+    ? null
+    : {
+        statuses: [c.first, c.second].map((s) => ({ status: s.status, receivedAt: s.at.toISOString() })),
+        held: true,
+        money: c.money,
+        toDo: c.toDo,
+      };
+
+const isoTime = (at: Date): string => `at ${at.toISOString()}`;
+
+const contradictionOfSubject = (story: OrderStory, kind: Contradiction['kind'], id: string): ContradictedView | null =>
+  contradictedView(contradictionsOf(story, isoTime).find((c) => c.kind === kind && c.subjectId === id));
 
 /** A subject's statuses, in the order they were recorded. */
 function historyOf(story: OrderStory, kind: StoryNotification['kind'], subjectId: string): StatusHistoryEntry[] {
@@ -57,7 +90,12 @@ function historyOf(story: OrderStory, kind: StoryNotification['kind'], subjectId
 }
 
 function refundViewOf(story: OrderStory, { createdAt: _created, updatedAt, ...refund }: StoryRefund): RefundView {
-  return { ...refund, updatedAt: updatedAt.toISOString(), history: historyOf(story, 'refund', refund.refundId) };
+  return {
+    ...refund,
+    updatedAt: updatedAt.toISOString(),
+    history: historyOf(story, 'refund', refund.refundId),
+    contradicted: contradictionOfSubject(story, 'refund', refund.refundId),
+  };
 }
 
 /** An order with its refunds and their histories; null when no notification of the order itself was recorded. */
@@ -69,6 +107,7 @@ export async function orderView(db: Db, orderId: string): Promise<OrderView | nu
     ...order,
     updatedAt: updatedAt.toISOString(),
     history: historyOf(story, 'order', orderId),
+    contradicted: contradictionOfSubject(story, 'order', orderId),
     refunds: story.refunds.map((refund) => refundViewOf(story, refund)),
   };
 }

@@ -130,6 +130,7 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
         personalData: personalData(viewer),
         canAct: viewer.role === 'operator',
         checks: options.checkSchedule,
+        confirmWithinMs: options.confirmWithinMs,
       }),
     );
   });

@@ -174,6 +174,13 @@ export const FIELD_WORDS = {
     field: 'extRefundId',
     meaning: 'The shop’s own number for a refund.',
   },
+  reason: {
+    id: 'refund-reason',
+    label: 'reason',
+    field: 'reason, reasonDescription',
+    meaning:
+      'Why a refund was made, or why it was rejected ("refund rejected by the bank"), in the payment service’s words: not personal data, so every role sees it, and it may be told to the customer.',
+  },
   posId: {
     id: 'shop-account',
     label: 'shop account',

@@ -8,31 +8,60 @@
 
 export const REDACTED = '[redacted: personal data]';
 
-/** The fields shown, by their path in the body (`[]`: every item of an array). */
-const SHOWN = new Set([
+/**
+ * The fields shown, by their path in the body (`[]`: every item of an array), each with why it is not personal
+ * data. Every other field is redacted; those the spec defines are listed in NOT_SHOWN with why they are.
+ */
+const SHOWN_WHY: ReadonlyMap<string, string> = new Map([
   // An order status notification.
-  'order.orderId',
-  'order.extOrderId',
-  'order.orderCreateDate',
-  'order.merchantPosId',
-  'order.currencyCode',
-  'order.totalAmount',
-  'order.status',
-  'order.payMethod.type',
-  'order.payMethod.amount',
-  'localReceiptDateTime',
-  'properties[].name',
+  ['order.orderId', "the payment service's id of the order: names no person"],
+  ['order.extOrderId', "the shop's own order number: names no person"],
+  ['order.orderCreateDate', 'when the order was made'],
+  ['order.merchantPosId', "the shop's point of sale"],
+  ['order.currencyCode', 'a currency'],
+  ['order.totalAmount', 'an amount'],
+  ['order.status', "the payment service's status"],
+  ['order.payMethod.type', 'the kind of pay method (card, bank transfer), not which card or account'],
+  ['order.payMethod.amount', 'an amount'],
+  ['localReceiptDateTime', 'when the money reached the shop'],
+  ['properties[].name', "a property's name; only PAYMENT_ID's value is shown (SHOWN_PROPERTIES)"],
   // A refund status notification.
-  'orderId',
-  'extOrderId',
-  'refund.refundId',
-  'refund.extRefundId',
-  'refund.amount',
-  'refund.currencyCode',
-  'refund.status',
-  'refund.statusDateTime',
-  'refund.refundDate',
+  ['orderId', "the payment service's id of the order"],
+  ['extOrderId', "the shop's own order number"],
+  ['refund.refundId', "the payment service's id of the refund"],
+  ['refund.extRefundId', "the shop's own refund reference"],
+  ['refund.amount', 'an amount'],
+  ['refund.currencyCode', 'a currency'],
+  ['refund.status', "the payment service's status"],
+  ['refund.statusDateTime', 'when the status changed'],
+  ['refund.refundDate', 'when the refund was made'],
+  [
+    'refund.reason',
+    'the payment service\'s words for why the refund was made or rejected ("refund rejected by the bank"), ' +
+      'what the customer asks about: not personal data',
+  ],
+  [
+    'refund.reasonDescription',
+    "the payment service's (or the shop's) description of the reason, given when the refund was asked for: " +
+      'shown like the reason. The shop must not write personal data into it',
+  ],
 ]);
+
+/** The fields the spec defines that are personal data, and why: redacted (as is any field not in SHOWN_WHY). */
+export const NOT_SHOWN_WHY: ReadonlyMap<string, string> = new Map([
+  ['order.buyer', "the customer's name, e-mail, phone, language and address"],
+  ['order.payMethod.card', "the customer's card: its number's digits, expiry and the bank that issued it"],
+  ['order.description', "the shop's text about the order: may name the customer or what they bought"],
+  ['order.products', 'what the customer bought'],
+  ['order.customerIp', "the customer's network address"],
+  ['properties[].value', "a property's value, PAYMENT_ID's excepted: unknown, so treated as personal"],
+]);
+
+/** The paths of the fields shown. */
+const SHOWN = new Set(SHOWN_WHY.keys());
+
+/** Why a field (by its path) is shown, or null when it is redacted. */
+export const whyShown = (path: string): string | null => SHOWN_WHY.get(path) ?? null;
 
 /** Properties (`properties[]`, `{ name, value }`) whose value is shown: the payment's id. */
 const SHOWN_PROPERTIES = new Set(['PAYMENT_ID']);

@@ -604,11 +604,62 @@ describe("console: the shop's language", () => {
     const page = await get('/console/attention', viewer);
     const line = /<tr id="line-confirmation"[\s\S]*?<\/tr>/.exec(page.text)?.[0] ?? '';
     expect(line).toContain('data-severity="warning"');
-    expect(textOf(line)).toMatch(/The first deadline: \d+ \w+ \d{4}, \d\d:\d\d:\d\d CES?T \(in \d days\)/);
+    expect(textOf(line)).toMatch(/The first deadline: \d+ \w+ \d{4}, \d\d:\d\d:\d\d CES?T \(in (3 days|2 days 23 h)\)/);
     expect(line).toContain('href="/console/attention#confirmation"');
     const section = page.text.slice(page.text.indexOf('id="confirmation"'));
     expect(section).toContain(`/console/orders/${orderId}`);
     expect(textOf(section)).toContain('2,234.71 PLN');
+  });
+
+  it('When an order waits for the shop’s confirmation, then its page says by when to confirm or cancel it, exactly and relatively, and what each does', async () => {
+    const orderId = uniqueId('CWPAGE');
+    await deliver(orderBody({ orderId, status: 'WAITING_FOR_CONFIRMATION' }));
+    const page = await get(`/console/orders/${orderId}`, viewer);
+    const box = textOf(
+      /<section class="notice" data-testid="confirm-by"[\s\S]*?<\/section>/.exec(page.text)?.[0] ?? '',
+    );
+    expect(box).toMatch(/Confirm or cancel it by \d+ \w+ \d{4}, \d\d:\d\d:\d\d CES?T \(in (3 days|2 days 23 h)\)/);
+    expect(box).toContain('To take the money');
+    expect(box).toContain('Not to take it');
+    expect(box).toContain('the payment service cancels it by itself');
+  });
+
+  it('When an order was paid and then canceled, then its page opens with what is uncertain, never as settled, and what to do', async () => {
+    const orderId = uniqueId('CCONTRA');
+    await deliver(orderBody({ orderId, status: 'PENDING' }));
+    await deliver(orderBody({ orderId, status: 'COMPLETED', localReceiptDateTime: '2026-11-02T12:00:00' }));
+    await deliver(orderBody({ orderId, status: 'CANCELED' }));
+    const page = (await get(`/console/orders/${orderId}`, viewer)).text;
+    const first = page.indexOf('data-testid="uncertain"');
+    expect(first).toBeGreaterThan(-1);
+    expect(first).toBeLessThan(page.indexOf('data-testid="facts"'));
+    const box = textOf(/<section class="notice bad" data-testid="uncertain"[\s\S]*?<\/section>/.exec(page)?.[0] ?? '');
+    expect(box).toMatch(/The money may have been taken, or not: COMPLETED came at .+ CES?T .*, CANCELED at /);
+    expect(box).toContain('Hold it');
+    expect(box).toContain('POST /orders/{id}/reconcile');
+    const shown = textOf(before(page, 'What the payment service sent'));
+    expect(shown).not.toContain('The customer has paid');
+    expect(shown).toContain('not settled');
+    expect(shown).not.toContain('Net paid');
+    // When the payment service says the money moved (its local time, read in Europe/Warsaw), beside when we heard.
+    expect(shown).toMatch(/Paid at the payment service 2 Nov 2026, 12:00:00 CET .*read in Europe\/Warsaw.*Heard by us/);
+  });
+
+  it('When a refund was finalized and then canceled, then its order page says so; its reason and description show to a viewer', async () => {
+    const orderId = uniqueId('CRCONTRA');
+    await deliver(orderBody({ orderId, status: 'COMPLETED' }));
+    await deliver(refundBody({ orderId, refundId: `R${orderId}`, status: 'FINALIZED' }));
+    await deliver(refundBody({ orderId, refundId: `R${orderId}`, status: 'CANCELED' }));
+    const page = (await get(`/console/orders/${orderId}`, viewer)).text;
+    const box = textOf(/<section class="notice bad" data-testid="uncertain"[\s\S]*?<\/section>/.exec(page)?.[0] ?? '');
+    expect(box).toMatch(/The money may have gone back to the customer, or not: FINALIZED came at .*, CANCELED at /);
+    const refunds = textOf(
+      page.slice(page.indexOf('data-testid="reason-note"'), page.indexOf('What the payment service sent')),
+    );
+    expect(refunds).toContain('refund: customer request');
+    expect(refunds).toContain('not the customer’s personal data');
+    expect(refunds).toMatch(/Refunded at the payment service 2 Nov 2026, 11:59:59 CET/);
+    expect(textOf(page)).not.toMatch(/"reason": "\[redacted/);
   });
 
   it('When events wait for the broker, then needs attention says how many orders other services miss, the broker’s answer and links them', async () => {

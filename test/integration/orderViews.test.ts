@@ -118,12 +118,23 @@ describe('order projection', () => {
     ]);
     const res = await getOrder(orderId);
     expect(res.body.history.map((h: { deliveries: number }) => h.deliveries)).toEqual([3, 2]);
+    expect(res.body.contradicted).toBeNull();
   });
 
   it('When COMPLETED is followed by CANCELED, then it is a conflict: recorded, logged as an error, COMPLETED kept', async () => {
     const orderId = uniqueId('CONF');
     expect(await sequence(orderId, ['PENDING', 'COMPLETED', 'CANCELED'])).toEqual(['accepted', 'accepted', 'conflict']);
-    expect((await getOrder(orderId)).body.status).toBe('COMPLETED');
+    const order = (await getOrder(orderId)).body;
+    expect(order.status).toBe('COMPLETED');
+    expect(order.contradicted).toMatchObject({
+      statuses: [
+        { status: 'COMPLETED', receivedAt: expect.any(String) },
+        { status: 'CANCELED', receivedAt: expect.any(String) },
+      ],
+      held: true,
+      money: expect.stringMatching(/^The money may have been taken, or not: COMPLETED came at .*, CANCELED at /),
+      toDo: expect.stringContaining(`POST /orders/${orderId}/reconcile`),
+    });
     const errorLine = svc.logs
       .map((l) => JSON.parse(l) as Record<string, unknown>)
       .find((l) => l.orderId === orderId && l.level === 50);
@@ -258,7 +269,13 @@ describe('refund projection', () => {
       outcomes.push((await svc.post(refundBody({ orderId, refundId, status }))).body.outcome as string);
     }
     expect(outcomes).toEqual(['accepted', 'accepted', 'conflict', 'duplicate', 'duplicate']);
-    expect((await svc.admin.get(`/refunds/${refundId}`)).body.status).toBe('FINALIZED');
+    const refund = (await svc.admin.get(`/refunds/${refundId}`)).body;
+    expect(refund.status).toBe('FINALIZED');
+    expect(refund.contradicted).toMatchObject({
+      statuses: [{ status: 'FINALIZED' }, { status: 'CANCELED' }],
+      held: true,
+      money: expect.stringMatching(/^The money may have gone back to the customer, or not: FINALIZED came at /),
+    });
   });
 
   it('When a panel refund without amount, currency and statusDateTime arrives, then it is accepted', async () => {

@@ -1,4 +1,11 @@
-import { readableBody, REDACTED, redactedLine, redactPersonalData } from '../../src/domain/personalData';
+import {
+  NOT_SHOWN_WHY,
+  readableBody,
+  REDACTED,
+  redactedLine,
+  redactPersonalData,
+  whyShown,
+} from '../../src/domain/personalData';
 import { orderNotificationBody, refundNotificationBody } from '../../src/simulator/bodies';
 
 const order = {
@@ -54,7 +61,7 @@ describe('personal data', () => {
     for (const secret of PERSONAL) expect(JSON.stringify(seen)).not.toContain(secret);
   });
 
-  it('When a refund notification is read without the right, then its reason and description are redacted', () => {
+  it('When a refund notification is read without the right, then its reason and description are shown: they are the payment service’s words, not personal data', () => {
     const body = refundNotificationBody(order, {
       refundId: 'R-1',
       extRefundId: 'shop-r-1',
@@ -63,7 +70,7 @@ describe('personal data', () => {
       status: 'FINALIZED',
       statusDateTime: '2026-11-28T11:00:00.000+01:00',
       reason: 'refund',
-      reasonDescription: 'Jan Kowalski changed his mind',
+      reasonDescription: 'refund rejected by the bank',
       refundDate: '2026-11-28T10:59:00.000+01:00',
     });
     expect(redactPersonalData(JSON.parse(body.toString('utf8')))).toEqual({
@@ -76,8 +83,8 @@ describe('personal data', () => {
         currencyCode: 'PLN',
         status: 'FINALIZED',
         statusDateTime: '2026-11-28T11:00:00.000+01:00',
-        reason: REDACTED,
-        reasonDescription: REDACTED,
+        reason: 'refund',
+        reasonDescription: 'refund rejected by the bank',
         refundDate: '2026-11-28T10:59:00.000+01:00',
       },
     });
@@ -132,5 +139,13 @@ describe('personal data', () => {
     const body = orderNotificationBody(order, 'PENDING', { withPaymentId: false });
     expect(JSON.parse(redactedLine(body))).toMatchObject({ order: { orderId: 'ORDER-1', customerIp: REDACTED } });
     expect(redactedLine(Buffer.from('jan@example.com'))).toBe('(15 bytes, not JSON: not shown)');
+  });
+
+  it('When a field is shown, then the allowlist says why it is not personal data', () => {
+    for (const path of ['order.orderId', 'refund.reason', 'refund.reasonDescription', 'localReceiptDateTime']) {
+      expect(whyShown(path)).toEqual(expect.any(String));
+    }
+    expect(whyShown('order.buyer.email')).toBeNull();
+    expect(NOT_SHOWN_WHY.get('order.buyer')).toMatch(/name, e-mail/);
   });
 });

@@ -1,5 +1,7 @@
 import { readableBody } from '../../domain/personalData';
 import type { OrderStory, StoryNotification, StoryRefund } from '../../orderStory/orderStoryQueries';
+import { contradictionsOf, type Contradiction } from '../../orderStory/uncertainty';
+import { paymentServiceInstant, PAYMENT_SERVICE_TIME_ZONE } from '../localTime';
 import { href, html, type Html } from '../html';
 import { subtractMinor, sumMinor } from '../money';
 import {
@@ -19,6 +21,7 @@ import {
   money,
   outcome,
   plural,
+  relative,
   provenanceMark,
   shownAsText,
   status,
@@ -35,6 +38,8 @@ export interface OrderPageOptions {
   canAct: boolean;
   /** Null: checks with the payment service are off (PAYMENT_API_URL unset). */
   checks: CheckSchedule | null;
+  /** How long the shop has to confirm a payment waiting for it (CONSOLE_CONFIRM_WITHIN); null: not set. */
+  confirmWithinMs: number | null;
 }
 
 const FINAL_ORDER = new Set(['COMPLETED', 'CANCELED']);
@@ -105,9 +110,15 @@ function timelineOf(story: OrderStory, ctx: PageContext): TimelineEntry[] {
 }
 
 /** What the customer paid, what went back, what is still going back, and what the shop keeps. */
-function moneyBox(story: OrderStory, ctx: PageContext): Html {
+function moneyBox(story: OrderStory, ctx: PageContext, contradicted: boolean): Html {
   const o = story.order;
   if (!o) return html``;
+  if (contradicted)
+    return html`<h2>Money</h2>
+      <p class="notice bad" data-testid="money">
+        Not known: the order was both paid and canceled, so the money (${money(ctx, o.totalAmount, o.currencyCode)}) may
+        have been taken, or not. Held until it is reconciled.
+      </p>`;
   const currency = o.currencyCode;
   const same = (r: StoryRefund) => r.currencyCode === currency && r.amount !== null;
   const finalized = story.refunds.filter((r) => r.status === 'FINALIZED' && same(r));
@@ -197,23 +208,132 @@ function checksBox(story: OrderStory, ctx: PageContext, options: OrderPageOption
     </dl>`;
 }
 
+/** A time as words for a sentence: "at 28 Nov 2026, 11:00:00 CET (3 h ago)". */
+const atWords = (at: Date, ctx: PageContext): string => `at ${ctx.clock.format(at)} (${relative(at, ctx.now)})`;
+
+/** What is uncertain, first on the page: each contradiction, what the money may have done, and what to do. */
+function uncertainBox(contradictions: readonly Contradiction[], options: OrderPageOptions): Html {
+  if (contradictions.length === 0) return html``;
+  return html`<section class="notice bad" data-testid="uncertain" role="alert">
+    <h2>Not settled: the payment service said two final things</h2>
+    ${contradictions.map(
+      (c) =>
+        html`<p>
+          <strong>${c.kind === 'order' ? 'The order' : html`Refund ${value(c.subjectId)}`}</strong> was
+          ${status(c.kind, c.first.status)} and then ${status(c.kind, c.second.status)}
+          (${term('contradiction', 'a contradiction')}). ${c.money}
+        </p>`,
+    )}
+    <p>
+      <strong>Hold it</strong>: book nothing and reverse nothing, ship nothing and promise the customer nothing, until
+      it is reconciled with the payment service:
+      ${options.canAct ? html`the Check button below` : html`an operator’s Check on this page`}, or
+      <code>POST /orders/{id}/reconcile</code> on the admin port. If the payment service still says both, ask its
+      support which is true.
+    </p>
+  </section>`;
+}
+
+/** A payment waiting for the shop: by when to confirm or cancel it, and what happens either way. */
+function confirmationBox(story: OrderStory, ctx: PageContext, options: OrderPageOptions): Html {
+  const o = story.order;
+  if (o === null || o.status !== 'WAITING_FOR_CONFIRMATION') return html``;
+  const since =
+    story.notifications.find((n) => n.kind === 'order' && n.status === 'WAITING_FOR_CONFIRMATION')?.receivedAt ??
+    o.updatedAt;
+  const deadline = options.confirmWithinMs === null ? null : new Date(since.getTime() + options.confirmWithinMs);
+  return html`<section class="notice" data-testid="confirm-by">
+    <h2>${term('order-WAITING_FOR_CONFIRMATION', 'Waiting for the shop’s confirmation')}</h2>
+    <p>
+      ${
+        deadline
+          ? html`Confirm or cancel it by <strong>${time(deadline, ctx)}</strong>: it has waited since
+              ${time(since, ctx)}, and the shop has ${setting('CONSOLE_CONFIRM_WITHIN')} to answer.`
+          : html`It has waited since ${time(since, ctx)}. Its deadline is set per pay method in the payment service’s
+            panel; ${setting('CONSOLE_CONFIRM_WITHIN')} is not set, so it is not shown here.`
+      }
+    </p>
+    <ul>
+      <li>
+        <strong>To take the money</strong> (the goods can go): confirm (capture) it in the payment service’s panel. The
+        order becomes ${status('order', 'COMPLETED')}.
+      </li>
+      <li>
+        <strong>Not to take it</strong>: cancel it in the panel; the reserved money goes back to the customer and the
+        order becomes ${status('order', 'CANCELED')}.
+      </li>
+      <li>
+        <strong>If nobody answers in time</strong>, the payment service cancels it by itself: the customer gets the
+        reserved money back and the shop does not get it.
+      </li>
+    </ul>
+  </section>`;
+}
+
+/** A time the payment service gave (its words) beside when the service heard of it. */
+function movedAndHeard(said: string | null, heard: Date | null, saidLabel: string, ctx: PageContext): Html {
+  const at = paymentServiceInstant(said);
+  return html`<dt>${saidLabel}</dt>
+    <dd data-testid="said-at">
+      ${
+        said === null
+          ? html`<span class="muted">not said</span>`
+          : at === null
+            ? html`${value(said)} <span class="muted">(as received: not a time the console can read)</span>`
+            : html`${time(at, ctx)}
+                <span class="muted"
+                  >(sent as <bdi>${said}</bdi>${
+                    /(?:Z|[+-]\d{2}:\d{2})$/.test(said) ? '' : html`, read in ${PAYMENT_SERVICE_TIME_ZONE}`
+                  })</span
+                >`
+      }
+    </dd>
+    <dt>Heard by us</dt>
+    <dd>${time(heard, ctx)}</dd>`;
+}
+
 /** The order page: the whole story, oldest first. */
 export function orderPage(ctx: PageContext, story: OrderStory, options: OrderPageOptions): Html {
   const o = story.order;
   const orderIdPath = ['orders', story.orderId];
   const received = story.notifications.filter((n) => n.observedVia === 'notification');
   const read = story.notifications.filter((n) => n.observedVia === 'reconciliation');
+  const contradictions = contradictionsOf(story, (at) => atWords(at, ctx));
+  const orderContradiction = contradictions.find((c) => c.kind === 'order');
+  const completedAt = story.notifications.find((n) => n.kind === 'order' && n.status === 'COMPLETED')?.receivedAt;
   return layout(
     `Order ${story.orderId}`,
     ctx,
     html`<h1>Order ${value(story.orderId)}</h1>
+      ${uncertainBox(contradictions, options)} ${confirmationBox(story, ctx, options)}
       ${
         o
           ? html`<dl class="facts" data-testid="facts">
                 <dt>Status</dt>
-                <dd>${status('order', o.status)} since ${time(o.updatedAt, ctx)}</dd>
+                <dd>
+                  ${
+                    orderContradiction
+                      ? html`<span class="badge bad">not settled</span>
+                          ${status('order', orderContradiction.first.status)}
+                          ${atWords(orderContradiction.first.at, ctx)}, then
+                          ${status('order', orderContradiction.second.status)}
+                          ${atWords(orderContradiction.second.at, ctx)}`
+                      : html`${status('order', o.status)} since ${time(o.updatedAt, ctx)}`
+                  }
+                </dd>
                 <dt>For the customer</dt>
-                <dd>${orderStatusWords(o.status).customer}</dd>
+                <dd>
+                  ${
+                    orderContradiction
+                      ? 'Not known yet: tell them the payment is being checked with the payment service, and promise nothing until it is.'
+                      : orderStatusWords(o.status).customer
+                  }
+                </dd>
+                ${
+                  o.localReceiptDateTime !== null || completedAt !== undefined
+                    ? movedAndHeard(o.localReceiptDateTime, completedAt ?? null, 'Paid at the payment service', ctx)
+                    : ''
+                }
                 <dt>Amount</dt>
                 <dd data-testid="amount">${money(ctx, o.totalAmount, o.currencyCode)}</dd>
                 <dt>${fieldName('extOrderId')}</dt>
@@ -234,13 +354,16 @@ export function orderPage(ctx: PageContext, story: OrderStory, options: OrderPag
                 <dt>First seen</dt>
                 <dd>${time(o.createdAt, ctx)}</dd>
               </dl>
-              ${moneyBox(story, ctx)}`
+              ${moneyBox(story, ctx, orderContradiction !== undefined)}`
           : html`<p class="notice">No notification of this order itself has been recorded; only its refunds.</p>`
       }
       ${
         options.canAct
           ? html`<p class="actions">
-              <a href="${href([...orderIdPath, 'reconcile'])}">Check this order with the payment service now…</a> ·
+              <a href="${href([...orderIdPath, 'reconcile'])}" data-testid="check"
+                >Check this order with the payment service now…</a
+              >
+              ·
               <a href="${href([...orderIdPath, 'republish'])}">Send its events to other services again…</a>
             </p>`
           : ''
@@ -315,48 +438,78 @@ function passedOn(e: OrderStory['events'][number], events: OrderStory['events'],
   return html`waiting; ${e.nextAttemptAt ? html`next attempt ${time(e.nextAttemptAt, ctx)}` : 'due now'}`;
 }
 
+/** When the service first heard of a refund's current news: its first notification. */
+const firstOf = (story: OrderStory, refundId: string): Date | null =>
+  story.notifications.find((n) => n.kind === 'refund' && n.subjectId === refundId)?.receivedAt ?? null;
+
+/** A time the payment service gave, read (in its zone when it has no offset), or as received. */
+function saidTime(said: string, ctx: PageContext): Html {
+  const at = paymentServiceInstant(said);
+  return at === null ? value(said) : time(at, ctx);
+}
+
 function refundsTable(story: OrderStory, ctx: PageContext): Html {
   if (story.refunds.length === 0) return html`<p>No refund recorded.</p>`;
-  return html`<table data-testid="refunds">
-    <thead>
-      <tr>
-        <th scope="col">${term('refund-id', 'Refund id')}</th>
-        <th scope="col">
-          ${term('shop-refund-reference', 'Shop’s refund reference')} <span class="field">(extRefundId)</span>
-        </th>
-        <th scope="col">Status</th>
-        <th scope="col">Amount</th>
-        <th scope="col">Its statuses</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${story.refunds.map(
-        (r) =>
-          html`<tr>
-            <td>${value(r.refundId)}</td>
-            <td>${value(r.extRefundId)}</td>
-            <td>${status('refund', r.status)}</td>
-            <td>${money(ctx, r.amount, r.currencyCode)}</td>
-            <td>
-              <ol>
-                ${story.notifications
-                  .filter((n) => n.kind === 'refund' && n.subjectId === r.refundId)
-                  .map(
-                    (n) =>
-                      html`<li>
-                        ${status('refund', n.status)}:
-                        ${term(TRANSITION_WORDS[n.outcome].id, TRANSITION_WORDS[n.outcome].label)}${provenanceMark(
-                          n.observedVia,
-                        )},
-                        ${time(n.receivedAt, ctx)}
-                      </li>`,
-                  )}
-              </ol>
-            </td>
-          </tr>`,
-      )}
-    </tbody>
-  </table>`;
+  return html`<p class="muted" data-testid="reason-note">
+      A refund’s reason and its description are the payment service’s words (why it was made, or why the bank rejected
+      it), not the customer’s personal data: every role sees them, and they may be told to the customer.
+    </p>
+    <table data-testid="refunds">
+      <thead>
+        <tr>
+          <th scope="col">${term('refund-id', 'Refund id')}</th>
+          <th scope="col">
+            ${term('shop-refund-reference', 'Shop’s refund reference')} <span class="field">(extRefundId)</span>
+          </th>
+          <th scope="col">Status</th>
+          <th scope="col">Amount</th>
+          <th scope="col">When the payment service says</th>
+          <th scope="col">${fieldName('reason')}</th>
+          <th scope="col">Its statuses</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${story.refunds.map(
+          (r) =>
+            html`<tr>
+              <td>${value(r.refundId)}</td>
+              <td>${value(r.extRefundId)}</td>
+              <td>${status('refund', r.status)}</td>
+              <td>${money(ctx, r.amount, r.currencyCode)}</td>
+              <td>
+                <dl class="facts">
+                  ${movedAndHeard(r.refundDate, firstOf(story, r.refundId), 'Refunded at the payment service', ctx)}
+                  ${
+                    r.statusDateTime === null
+                      ? ''
+                      : html`<dt>Status changed there</dt>
+                          <dd>${saidTime(r.statusDateTime, ctx)}</dd>`
+                  }
+                </dl>
+              </td>
+              <td data-testid="refund-reason">
+                ${value(r.reason)}${r.reasonDescription ? html`: ${value(r.reasonDescription)}` : ''}
+              </td>
+              <td>
+                <ol>
+                  ${story.notifications
+                    .filter((n) => n.kind === 'refund' && n.subjectId === r.refundId)
+                    .map(
+                      (n) =>
+                        html`<li>
+                          ${status('refund', n.status)}:
+                          ${term(TRANSITION_WORDS[n.outcome].id, TRANSITION_WORDS[n.outcome].label)}${provenanceMark(
+                            n.observedVia,
+                          )},
+                          ${time(n.receivedAt, ctx)}
+                        </li>`,
+                    )}
+                </ol>
+              </td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>`;
 }
 
 function bodiesNotice(options: OrderPageOptions): Html {

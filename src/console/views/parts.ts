@@ -28,18 +28,25 @@ export function time(at: Date | null, ctx: Pick<PageContext, 'now' | 'clock'>): 
     <span class="muted">(${relative(at, ctx.now)})</span>`;
 }
 
+/**
+ * How long ago or until `at`, in the two largest units that matter, never rounded down across one: "in 2 days 23 h",
+ * not "in 2 days"; "1 h 59 min ago", not "1 h ago". Below a minute, seconds; below an hour, minutes.
+ */
 export function relative(at: Date, now: Date): string {
   const seconds = Math.round((now.getTime() - at.getTime()) / 1000);
   const future = seconds < 0;
   const s = Math.abs(seconds);
+  const both = (big: number, bigUnit: string, small: number, smallUnit: string): string =>
+    small === 0 ? `${big} ${bigUnit}` : `${big} ${bigUnit} ${small} ${smallUnit}`;
+  const days = Math.floor(s / 86_400);
   const span =
     s < 60
       ? `${s} s`
       : s < 3600
         ? `${Math.floor(s / 60)} min`
-        : s < 172_800
-          ? `${Math.floor(s / 3600)} h`
-          : `${Math.floor(s / 86_400)} days`;
+        : s < 86_400
+          ? both(Math.floor(s / 3600), 'h', Math.floor((s % 3600) / 60), 'min')
+          : both(days, days === 1 ? 'day' : 'days', Math.floor((s % 86_400) / 3600), 'h');
   return future ? `in ${span}` : `${span} ago`;
 }
 
