@@ -16,6 +16,7 @@ import { createConsole, type ConsoleOptions } from '../console/consoleApp';
 import { beginAudit, completeAudit, recordAudit } from '../history/auditQueries';
 import { createSignInGuard, type SignInGuard } from '../console/signInGuard';
 import { registerEventRoutes } from './eventRoutes';
+import { registerOrderIndexRoutes } from './orderIndexRoutes';
 import { registerOrderListRoutes } from './orderListRoutes';
 import { auditActorOf, type AdminTokens, type Caller } from './tokens';
 import { orderView, refundView, type OrderView } from './orderViews';
@@ -322,6 +323,7 @@ export function createAdminApp({
           guard,
         ),
       );
+    registerOrderIndexRoutes(app, { db: data.db, authorized, limited });
     app.get('/orders/:orderId', authorized, async (req, res) => {
       const orderId = validId(req.params.orderId, 'order');
       const order = await limited(res, () => orderView(data.db, orderId));
