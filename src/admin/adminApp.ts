@@ -13,6 +13,7 @@ import { idProblem } from '../parsing/identifiers';
 import type { OrderCheck } from '../reconciliation/checkOrder';
 import type { PosProblem, Reconciliation } from '../reconciliation/reconciliation';
 import { createConsole, type ConsoleOptions } from '../console/consoleApp';
+import { LocalTime } from '../console/localTime';
 import { beginAudit, completeAudit, recordAudit } from '../history/auditQueries';
 import { createSignInGuard, type SignInGuard } from '../console/signInGuard';
 import { registerEventRoutes } from './eventRoutes';
@@ -323,7 +324,12 @@ export function createAdminApp({
           guard,
         ),
       );
-    registerOrderIndexRoutes(app, { db: data.db, authorized, limited });
+    registerOrderIndexRoutes(app, {
+      db: data.db,
+      authorized,
+      limited,
+      clock: new LocalTime(data.console?.timeZone ?? 'UTC', data.console?.locale ?? 'en-GB'),
+    });
     app.get('/orders/:orderId', authorized, async (req, res) => {
       const orderId = validId(req.params.orderId, 'order');
       const order = await limited(res, () => orderView(data.db, orderId));

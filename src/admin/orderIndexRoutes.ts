@@ -1,4 +1,6 @@
 import type { Express, RequestHandler, Response } from 'express';
+import { readExportRange, streamExport } from '../console/exportStream';
+import type { LocalTime } from '../console/localTime';
 import type { Db } from '../database/pool';
 import { RequestError } from '../errors';
 import { idProblem } from '../parsing/identifiers';
@@ -12,8 +14,10 @@ import {
 } from './orderIndexQueries';
 
 /**
- * GET /orders: the JSON API's list of orders (docs/openapi.yaml, src/admin/orderIndexQueries.ts), behind the admin
- * token. Bad input gets 400 naming the parameter; nothing is looked up for it.
+ * What finance compares its ledger against, on the JSON API behind the admin token (docs/openapi.yaml): GET /orders,
+ * the list of orders (src/admin/orderIndexQueries.ts), and GET /exports/finance.csv, the console's finance export
+ * (src/console/exportStream.ts: the same file for the same days). Bad input gets 400 naming the parameter; nothing
+ * is looked up for it.
  */
 
 const STATUSES = ['PENDING', 'WAITING_FOR_CONFIRMATION', 'COMPLETED', 'CANCELED'];
@@ -66,10 +70,27 @@ export function registerOrderIndexRoutes(
     db: Db;
     authorized: RequestHandler;
     limited: <T>(res: Response, work: (clientLeft: AbortSignal) => Promise<T>) => Promise<T>;
+    /** The console's zone and locale (CONSOLE_TIME_ZONE, CONSOLE_LOCALE): the export's days and times are in it. */
+    clock: LocalTime;
   },
 ): void {
   app.get('/orders', options.authorized, async (req, res) => {
     const filter = orderListFilter(req.query);
     res.json(await options.limited(res, () => listOrders(options.db, filter)));
+  });
+
+  app.get('/exports/finance.csv', options.authorized, async (req, res) => {
+    const query: Record<string, unknown> = req.query;
+    const unknown = Object.keys(query).filter((name) => !['posId', 'from', 'to'].includes(name));
+    if (unknown.length > 0)
+      throw invalid(unknown[0] ?? '', 'not a parameter of the export (they are: posId, from, to)');
+    const [posId, from, to] = ['posId', 'from', 'to'].map((name) => {
+      const value = single(query, name);
+      if (value === null) throw invalid(name, 'is required');
+      return value;
+    });
+    const range = readExportRange(posId ?? '', from ?? '', to ?? '', options.clock);
+    if ('problem' in range) throw new RequestError(400, 'invalid_query', range.problem);
+    await options.limited(res, (clientLeft) => streamExport(options.db, res, range, options.clock, clientLeft));
   });
 }

@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import type { Request, Response, Router } from 'express';
 import { DELIVERY_OUTCOMES, type DeliveryOutcome } from '../domain/outcomes';
 import { idProblem } from '../parsing/identifiers';
@@ -11,11 +10,11 @@ import {
   parseLocalTime,
   POS,
   readingNote,
-  SECURITY_HEADERS,
   send,
   type ConsoleOptions,
 } from './consoleRouting';
-import { BOM, CSV_HEADER, csvLine, exportLine, exportTotals } from './financeCsv';
+import { exportTotals } from './financeCsv';
+import { EXPORT_MAX_DAYS, readExportRange, streamExport, type ExportRange } from './exportStream';
 import { href, type Html } from './html';
 import { LocalTime } from './localTime';
 import { AUDIT_ACTIONS, auditPage as readAuditPage } from '../history/auditQueries';
@@ -37,9 +36,6 @@ import { overviewPage, searchResultsPage } from './views/overview';
 
 /** Longest window of the deliveries list: its days' partitions are read. */
 const MAX_WINDOW_MS = 31 * 86_400_000;
-/** Most days one finance export covers. */
-export const EXPORT_MAX_DAYS = 31;
-const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
 /** What the reading pages use of the console's options, and how they draw a page's frame. */
 export type ReadSettings = Pick<
@@ -291,63 +287,12 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
   router.get('/export.csv', async (req, res) => {
     await access.viewerOf(req, res);
     const range = exportRangeOf(req, clock);
-    await limited(res, (clientLeft) => streamExport(res, range, clientLeft));
+    await limited(res, (clientLeft) => streamExport(db, res, range, clock, clientLeft));
   });
-
-  /** Streams the export a page of rows at a time, waiting for the client to take each write. */
-  async function streamExport(res: Response, range: ExportRange, clientLeft: AbortSignal): Promise<void> {
-    const rows = exportRows(db, { posId: range.posId, from: range.from, to: range.to });
-    try {
-      for await (const row of rows) {
-        if (!res.headersSent) writeHead(res, range);
-        if (clientLeft.aborted) return void res.destroy();
-        if (!res.write(exportLine(row, clock))) await once(res, 'drain', { signal: clientLeft });
-      }
-      if (!res.headersSent) writeHead(res, range);
-      res.end();
-    } catch (error) {
-      // Once the first line is sent, a failure can only cut the file short, never pass for its end.
-      if (!res.headersSent) throw error;
-      res.destroy(error instanceof Error ? error : undefined);
-    }
-  }
-}
-
-interface ExportRange {
-  posId: string;
-  fromDay: string;
-  toDay: string;
-  from: Date;
-  to: Date;
 }
 
 function exportRangeOf(req: Request, clock: LocalTime): ExportRange {
-  const posId = param(req, 'pos');
-  const fromDay = param(req, 'from');
-  const toDay = param(req, 'to');
-  if (!POS.test(posId))
-    throw new PageError(400, 'Bad export', 'pos must be a shop account (POS) id: letters, digits, _ and -.');
-  const from = DAY.test(fromDay) ? clock.readLocalTime(fromDay, false) : null;
-  const to = DAY.test(toDay) ? clock.readLocalTime(toDay, true) : null;
-  if (from === null || to === null)
-    throw new PageError(
-      400,
-      'Bad export',
-      `from and to must be days such as 2026-11-27 (in ${clock.timeZone}), between the years 2000 and 2099.`,
-    );
-  if (to.at.getTime() <= from.at.getTime())
-    throw new PageError(400, 'Bad export', 'from must not be after to: the first day comes first.');
-  const days = Math.round((Date.parse(`${toDay}T00:00Z`) - Date.parse(`${fromDay}T00:00Z`)) / 86_400_000) + 1;
-  if (days > EXPORT_MAX_DAYS)
-    throw new PageError(400, 'Bad export', `An export covers at most ${EXPORT_MAX_DAYS} days; this asks for ${days}.`);
-  return { posId, fromDay, toDay, from: from.at, to: to.at };
-}
-
-function writeHead(res: Response, range: ExportRange): void {
-  res.status(200).set({
-    ...SECURITY_HEADERS,
-    'Content-Type': 'text/csv; charset=utf-8',
-    'Content-Disposition': `attachment; filename="payments-${range.posId}-${range.fromDay}-to-${range.toDay}.csv"`,
-  });
-  res.write(BOM + csvLine(CSV_HEADER));
+  const range = readExportRange(param(req, 'pos'), param(req, 'from'), param(req, 'to'), clock);
+  if ('problem' in range) throw new PageError(400, 'Bad export', range.problem);
+  return range;
 }

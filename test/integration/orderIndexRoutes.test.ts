@@ -109,3 +109,46 @@ describe('GET /orders', () => {
     expect((await svc.admin.get('/orders').set({ Authorization: 'Bearer wrong-token-0000000000' })).status).toBe(401);
   });
 });
+
+describe('GET /exports/finance.csv', () => {
+  it('When a POS and days are given with the token, then the console’s CSV comes, with a paid order of that POS in it', async () => {
+    const orderId = uniqueId('LCSV');
+    await deliver(orderId, 'COMPLETED');
+    const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+    const res = await svc.admin
+      .get(`/exports/finance.csv?posId=${POS_ID}&from=${yesterday}&to=${tomorrow}`)
+      .set(bearer)
+      .buffer(true)
+      .parse((r, done) => {
+        let text = '';
+        r.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+        r.on('end', () => done(null, text));
+      });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/csv/);
+    expect(res.body as string).toMatch(/^\ufeff"/);
+    expect(res.body as string).toContain(orderId);
+  });
+
+  it('When the POS, the days or a parameter are wrong, or there is no token, then 400 or 401 and no CSV', async () => {
+    for (const query of [
+      `posId=${POS_ID}&from=2026-11-01`,
+      `posId=a%20b&from=2026-11-01&to=2026-11-02`,
+      `posId=${POS_ID}&from=2026-11-02&to=2026-11-01`,
+      `posId=${POS_ID}&from=2026-01-01&to=2026-03-01`,
+      `posId=${POS_ID}&from=yesterday&to=2026-11-01`,
+      `posId=${POS_ID}&from=2026-11-01&to=2026-11-02&format=xlsx`,
+    ]) {
+      const res = await svc.admin.get(`/exports/finance.csv?${query}`).set(bearer);
+      expect({ query, status: res.status, code: res.body.error?.code }).toEqual({
+        query,
+        status: 400,
+        code: 'invalid_query',
+      });
+    }
+    expect((await svc.admin.get(`/exports/finance.csv?posId=${POS_ID}&from=2026-11-01&to=2026-11-02`)).status).toBe(
+      401,
+    );
+  });
+});
