@@ -59,6 +59,21 @@ describe('the example consumer validator', () => {
     expect(checkEvent('order.completed', body(e)).outcome).toBe('invalid');
   });
 
+  it('When an event has no dataschema (published before 1.1.0), then it is read as 1.0 and valid', () => {
+    const old = event();
+    delete old.dataschema;
+    const checked = checkEvent('order.completed', body(old));
+    expect(checked).toMatchObject({
+      outcome: 'valid',
+      event: { dataschema: 'urn:payment-notification-receiver:events:v1:order' },
+    });
+    const refund: Json = JSON.parse(
+      JSON.stringify(buildEvent('urn:payment-notification-receiver', 'refund.finalized', refundData, new Date())),
+    );
+    delete refund.dataschema;
+    expect(checkEvent('refund.finalized', body(refund)).outcome).toBe('valid');
+  });
+
   it('When a message is not JSON, then it is invalid; when its type is unknown, it is a type added later', () => {
     expect(checkEvent('order.completed', Buffer.from('{"no'))).toEqual({
       outcome: 'invalid',

@@ -7,6 +7,8 @@ import schemas from './paymentEventSchemas.json';
  * Checks a message against the schemas published with the events (paymentEventSchemas.json, generated from
  * docs/asyncapi.yaml), as they are: open, so an event with fields a later 1.x added still passes, while one that
  * lacks a field, carries a value its schema does not allow, or names another major version in `dataschema` fails.
+ * An event without `dataschema` (recorded before 1.1.0, still in the outbox or the feed) is read as 1.0: the v1
+ * schema of its type, which is what it was published under.
  */
 
 export type Checked =
@@ -40,6 +42,7 @@ export function checkEvent(routingKey: string, body: Buffer): Checked {
   } catch {
     return { outcome: 'invalid', problems: ['the body is not JSON'] };
   }
+  if (isObject(event) && !('dataschema' in event)) event = { ...event, dataschema: v1Schema(routingKey) };
   if (!validate(event))
     return {
       outcome: 'invalid',
@@ -47,4 +50,13 @@ export function checkEvent(routingKey: string, body: Buffer): Checked {
     };
   if (event.type !== routingKey) return { outcome: 'invalid', problems: [`type ${event.type} under ${routingKey}`] };
   return { outcome: 'valid', event };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The `dataschema` 1.0 events went without: v1 of the order or refund schema, by the routing key. */
+function v1Schema(routingKey: string): string {
+  return `urn:payment-notification-receiver:events:v1:${routingKey.startsWith('refund.') ? 'refund' : 'order'}`;
 }
