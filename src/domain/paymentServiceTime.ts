@@ -1,0 +1,61 @@
+/**
+ * The payment service's times as instants (docs/EVENTS.md, "Finance's booking rules"). Its notifications write
+ * some times with an offset (`2026-11-28T07:07:38.123+01:00`) and some without (`2026-11-28T07:07:38`), the latter
+ * in its own local time: PAYMENT_SERVICE_TIME_ZONE names that zone (Europe/Warsaw by default).
+ */
+
+const TIME =
+  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+
+const formats = new Map<string, Intl.DateTimeFormat>();
+
+/** The zone's offset from UTC at the instant `ms`, in milliseconds. */
+function offsetMs(timeZone: string, ms: number): number {
+  let format = formats.get(timeZone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    formats.set(timeZone, format);
+  }
+  const part = (type: Intl.DateTimeFormatPartTypes): number =>
+    Number(format.formatToParts(new Date(ms)).find((p) => p.type === type)?.value ?? 0);
+  const wall = Date.UTC(part('year'), part('month') - 1, part('day'), part('hour'), part('minute'), part('second'));
+  return wall - Math.floor(ms / 1000) * 1000;
+}
+
+/**
+ * The instant a payment-service time stands for, as ISO 8601 in UTC (`2026-11-28T06:07:38.123Z`): with its own
+ * offset when it has one, else read in `timeZone` (an IANA name). Null for null or a text that is not a time. A
+ * local time the zone skips (the spring gap) is read with the offset before it; one it repeats (autumn), with the
+ * earlier of the two.
+ */
+export function paymentServiceInstant(text: string | null, timeZone: string): string | null {
+  if (text === null) return null;
+  const m = TIME.exec(text.trim());
+  if (!m) return null;
+  const [, y, mo, d, h, mi, s, frac, offset] = m;
+  const ms = Number((frac ?? '').padEnd(3, '0').slice(0, 3));
+  const wall = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s ?? 0), ms);
+  const check = new Date(wall);
+  if (check.getUTCMonth() !== Number(mo) - 1 || check.getUTCDate() !== Number(d) || Number(h) > 23) return null;
+  if (offset !== undefined) {
+    if (offset.toUpperCase() === 'Z') return check.toISOString();
+    const digits = offset.replace(':', '');
+    const minutes = Number(digits.slice(1, 3)) * 60 + Number(digits.slice(3, 5) || 0);
+    return new Date(wall - (digits[0] === '-' ? -1 : 1) * minutes * 60_000).toISOString();
+  }
+  // Earlier of the two readings when the wall time repeats; the offset before the gap when it is skipped.
+  const before = offsetMs(timeZone, wall - offsetMs(timeZone, wall - 86_400_000));
+  const after = offsetMs(timeZone, wall - offsetMs(timeZone, wall + 86_400_000));
+  const candidates = [wall - before, wall - after].filter((at) => wall - at === offsetMs(timeZone, at));
+  const at = candidates.length > 0 ? Math.min(...candidates) : wall - offsetMs(timeZone, wall - 86_400_000);
+  return new Date(at).toISOString();
+}
