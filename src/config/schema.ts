@@ -175,6 +175,21 @@ export function sourceOf(schema: z.core.$ZodType): SettingSource {
 }
 
 /** Every setting of the service, in the order .env.example lists them (what each means is said there too). */
+
+/** An IANA time zone name, in its canonical spelling (`europe/warsaw` is `Europe/Warsaw`); `fallback` when unset. */
+function timeZone(fallback: string) {
+  return z
+    .string()
+    .trim()
+    .default(fallback)
+    .transform((value, ctx) => {
+      const zone = canonicalTimeZone(value);
+      if (zone === null)
+        ctx.addIssue({ code: 'custom', message: 'must be an IANA time zone name such as Europe/Warsaw or UTC' });
+      return zone ?? fallback;
+    });
+}
+
 export const settings = z.object({
   /** PORT: the public port, POST /notifications. */
   port: fromEnv('PORT', port().default(8080)),
@@ -385,20 +400,10 @@ export const settings = z.object({
   consoleViewersSeePersonalData: fromEnv('CONSOLE_VIEWERS_SEE_PERSONAL_DATA', boolean.default(false)),
   /** CONSOLE_QUIET_AFTER: needs attention says so when no notification arrived for this long. */
   consoleQuietAfterMs: fromEnv('CONSOLE_QUIET_AFTER', durationMs(3_600_000, { min: 60_000, max: 7 * 86_400_000 })),
+  /** PAYMENT_SERVICE_TIME_ZONE: the IANA zone the payment service's times without an offset are in. */
+  paymentServiceTimeZone: fromEnv('PAYMENT_SERVICE_TIME_ZONE', timeZone('Europe/Warsaw')),
   /** CONSOLE_TIME_ZONE: the IANA time zone every console page shows times in and reads filters in. */
-  consoleTimeZone: fromEnv(
-    'CONSOLE_TIME_ZONE',
-    z
-      .string()
-      .trim()
-      .default('UTC')
-      .transform((value, ctx) => {
-        const zone = canonicalTimeZone(value);
-        if (zone === null)
-          ctx.addIssue({ code: 'custom', message: 'must be an IANA time zone name such as Europe/Warsaw or UTC' });
-        return zone ?? 'UTC';
-      }),
-  ),
+  consoleTimeZone: fromEnv('CONSOLE_TIME_ZONE', timeZone('UTC')),
   /** CONSOLE_LOCALE: how the console writes amounts and dates (a BCP 47 locale). */
   consoleLocale: fromEnv(
     'CONSOLE_LOCALE',

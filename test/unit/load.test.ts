@@ -277,6 +277,16 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it("When the payment service's time zone is unset, then Europe/Warsaw; when it does not exist, the start is refused", () => {
+    expect(loadConfig({ SECOND_KEYS: '1:k0123456789abcdef' }).paymentServiceTimeZone).toBe('Europe/Warsaw');
+    expect(
+      loadConfig({ SECOND_KEYS: '1:k0123456789abcdef', PAYMENT_SERVICE_TIME_ZONE: 'utc' }).paymentServiceTimeZone,
+    ).toBe('UTC');
+    expect(problemsOf({ SECOND_KEYS: '1:k0123456789abcdef', PAYMENT_SERVICE_TIME_ZONE: 'Europe/Atlantis' })).toEqual([
+      'PAYMENT_SERVICE_TIME_ZONE: must be an IANA time zone name such as Europe/Warsaw or UTC',
+    ]);
+  });
+
   it('When NOTIFY_BASIC_AUTH has a password with ":", then it splits on the first ":" only', () => {
     expect(loadConfig({ SECOND_KEYS: '1:k0123456789abcdef', NOTIFY_BASIC_AUTH: 'shop:pa:ss' }).notifyBasicAuth).toEqual(
       {
