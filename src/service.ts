@@ -272,6 +272,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
             quietAfterMs: config.consoleQuietAfterMs,
             timeZone: config.consoleTimeZone,
             locale: config.consoleLocale,
+            paymentServiceTimeZone: config.paymentServiceTimeZone,
             confirmWithinMs: config.consoleConfirmWithinMs,
             knownPos: receivedPos(config),
             expectedUnroutedTypes: config.expectedUnroutedEventTypes,

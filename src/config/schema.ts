@@ -6,6 +6,7 @@ import { parseBasicCredentials } from '../intake/requestChecks';
 import { parseSourceAllowlist, parseTrustProxy } from '../intake/sourceAddress';
 import { MIN_HISTORY_RETENTION_MS } from '../history/days';
 import { canonicalLocale, canonicalTimeZone } from '../console/localTime';
+import { DEFAULT_PAYMENT_SERVICE_TIME_ZONE } from '../domain/paymentServiceTime';
 import { parseConsoleTokens } from '../console/session';
 import { parseAdminOrigins } from '../http/origins';
 import { parseTeamTokens } from '../admin/tokens';
@@ -401,7 +402,7 @@ export const settings = z.object({
   /** CONSOLE_QUIET_AFTER: needs attention says so when no notification arrived for this long. */
   consoleQuietAfterMs: fromEnv('CONSOLE_QUIET_AFTER', durationMs(3_600_000, { min: 60_000, max: 7 * 86_400_000 })),
   /** PAYMENT_SERVICE_TIME_ZONE: the IANA zone the payment service's times without an offset are in. */
-  paymentServiceTimeZone: fromEnv('PAYMENT_SERVICE_TIME_ZONE', timeZone('Europe/Warsaw')),
+  paymentServiceTimeZone: fromEnv('PAYMENT_SERVICE_TIME_ZONE', timeZone(DEFAULT_PAYMENT_SERVICE_TIME_ZONE)),
   /** CONSOLE_TIME_ZONE: the IANA time zone every console page shows times in and reads filters in. */
   consoleTimeZone: fromEnv('CONSOLE_TIME_ZONE', timeZone('UTC')),
   /** CONSOLE_LOCALE: how the console writes amounts and dates (a BCP 47 locale). */

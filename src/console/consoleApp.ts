@@ -31,7 +31,8 @@ export function createConsole(options: ConsoleOptions, guard: SignInGuard): Rout
     res.set({ 'Content-Type': 'text/css; charset=utf-8', 'Cache-Control': 'public, max-age=3600' }).send(CONSOLE_CSS);
   });
 
-  const context = (req: Request, viewer: Viewer | null): PageContext => pageContext(req, viewer, now(), clock);
+  const context = (req: Request, viewer: Viewer | null): PageContext =>
+    pageContext(req, viewer, now(), clock, options.paymentServiceTimeZone);
   const access = createAccess({
     db,
     mode: options.mode,

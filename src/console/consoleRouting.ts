@@ -43,6 +43,8 @@ export interface ConsoleOptions {
   /** CONSOLE_TIME_ZONE and CONSOLE_LOCALE, as the configuration checked them: every time and amount shown in them. */
   timeZone: string;
   locale: string;
+  /** PAYMENT_SERVICE_TIME_ZONE: the zone the payment service's times without an offset are read in. */
+  paymentServiceTimeZone: string;
   /** CONSOLE_CONFIRM_WITHIN: how long the shop has to confirm a payment waiting for it; null: not known. */
   confirmWithinMs: number | null;
   /** The POS ids the service knows (its keys'): offered by the finance export's form. */
@@ -170,8 +172,14 @@ export function quarantineFilterOf(reason: string, pos: string): QuarantineFilte
 }
 
 /** What a page's frame is drawn with: who is looking, when, in which zone and locale, the search box's value. */
-export function pageContext(req: Request, viewer: Viewer | null, now: Date, clock: LocalTime): PageContext {
-  return { viewer, now, clock, q: typeof req.query.q === 'string' ? req.query.q : '' };
+export function pageContext(
+  req: Request,
+  viewer: Viewer | null,
+  now: Date,
+  clock: LocalTime,
+  paymentServiceTimeZone: string,
+): PageContext {
+  return { viewer, now, clock, paymentServiceTimeZone, q: typeof req.query.q === 'string' ? req.query.q : '' };
 }
 
 /** Where a request came from (TRUST_PROXY's rule), or 400: the throttle and the audit trail need it. */

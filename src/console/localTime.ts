@@ -263,20 +263,3 @@ export class LocalTime {
     return this.instantOf(w, end ? 'last' : 'first');
   }
 }
-
-/**
- * The zone the payment service's times without an offset are in (its own, Europe/Warsaw). The one place it is
- * named: a setting (PAYMENT_SERVICE_TIME_ZONE) is to replace it.
- */
-export const PAYMENT_SERVICE_TIME_ZONE = 'Europe/Warsaw';
-
-const paymentServiceClock = new LocalTime(PAYMENT_SERVICE_TIME_ZONE, 'en-GB');
-
-/**
- * The instant a time from the payment service names (`localReceiptDateTime`, `refundDate`, `statusDateTime`):
- * with an offset or Z, as it says; without one, read in PAYMENT_SERVICE_TIME_ZONE. Null when it is no such time.
- */
-export function paymentServiceInstant(text: string | null): Date | null {
-  if (text === null) return null;
-  return paymentServiceClock.readLocalTime(text.trim(), false)?.at ?? null;
-}

@@ -4,6 +4,9 @@
  * in its own local time: PAYMENT_SERVICE_TIME_ZONE names that zone (Europe/Warsaw by default).
  */
 
+/** The payment service's own zone: PAYMENT_SERVICE_TIME_ZONE's default. */
+export const DEFAULT_PAYMENT_SERVICE_TIME_ZONE = 'Europe/Warsaw';
+
 const TIME =
   /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 

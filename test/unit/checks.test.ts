@@ -3,7 +3,12 @@ import { checkStatus, nextCheck, whatFailed, type CheckSchedule } from '../../sr
 import type { PageContext } from '../../src/console/views/layout';
 import type { PaymentApiErrorDetails } from '../../src/paymentApi/paymentApiError';
 const now = new Date('2026-11-27T15:00:00Z');
-const ctx: PageContext = { viewer: null, now, clock: new LocalTime('Europe/Warsaw', 'en-GB') };
+const ctx: PageContext = {
+  viewer: null,
+  now,
+  clock: new LocalTime('Europe/Warsaw', 'en-GB'),
+  paymentServiceTimeZone: 'Europe/Warsaw',
+};
 const ago = (ms: number) => new Date(now.getTime() - ms);
 const MIN = 60_000;
 const HOUR = 60 * MIN;

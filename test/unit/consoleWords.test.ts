@@ -28,7 +28,12 @@ const sources = (dir: string): string[] =>
         : [],
   );
 
-const glossary = glossaryPage({ viewer: null, now: new Date(), clock: new LocalTime('UTC', 'en-GB') }).text;
+const glossary = glossaryPage({
+  viewer: null,
+  now: new Date(),
+  clock: new LocalTime('UTC', 'en-GB'),
+  paymentServiceTimeZone: 'Europe/Warsaw',
+}).text;
 const anchors = new Set([...glossary.matchAll(/id="([^"]+)"/g)].map((m) => m[1]));
 
 describe('the console’s words', () => {

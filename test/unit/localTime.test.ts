@@ -1,4 +1,4 @@
-import { canonicalLocale, canonicalTimeZone, LocalTime, paymentServiceInstant } from '../../src/console/localTime';
+import { canonicalLocale, canonicalTimeZone, LocalTime } from '../../src/console/localTime';
 
 const warsaw = new LocalTime('Europe/Warsaw', 'en-GB');
 const utc = new LocalTime('UTC', 'en-GB');
@@ -123,21 +123,5 @@ describe('local time: what a filter reads', () => {
     ])
       expect([bad, warsaw.readLocalTime(bad, false)]).toEqual([bad, null]);
     expect(iso(warsaw.readLocalTime('2028-02-29', false))).toBe('2028-02-28T23:00:00.000Z');
-  });
-});
-
-describe('times from the payment service', () => {
-  it('When a time carries an offset, then it is read as it says', () => {
-    expect(paymentServiceInstant('2026-11-28T11:00:00.000+01:00')?.toISOString()).toBe('2026-11-28T10:00:00.000Z');
-  });
-
-  it('When a time has no offset, then it is read in the payment service’s zone (Europe/Warsaw)', () => {
-    expect(paymentServiceInstant('2026-07-01T12:30:00')?.toISOString()).toBe('2026-07-01T10:30:00.000Z');
-    expect(paymentServiceInstant('2026-12-01T12:30:00')?.toISOString()).toBe('2026-12-01T11:30:00.000Z');
-  });
-
-  it('When it is no time, then null', () => {
-    expect(paymentServiceInstant('yesterday')).toBeNull();
-    expect(paymentServiceInstant(null)).toBeNull();
   });
 });

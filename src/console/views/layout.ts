@@ -21,6 +21,8 @@ export interface PageContext {
   now: Date;
   /** The shop's time zone and locale: every time and amount is shown in them. */
   clock: LocalTime;
+  /** PAYMENT_SERVICE_TIME_ZONE: the payment service's times without an offset are in it. */
+  paymentServiceTimeZone: string;
   /** The search box's value, echoed. */
   q?: string;
 }

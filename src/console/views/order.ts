@@ -1,7 +1,7 @@
 import { readableBody } from '../../domain/personalData';
 import type { OrderStory, StoryNotification, StoryRefund } from '../../orderStory/orderStoryQueries';
 import { contradictionsOf, type Contradiction } from '../../orderStory/uncertainty';
-import { paymentServiceInstant, PAYMENT_SERVICE_TIME_ZONE } from '../localTime';
+import { paymentServiceInstant } from '../../domain/paymentServiceTime';
 import { href, html, type Html } from '../html';
 import { subtractMinor, sumMinor } from '../money';
 import {
@@ -270,9 +270,15 @@ function confirmationBox(story: OrderStory, ctx: PageContext, options: OrderPage
   </section>`;
 }
 
+/** The instant a time the payment service gave names (in its zone when it has no offset), or null. */
+function saidInstant(said: string | null, ctx: PageContext): Date | null {
+  const at = paymentServiceInstant(said, ctx.paymentServiceTimeZone);
+  return at === null ? null : new Date(at);
+}
+
 /** A time the payment service gave (its words) beside when the service heard of it. */
 function movedAndHeard(said: string | null, heard: Date | null, saidLabel: string, ctx: PageContext): Html {
-  const at = paymentServiceInstant(said);
+  const at = saidInstant(said, ctx);
   return html`<dt>${saidLabel}</dt>
     <dd data-testid="said-at">
       ${
@@ -283,7 +289,7 @@ function movedAndHeard(said: string | null, heard: Date | null, saidLabel: strin
             : html`${time(at, ctx)}
                 <span class="muted"
                   >(sent as <bdi>${said}</bdi>${
-                    /(?:Z|[+-]\d{2}:\d{2})$/.test(said) ? '' : html`, read in ${PAYMENT_SERVICE_TIME_ZONE}`
+                    /(?:Z|[+-]\d{2}:\d{2})$/.test(said) ? '' : html`, read in ${ctx.paymentServiceTimeZone}`
                   })</span
                 >`
       }
@@ -444,7 +450,7 @@ const firstOf = (story: OrderStory, refundId: string): Date | null =>
 
 /** A time the payment service gave, read (in its zone when it has no offset), or as received. */
 function saidTime(said: string, ctx: PageContext): Html {
-  const at = paymentServiceInstant(said);
+  const at = saidInstant(said, ctx);
   return at === null ? value(said) : time(at, ctx);
 }
 
