@@ -90,10 +90,15 @@ export interface OrderEventData {
 export interface RefundEventData {
   orderId: string;
   extOrderId: string | null;
+  /** The POS the refund's order belongs to (its first authentic notification bound it): a ledger per POS needs no join. */
+  merchantPosId: string | null;
   refundId: string;
   extRefundId?: string;
+  /** Null for a refund made in the management panel: its notification carries no amount, and the service knows none. */
   amount: string | null;
   currencyCode: string | null;
+  /** The currency of the refund's order, as the service keeps it; null while the service has no order notification. */
+  orderCurrencyCode: string | null;
   status: string;
   previousStatus: string | null;
   statusDateTime: string | null;

@@ -134,6 +134,7 @@ export function orderEventData(
 export function refundEventData(
   n: RefundNotification,
   projection: RefundProjection,
+  order: { merchantPosId: string; currencyCode: string | null },
   previousStatus: string | null,
   sequence: number,
   notificationId: string,
@@ -143,10 +144,12 @@ export function refundEventData(
   return {
     orderId: projection.orderId,
     extOrderId: projection.extOrderId,
+    merchantPosId: order.merchantPosId,
     refundId: projection.refundId,
     ...(projection.extRefundId !== null ? { extRefundId: projection.extRefundId } : {}),
     amount: projection.amount,
     currencyCode: projection.currencyCode,
+    orderCurrencyCode: order.currencyCode,
     status: n.status,
     previousStatus,
     statusDateTime: projection.statusDateTime,

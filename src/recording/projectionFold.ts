@@ -123,10 +123,16 @@ export class ProjectionFold {
     }
     const t = applyRefund(this.refunds.get(n.refundId), n);
     const recordedBefore = this.refunds.fold(n.refundId, t, n.status, place);
+    // The order under which the refund was first recorded: its own notifications are read with the refund's.
+    const order = {
+      merchantPosId: ownerPosId,
+      currencyCode: this.orders.get(t.projection.orderId)?.currencyCode ?? null,
+    };
     return {
       ...t,
       recordedBefore,
-      eventData: (seq, via) => refundEventData(n, t.projection, t.previousStatus, seq, place.id, via, t.disagreements),
+      eventData: (seq, via) =>
+        refundEventData(n, t.projection, order, t.previousStatus, seq, place.id, via, t.disagreements),
     };
   }
 

@@ -119,10 +119,12 @@ describe('events of a lifecycle', () => {
       data: {
         orderId,
         extOrderId: `ext-${orderId}`,
+        merchantPosId: '300746',
         refundId,
         extRefundId: 'shop-refund-1',
         amount: '5000',
         currencyCode: 'PLN',
+        orderCurrencyCode: 'PLN',
         status: 'FINALIZED',
         previousStatus: null,
         statusDateTime: '2026-11-02T12:00:00.000+01:00',

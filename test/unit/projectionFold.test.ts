@@ -7,6 +7,10 @@ import { orderWriteRow, refundWriteRow } from '../../src/recording/batchRows';
 import { decideBatch } from '../../src/recording/decideBatch';
 import * as projection from '../../src/recording/projection';
 import { seededRandom } from '../../src/simulator/random';
+import { parseNotification } from '../../src/parsing/parseNotification';
+import type { RefundEventData } from '../../src/outbox/events';
+import { ProjectionFold } from '../../src/recording/projectionFold';
+import { orderBody, refundBody } from '../support/signing';
 
 // One way from a notification to its rows and its projection (issue 39): the recorder (decideBatch), the history
 // seeder (seedOrder, through the recorder's decision) and `reproject` (rebuildPage) share one fold.
@@ -115,5 +119,50 @@ describe('one fold from notifications to projections', () => {
       spy.mockRestore();
     }
     expect(seed(20).orders.some((o) => o.pay_method_type !== 'SWAPPED')).toBe(true);
+  });
+});
+
+// What a refund event says of its order (issue 55): the order's POS and currency, so that a ledger per POS needs no
+// join to the order.
+
+const parsed = (body: string): Notification => {
+  const result = parseNotification(Buffer.from(body));
+  if (!result.ok) throw new Error(result.detail);
+  return result.notification;
+};
+
+let ids = 0;
+const place = () => ({ id: String(++ids), at: '2026-11-02T11:00:00.000Z' });
+
+function refundData(fold: ProjectionFold, body: string, ownerPosId: string): RefundEventData {
+  const data = fold.fold(parsed(body), ownerPosId, place()).eventData(1, 'notification');
+  if (!('refundId' in data)) throw new Error('not a refund event');
+  return data;
+}
+
+describe('a refund event', () => {
+  it('When its order is known, then it carries the order’s POS and currency beside its own amount', () => {
+    const fold = new ProjectionFold();
+    fold.fold(parsed(orderBody({ orderId: 'R-1', status: 'COMPLETED', currencyCode: 'EUR' })), 'pos-a', place());
+    const data = refundData(
+      fold,
+      refundBody({ orderId: 'R-1', refundId: 'F-1', status: 'FINALIZED', currencyCode: 'EUR' }),
+      'pos-a',
+    );
+    expect(data).toMatchObject({
+      merchantPosId: 'pos-a',
+      amount: '5000',
+      currencyCode: 'EUR',
+      orderCurrencyCode: 'EUR',
+    });
+  });
+
+  it('When no notification of its order came yet, then the POS it is bound to, and no order currency', () => {
+    const data = refundData(
+      new ProjectionFold(),
+      refundBody({ orderId: 'R-2', refundId: 'F-2', status: 'PENDING' }),
+      'pos-b',
+    );
+    expect(data).toMatchObject({ merchantPosId: 'pos-b', orderCurrencyCode: null });
   });
 });

@@ -11,9 +11,11 @@ const orderData: OrderEventData = {
 const refundData: RefundEventData = {
   orderId: 'PB68465GCH200213GUEST000P01',
   extOrderId: null,
+  merchantPosId: '300746',
   refundId: '912128',
   amount: '500',
   currencyCode: 'PLN',
+  orderCurrencyCode: 'PLN',
   status: 'FINALIZED',
   previousStatus: null,
   statusDateTime: null,

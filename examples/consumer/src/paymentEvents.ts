@@ -274,16 +274,27 @@ export interface RefundEventData {
    */
   orderId: string;
   extOrderId: string | null;
+  /**
+   * The POS the refund's order belongs to (bound by the order's first authentic notification), so that a ledger per POS needs no join to the order. On every refund event since 1.2.0; an event recorded before (replayed, or in the feed) has none: join it to its order's events.
+   */
+  merchantPosId?: string | null;
   refundId: string;
   /**
    * The shop's own refund id; present only when known.
    */
   extRefundId?: string;
   /**
-   * null for a refund made in the management panel.
+   * null for a refund made in the management panel: its notification carries no amount, and the service knows none. Book such a refund from the payment service's panel or its API (docs/EVENTS.md, "Finance's booking rules").
    */
   amount: string | null;
+  /**
+   * The refund's currency as its notification gave it; null for a refund made in the panel.
+   */
   currencyCode: string | null;
+  /**
+   * The currency of the refund's order, as the service keeps it (a refund is in its order's currency); on every refund event since 1.2.0 (as merchantPosId). Null while the service has had no notification of the order itself.
+   */
+  orderCurrencyCode?: string | null;
   /**
    * The status applied; for refund.status_conflict, the status the conflicting notification carried.
    */
