@@ -102,6 +102,9 @@ export function stopper(parts: Parts): () => Promise<void> {
         : true;
       const maintainerStopped = finishesWithin(parts.historyMaintainer.stop(), Math.max(left(), 1000));
       const recoveryStopped = finishesWithin(parts.recovery.stop(), Math.max(left(), 1000));
+      // The watch's beat may be waiting on a database that went silent (up to DATABASE_TIMEOUT): it stops beside
+      // the drain, not after it, so the exit does not wait for that beat.
+      const watchStopped = finishesWithin(parts.watch.stop(), Math.max(left(), 1000));
       const cutInMs = left();
       const refuseHeld = setTimeout(() => parts.recorder.refuseAll(), Math.max(0, cutInMs - ANSWER_BEFORE_CUT_MS));
       await close(parts.publicServer, cutInMs);
@@ -110,9 +113,9 @@ export function stopper(parts: Parts): () => Promise<void> {
       if (!(await reconcilerStopped)) logger.warn('reconciler did not stop in time');
       if (!(await maintainerStopped)) logger.warn('history maintainer did not stop in time');
       if (!(await recoveryStopped)) logger.warn('failover recovery did not stop in time');
+      if (!(await watchStopped)) logger.warn('database watch did not stop in time');
       // What the drained requests committed goes to the journal before its connection closes.
       await parts.journal?.stop(JOURNAL_STOP_MS);
-      await parts.watch.stop();
       await close(parts.adminServer, 500);
       const pools = [
         parts.db,
