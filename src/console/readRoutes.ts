@@ -20,10 +20,11 @@ import { LocalTime } from './localTime';
 import { AUDIT_ACTIONS, auditPage as readAuditPage } from '../history/auditQueries';
 import { readOrderStory } from '../orderStory/orderStoryQueries';
 import { quarantinedNotification } from '../recording/quarantineQueries';
-import { attention } from './queries/attention';
+import { SharedWork } from '../reconciliation/sharedWork';
+import { attention, type Attention } from './queries/attention';
 import { exportRows } from './queries/export';
 import { deliveriesPage as readDeliveriesPage } from './queries/lists';
-import { orderSummaries, overview, searchIds } from './queries/overview';
+import { orderSummaries, overview, searchIds, type Overview } from './queries/overview';
 import { PAGE_SIZE } from './queries/rows';
 import { signedIn } from './queries/sessions';
 import { attentionPage } from './views/attention';
@@ -60,13 +61,23 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
   const { db, limited, now, clock, context } = settings;
   const options = settings;
   const personalData = (viewer: Viewer): boolean => viewer.role === 'operator' || options.viewersSeePersonalData;
+  // The overview and the board are the pages a team leaves open and reloads: loads that arrive while one read is
+  // under way share it (16 queries for the board), so 32 people reloading cost the database one read, not 32.
+  const boardReads = new SharedWork<Attention>();
+  const overviewReads = new SharedWork<Overview>();
 
   router.get('/', async (req, res) => {
     const today = clock.localDay(now());
     const start = clock.startOfDay(today);
     const end = clock.startOfDay(LocalTime.nextDay(today));
     const { viewer, data } = await access.readFor(req, res, 'viewer', () =>
-      limited(res, () => overview(db, start, end, options.expectedUnroutedTypes)),
+      limited(res, (clientLeft) =>
+        overviewReads.run(
+          start.toISOString(),
+          () => overview(db, start, end, options.expectedUnroutedTypes),
+          clientLeft,
+        ),
+      ),
     );
     send(res, 200, overviewPage(context(req, viewer), data, { start, text: today }));
   });
@@ -133,7 +144,9 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
 
   router.get('/attention', async (req, res) => {
     const { viewer, data } = await access.readFor(req, res, 'viewer', () =>
-      limited(res, () => attention(db, now(), options.expectedUnroutedTypes)),
+      limited(res, (clientLeft) =>
+        boardReads.run('board', () => attention(db, now(), options.expectedUnroutedTypes), clientLeft),
+      ),
     );
     send(
       res,
