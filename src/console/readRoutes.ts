@@ -51,6 +51,7 @@ export type ReadSettings = Pick<
   | 'checkSchedule'
   | 'sessionIdleMs'
   | 'expectedUnroutedTypes'
+  | 'paymentServiceTimeZone'
 > & { now: () => Date; clock: LocalTime; context: (req: Request, viewer: Viewer | null) => PageContext };
 
 /**
@@ -300,7 +301,7 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
   router.get('/export.csv', async (req, res) => {
     await access.viewerOf(req, res);
     const range = exportRangeOf(req, clock);
-    await limited(res, (clientLeft) => streamExport(db, res, range, clock, clientLeft));
+    await limited(res, (clientLeft) => streamExport(db, res, range, clock, options.paymentServiceTimeZone, clientLeft));
   });
 }
 

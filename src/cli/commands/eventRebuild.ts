@@ -1,3 +1,4 @@
+import { recordingContext } from '../../config';
 import { rebuildOrderEvents, type StreamEntry } from '../../recording/eventRebuild';
 import { auditedCommand } from './audit';
 import { readConfig, withDatabase } from './database';
@@ -73,7 +74,7 @@ export async function rebuildEvents(io: CliIo, options: RebuildOptions): Promise
           const history = await readOrdersHistory(db, page);
           for (const orderId of page) {
             const rebuilt = rebuildOrderEvents(history.streams.get(orderId) ?? [], {
-              source: config.eventSource,
+              ...recordingContext(config),
               ownerPosId: history.owners.get(orderId) ?? null,
               lastSequence: history.lastSequences.get(orderId) ?? 0,
               legacy: history.legacy,

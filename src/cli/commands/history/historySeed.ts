@@ -2,7 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Command } from 'commander';
-import type { Config } from '../../../config';
+import { recordingContext, type Config } from '../../../config';
 import { prepareDatabase } from '../../../database/bootstrap';
 import { addDays, DAY_MS, dayOf, daysToMake } from '../../../history/days';
 import { createLogger } from '../../../observability/logger';
@@ -120,7 +120,7 @@ function seedSettings(config: Config, nowMs: number): SeedSettings {
   return {
     posId: key.posId,
     keyFingerprint: fingerprintKey(key.key),
-    eventSource: config.eventSource,
+    ...recordingContext(config),
     nowMs,
     // The purge takes the bodies of the days wholly older than the retention (src/history/maintenance.ts).
     bodiesFromMs: config.bodyRetentionMs === null ? null : startOfDay(nowMs - config.bodyRetentionMs),
