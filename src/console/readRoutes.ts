@@ -293,20 +293,20 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
       to: param(req, 'to') || today,
     };
     // The totals, once a POS and days are chosen: the same rows the CSV is made of, added up.
-    const chosen = param(req, 'pos') !== '' ? exportRangeOf(req, clock) : null;
+    const chosen = param(req, 'pos') !== '' ? exportRangeOf(form, clock) : null;
     const totals = chosen === null ? null : await limited(res, () => exportTotals(exportRows(db, chosen)));
     send(res, 200, exportPage(context(req, viewer), form, options.knownPos, EXPORT_MAX_DAYS, shortcuts, totals));
   });
 
   router.get('/export.csv', async (req, res) => {
     await access.viewerOf(req, res);
-    const range = exportRangeOf(req, clock);
+    const range = exportRangeOf({ pos: param(req, 'pos'), from: param(req, 'from'), to: param(req, 'to') }, clock);
     await limited(res, (clientLeft) => streamExport(db, res, range, clock, options.paymentServiceTimeZone, clientLeft));
   });
 }
 
-function exportRangeOf(req: Request, clock: LocalTime): ExportRange {
-  const range = readExportRange(param(req, 'pos'), param(req, 'from'), param(req, 'to'), clock);
+function exportRangeOf(form: { pos: string; from: string; to: string }, clock: LocalTime): ExportRange {
+  const range = readExportRange(form.pos, form.from, form.to, clock);
   if ('problem' in range) throw new PageError(400, 'Bad export', range.problem);
   return range;
 }
