@@ -38,6 +38,10 @@
  * `npm run bench -- --failover [<notifications>]` runs the failover mode instead (failover.ts): the recovery's time
  * after a failover that lost that many acknowledged notifications (10,000 by default).
  *
+ * `npm run bench -- --profile` runs the profile instead (profile.ts, profileWal.ts): Postgres's work per new
+ * notification by statement, table, index and plan node; `--cores` the cores mode (cores.ts): throughput with the
+ * receivers and Postgres on one core, then two. Both on a Postgres cluster of their own (benchCluster.ts).
+ *
  * The modules, by concern: options.ts (the environment and the chart's settings), receivers.ts (the
  * service, the reference, the receiver that does nothing, the consumer), load.ts (the workload and
  * the closed and open loops), resources.ts (memory cgroup, RSS, CPU by process), serviceMetrics.ts
@@ -53,8 +57,10 @@ import { closedLoop, openLoop, take, workload } from './load';
 import { AMQP, PG, RATE, SERVICE_MEMORY_LIMIT_MB, WARM_UP_SECONDS } from './options';
 import { abMain } from './ab';
 import { runConsole } from './console';
+import { runCores } from './cores';
 import { runFailover } from './failover';
 import { runHistory } from './history';
+import { runProfile } from './profile';
 import { duplicatesRounds, latencyPhase, referenceLatencyPhase, throughputRounds, type OtherReceivers } from './phases';
 import {
   admin,
@@ -217,8 +223,10 @@ const USAGE = `usage: npm run bench [-- <mode>]
   --history <orders>        an empty database against one seeded with a year of <orders> orders
   --console [<orders>]      each console page's p50 and p99 with a year of history (default 2000000 orders)
   --failover [<n>]          the recovery after a failover that lost n acknowledged notifications (default 10000)
+  --profile                 Postgres's work per new notification: by statement, table, index and plan (its own cluster)
+  --cores                   the service's and the reference's throughput with them and Postgres on 1 core, then 2
 `;
-const MODES = ['--history', '--console', '--failover', '--reference', '--bare', '--consumer'];
+const MODES = ['--history', '--console', '--failover', '--profile', '--cores', '--reference', '--bare', '--consumer'];
 
 if (process.argv[2] === '--help' || process.argv[2] === '-h') {
   process.stdout.write(USAGE);
@@ -241,7 +249,11 @@ if (process.argv[2] === '--help' || process.argv[2] === '-h') {
         ? consoleRun(process.argv[3])
         : process.argv[2] === '--failover'
           ? failoverRun(process.argv[3])
-          : main;
+          : process.argv[2] === '--profile'
+            ? runProfile
+            : process.argv[2] === '--cores'
+              ? runCores
+              : main;
   run().catch((error: unknown) => {
     process.stderr.write(`benchmark failed: ${(error as Error).stack ?? String(error)}\n`);
     process.exit(1);
