@@ -9,7 +9,7 @@ import { createAccess } from './frame/access';
 import { CONSOLE_CSS } from './frame/assets';
 import {
   pageContext,
-  PageError,
+  refusal,
   SECURITY_HEADERS,
   send,
   type ConsoleOptions,
@@ -76,19 +76,21 @@ export function createConsole(options: ConsoleOptions, guard: SignInGuard): Rout
   orderActionRoutes(router, access, pages);
 
   router.use((req) => {
-    throw new PageError(404, 'Not found', `There is no console page at ${req.path}.`);
+    throw refusal(404, 'not_found', 'Not found', `There is no console page at ${req.path}.`);
   });
 
   router.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const frame = context(req, null);
-    if (error instanceof PageError) {
+    // The one error type: a console route's refusal carries its page's heading; the admin port's own (its work
+    // cap's 503) has none, and reads as Busy.
+    if (error instanceof RequestError) {
       if (error.status === 303) return res.set(SECURITY_HEADERS).redirect(303, error.headers.Location ?? '/console');
       const page =
-        error.status === 401 ? signInPage(frame, error.message) : problemPage(frame, error.title, error.message);
+        error.status === 401
+          ? signInPage(frame, error.message)
+          : problemPage(frame, error.title ?? 'Busy', error.message);
       return send(res, error.status, page, error.headers);
     }
-    if (error instanceof RequestError)
-      return send(res, error.status, problemPage(frame, 'Busy', error.message), error.headers);
     const status = (error as { status?: unknown }).status;
     if (typeof status === 'number' && status >= 400 && status < 500)
       return send(res, status, problemPage(frame, 'Bad request', 'The request could not be read.'));

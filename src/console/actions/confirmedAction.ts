@@ -3,7 +3,8 @@ import { beginAudit, completeAudit, type AuditAction } from '../../history/audit
 import type { Access } from '../frame/access';
 import {
   field,
-  PageError,
+  isRefusal,
+  refusal,
   readForm,
   send,
   sourceOf,
@@ -54,8 +55,9 @@ export function confirmedActions(router: Router, access: Access, settings: Actio
     router.post(path, readForm, async (req, res) => {
       const viewer = await access.operatorOf(req, res);
       if (field(req, 'confirm') !== 'yes')
-        throw new PageError(
+        throw refusal(
           400,
+          'bad_request',
           'Not confirmed',
           'Nothing was done: the action needs its confirmation (confirm=yes), from its confirmation page.',
         );
@@ -80,7 +82,7 @@ export function confirmedActions(router: Router, access: Access, settings: Actio
         if (!ended)
           await completeAudit(db, [row], {
             result: 'failed',
-            detail: error instanceof PageError ? error.message : 'stopped on an error',
+            detail: isRefusal(error) ? error.message : 'stopped on an error',
           }).catch(() => undefined);
         throw error;
       }

@@ -2,15 +2,7 @@ import type { Request, Response, Router } from 'express';
 import { AUDIT_ACTIONS, auditPage as readAuditPage } from '../../history/auditQueries';
 import { idProblem } from '../../parsing/identifiers';
 import type { Access } from '../frame/access';
-import {
-  ID,
-  PageError,
-  param,
-  parseLocalTime,
-  send,
-  type ConsoleOptions,
-  type PageFrame,
-} from '../frame/consoleRouting';
+import { ID, refusal, param, parseLocalTime, send, type ConsoleOptions, type PageFrame } from '../frame/consoleRouting';
 import type { Html } from '../frame/html';
 import type { PageContext } from '../frame/layout';
 import { PAGE_SIZE } from '../frame/listBounds';
@@ -40,17 +32,19 @@ export function auditRoutes(
     };
     const cursor = param(req, 'cursor');
     if (query.actor.length > 200 || /\p{Cc}/u.test(query.actor))
-      throw new PageError(400, 'Bad filter', 'person must be a name of up to 200 characters.');
+      throw refusal(400, 'invalid_query', 'Bad filter', 'person must be a name of up to 200 characters.');
     const action = AUDIT_ACTIONS.find((a) => a === query.action) ?? null;
     if (query.action !== '' && action === null)
-      throw new PageError(400, 'Bad filter', `action must be one of ${AUDIT_ACTIONS.join(', ')}.`);
+      throw refusal(400, 'invalid_query', 'Bad filter', `action must be one of ${AUDIT_ACTIONS.join(', ')}.`);
     const orderProblem = query.order === '' ? null : idProblem(query.order);
-    if (orderProblem !== null) throw new PageError(400, 'Bad filter', `order is not an order id: ${orderProblem}.`);
-    if (cursor !== '' && !ID.test(cursor)) throw new PageError(400, 'Bad filter', 'cursor must be an audit id.');
+    if (orderProblem !== null)
+      throw refusal(400, 'invalid_query', 'Bad filter', `order is not an order id: ${orderProblem}.`);
+    if (cursor !== '' && !ID.test(cursor))
+      throw refusal(400, 'invalid_query', 'Bad filter', 'cursor must be an audit id.');
     const from = query.from === '' ? null : parseLocalTime(clock, 'from', query.from, false).at;
     const to = query.to === '' ? null : parseLocalTime(clock, 'to', query.to, true).at;
     if (from !== null && to !== null && from.getTime() >= to.getTime())
-      throw new PageError(400, 'Bad filter', 'from must be before to: the range is given oldest first.');
+      throw refusal(400, 'invalid_query', 'Bad filter', 'from must be before to: the range is given oldest first.');
     const rows = await limited(res, () =>
       readAuditPage(
         db,

@@ -3,7 +3,7 @@ import { DELIVERY_OUTCOMES, type DeliveryOutcome } from '../../domain/outcomes';
 import type { Access } from '../frame/access';
 import {
   ID,
-  PageError,
+  refusal,
   param,
   parseLocalTime,
   POS,
@@ -44,18 +44,24 @@ export function deliveriesRoutes(
     };
     const cursor = param(req, 'cursor');
     if (query.outcome !== '' && !DELIVERY_OUTCOMES.includes(query.outcome as DeliveryOutcome))
-      throw new PageError(400, 'Bad filter', `outcome must be one of ${DELIVERY_OUTCOMES.join(', ')}.`);
+      throw refusal(400, 'invalid_query', 'Bad filter', `outcome must be one of ${DELIVERY_OUTCOMES.join(', ')}.`);
     if (query.pos !== '' && !POS.test(query.pos))
-      throw new PageError(400, 'Bad filter', 'pos must be a shop account (POS) id: letters, digits, _ and -.');
-    if (cursor !== '' && !ID.test(cursor)) throw new PageError(400, 'Bad filter', 'cursor must be a delivery id.');
+      throw refusal(
+        400,
+        'invalid_query',
+        'Bad filter',
+        'pos must be a shop account (POS) id: letters, digits, _ and -.',
+      );
+    if (cursor !== '' && !ID.test(cursor))
+      throw refusal(400, 'invalid_query', 'Bad filter', 'cursor must be a delivery id.');
     const toRead = query.to === '' ? null : parseLocalTime(clock, 'to', query.to, true);
     const to = toRead?.at ?? now();
     const fromRead = query.from === '' ? null : parseLocalTime(clock, 'from', query.from, false);
     const from = fromRead?.at ?? new Date(to.getTime() - 86_400_000);
     if (from.getTime() >= to.getTime())
-      throw new PageError(400, 'Bad filter', 'from must be before to: the range is given oldest first.');
+      throw refusal(400, 'invalid_query', 'Bad filter', 'from must be before to: the range is given oldest first.');
     if (to.getTime() - from.getTime() > MAX_WINDOW_MS)
-      throw new PageError(400, 'Bad filter', 'from and to may be at most 31 days apart.');
+      throw refusal(400, 'invalid_query', 'Bad filter', 'from and to may be at most 31 days apart.');
     const notes = [
       fromRead ? readingNote('from', query.from, fromRead) : null,
       toRead ? readingNote('to', query.to, toRead) : null,

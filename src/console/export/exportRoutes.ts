@@ -1,6 +1,6 @@
 import type { Router } from 'express';
 import type { Access } from '../frame/access';
-import { PageError, param, send, type ConsoleOptions, type PageFrame } from '../frame/consoleRouting';
+import { refusal, param, send, type ConsoleOptions, type PageFrame } from '../frame/consoleRouting';
 import type { LocalTime } from '../language/localTime';
 import { exportRows } from './exportQueries';
 import { EXPORT_MAX_DAYS, readExportRange, streamExport, type ExportRange } from './exportStream';
@@ -44,6 +44,6 @@ export function exportRoutes(router: Router, access: Access, settings: ExportSet
 
 function exportRangeOf(form: { pos: string; from: string; to: string }, clock: LocalTime): ExportRange {
   const range = readExportRange(form.pos, form.from, form.to, clock);
-  if ('problem' in range) throw new PageError(400, 'Bad export', range.problem);
+  if ('problem' in range) throw refusal(400, 'invalid_query', 'Bad export', range.problem);
   return range;
 }

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import type { Db } from '../../database/pool';
-import { PageError, type ConsoleMode } from './consoleRouting';
+import { refusal, type ConsoleMode } from './consoleRouting';
 import { endSession, findSession, touchSession } from '../sessions/sessionQueries';
 import {
   holdersByName,
@@ -76,8 +76,9 @@ export function createAccess({ db, mode, tokens, sessionIdleMs, now }: AccessOpt
     const values = sessionCookies(req.headers.cookie);
     if (values.length > 1) {
       res.set('Set-Cookie', CLEAR_SESSION_COOKIE);
-      throw new PageError(
+      throw refusal(
         400,
+        'bad_request',
         'Two session cookies',
         'Your browser sent two console session cookies, one of them not set by this console: clear this site’s ' +
           'cookies, then sign in again.',
@@ -85,16 +86,18 @@ export function createAccess({ db, mode, tokens, sessionIdleMs, now }: AccessOpt
     }
     const [value] = values;
     if (value === undefined) {
-      if (req.method === 'GET') throw new PageError(303, 'Sign in', 'Sign in first.', { Location: '/console/sign-in' });
-      throw new PageError(401, 'Sign in', 'Sign in first.');
+      if (req.method === 'GET')
+        throw refusal(303, 'unauthorized', 'Sign in', 'Sign in first.', { Location: '/console/sign-in' });
+      throw refusal(401, 'unauthorized', 'Sign in', 'Sign in first.');
     }
     const key = sessionKey(value);
     const stored = key === null ? null : await findSession(db, key);
     if (key !== null) stood.delete(key.toString('hex'));
     if (key === null || stored === null) {
       res.set('Set-Cookie', CLEAR_SESSION_COOKIE);
-      throw new PageError(
+      throw refusal(
         401,
+        'unauthorized',
         'Sign in again',
         key === null ? 'Your session is not valid: sign in again.' : ENDED.unknown,
       );
@@ -104,7 +107,7 @@ export function createAccess({ db, mode, tokens, sessionIdleMs, now }: AccessOpt
     if (!judged.stands) {
       await endSession(db, key);
       res.set('Set-Cookie', CLEAR_SESSION_COOKIE);
-      throw new PageError(401, 'Sign in again', ENDED[judged.end]);
+      throw refusal(401, 'unauthorized', 'Sign in again', ENDED[judged.end]);
     }
     if (judged.touch) await touchSession(db, key, at);
     if (stood.size >= READ_AHEAD_SESSIONS) stood.clear();
@@ -126,7 +129,12 @@ export function createAccess({ db, mode, tokens, sessionIdleMs, now }: AccessOpt
   const operatorOf = async (req: Request, res: Response): Promise<Viewer> => {
     const viewer = await viewerOf(req, res);
     if (viewer.role !== 'operator')
-      throw new PageError(403, 'Operators only', 'Only an operator may do this; you are signed in as a viewer.');
+      throw refusal(
+        403,
+        'token_not_allowed',
+        'Operators only',
+        'Only an operator may do this; you are signed in as a viewer.',
+      );
     return viewer;
   };
 

@@ -1,6 +1,7 @@
 import type { EventType } from '../../outbox/events';
 import express, { type Request, type Response } from 'express';
 import type { Db } from '../../database/pool';
+import { RequestError, type ErrorCode } from '../../errors';
 import type { PooledTransactions } from '../../database/transaction';
 import { clientAddress, type TrustProxy } from '../../intake/sourceAddress';
 import type { Logger } from '../../observability/logger';
@@ -12,7 +13,7 @@ import { FIRST_YEAR, LAST_YEAR, type LocalTime, type ReadTime } from '../languag
 import type { ConsoleToken } from '../sessions/session';
 import type { PageContext, Viewer } from './layout';
 
-/** What every console route uses: its options, the page error, the headers, the reading of a request. */
+/** What every console route uses: its options, its refusals, the headers, the reading of a request. */
 
 /** The admin port's cap on work at once (adminApp.ts), which every console page goes through. */
 export type WorkLimit = <T>(res: Response, work: (clientLeft: AbortSignal) => Promise<T>) => Promise<T>;
@@ -71,17 +72,21 @@ export interface PageFrame {
 export const seesPersonalData = (viewer: Viewer, viewersSeePersonalData: boolean): boolean =>
   viewer.role === 'operator' || viewersSeePersonalData;
 
-/** A page answered with its status (a 4xx or 5xx the person can read), raised anywhere in a console route. */
-export class PageError extends Error {
-  constructor(
-    readonly status: number,
-    readonly title: string,
-    message: string,
-    readonly headers: Readonly<Record<string, string>> = {},
-  ) {
-    super(message);
-  }
-}
+/**
+ * A request the console refuses, as the one error type: its status and code, the heading and the sentence of the
+ * page a person reads (consoleApp.ts draws it: 401 the sign-in page, 303 a redirect to `headers.Location`).
+ */
+export const refusal = (
+  status: number,
+  code: ErrorCode,
+  title: string,
+  message: string,
+  headers: Readonly<Record<string, string>> = {},
+): RequestError => new RequestError(status, code, message, null, headers, title);
+
+/** A refusal a console route made, with its page's heading (not the admin port's own, such as its work cap). */
+export const isRefusal = (error: unknown): error is RequestError & { title: string } =>
+  error instanceof RequestError && error.title !== null;
 
 /**
  * No script at all; styles from our own file only; nothing may frame the console; forms post only to it.
@@ -114,12 +119,12 @@ export const REASON = /^[a-z_]{1,64}$/;
  * character inside it (NUL, a line break: nothing anyone types into a filter or the search box; around it they are
  * trimmed like spaces) is refused before anything is looked up with it.
  */
-export function param(req: Request, name: string): string {
+export function param(req: Pick<Request, 'query'>, name: string): string {
   const value = req.query[name];
   if (value === undefined) return '';
-  if (typeof value !== 'string') throw new PageError(400, 'Bad request', `${name} is given more than once.`);
+  if (typeof value !== 'string') throw refusal(400, 'bad_request', 'Bad request', `${name} is given more than once.`);
   const text = value.trim();
-  if (hasControlCharacter(text)) throw new PageError(400, 'Bad request', `${name} holds a control character.`);
+  if (hasControlCharacter(text)) throw refusal(400, 'bad_request', 'Bad request', `${name} holds a control character.`);
   return text;
 }
 
@@ -134,9 +139,9 @@ export function field(req: Request, name: string, maxLength = 512): string {
   const body: unknown = req.body;
   const value =
     body !== null && typeof body === 'object' && name in body ? (body as Record<string, unknown>)[name] : '';
-  if (typeof value !== 'string') throw new PageError(400, 'Bad request', `${name} is given more than once.`);
+  if (typeof value !== 'string') throw refusal(400, 'bad_request', 'Bad request', `${name} is given more than once.`);
   if (value.length > maxLength)
-    throw new PageError(400, 'Bad request', `${name} is longer than ${maxLength} characters.`);
+    throw refusal(400, 'bad_request', 'Bad request', `${name} is longer than ${maxLength} characters.`);
   return value.trim();
 }
 
@@ -147,8 +152,9 @@ export function field(req: Request, name: string, maxLength = 512): string {
 export function parseLocalTime(clock: LocalTime, name: string, value: string, end: boolean): ReadTime {
   const read = clock.readLocalTime(value, end);
   if (read === null)
-    throw new PageError(
+    throw refusal(
       400,
+      'invalid_query',
       'Bad filter',
       `${name} must be a date such as 2026-11-27 or a local time such as 2026-11-27T09:00 (${clock.timeZone}), ` +
         `between the years ${FIRST_YEAR} and ${LAST_YEAR}.`,
@@ -167,18 +173,18 @@ export function readingNote(name: string, value: string, read: ReadTime): string
   return null;
 }
 
-export function orderIdOf(req: Request): string {
+export function orderIdOf(req: Pick<Request, 'params'>): string {
   const id = typeof req.params.orderId === 'string' ? req.params.orderId : '';
   const problem = idProblem(id);
-  if (problem !== null) throw new PageError(400, 'Bad order id', `That is not an order id: ${problem}.`);
+  if (problem !== null) throw refusal(400, 'invalid_order_id', 'Bad order id', `That is not an order id: ${problem}.`);
   return id;
 }
 
 export function quarantineFilterOf(reason: string, pos: string): QuarantineFilter {
   if (reason !== '' && !REASON.test(reason))
-    throw new PageError(400, 'Bad filter', 'reason must be a quarantine reason such as invalid_json.');
+    throw refusal(400, 'invalid_query', 'Bad filter', 'reason must be a quarantine reason such as invalid_json.');
   if (pos !== '' && !POS.test(pos))
-    throw new PageError(400, 'Bad filter', 'pos must be a POS id: letters, digits, _ and -.');
+    throw refusal(400, 'invalid_query', 'Bad filter', 'pos must be a POS id: letters, digits, _ and -.');
   return { reason: reason === '' ? null : reason, posId: pos === '' ? null : pos };
 }
 
@@ -197,6 +203,7 @@ export function pageContext(
 export function sourceOf(req: Request, trust: TrustProxy): string {
   const forwarded = req.headers['x-forwarded-for'];
   const address = clientAddress(req.socket.remoteAddress, typeof forwarded === 'string' ? forwarded : undefined, trust);
-  if (address === null) throw new PageError(400, 'Bad request', 'The request’s source address cannot be read.');
+  if (address === null)
+    throw refusal(400, 'bad_request', 'Bad request', 'The request’s source address cannot be read.');
   return address;
 }

@@ -1,6 +1,6 @@
 import type { Request, Router } from 'express';
 import { originsForHost } from '../../http/origins';
-import { PageError, SECURITY_HEADERS, type ConsoleMode } from './consoleRouting';
+import { refusal, SECURITY_HEADERS, type ConsoleMode } from './consoleRouting';
 
 /**
  * The console's web security, set up first on its router so that it runs before every route (after hmpps'
@@ -15,14 +15,20 @@ export function setUpWebSecurity(
   router.use((req, res, next) => {
     res.set(SECURITY_HEADERS);
     if (options.mode === 'closed' && req.path !== '/assets/console.css')
-      throw new PageError(
+      throw refusal(
         403,
+        'unauthorized',
         'The console is closed',
         'No console token is set and the admin port is not bound to loopback: set CONSOLE_OPERATOR_TOKENS (or ' +
           'CONSOLE_VIEWER_TOKENS, or ADMIN_TOKEN), or bind HOST to 127.0.0.1.',
       );
     if (req.method === 'POST' && !sameOrigin(req, options.adminOrigins))
-      throw new PageError(403, 'Refused', 'A form posted from another site is refused; use the console’s own pages.');
+      throw refusal(
+        403,
+        'cross_site_request',
+        'Refused',
+        'A form posted from another site is refused; use the console’s own pages.',
+      );
     next();
   });
 }

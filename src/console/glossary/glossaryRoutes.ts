@@ -1,6 +1,6 @@
 import type { Router } from 'express';
 import type { Access } from '../frame/access';
-import { PageError, send, type PageFrame } from '../frame/consoleRouting';
+import { isRefusal, send, type PageFrame } from '../frame/consoleRouting';
 import type { Viewer } from '../frame/layout';
 import { glossaryPage } from './glossaryView';
 
@@ -12,7 +12,7 @@ export function glossaryRoutes(router: Router, access: Access, { context }: Pick
     try {
       viewer = await access.viewerOf(req, res);
     } catch (error) {
-      if (!(error instanceof PageError)) throw error;
+      if (!isRefusal(error)) throw error;
     }
     send(res, 200, glossaryPage(context(req, viewer)));
   });

@@ -3,7 +3,7 @@ import { readOrderStory } from '../../orderStory/orderStoryQueries';
 import type { Access } from '../frame/access';
 import {
   orderIdOf,
-  PageError,
+  refusal,
   seesPersonalData,
   send,
   type ConsoleOptions,
@@ -26,7 +26,8 @@ export function orderRoutes(router: Router, access: Access, settings: OrderSetti
     const { viewer, data: story } = await access.readFor(req, res, 'viewer', async () => {
       const orderId = orderIdOf(req);
       const found = await limited(res, () => readOrderStory(db, orderId));
-      if (found === null) throw new PageError(404, 'Not found', `No order or refund has the id “${orderId}”.`);
+      if (found === null)
+        throw refusal(404, 'order_not_found', 'Not found', `No order or refund has the id “${orderId}”.`);
       return found;
     });
     send(

@@ -1,7 +1,7 @@
 import type { Request, Response, Router } from 'express';
 import { SharedWork } from '../../reconciliation/sharedWork';
 import type { Access } from '../frame/access';
-import { PageError, param, send, type ConsoleOptions, type PageFrame } from '../frame/consoleRouting';
+import { refusal, param, send, type ConsoleOptions, type PageFrame } from '../frame/consoleRouting';
 import { href, type Html } from '../frame/html';
 import type { PageContext } from '../frame/layout';
 import { LocalTime } from '../language/localTime';
@@ -45,8 +45,9 @@ export function overviewRoutes(router: Router, access: Access, settings: Overvie
   async function search(req: Request, res: Response): Promise<string | ((frame: PageContext) => Html)> {
     const q = param(req, 'q');
     if (q === '' || q.length > 200 || /\p{Cc}/u.test(q))
-      throw new PageError(
+      throw refusal(
         400,
+        'invalid_query',
         'Bad search',
         'Give one id of up to 200 characters: an order id (orderId), shop reference (extOrderId), payment id ' +
           '(PAYMENT_ID), refund id (refundId) or the shop’s refund reference (extRefundId).',
@@ -54,8 +55,9 @@ export function overviewRoutes(router: Router, access: Access, settings: Overvie
     const matches = await limited(res, () => searchIds(db, q));
     const orders = new Set(matches.map((m) => m.orderId));
     if (orders.size === 0)
-      throw new PageError(
+      throw refusal(
         404,
+        'not_found',
         'Not found',
         `No order or refund has the id “${q}”: not as an order id, shop reference, payment id, refund id or shop’s ` +
           'refund reference. Check it with the customer; a payment started moments ago may not be here yet.',

@@ -13,7 +13,7 @@ import type { Access } from '../frame/access';
 import {
   field,
   ID,
-  PageError,
+  refusal,
   param,
   quarantineFilterOf,
   seesPersonalData,
@@ -75,7 +75,8 @@ export function quarantineRoutes(router: Router, access: Access, settings: Quara
     if (!ID.test(id)) return next();
     const { viewer, data: found } = await access.readFor(req, res, 'viewer', async () => {
       const stored = await limited(res, () => quarantinedNotification(db, id));
-      if (stored === null) throw new PageError(404, 'Not found', `No notification set aside has the number ${id}.`);
+      if (stored === null)
+        throw refusal(404, 'not_found', 'Not found', `No notification set aside has the number ${id}.`);
       return stored;
     });
     send(
@@ -90,7 +91,7 @@ export function quarantineRoutes(router: Router, access: Access, settings: Quara
 
   const quarantineIdOf = (req: Request): string => {
     const id = typeof req.params.id === 'string' ? req.params.id : '';
-    if (!ID.test(id)) throw new PageError(400, 'Bad id', 'A notification set aside has a number as its id.');
+    if (!ID.test(id)) throw refusal(400, 'bad_request', 'Bad id', 'A notification set aside has a number as its id.');
     return id;
   };
 

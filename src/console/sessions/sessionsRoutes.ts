@@ -1,7 +1,7 @@
 import type { Request, Router } from 'express';
 import { confirmedActions, type ActionSettings } from '../actions/confirmedAction';
 import type { Access } from '../frame/access';
-import { PageError, send, type ConsoleOptions, type PageFrame } from '../frame/consoleRouting';
+import { refusal, send, type ConsoleOptions, type PageFrame } from '../frame/consoleRouting';
 import { href, html } from '../frame/html';
 import { plural } from '../frame/parts';
 import { NAME } from './session';
@@ -25,7 +25,7 @@ export function sessionsRoutes(router: Router, access: Access, settings: Session
 
   const nameOf = (req: Request): string => {
     const name = typeof req.params.name === 'string' ? req.params.name : '';
-    if (!NAME.test(name)) throw new PageError(400, 'Bad name', 'A name is letters, digits and _@-, up to 64.');
+    if (!NAME.test(name)) throw refusal(400, 'bad_request', 'Bad name', 'A name is letters, digits and _@-, up to 64.');
     return name;
   };
 
