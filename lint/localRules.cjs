@@ -12,7 +12,7 @@
  *   holding one: each goes through `columnsOf(table)` or `sql.table(table)` with `table: Table`
  *   (src/database/columns.ts), or a constant that `satisfies Table`, so renaming one fails tsc. `sql.ref` itself
  *   is columns.ts's only. The tag is known through its import from kysely, whatever it is called here.
- * - `local/html-by-tag-only`: `Html` and `Href` are made by src/console/html.ts alone (its tag, its escaping
+ * - `local/html-by-tag-only`: `Html` and `Href` are made by src/console/frame/html.ts alone (its tag, its escaping
  *   helpers, its route builder): no `new Html(`/`new Href(`, no `as Html`/`as Href`, anywhere else.
  *
  * The names are read from schema.ts itself (its `Database` interface and the table interfaces it names), never
@@ -298,16 +298,16 @@ const MADE_BY_HTML_TS = new Set(['Html', 'Href']);
 const htmlByTagOnly = {
   meta: {
     type: 'problem',
-    docs: { description: 'Html and Href are made by src/console/html.ts only' },
+    docs: { description: 'Html and Href are made by src/console/frame/html.ts only' },
     schema: [],
     messages: {
       made:
-        '{{name}} is made only by src/console/html.ts (the html tag, its escaping helpers, href()): ' +
+        '{{name}} is made only by src/console/frame/html.ts (the html tag, its escaping helpers, href()): ' +
         'build markup with html`...` and links with href(...)',
     },
   },
   create(context) {
-    if (relative(context) === 'src/console/html.ts') return {};
+    if (relative(context) === 'src/console/frame/html.ts') return {};
     const report = (node, name) => context.report({ node, messageId: 'made', data: { name } });
     const madeName = (type) =>
       type &&

@@ -61,6 +61,8 @@ export type ErrorCode = (typeof ERROR_CODES)[number];
 /**
  * The one error type for expected failures: an HTTP status, a stable machine-readable code, a
  * message safe to show the caller (never a key, signature or body), and the outcome it counts as.
+ * `title`: the heading of the page a person reads it on (the console's, src/console/frame/consoleRouting.ts
+ * `refusal`); the JSON answers leave it out.
  */
 export class RequestError extends Error {
   constructor(
@@ -69,6 +71,7 @@ export class RequestError extends Error {
     message: string,
     readonly outcome: IntakeOutcome | null = null,
     readonly headers: Readonly<Record<string, string>> = {},
+    readonly title: string | null = null,
   ) {
     super(message);
     this.name = 'RequestError';

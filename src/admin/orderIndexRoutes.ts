@@ -1,6 +1,6 @@
 import type { Express, RequestHandler, Response } from 'express';
-import { readExportRange, streamExport } from '../console/exportStream';
-import type { LocalTime } from '../console/localTime';
+import { readExportRange, streamExport } from '../console/export/exportStream';
+import type { LocalTime } from '../console/language/localTime';
 import type { Db } from '../database/pool';
 import { RequestError } from '../errors';
 import { idProblem } from '../parsing/identifiers';
@@ -16,7 +16,7 @@ import {
 /**
  * What finance compares its ledger against, on the JSON API behind the admin token (docs/openapi.yaml): GET /orders,
  * the list of orders (src/admin/orderIndexQueries.ts), and GET /exports/finance.csv, the console's finance export
- * (src/console/exportStream.ts: the same file for the same days). Bad input gets 400 naming the parameter; nothing
+ * (src/console/export/exportStream.ts: the same file for the same days). Bad input gets 400 naming the parameter; nothing
  * is looked up for it.
  */
 

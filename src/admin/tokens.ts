@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { settingEntries } from '../parsing/settingList';
-import { NAME, RESERVED_NAMES, type ConsoleToken } from '../console/session';
+import { NAME, RESERVED_NAMES, type ConsoleToken } from '../console/sessions/session';
 
 /**
  * Every token the admin port takes, and who holds one (pure): ADMIN_TOKEN (the whole JSON API, and the console as

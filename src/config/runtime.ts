@@ -1,5 +1,5 @@
 import type { AdminTokens } from '../admin/tokens';
-import type { ConsoleToken } from '../console/session';
+import type { ConsoleToken } from '../console/sessions/session';
 import type { RecordingContext } from '../recording/projectionFold';
 import { ConfigError, type Config } from './schema';
 

@@ -5,12 +5,12 @@ import { parsePaymentApiCredentials } from '../paymentApi/credentials';
 import { parseBasicCredentials } from '../intake/requestChecks';
 import { parseSourceAllowlist, parseTrustProxy } from '../intake/sourceAddress';
 import { MIN_HISTORY_RETENTION_MS } from '../history/days';
-import { canonicalLocale, canonicalTimeZone } from '../console/localTime';
+import { canonicalLocale, canonicalTimeZone } from '../console/language/localTime';
 import { DEFAULT_PAYMENT_SERVICE_TIME_ZONE } from '../domain/paymentServiceTime';
-import { parseConsoleTokens } from '../console/session';
+import { parseConsoleTokens } from '../console/sessions/session';
 import { parseAdminOrigins } from '../http/origins';
 import { parseTeamTokens } from '../admin/tokens';
-import { parseExpectedEventTypes } from '../console/expectedEvents';
+import { parseExpectedEventTypes } from '../console/attention/expectedEvents';
 
 /** The reconciliation settings (PAYMENT_API_*, RECONCILE_*), as src/reconciliation/ takes them. */
 export type ReconciliationConfig = Omit<z.output<typeof reconciliationSettings>, 'allowHttp' | 'paymentApiUrl'> & {

@@ -123,7 +123,7 @@ describe("ARCHITECTURE.md's data layer", () => {
   it('When it says where a new query goes, then each place it names exists', () => {
     const text = readFileSync(path.join(ROOT, 'ARCHITECTURE.md'), 'utf8');
     const section = text.slice(text.indexOf('\n### Where does a new page'), text.indexOf('\n## Layers\n'));
-    // `src/console/queries/<page>.ts` names its folder.
+    // `src/console/<page>/<page>Queries.ts` names its folder.
     const places = [...section.matchAll(/`(src\/[^`]+)`/g)].map((m) =>
       (m[1] as string).replace(/\/[^/]*<.*$/, '').replace(/\/$/, ''),
     );

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import request from 'supertest';
-import { SESSIONS_PER_NAME } from '../../src/console/queries/sessions';
+import { SESSIONS_PER_NAME } from '../../src/console/sessions/sessionQueries';
 import { ROOT } from '../support/build';
 import {
   CONSOLE_ENV,

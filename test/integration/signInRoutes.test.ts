@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { secondsLeftInMinute, SIGN_IN_LIMITS } from '../../src/console/signInThrottle';
+import { secondsLeftInMinute, SIGN_IN_LIMITS } from '../../src/console/signIn/signInThrottle';
 import {
   CONSOLE_ENV,
   fromAddress,

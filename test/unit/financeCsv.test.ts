@@ -1,6 +1,6 @@
-import { csvCell, csvLine, exportLine, exportTotals } from '../../src/console/financeCsv';
-import { LocalTime } from '../../src/console/localTime';
-import type { ExportRow } from '../../src/console/queries/export';
+import { csvCell, csvLine, exportLine, exportTotals } from '../../src/console/export/financeCsv';
+import { LocalTime } from '../../src/console/language/localTime';
+import type { ExportRow } from '../../src/console/export/exportQueries';
 
 const row = (over: Partial<ExportRow>): ExportRow => ({
   kind: 'payment',

@@ -1,4 +1,4 @@
-import { Href, href, Html, html } from '../../src/console/html';
+import { Href, href, Html, html } from '../../src/console/frame/html';
 
 describe('console templates', () => {
   it('When values hold markup, then they are escaped; markup made by the tag is kept', () => {

@@ -77,7 +77,7 @@ describe('local/typed-sql-names', () => {
       },
       {
         name: 'sql.ref, which takes any string, outside columns.ts',
-        filename: at('src/console/queries/order.ts'),
+        filename: at('src/console/order/orderQueries.ts'),
         code: KYSELY_SQL + 'const inDays = (column: string) => sql`${sql.ref(column)} = ANY(${ats})`;',
         errors: [{ messageId: 'untypedRef' }],
       },
@@ -120,10 +120,13 @@ describe('local/queries-in-query-modules', () => {
   tester.run('queries-in-query-modules', local.rules['queries-in-query-modules'] as Rule.RuleModule, {
     valid: [
       { filename: at('src/outbox/outboxQueries.ts'), code: "import { sql } from 'kysely'; db.selectFrom('x');" },
-      { filename: at('src/console/queries/overview.ts'), code: "import { sql } from 'kysely'; db.insertInto('x');" },
+      {
+        filename: at('src/console/overview/overviewQueries.ts'),
+        code: "import { sql } from 'kysely'; db.insertInto('x');",
+      },
       { filename: at('src/database/pool.ts'), code: "import { sql } from 'kysely'; sql`SELECT 1`;" },
       {
-        filename: at('src/console/readRoutes.ts'),
+        filename: at('src/console/overview/overviewRoutes.ts'),
         code: "import { type Kysely } from 'kysely'; readOrderStory(db, id);",
       },
       {
@@ -136,7 +139,7 @@ describe('local/queries-in-query-modules', () => {
     ],
     invalid: [
       {
-        filename: at('src/console/readRoutes.ts'),
+        filename: at('src/console/overview/overviewRoutes.ts'),
         code: "import { sql } from 'kysely'; await db.selectFrom('orders').selectAll().execute();",
         errors: [{ messageId: 'sqlTag' }, { messageId: 'builder', data: { method: 'selectFrom' } }],
       },
@@ -178,12 +181,12 @@ describe('local/queries-in-query-modules', () => {
 describe('local/html-by-tag-only', () => {
   tester.run('html-by-tag-only', local.rules['html-by-tag-only'] as Rule.RuleModule, {
     valid: [
-      { filename: at('src/console/html.ts'), code: 'const made = new Html(text);' },
-      { filename: at('src/console/views/order.ts'), code: 'const page = html`<p>${x}</p>`; href(["orders", id]);' },
+      { filename: at('src/console/frame/html.ts'), code: 'const made = new Html(text);' },
+      { filename: at('src/console/order/orderView.ts'), code: 'const page = html`<p>${x}</p>`; href(["orders", id]);' },
     ],
     invalid: [
       {
-        filename: at('src/console/views/order.ts'),
+        filename: at('src/console/order/orderView.ts'),
         code: 'const raw = new Html(untrusted); const link = new Href(value);',
         errors: [
           { messageId: 'made', data: { name: 'Html' } },
@@ -191,7 +194,7 @@ describe('local/html-by-tag-only', () => {
         ],
       },
       {
-        filename: at('src/console/actionRoutes.ts'),
+        filename: at('src/console/order/orderActionRoutes.ts'),
         code: 'const a = value as Href; const b = <Html>other;',
         errors: [
           { messageId: 'made', data: { name: 'Href' } },

@@ -1,4 +1,4 @@
-import { canonicalLocale, canonicalTimeZone, LocalTime } from '../../src/console/localTime';
+import { canonicalLocale, canonicalTimeZone, LocalTime } from '../../src/console/language/localTime';
 
 const warsaw = new LocalTime('Europe/Warsaw', 'en-GB');
 const utc = new LocalTime('UTC', 'en-GB');

@@ -6,7 +6,7 @@ import {
   minorToMajor,
   subtractMinor,
   sumMinor,
-} from '../../src/console/money';
+} from '../../src/console/language/money';
 
 /** Intl writes a no-break space (U+00A0) or a narrow one (U+202F) where people see a space. */
 const spaced = (text: string | undefined): string | undefined => text?.replace(/[\u00a0\u202f]/g, ' ');

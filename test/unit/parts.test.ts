@@ -1,4 +1,4 @@
-import { relative } from '../../src/console/views/parts';
+import { relative } from '../../src/console/frame/parts';
 
 const now = new Date('2026-12-02T12:00:00Z');
 const after = (seconds: number): Date => new Date(now.getTime() + seconds * 1000);

@@ -8,7 +8,7 @@ import {
   tokenFingerprint,
   TOUCH_EVERY_MS,
   type StoredSession,
-} from '../../src/console/session';
+} from '../../src/console/sessions/session';
 
 describe('console sessions', () => {
   const olga = { name: 'olga', token: 'olga-token-0123456789', role: 'operator' as const };

@@ -5,7 +5,7 @@ import {
   SIGN_IN_LIMITS,
   throttleReason,
   throttleSource,
-} from '../../src/console/signInThrottle';
+} from '../../src/console/signIn/signInThrottle';
 
 describe('the sign-in throttle', () => {
   it("When failures reach a source's limit, then its token is not checked", () => {
