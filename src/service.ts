@@ -15,7 +15,7 @@ import {
   type Config,
 } from './config';
 import { openDatabase } from './database/bootstrap';
-import { describeDatabase, type DatabaseServer } from './database/embeddedPostgres';
+import { describeDatabase, type DatabaseServer } from './embeddedPostgres/embeddedPostgres';
 import { createDb, createPool, type Db } from './database/pool';
 import { PooledTransactions } from './database/transaction';
 import type { StatusConflict } from './domain/outcomes';

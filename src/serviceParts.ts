@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import type pg from 'pg';
 import type { Config } from './config';
-import type { DatabaseServer } from './database/embeddedPostgres';
+import type { DatabaseServer } from './embeddedPostgres/embeddedPostgres';
 import type { Db } from './database/pool';
 import type { DatabaseWatch } from './failover/databaseWatch';
 import type { FailoverRecovery } from './failover/failoverRecovery';

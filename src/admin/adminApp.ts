@@ -1,6 +1,6 @@
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Counter } from 'prom-client';
-import { isDatabaseUnavailable } from '../database/errors';
+import { isDatabaseUnavailable } from '../database/databaseErrors';
 import { ping, type Db } from '../database/pool';
 import { RequestError } from '../errors';
 import { answerError, sendError } from '../http/answers';

@@ -1,5 +1,5 @@
 import type { Request, Response, Router } from 'express';
-import { isDatabaseUnavailable } from '../database/errors';
+import { isDatabaseUnavailable } from '../database/databaseErrors';
 import { CHECK_ACTION } from '../history/auditQueries';
 import { republishOrderEvents } from '../outbox/outboxQueries';
 import type { PosProblem } from '../reconciliation/reconciliation';

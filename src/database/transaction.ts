@@ -9,7 +9,7 @@ import {
   type RawBuilder,
 } from 'kysely';
 import type pg from 'pg';
-import { breaksConnection } from './errors';
+import { breaksConnection } from './databaseErrors';
 import type { Database } from './schema';
 
 /**

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { ADVISORY_LOCKS } from '../database/advisoryLocks';
-import { SingleActiveJob, type NextStep } from '../database/singleActiveWorker';
+import { SingleActiveJob, type NextStep } from '../jobs/singleActiveWorker';
 import type { Logger } from '../observability/logger';
 import type { HistoryMetrics } from '../observability/metrics';
 import { deleteAuditPast } from './auditQueries';

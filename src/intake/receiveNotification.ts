@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isDatabaseUnavailable } from '../database/errors';
+import { isDatabaseUnavailable } from '../database/databaseErrors';
 import { DELIVERY_OUTCOMES, type DeliveryOutcome, type IntakeOutcome } from '../domain/outcomes';
 import { RequestError } from '../errors';
 import type { Logger } from '../observability/logger';

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { ADVISORY_LOCKS } from '../database/advisoryLocks';
-import { SingleActiveJob, type NextStep } from '../database/singleActiveWorker';
+import { SingleActiveJob, type NextStep } from '../jobs/singleActiveWorker';
 import { Retries, type BackoffPolicy } from '../domain/backoff';
 import { inTransaction, runOn, type Statement } from '../database/transaction';
 import type { Logger } from '../observability/logger';

@@ -1,4 +1,4 @@
-import { isDatabaseUnavailable, isMissingPartition } from '../database/errors';
+import { isDatabaseUnavailable, isMissingPartition } from '../database/databaseErrors';
 import type { PooledTransactions } from '../database/transaction';
 import type { StatusConflict } from '../domain/outcomes';
 import type { Logger } from '../observability/logger';

@@ -4,7 +4,7 @@ import {
   type ActiveLock,
   type NextStep,
   type SingleActiveWorkerOptions,
-} from '../../src/database/singleActiveWorker';
+} from '../../src/jobs/singleActiveWorker';
 import type { SessionLockOptions } from '../../src/database/sessionLock';
 import { createLogger } from '../../src/observability/logger';
 

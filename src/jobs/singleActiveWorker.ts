@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { Retries, type BackoffPolicy } from '../domain/backoff';
 import type { Logger } from '../observability/logger';
-import { SessionLock, type SessionLockOptions } from './sessionLock';
+import { SessionLock, type SessionLockOptions } from '../database/sessionLock';
 
 /** What a job's step asks of the loop: how long to wait before the next step, and whether wake() may end it early. */
 export interface NextStep {
