@@ -37,8 +37,8 @@ import { createReconciliation } from './reconciliation/reconciliation';
 import { forceChecks, forcedCheckProgress, ordersObservedBetween } from './reconciliation/scheduleQueries';
 import type { Reconciler } from './reconciliation/reconciler';
 import { GroupCommitStore, type GroupCommitOptions } from './recording/groupCommit';
-import { HistoryMaintainer } from './history/maintainer';
-import { measureDaysAhead } from './history/maintenance';
+import { PartitionMaintainer } from './partitions/partitionMaintainer';
+import { measureDaysAhead } from './partitions/partitionMaintenance';
 import { stopper, type Parts } from './serviceParts';
 
 /**
@@ -60,7 +60,7 @@ export interface Service {
   /** Checks open orders against the payment API; null without PAYMENT_API_URL. */
   reconciler: Reconciler | null;
   /** Keeps history by the day: the days ahead, and the retentions (one active across replicas). */
-  historyMaintainer: HistoryMaintainer;
+  historyMaintainer: PartitionMaintainer;
   /** Readiness off; in-flight requests finished while the relay stops after its batch; connections closed. */
   stop(): Promise<void>;
 }
@@ -179,7 +179,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
     unverifiedBodyBytes: () => unverified.heldBytes,
     historyDaysAhead: () => measureDaysAhead(db),
   });
-  const historyMaintainer = new HistoryMaintainer({
+  const historyMaintainer = new PartitionMaintainer({
     databaseUrl: database.url,
     historyRetentionMs: config.historyRetentionMs,
     bodyRetentionMs: config.bodyRetentionMs,

@@ -7,7 +7,7 @@ import type { DatabaseWatch } from './failover/databaseWatch';
 import type { FailoverRecovery } from './failover/failoverRecovery';
 import type { NotificationJournal } from './failover/notificationJournal';
 import { close } from './http/server';
-import type { HistoryMaintainer } from './history/maintainer';
+import type { PartitionMaintainer } from './partitions/partitionMaintainer';
 import type { Logger } from './observability/logger';
 import type { Metrics } from './observability/metrics';
 import type { OutboxRelay } from './outbox/relay';
@@ -40,7 +40,7 @@ export interface Parts {
   relay: OutboxRelay | null;
   reconciliation: { reconciliation: Reconciliation; db: Db } | null;
   reconciler: Reconciler | null;
-  historyMaintainer: HistoryMaintainer;
+  historyMaintainer: PartitionMaintainer;
   publicServer: http.Server;
   adminServer: http.Server;
   /** Readiness (/readyz): off once stopping. */

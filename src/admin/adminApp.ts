@@ -14,7 +14,7 @@ import type { OrderCheck } from '../reconciliation/checkOrder';
 import type { PosProblem, Reconciliation } from '../reconciliation/reconciliation';
 import { createConsole, type ConsoleOptions } from '../console/consoleApp';
 import { LocalTime } from '../console/localTime';
-import { beginAudit, completeAudit, recordAudit } from '../history/auditQueries';
+import { beginAudit, completeAudit, recordAudit } from '../audit/auditQueries';
 import { createSignInGuard, type SignInGuard } from '../console/signInGuard';
 import { registerEventRoutes } from './eventRoutes';
 import { registerOrderIndexRoutes } from './orderIndexRoutes';

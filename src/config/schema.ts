@@ -4,7 +4,7 @@ import { parseSecondKeys, PUBLIC_SANDBOX_KEY } from '../verification/secondKeys'
 import { parsePaymentApiCredentials } from '../paymentApi/credentials';
 import { parseBasicCredentials } from '../intake/requestChecks';
 import { parseSourceAllowlist, parseTrustProxy } from '../intake/sourceAddress';
-import { MIN_HISTORY_RETENTION_MS } from '../history/days';
+import { MIN_HISTORY_RETENTION_MS } from '../partitions/partitionDays';
 import { canonicalLocale, canonicalTimeZone } from '../console/localTime';
 import { DEFAULT_PAYMENT_SERVICE_TIME_ZONE } from '../domain/paymentServiceTime';
 import { parseConsoleTokens } from '../console/session';
@@ -364,7 +364,7 @@ export const settings = z.object({
     'HISTORY_RETENTION',
     retention(180 * 86_400_000, MIN_HISTORY_RETENTION_MS, 'at least 72h (the sender retries for 72 hours)'),
   ),
-  /** BODY_RETENTION: raw bodies (buyer data) of days wholly older are purged by the history maintainer; `off` keeps them. */
+  /** BODY_RETENTION: raw bodies (buyer data) of days wholly older are purged by the partition maintainer; `off` keeps them. */
   bodyRetentionMs: fromEnv('BODY_RETENTION', retention(30 * 86_400_000, 86_400_000, 'at least 1d')),
   /** LOG_LEVEL: pino's level. */
   logLevel: fromEnv(
@@ -439,7 +439,7 @@ export const settings = z.object({
    * so that one reaching no queue is counted but not raised on the board. An unknown type stops the start.
    */
   expectedUnroutedEventTypes: fromEnv('EXPECTED_UNROUTED_EVENT_TYPES', list(parseExpectedEventTypes).default([])),
-  /** AUDIT_RETENTION: console audit rows older are deleted by the history maintainer and `purge`; `off` keeps them. */
+  /** AUDIT_RETENTION: console audit rows older are deleted by the partition maintainer and `purge`; `off` keeps them. */
   auditRetentionMs: fromEnv('AUDIT_RETENTION', retention(365 * 86_400_000, 86_400_000, 'at least 1d')),
 });
 

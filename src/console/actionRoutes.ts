@@ -1,13 +1,13 @@
 import type { Request, Response, Router } from 'express';
 import { isDatabaseUnavailable } from '../database/databaseErrors';
-import { CHECK_ACTION } from '../history/auditQueries';
+import { CHECK_ACTION } from '../audit/auditQueries';
 import { republishOrderEvents } from '../outbox/outboxQueries';
 import type { PosProblem } from '../reconciliation/reconciliation';
 import type { OrderCheck } from '../reconciliation/checkOrder';
 import { retryOne, type RetryResult } from '../recording/quarantineRetry';
 import { countOpenQuarantined, openQuarantinedIds, type QuarantineFilter } from '../recording/quarantineQueries';
 import { readOrderStory, type OrderStory } from '../orderStory/orderStoryQueries';
-import { beginAudit, completeAudit, type AuditAction } from '../history/auditQueries';
+import { beginAudit, completeAudit, type AuditAction } from '../audit/auditQueries';
 import type { Access } from './access';
 import {
   field,

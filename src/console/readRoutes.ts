@@ -17,7 +17,7 @@ import { exportTotals } from './financeCsv';
 import { EXPORT_MAX_DAYS, readExportRange, streamExport, type ExportRange } from './exportStream';
 import { href, type Html } from './html';
 import { LocalTime } from './localTime';
-import { AUDIT_ACTIONS, auditPage as readAuditPage } from '../history/auditQueries';
+import { AUDIT_ACTIONS, auditPage as readAuditPage } from '../audit/auditQueries';
 import { readOrderStory } from '../orderStory/orderStoryQueries';
 import { quarantinedNotification } from '../recording/quarantineQueries';
 import { attention } from './queries/attention';

@@ -2,7 +2,7 @@ import type { Request, Router } from 'express';
 import type { Access } from './access';
 import { CLEAR_SESSION_COOKIE } from './access';
 import { field, readForm, send, sourceOf, type ConsoleOptions } from './consoleRouting';
-import { recordRepeat } from '../history/auditQueries';
+import { recordRepeat } from '../audit/auditQueries';
 import { endSession, openSession } from './queries/sessions';
 import type { TokenHolder } from '../admin/tokens';
 import { newSession, SESSION_COOKIE, SESSION_COOKIE_ATTRIBUTES, tokenFingerprint, type ConsoleToken } from './session';

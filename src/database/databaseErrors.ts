@@ -9,7 +9,7 @@ export function breaksConnection(error: unknown): boolean {
 
 /**
  * Whether a write failed because its day of history has no partition (SQLSTATE 23514, raised by the routing
- * of a partitioned table): the days are made at once (src/history/maintainer.ts), and the sender's retry lands.
+ * of a partitioned table): the days are made at once (src/partitions/partitionMaintainer.ts), and the sender's retry lands.
  */
 export function isMissingPartition(error: unknown): boolean {
   return (

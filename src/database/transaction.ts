@@ -93,6 +93,25 @@ export async function runOn<Row>(client: pg.ClientBase, query: Statement<Row>): 
   return (await client.query(toPg(query, undefined))).rows as Row[];
 }
 
+/**
+ * A session on one connection, outside transactions: partition work (a day is detached concurrently) and the
+ * audit trail's retention run on one.
+ */
+export interface ConnectionSession {
+  run<Row>(query: Query<Row>): Promise<Row[]>;
+}
+
+export const sessionOn = (client: pg.ClientBase): ConnectionSession => ({
+  run: (query) => runOn(client, statement(query)),
+});
+
+/** A session on one connection Kysely lends (`db.connection().execute(...)`: the command line's). */
+export const sessionOnKysely = (connection: Kysely<Database>): ConnectionSession => ({
+  run: async <Row>(query: Query<Row>): Promise<Row[]> => [
+    ...(await connection.executeQuery<Row>(statement(query))).rows,
+  ],
+});
+
 /** The statements of one transaction, on one connection. */
 export interface Transaction {
   /** Sends a statement; on a pipelined connection it leaves without waiting for the ones before. */

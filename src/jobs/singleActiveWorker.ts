@@ -163,7 +163,7 @@ export type SingleActiveJobSettings = Omit<
 
 /**
  * The one start/stop shape of the jobs one process runs at a time across every replica (the outbox relay, the
- * reconciler, the history maintainer): each extends this with its step and what it must be told, and is started,
+ * reconciler, the partition maintainer): each extends this with its step and what it must be told, and is started,
  * hinted and stopped the same way, through its SingleActiveWorker.
  */
 export abstract class SingleActiveJob {

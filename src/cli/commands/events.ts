@@ -8,7 +8,7 @@ import { createRelayMetrics } from '../../observability/metrics';
 import type { Db } from '../../database/pool';
 import { selectEvents, type ReplaySelection } from '../../outbox/outboxQueries';
 import { isBrokerName } from '../../admin/tokens';
-import { AUDITED_ORDERS_MAX, completeAudit } from '../../history/auditQueries';
+import { AUDITED_ORDERS_MAX, completeAudit } from '../../audit/auditQueries';
 import { auditCommand } from './audit';
 import { readConfig, withDatabase } from './database';
 import { rebuildEvents, type RebuildOptions } from './eventRebuild';

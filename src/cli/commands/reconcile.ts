@@ -13,7 +13,7 @@ import {
   type Reconciliation,
 } from '../../reconciliation/reconciliation';
 import { stuckOrders } from '../../reconciliation/scheduleQueries';
-import { AUDITED_ORDERS_MAX } from '../../history/auditQueries';
+import { AUDITED_ORDERS_MAX } from '../../audit/auditQueries';
 import { readOrderIdLines } from '../../parsing/orderLists';
 import { auditedCommand } from './audit';
 import { readConfig, withDatabase } from './database';

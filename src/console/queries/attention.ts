@@ -4,7 +4,7 @@ import type { Db } from '../../database/pool';
 import type { Database, Disagreement } from '../../database/schema';
 import type { StatusTransition } from '../../domain/outcomes';
 import { latestFailovers, type Failover } from '../../failover/failoverQueries';
-import { historyDaysReady } from '../../history/historyQueries';
+import { historyDaysReady } from '../../partitions/partitionQueries';
 import { outboxLag, waitingOrders, type OutboxLag, type WaitingOrder } from '../../outbox/outboxQueries';
 import { readReachability, type Reachability } from '../../reconciliation/reachabilityQueries';
 import { givenUpOrders, type GivenUpOrder } from '../../reconciliation/scheduleQueries';

@@ -1,6 +1,6 @@
 import { DELIVERY_OUTCOMES } from '../../domain/outcomes';
 import { readableBody } from '../../domain/personalData';
-import { AUDIT_ACTIONS, type AuditRow } from '../../history/auditQueries';
+import { AUDIT_ACTIONS, type AuditRow } from '../../audit/auditQueries';
 import type { QuarantinedNotification } from '../../recording/quarantineQueries';
 import { href, html, type Html } from '../html';
 import type { ListedDelivery } from '../queries/lists';

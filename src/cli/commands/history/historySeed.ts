@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads';
 import type { Command } from 'commander';
 import type { Config } from '../../../config';
 import { prepareDatabase } from '../../../database/bootstrap';
-import { addDays, DAY_MS, dayOf, daysToMake } from '../../../history/days';
+import { addDays, DAY_MS, dayOf, daysToMake } from '../../../partitions/partitionDays';
 import { createLogger } from '../../../observability/logger';
 import { freshSeed, seededRandom } from '../../../simulator/random';
 import { fingerprintKey } from '../../../verification/secondKeys';
@@ -122,7 +122,7 @@ function seedSettings(config: Config, nowMs: number): SeedSettings {
     keyFingerprint: fingerprintKey(key.key),
     eventSource: config.eventSource,
     nowMs,
-    // The purge takes the bodies of the days wholly older than the retention (src/history/maintenance.ts).
+    // The purge takes the bodies of the days wholly older than the retention (src/partitions/partitionMaintenance.ts).
     bodiesFromMs: config.bodyRetentionMs === null ? null : startOfDay(nowMs - config.bodyRetentionMs),
     outboxFromMs: nowMs - config.outboxRetentionMs,
     scheduleFromMs: nowMs - (config.reconciliation?.giveUpMs ?? 7 * DAY_MS),

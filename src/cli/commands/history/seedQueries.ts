@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { columnListOf, columnsOf, tableOf, type Column, type Table } from '../../../database/columns';
 import type { Db } from '../../../database/pool';
 import { statement } from '../../../database/transaction';
-import type { Day } from '../../../history/days';
+import type { Day } from '../../../partitions/partitionDays';
 
 /** The history seeder's statements: the days it fills, the ids it reserves, the rows it copies in, the statistics. */
 

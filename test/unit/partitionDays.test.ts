@@ -10,7 +10,7 @@ import {
   HISTORY_TABLES,
   type HistoryTable,
   type PartitionBounds,
-} from '../../src/history/days';
+} from '../../src/partitions/partitionDays';
 
 const at = (iso: string): number => Date.parse(iso);
 const DAY = 86_400_000;

@@ -2,13 +2,13 @@ import { sql, type Selectable } from 'kysely';
 import { columnsOf, tableOf } from '../database/columns';
 import type { Db } from '../database/pool';
 import type { AuditRole, AuditVia, ConsoleAuditTable } from '../database/schema';
-import type { HistorySession } from './historyQueries';
+import type { ConnectionSession } from '../database/transaction';
 
 /**
  * The audit trail (console_audit, sql/009 and sql/012): every sign-in and every action, whichever door it came
  * through (the console, the admin API, the command line), who did what to what, as what, and how it ended; read
  * newest first by page (filtered), or by order (the order's story); kept under a retention of its own
- * (AUDIT_RETENTION) by the history maintainer and `purge --audit-days`. What repeats without bound (sign-ins of one
+ * (AUDIT_RETENTION) by the partition maintainer and `purge --audit-days`. What repeats without bound (sign-ins of one
  * name, refused and throttled sign-ins of one source) is one row per interval with a count, so no one can grow the
  * trail faster than the intervals pass.
  */
@@ -218,7 +218,7 @@ const audit = columnsOf('console_audit');
  * history maintainer's round and of `purge --audit-days`.
  */
 export async function deleteAuditPast(
-  session: HistorySession,
+  session: ConnectionSession,
   retentionMs: number,
   nowMs: number,
   { dryRun = false }: { dryRun?: boolean } = {},

@@ -12,7 +12,7 @@ import {
   partitionName,
   type Day,
   type HistoryTable,
-} from './days';
+} from './partitionDays';
 import {
   countReferencesPast,
   deleteReferencesPast,
@@ -25,21 +25,19 @@ import {
   purgeQuarantinedBodies,
   recordDayPurged,
   removePartition,
-  sessionOn,
-  sessionOnKysely,
   unlockHistoryWork,
-  type HistorySession,
-} from './historyQueries';
+} from './partitionQueries';
+import { sessionOn, sessionOnKysely, type ConnectionSession } from '../database/transaction';
 
 /**
- * What keeps history by the day (days.ts): making the days ahead, purging the raw bodies of days past the
+ * What keeps history by the day (partitionDays.ts): making the days ahead, purging the raw bodies of days past the
  * body retention, and removing days past the history retention, each touching only the days it concerns. The
- * service's maintainer (maintainer.ts) and `notification-receiver purge` do their work through these, on a
+ * service's maintainer (partitionMaintainer.ts) and `notification-receiver purge` do their work through these, on a
  * session of their own; HISTORY_WORK_LOCK makes sure one runs at a time.
  */
 
 /** Runs work holding the history work lock (waiting for it), and always lets it go. */
-export async function withWorkLock<T>(session: HistorySession, work: () => Promise<T>): Promise<T> {
+export async function withWorkLock<T>(session: ConnectionSession, work: () => Promise<T>): Promise<T> {
   await lockHistoryWork(session);
   try {
     return await work();
@@ -50,7 +48,7 @@ export async function withWorkLock<T>(session: HistorySession, work: () => Promi
 
 /** The partitions of the history tables, by table; detaches left half-done are finished first. */
 export async function historyPartitions(
-  session: HistorySession,
+  session: ConnectionSession,
 ): Promise<Map<HistoryTable, Array<{ day: Day; rows: number }>>> {
   const rows = await listPartitions(session);
   const days = new Map<HistoryTable, Array<{ day: Day; rows: number }>>(HISTORY_TABLES.map((t) => [t, []]));
@@ -69,7 +67,7 @@ export async function historyPartitions(
 }
 
 /** Makes the partitions from yesterday to DAYS_AHEAD days ahead that do not exist yet; answers how many it made. */
-export async function makeDays(session: HistorySession, nowMs: number): Promise<number> {
+export async function makeDays(session: ConnectionSession, nowMs: number): Promise<number> {
   const { first, last } = daysToMake(nowMs);
   return ensurePartitions(session, first, last);
 }
@@ -95,7 +93,7 @@ export async function makeDaysOn(databaseUrl: string, nowMs: number): Promise<nu
 }
 
 /** The days from yesterday to DAYS_AHEAD that some history table has no partition for (days.ts missingDays). */
-export async function findMissingDays(session: HistorySession, nowMs: number): Promise<Day[]> {
+export async function findMissingDays(session: ConnectionSession, nowMs: number): Promise<Day[]> {
   const { first, last } = daysToMake(nowMs);
   const names: string[] = [];
   for (let day = first; day <= last; day = addDays(day, 1))
@@ -103,7 +101,7 @@ export async function findMissingDays(session: HistorySession, nowMs: number): P
   return missingDays(await partitionBounds(session, names), nowMs);
 }
 
-/** Days ahead (days.ts), measured from the partitions' bounds now: what the gauge reports at each scrape. */
+/** Days ahead (partitionDays.ts), measured from the partitions' bounds now: what the gauge reports at each scrape. */
 export async function measureDaysAhead(db: Db): Promise<number> {
   return daysAhead(await partitionBounds(sessionOnKysely(db)), Date.now());
 }
@@ -125,7 +123,7 @@ export interface RemovedHistory {
  * Projections stay.
  */
 export async function removeDaysPast(
-  session: HistorySession,
+  session: ConnectionSession,
   retentionMs: number,
   nowMs: number,
   { dryRun = false }: { dryRun?: boolean } = {},
@@ -172,7 +170,7 @@ export interface PurgedBodies {
  * Everything else stays: the notifications' parsed fields, statuses, digests and outcomes, the deliveries.
  */
 export async function purgeBodiesPast(
-  session: HistorySession,
+  session: ConnectionSession,
   retentionMs: number,
   nowMs: number,
   { dryRun = false }: { dryRun?: boolean } = {},

@@ -1,9 +1,8 @@
 import { sql, type Kysely } from 'kysely';
-import type pg from 'pg';
 import { ADVISORY_LOCKS } from '../database/advisoryLocks';
 import { columnsOf, tableOf } from '../database/columns';
 import type { Database } from '../database/schema';
-import { runOn, statement, type Query } from '../database/transaction';
+import type { ConnectionSession } from '../database/transaction';
 import {
   addDays,
   BODY_TABLES,
@@ -13,38 +12,22 @@ import {
   type Day,
   type HistoryTable,
   type PartitionBounds,
-} from './days';
+} from './partitionDays';
 
 /**
- * The statements of history maintenance (maintenance.ts, and the console audit's retention in auditQueries.ts):
+ * The statements of history maintenance (partitionMaintenance.ts, and the console audit's retention in src/audit/auditQueries.ts):
  * the partitions of the history tables as the catalog lists them, making, detaching and dropping days, purging a
  * day's bodies, and deleting what refers to removed history. Each runs on a session of its own (a connection,
  * outside transactions: a day is detached concurrently), given first.
  */
 
-/** A session on one connection: history work runs outside transactions (a day is detached concurrently). */
-export interface HistorySession {
-  run<Row>(query: Query<Row>): Promise<Row[]>;
-}
-
-export const sessionOn = (client: pg.ClientBase): HistorySession => ({
-  run: (query) => runOn(client, statement(query)),
-});
-
-/** A session on one connection Kysely lends (`db.connection().execute(...)`: the command line's). */
-export const sessionOnKysely = (connection: Kysely<Database>): HistorySession => ({
-  run: async <Row>(query: Query<Row>): Promise<Row[]> => [
-    ...(await connection.executeQuery<Row>(statement(query))).rows,
-  ],
-});
-
 /** Serializes history work across replicas and the command line. */
 export const HISTORY_WORK_LOCK = ADVISORY_LOCKS.historyWork;
 
-export const lockHistoryWork = (session: HistorySession) =>
+export const lockHistoryWork = (session: ConnectionSession) =>
   session.run(sql`SELECT pg_advisory_lock(${HISTORY_WORK_LOCK}::bigint)`);
 
-export const unlockHistoryWork = (session: HistorySession) =>
+export const unlockHistoryWork = (session: ConnectionSession) =>
   session.run(sql`SELECT pg_advisory_unlock(${HISTORY_WORK_LOCK}::bigint)`);
 
 /** A partition of a history table, as the catalog lists it. */
@@ -58,7 +41,7 @@ export interface PartitionRow {
 }
 
 /** The partitions of the history tables, detached or not. */
-export const listPartitions = (session: HistorySession): Promise<PartitionRow[]> =>
+export const listPartitions = (session: ConnectionSession): Promise<PartitionRow[]> =>
   session.run(
     sql<PartitionRow>`
       SELECT c.relname AS name, p.relname AS parent, i.inhdetachpending AS pending, c.reltuples::float8 AS rows
@@ -72,7 +55,7 @@ export const listPartitions = (session: HistorySession): Promise<PartitionRow[]>
 const DDL_LOCK_TIMEOUT = '5s';
 
 /** Makes the partitions of the days from `first` to `last` that do not exist yet (sql/007); answers how many. */
-export async function ensurePartitions(session: HistorySession, first: Day, last: Day): Promise<number> {
+export async function ensurePartitions(session: ConnectionSession, first: Day, last: Day): Promise<number> {
   await session.run(sql`SET lock_timeout = ${sql.lit(DDL_LOCK_TIMEOUT)}`);
   try {
     const [row] = await session.run(
@@ -92,7 +75,7 @@ const RANGE_BOUNDS = "^FOR VALUES FROM \\('([^']+)'\\) TO \\('([^']+)'\\)$";
  * those named (found through pg_class's index by name: a week's worth read in a millisecond, where every partition
  * of a year of history would take tens of them).
  */
-export const partitionBounds = (session: HistorySession, names?: readonly string[]): Promise<PartitionBounds[]> =>
+export const partitionBounds = (session: ConnectionSession, names?: readonly string[]): Promise<PartitionBounds[]> =>
   session.run(
     sql<PartitionBounds>`
       SELECT p.relname AS "table",
@@ -106,12 +89,12 @@ export const partitionBounds = (session: HistorySession, names?: readonly string
              ${names === undefined ? sql`` : sql`AND c.relname = ANY(${[...names]}::text[])`}`,
   );
 
-/** A day's partition of a history table (`<table>_pYYYYMMDD`, days.ts) as SQL. */
+/** A day's partition of a history table (`<table>_pYYYYMMDD`, partitionDays.ts) as SQL. */
 const partitionOf = (table: HistoryTable, day: Day) => sql.table(partitionName(table, day));
 
 /** Detaches a day's partition (concurrently, or finishing a detach left half-done) and drops it. */
 export async function removePartition(
-  session: HistorySession,
+  session: ConnectionSession,
   table: HistoryTable,
   day: Day,
   how: 'CONCURRENTLY' | 'FINALIZE',
@@ -131,7 +114,7 @@ export interface PastReferences {
 }
 
 /** Counts what deleteReferencesPast would delete. */
-export async function countReferencesPast(session: HistorySession, horizon: string): Promise<PastReferences> {
+export async function countReferencesPast(session: ConnectionSession, horizon: string): Promise<PastReferences> {
   const [counts] = await session.run(
     sql<PastReferences>`
       SELECT (SELECT count(*)::int FROM ${tableOf('delivery_repeats')}
@@ -147,7 +130,7 @@ export async function countReferencesPast(session: HistorySession, horizon: stri
  * notifications received before it, and the purge registry's days up to `lastDay` (the last day removed).
  */
 export async function deleteReferencesPast(
-  session: HistorySession,
+  session: ConnectionSession,
   horizon: string,
   lastDay: Day | undefined,
 ): Promise<PastReferences> {
@@ -168,7 +151,7 @@ export async function deleteReferencesPast(
 }
 
 /** The days whose bodies were purged (the purge registry). */
-export async function purgedDays(session: HistorySession): Promise<Set<Day>> {
+export async function purgedDays(session: ConnectionSession): Promise<Set<Day>> {
   const rows = await session.run(
     sql<{ purged: string }>`SELECT ${purgedDay('day')}::text AS purged FROM ${tableOf('history_bodies_purged')}`,
   );
@@ -177,7 +160,7 @@ export async function purgedDays(session: HistorySession): Promise<Set<Day>> {
 
 /** Bodies still kept in a day's partition of a table that keeps bodies: counted, or set to NULL; answers how many. */
 export async function purgeDayBodies(
-  session: HistorySession,
+  session: ConnectionSession,
   table: (typeof BODY_TABLES)[number],
   day: Day,
   { dryRun }: { dryRun: boolean },
@@ -194,7 +177,7 @@ export async function purgeDayBodies(
 }
 
 /** Records a day's bodies purged. */
-export async function recordDayPurged(session: HistorySession, day: Day): Promise<void> {
+export async function recordDayPurged(session: ConnectionSession, day: Day): Promise<void> {
   await session.run(
     sql`INSERT INTO ${tableOf('history_bodies_purged')} (${purgedDay('day')}) VALUES (${day}::date) ON CONFLICT DO NOTHING`,
   );
@@ -205,7 +188,7 @@ export async function recordDayPurged(session: HistorySession, day: Day): Promis
  * how many of them were open (unresolved: they can no longer be retried).
  */
 export async function purgeQuarantinedBodies(
-  session: HistorySession,
+  session: ConnectionSession,
   cutoff: string,
   { dryRun }: { dryRun: boolean },
 ): Promise<{ n: number; open: number }> {

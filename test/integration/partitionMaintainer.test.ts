@@ -1,14 +1,14 @@
 import pg from 'pg';
 import request from 'supertest';
 import { ADVISORY_LOCKS } from '../../src/database/advisoryLocks';
-import { HISTORY_MAINTAINER_LOCK } from '../../src/history/maintainer';
+import { HISTORY_MAINTAINER_LOCK } from '../../src/partitions/partitionMaintainer';
 import { query, testDatabase, type TestDatabase } from '../support/database';
 import { backdateHistory, historyDays } from '../support/history';
 import { startTestService, type TestService } from '../support/service';
 import { orderBody, uniqueId } from '../support/signing';
 import { waitUntil } from '../support/wait';
 
-// The service keeps history by the day itself (src/history/): the days ahead are made, raw bodies go after
+// The service keeps history by the day itself (src/partitions/): the days ahead are made, raw bodies go after
 // BODY_RETENTION and whole days after HISTORY_RETENTION, by one maintainer across replicas.
 
 const dayOf = (daysAgo: number): string =>

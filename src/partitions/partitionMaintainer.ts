@@ -3,8 +3,8 @@ import { ADVISORY_LOCKS } from '../database/advisoryLocks';
 import { SingleActiveJob, type NextStep } from '../jobs/singleActiveWorker';
 import type { Logger } from '../observability/logger';
 import type { HistoryMetrics } from '../observability/metrics';
-import { deleteAuditPast } from './auditQueries';
-import { dayOf } from './days';
+import { deleteAuditPast } from '../audit/auditQueries';
+import { dayOf } from './partitionDays';
 import {
   findMissingDays,
   historyPartitions,
@@ -13,8 +13,8 @@ import {
   purgeBodiesPast,
   removeDaysPast,
   withWorkLock,
-} from './maintenance';
-import { sessionOn, type HistorySession } from './historyQueries';
+} from './partitionMaintenance';
+import { sessionOn, type ConnectionSession } from '../database/transaction';
 
 /** Only one maintainer runs rounds on schedule, across every replica (as the relay and the reconciler). */
 export const HISTORY_MAINTAINER_LOCK = ADVISORY_LOCKS.historyMaintainer;
@@ -38,7 +38,7 @@ export interface HistorySettings {
   auditRetentionMs?: number | null;
 }
 
-export interface HistoryMaintainerOptions extends HistorySettings {
+export interface PartitionMaintainerOptions extends HistorySettings {
   databaseUrl: string;
   metrics: HistoryMetrics;
   logger: Logger;
@@ -55,13 +55,13 @@ export interface MaintenanceRound {
 }
 
 /**
- * Keeps history by the day (src/history/days.ts), on its own connection: makes the days ahead (writes never
+ * Keeps history by the day (src/partitions/partitionDays.ts), on its own connection: makes the days ahead (writes never
  * find their day missing), purges the raw bodies of days past BODY_RETENTION, and removes days past
  * HISTORY_RETENTION. It runs a round when it becomes active and then every interval; a failed round is tried
  * again in a minute. One is active across all replicas (a session advisory lock); `notification-receiver
  * purge` does the same work on demand, one at a time with it (HISTORY_WORK_LOCK).
  */
-export class HistoryMaintainer extends SingleActiveJob {
+export class PartitionMaintainer extends SingleActiveJob {
   private readonly intervalMs: number;
   private readonly now: () => number;
   private nextRoundAt = 0;
@@ -69,7 +69,7 @@ export class HistoryMaintainer extends SingleActiveJob {
   private missingDayAt = 0;
   private makingMissingDays: Promise<void> | null = null;
 
-  constructor(private readonly options: HistoryMaintainerOptions) {
+  constructor(private readonly options: PartitionMaintainerOptions) {
     const intervalMs = options.intervalMs ?? 3_600_000;
     const standbyMs = Math.min(intervalMs, 60_000);
     super({
@@ -117,7 +117,7 @@ export class HistoryMaintainer extends SingleActiveJob {
   }
 
   /** Between rounds: the days without a partition (a day removed by hand, a restore), made at once. */
-  private async makeMissingDays(session: HistorySession): Promise<void> {
+  private async makeMissingDays(session: ConnectionSession): Promise<void> {
     const missing = await findMissingDays(session, this.now());
     if (missing.length === 0) return;
     const { logger } = this.options;
@@ -156,7 +156,7 @@ export class HistoryMaintainer extends SingleActiveJob {
   }
 
   /** One round: the days ahead, then the days and the bodies past their retentions; then the gauges. */
-  async round(session: HistorySession): Promise<MaintenanceRound> {
+  async round(session: ConnectionSession): Promise<MaintenanceRound> {
     const { metrics, logger, historyRetentionMs, bodyRetentionMs, auditRetentionMs } = this.options;
     const started = performance.now();
     const done = await withWorkLock(session, async () => {
