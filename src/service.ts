@@ -36,7 +36,7 @@ import { createRelay, type OutboxRelay } from './outbox/relay';
 import { createReconciliation } from './reconciliation/reconciliation';
 import { forceChecks, forcedCheckProgress, ordersObservedBetween } from './reconciliation/scheduleQueries';
 import type { Reconciler } from './reconciliation/reconciler';
-import { GroupCommitStore, type GroupCommitOptions } from './recording/groupCommit';
+import { Recorder, type RecorderOptions } from './recording/recorder';
 import { PartitionMaintainer } from './partitions/partitionMaintainer';
 import { measureDaysAhead } from './partitions/partitionMaintenance';
 import { stopper, type Parts } from './serviceParts';
@@ -311,8 +311,8 @@ interface RecorderHooks {
   /** A failover's restoration holds the writes. */
   isHeld: () => boolean;
   /** The journal takes what each transaction committed (null: there is no journal). */
-  onCommitted: GroupCommitOptions['onCommitted'] | null;
-  onQuarantined: GroupCommitOptions['onQuarantined'] | null;
+  onCommitted: RecorderOptions['onCommitted'] | null;
+  onQuarantined: RecorderOptions['onQuarantined'] | null;
 }
 
 /** The intake's recorder: group commit on the intake's pool. */
@@ -322,8 +322,8 @@ function createRecorder(
   metrics: Metrics,
   logger: Logger,
   { onMissingPartition, isHeld, onCommitted, onQuarantined }: RecorderHooks,
-): GroupCommitStore {
-  return new GroupCommitStore(
+): Recorder {
+  return new Recorder(
     new PooledTransactions(pool),
     { eventSource: config.eventSource },
     {
@@ -370,7 +370,7 @@ function assembleRecovery(
     },
     logger,
   );
-  const store = new GroupCommitStore(
+  const store = new Recorder(
     new PooledTransactions(pool),
     { eventSource: config.eventSource },
     {
@@ -423,7 +423,7 @@ function assembleReconciliation(
     },
     logger,
   );
-  const store = new GroupCommitStore(
+  const store = new Recorder(
     new PooledTransactions(pool),
     { eventSource: config.eventSource },
     {

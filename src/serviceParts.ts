@@ -11,7 +11,7 @@ import type { PartitionMaintainer } from './partitions/partitionMaintainer';
 import type { Logger } from './observability/logger';
 import type { Metrics } from './observability/metrics';
 import type { OutboxRelay } from './outbox/relay';
-import type { GroupCommitStore } from './recording/groupCommit';
+import type { Recorder } from './recording/recorder';
 import type { Reconciliation } from './reconciliation/reconciliation';
 import type { Reconciler } from './reconciliation/reconciler';
 
@@ -29,7 +29,7 @@ export interface Parts {
   adminDb: Db;
   metrics: Metrics;
   /** The intake's recorder. */
-  recorder: GroupCommitStore;
+  recorder: Recorder;
   /** The journal of recorded notifications; null without one (JOURNAL_RETENTION=off, or no broker). */
   journal: NotificationJournal | null;
   /** Every replica's watch of the database: a failover is noticed, and writes held while it is restored. */

@@ -6,7 +6,7 @@ import { decideBatch } from './decideBatch';
 import type { Delivery, DeliveryKept, RecordingContext } from './notificationStore';
 
 /**
- * The recording transaction: the service's recorder (groupCommit.ts) and the command line (quarantine
+ * The recording transaction: the service's recorder (recorder.ts) and the command line (quarantine
  * retry) both record through recordBatch, in the order it runs:
  *
  *   1. readBatchState: lock the batch's orders and read what it needs; nothing when every item is a known

@@ -4,7 +4,7 @@ import type { Config, ReconciliationConfig } from '../../config';
 import type { Db } from '../../database/pool';
 import { createLogger } from '../../observability/logger';
 import { createPaymentApiMetrics, createReconciliationMetrics } from '../../observability/reconciliationMetrics';
-import { GroupCommitStore } from '../../recording/groupCommit';
+import { Recorder } from '../../recording/recorder';
 import type { OrderCheck } from '../../reconciliation/checkOrder';
 import {
   createReconciliation,
@@ -90,7 +90,7 @@ function withReconciliation<T>(
   if (!settings) throw new UsageError('PAYMENT_API_URL and PAYMENT_API_CREDENTIALS are required to reconcile');
   return withDatabase(io, config, (db, transactions) => {
     const logger = createLogger('silent');
-    const store = new GroupCommitStore(
+    const store = new Recorder(
       transactions,
       { eventSource: config.eventSource },
       { maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 60_000, answerWithinMs: 120_000 },

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { PooledTransactions } from '../../src/database/transaction';
-import { GroupCommitStore, type GroupCommitOptions } from '../../src/recording/groupCommit';
+import { Recorder, type RecorderOptions } from '../../src/recording/recorder';
 import type { Delivery } from '../../src/recording/notificationStore';
 import type { OrderNotification, RefundNotification } from '../../src/parsing/notification';
 import { query, whileOrderLocked } from '../support/database';
@@ -39,8 +39,8 @@ const order = (orderId: string, status: OrderNotification['status'], totalAmount
   localReceiptDateTime: null,
 });
 
-const storeWith = (options: GroupCommitOptions): GroupCommitStore =>
-  new GroupCommitStore(new PooledTransactions(svc.service.pool), { eventSource: 'urn:test' }, options);
+const storeWith = (options: RecorderOptions): Recorder =>
+  new Recorder(new PooledTransactions(svc.service.pool), { eventSource: 'urn:test' }, options);
 
 describe('group commit', () => {
   it('When notifications queue behind one busy transaction, then they are recorded together and each gets its own outcome', async () => {

@@ -15,7 +15,7 @@ import type {
 } from './notificationStore';
 import { LockSetChanged, recordBatch, recordQuarantine } from './recordBatch';
 
-export interface GroupCommitOptions {
+export interface RecorderOptions {
   /** Most notifications in one transaction. */
   maxBatchSize: number;
   /**
@@ -139,7 +139,7 @@ function failureOf(error: Error): string {
  * Exact repeats of notifications committed before (KnownNotifications) only append their delivery; a
  * batch of nothing else is one statement, its own transaction.
  */
-export class GroupCommitStore implements NotificationStore {
+export class Recorder implements NotificationStore {
   private readonly queues: Pending[][];
   /** The batch each lane is running, for the deadline sweep. */
   private readonly inFlight: Array<Pending[] | null>;
@@ -154,7 +154,7 @@ export class GroupCommitStore implements NotificationStore {
   constructor(
     private readonly transactions: PooledTransactions,
     private readonly context: RecordingContext,
-    private readonly options: GroupCommitOptions,
+    private readonly options: RecorderOptions,
     private readonly logger?: Logger,
   ) {
     this.queues = Array.from({ length: options.lanes }, () => []);
