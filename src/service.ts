@@ -32,7 +32,7 @@ import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
 import { readOutboxBacklog } from './outbox/outboxQueries';
 import { probeBroker } from './outbox/brokerChannel';
-import { createRelay, type OutboxRelay } from './outbox/relay';
+import { createRelay, type OutboxRelay } from './outbox/outboxRelay';
 import { createReconciliation } from './reconciliation/reconciliation';
 import { forceChecks, forcedCheckProgress, ordersObservedBetween } from './reconciliation/scheduleQueries';
 import type { Reconciler } from './reconciliation/reconciler';
@@ -44,7 +44,7 @@ import { stopper, type Parts } from './serviceParts';
 /**
  * The composition root: builds every part of the service from the validated config, by hand, and owns
  * start and stop. Nothing else lives here: the database bootstrap is src/database/bootstrap.ts, the relay's
- * factory src/outbox/relay.ts, the entry points' failure report src/cli/startFailure.ts, the parts' type and
+ * factory src/outbox/outboxRelay.ts, the entry points' failure report src/cli/startFailure.ts, the parts' type and
  * their stop sequence src/serviceParts.ts.
  */
 

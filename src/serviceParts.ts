@@ -10,7 +10,7 @@ import { close } from './http/server';
 import type { PartitionMaintainer } from './partitions/partitionMaintainer';
 import type { Logger } from './observability/logger';
 import type { Metrics } from './observability/metrics';
-import type { OutboxRelay } from './outbox/relay';
+import type { OutboxRelay } from './outbox/outboxRelay';
 import type { Recorder } from './recording/recorder';
 import type { Reconciliation } from './reconciliation/reconciliation';
 import type { Reconciler } from './reconciliation/reconciler';

@@ -7,7 +7,7 @@
 export const ADVISORY_LOCKS = {
   /** Migrations, one runner at a time (src/database/migrations.ts). */
   migrations: 7_316_001,
-  /** The one active outbox relay (src/outbox/relay.ts). */
+  /** The one active outbox relay (src/outbox/outboxRelay.ts). */
   relay: 7_316_002,
   /** The one active reconciler (src/reconciliation/reconciler.ts). */
   reconciler: 7_316_003,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { RebuildReport } from '../../src/cli/commands/eventRebuild';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
-import { OutboxRelay } from '../../src/outbox/relay';
+import { OutboxRelay } from '../../src/outbox/outboxRelay';
 import { AMQP_URL } from '../support/broker';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
@@ -12,7 +12,7 @@ import { cliEnv, parseJson, runCli } from './cliSupport';
 
 /**
  * `events rebuild`: events deleted after OUTBOX_RETENTION come back from history with their ids and bodies, in
- * their place in the feed; and the retention sweep that deletes them (src/outbox/relay.ts).
+ * their place in the feed; and the retention sweep that deletes them (src/outbox/outboxRelay.ts).
  */
 
 interface StoredEvent {

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 import { createLogger } from '../../src/observability/logger';
-import { EVENT_TYPES } from '../../src/outbox/events';
+import { EVENT_TYPES } from '../../src/outbox/cloudEvents';
 import { createPaymentApi } from '../../src/paymentApi/paymentApi';
 import type { NotificationDelivery, SimulationReport } from '../../src/simulator';
 import { query } from '../support/database';

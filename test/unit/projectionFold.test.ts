@@ -8,7 +8,7 @@ import { decideBatch } from '../../src/recording/decideBatch';
 import * as projection from '../../src/recording/projection';
 import { seededRandom } from '../../src/simulator/random';
 import { parseNotification } from '../../src/parsing/parseNotification';
-import type { RefundEventData } from '../../src/outbox/events';
+import type { RefundEventData } from '../../src/outbox/cloudEvents';
 import { ProjectionFold } from '../../src/recording/projectionFold';
 import { orderBody, refundBody } from '../support/signing';
 

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { brokerUrl } from '../../config';
 import { createLogger } from '../../observability/logger';
 import { BrokerChannel, REPLAY_HEADER, type PublishResult } from '../../outbox/brokerChannel';
-import { EVENT_TYPES, typesMatching, type EventType } from '../../outbox/events';
+import { EVENT_TYPES, typesMatching, type EventType } from '../../outbox/cloudEvents';
 import { createRelayMetrics } from '../../observability/metrics';
 import type { Db } from '../../database/pool';
 import { selectEvents, type ReplaySelection } from '../../outbox/outboxQueries';

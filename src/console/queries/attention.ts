@@ -14,7 +14,7 @@ import {
   openQuarantined,
   type QuarantineRow,
 } from '../../recording/quarantineQueries';
-import type { EventType } from '../../outbox/events';
+import type { EventType } from '../../outbox/cloudEvents';
 import { DELIVERY_AFTER_FIRST_MS, PAGE_SIZE } from './rows';
 import { unroutedTypes, type UnroutedType } from './unroutedTypes';
 

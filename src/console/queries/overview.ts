@@ -3,7 +3,7 @@ import { columnsOf, tableOf } from '../../database/columns';
 import type { Db } from '../../database/pool';
 import type { DeliveryOutcome } from '../../domain/outcomes';
 import { outboxLag, type OutboxLag } from '../../outbox/outboxQueries';
-import type { EventType } from '../../outbox/events';
+import type { EventType } from '../../outbox/cloudEvents';
 import { PAGE_SIZE } from './rows';
 import { unroutedTypes, type UnroutedType } from './unroutedTypes';
 

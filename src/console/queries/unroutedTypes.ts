@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { columnsOf, tableOf } from '../../database/columns';
 import type { Db } from '../../database/pool';
 import { EVENT_COUNT_BOUND } from '../../outbox/outboxQueries';
-import { EVENT_TYPES, type EventType } from '../../outbox/events';
+import { EVENT_TYPES, type EventType } from '../../outbox/cloudEvents';
 
 /**
  * What happened to the events, by type: those that reached no queue (the broker returned them; decision 0014),

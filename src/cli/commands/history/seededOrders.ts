@@ -14,7 +14,6 @@ import {
   DELIVERY_COLUMNS,
   NOTIFICATION_COLUMNS,
   ORDER_COLUMNS,
-  OUTBOX_COLUMNS,
   OWNER_COLUMNS,
   REFUND_COLUMNS,
   STREAM_COLUMNS,
@@ -24,11 +23,11 @@ import {
   type DeliveryRow,
   type NotificationRow,
   type OrderWriteRow,
-  type OutboxRow,
   type OwnerRow,
   type RefundWriteRow,
   type StreamRow,
 } from '../../../recording/batchRows';
+import { OUTBOX_COLUMNS, type OutboxRow } from '../../../outbox/outboxRows';
 import { decideBatch } from '../../../recording/decideBatch';
 import { buildLifecycle, type LifecyclePlan, type RefundPlan } from '../../../simulator/lifecycle';
 import { chance, pick, randomInt, type Random } from '../../../simulator/random';

@@ -1,4 +1,4 @@
-import { EVENT_TYPES, eventId, typesMatching } from '../../src/outbox/events';
+import { EVENT_TYPES, eventId, typesMatching } from '../../src/outbox/cloudEvents';
 
 const SOURCE = 'urn:payment-notification-receiver';
 const TIME = new Date('2026-11-28T10:25:41.002Z');

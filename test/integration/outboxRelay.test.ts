@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
-import { OutboxRelay } from '../../src/outbox/relay';
+import { OutboxRelay } from '../../src/outbox/outboxRelay';
 import { republishOrderEvents } from '../../src/outbox/outboxQueries';
 import { AMQP_URL, EventConsumer, uniqueExchange } from '../support/broker';
 import { query, watchQueryOverlap, withDb } from '../support/database';

@@ -1,4 +1,4 @@
-import { afterBatch, RELAY_BATCH_EVERY_MS } from '../../src/outbox/relay';
+import { afterBatch, RELAY_BATCH_EVERY_MS } from '../../src/outbox/outboxRelay';
 
 const BATCH = 200;
 const POLL = 1000;
