@@ -3,7 +3,7 @@ import type { Counter } from 'prom-client';
 import { isDatabaseUnavailable } from '../database/databaseErrors';
 import { ping, type Db } from '../database/pool';
 import { RequestError } from '../errors';
-import { answerError, sendError } from '../http/answers';
+import { answerError, sendError } from '../http/jsonAnswers';
 import { originsForHost } from '../http/origins';
 import { beginRequest } from '../http/requestContext';
 import { clientAddress, type TrustProxy } from '../intake/sourceAddress';
