@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { rebuildPage, type HistoryEntry } from '../../src/cli/commands/reprojection';
+import { rebuildPage, type HistoryEntry } from '../../src/recording/reprojection';
 import { emptyRows, seedOrder, type SeedSettings } from '../../src/cli/commands/history/seededOrders';
 import type { Notification } from '../../src/parsing/notification';
 import { NOTHING_READ, stateAfter } from '../../src/recording/batch';

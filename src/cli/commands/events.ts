@@ -11,7 +11,7 @@ import { isBrokerName } from '../../admin/tokens';
 import { AUDITED_ORDERS_MAX, completeAudit } from '../../audit/auditQueries';
 import { auditCommand } from './audit';
 import { readConfig, withDatabase } from './database';
-import { rebuildEvents, type RebuildOptions } from './eventRebuild';
+import { rebuildEvents, type RebuildOptions } from './eventsRebuild';
 import { action, CliError, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { collect, durationOption, integerOption, timeOption, withDatabaseUrl, withJson } from './options';
 import { emit, iso, startProgress, table } from './output';

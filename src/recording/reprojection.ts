@@ -1,9 +1,9 @@
-import type { RecordedStatuses } from '../../database/schema';
-import { readStoredNotification } from '../../parsing/parseNotification';
-import { ORDER_COLUMNS, REFUND_COLUMNS } from '../../recording/batchRows';
-import type { OrderProjection, RefundProjection } from '../../recording/projection';
-import { ProjectionFold, type StoredProjection } from '../../recording/projectionFold';
-import { orderToRow, refundToRow, type OrderRow, type RefundRow } from '../../recording/projectionRows';
+import type { RecordedStatuses } from '../database/schema';
+import { readStoredNotification } from '../parsing/parseNotification';
+import { ORDER_COLUMNS, REFUND_COLUMNS } from './batchRows';
+import type { OrderProjection, RefundProjection } from './projection';
+import { ProjectionFold, type StoredProjection } from './projectionFold';
+import { orderToRow, refundToRow, type OrderRow, type RefundRow } from './projectionRows';
 
 /**
  * What `reproject` decides for one page of orders, pure: their stored history folded into projections by the

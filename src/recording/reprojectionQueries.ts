@@ -1,10 +1,10 @@
 import { sql } from 'kysely';
-import { tableOf } from '../../database/columns';
-import type { Db } from '../../database/pool';
-import { orderWriteRow, refundWriteRow } from '../../recording/batchRows';
-import type { OrderProjection, RefundProjection } from '../../recording/projection';
-import type { StoredProjection } from '../../recording/projectionFold';
-import { orderToRow, refundToRow } from '../../recording/projectionRows';
+import { tableOf } from '../database/columns';
+import type { Db } from '../database/pool';
+import { orderWriteRow, refundWriteRow } from './batchRows';
+import type { OrderProjection, RefundProjection } from './projection';
+import type { StoredProjection } from './projectionFold';
+import { orderToRow, refundToRow } from './projectionRows';
 import { COMPARED_ORDER_COLUMNS, COMPARED_REFUND_COLUMNS, type HistoryEntry, type StoredPage } from './reprojection';
 
 /** `reproject`'s reads and repairs: a keyset page of orders at a time, its history and projections. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { RebuildReport } from '../../src/cli/commands/eventRebuild';
+import type { RebuildReport } from '../../src/recording/eventRebuildPages';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 import { OutboxRelay } from '../../src/outbox/outboxRelay';

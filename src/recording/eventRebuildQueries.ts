@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import type { Db } from '../../database/pool';
-import type { LegacyEvent, RebuiltEvent, StreamEntry } from '../../recording/eventRebuild';
+import type { Db } from '../database/pool';
+import type { LegacyEvent, RebuiltEvent, StreamEntry } from './eventRebuild';
 
 /** What `events rebuild` reads and writes: history by order, and the outbox. */
 
