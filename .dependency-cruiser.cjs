@@ -9,6 +9,7 @@ const LAYERS = [
   ['entry points', '^src/(main\\.ts|cli/)'],
   ['composition root', '^src/service(Parts)?\\.ts'],
   ['configuration', '^src/config/'],
+  ['history seeding', '^src/seeding/'],
   ['HTTP ports', '^src/(intake|admin|console)/'],
   ['order story', '^src/orderStory/'],
   ['failover recovery', '^src/failover/'],

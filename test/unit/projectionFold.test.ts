@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { rebuildPage, type HistoryEntry } from '../../src/recording/reprojection';
-import { emptyRows, seedOrder, type SeedSettings } from '../../src/cli/commands/history/seededOrders';
+import { emptyRows, seedOrder, type SeedSettings } from '../../src/seeding/seededOrders';
 import type { Notification } from '../../src/parsing/notification';
 import { NOTHING_READ, stateAfter } from '../../src/recording/batch';
 import { orderWriteRow, refundWriteRow } from '../../src/recording/batchRows';

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import type { Table } from '../../../database/columns';
+import type { Table } from '../database/columns';
 import { copyInto, type SeedTable } from './seedQueries';
 
 /**

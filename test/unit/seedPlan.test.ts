@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { pickSample, planChunks } from '../../src/cli/commands/history/historySeed';
+import { pickSample, planChunks } from '../../src/seeding/seedPlan';
 import { seededRandom } from '../../src/simulator/random';
 const DAY_MS = 86_400_000;
 const NOW = Date.parse('2026-11-26T12:00:00Z');

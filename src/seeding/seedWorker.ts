@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import pg from 'pg';
-import { seededRandom } from '../../../simulator/random';
+import { seededRandom } from '../simulator/random';
 import { copyRows } from './copyRows';
 import { inSeedTransaction, prepareSeedConnection } from './seedQueries';
 import { emptyRows, SEED_TABLES, seedOrder, type SeedRows, type SeedSettings } from './seededOrders';

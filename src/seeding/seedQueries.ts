@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import type pg from 'pg';
-import { columnListOf, columnsOf, tableOf, type Column, type Table } from '../../../database/columns';
-import type { Db } from '../../../database/pool';
-import { statement } from '../../../database/transaction';
-import type { Day } from '../../../partitions/partitionDays';
+import { columnListOf, columnsOf, tableOf, type Column, type Table } from '../database/columns';
+import type { Db } from '../database/pool';
+import { statement } from '../database/transaction';
+import type { Day } from '../partitions/partitionDays';
 
 /** The history seeder's statements: the days it fills, the ids it reserves, the rows it copies in, the statistics. */
 

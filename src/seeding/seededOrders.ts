@@ -6,10 +6,10 @@ import type {
   OutboxEventsTable,
   ReconciliationChecksTable,
   RefundsTable,
-} from '../../../database/schema';
-import type { Column, Table } from '../../../database/columns';
-import { parseNotification } from '../../../parsing/parseNotification';
-import { NOTHING_READ, stateAfter, type BatchItem, type BatchState } from '../../../recording/batch';
+} from '../database/schema';
+import type { Column, Table } from '../database/columns';
+import { parseNotification } from '../parsing/parseNotification';
+import { NOTHING_READ, stateAfter, type BatchItem, type BatchState } from '../recording/batch';
 import {
   DELIVERY_COLUMNS,
   NOTIFICATION_COLUMNS,
@@ -26,11 +26,11 @@ import {
   type OwnerRow,
   type RefundWriteRow,
   type StreamRow,
-} from '../../../recording/batchRows';
-import { OUTBOX_COLUMNS, type OutboxRow } from '../../../outbox/outboxRows';
-import { decideBatch } from '../../../recording/decideBatch';
-import { buildLifecycle, type LifecyclePlan, type RefundPlan } from '../../../simulator/lifecycle';
-import { chance, pick, randomInt, type Random } from '../../../simulator/random';
+} from '../recording/batchRows';
+import { OUTBOX_COLUMNS, type OutboxRow } from '../outbox/outboxRows';
+import { decideBatch } from '../recording/decideBatch';
+import { buildLifecycle, type LifecyclePlan, type RefundPlan } from '../simulator/lifecycle';
+import { chance, pick, randomInt, type Random } from '../simulator/random';
 import type { SeedTable } from './seedQueries';
 
 /**
