@@ -7,9 +7,9 @@
 /** From the entry points down; a module may import its own layer and the layers below it, never above. */
 const LAYERS = [
   ['entry points', '^src/(main\\.ts|cli/)'],
+  ['operator tooling', '^src/(seeding|simulation)/'],
   ['composition root', '^src/service(Parts)?\\.ts'],
   ['configuration', '^src/config/'],
-  ['history seeding', '^src/seeding/'],
   ['HTTP ports', '^src/(intake|admin|console)/'],
   ['order story', '^src/orderStory/'],
   ['failover recovery', '^src/failover/'],

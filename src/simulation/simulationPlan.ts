@@ -1,5 +1,5 @@
-import type { Config } from '../../../config';
-import { parseBasicCredentials, type BasicCredentials } from '../../../intake/requestChecks';
+import type { Config } from '../config';
+import { parseBasicCredentials, type BasicCredentials } from '../intake/requestChecks';
 import {
   buildTraffic,
   freshSeed,
@@ -13,10 +13,9 @@ import {
   type RefundPlan,
   type SignatureHeaders,
   type SimulatorAlgorithm,
-} from '../../../simulator';
-import { UsageError } from '../io';
+} from '../simulator';
 
-/** The options of `simulate`, as commander parses them (index.ts declares them). */
+/** The options of `simulate`, as commander parses them (src/cli/commands/simulate/index.ts declares them). */
 export interface SimulateOptions {
   url?: string;
   posId?: string;
@@ -80,7 +79,7 @@ interface RefundSpec {
 function refundSpec(value: string): RefundSpec {
   const match = /^(full|partial|\d{1,18})(?::(finalized|canceled|pending|conflict))?$/i.exec(value.trim());
   if (!match)
-    throw new UsageError(
+    throw new PlanError(
       `--refund ${value}: must be full, partial or an amount, optionally with :finalized, :canceled, :pending or :conflict`,
     );
   const amount = (match[1] as string).toLowerCase();
@@ -121,19 +120,19 @@ function everyTypePlans(total: string): Array<Omit<LifecyclePlan, keyof PlanBase
 
 function algorithmOption(value: string): SimulatorAlgorithm {
   const algorithm = parseSimulatorAlgorithm(value);
-  if (!algorithm) throw new UsageError(`--algorithm ${value}: must be MD5, SHA-1, SHA-256, SHA-384 or SHA-512`);
+  if (!algorithm) throw new PlanError(`--algorithm ${value}: must be MD5, SHA-1, SHA-256, SHA-384 or SHA-512`);
   return algorithm;
 }
 
 /** The POS and key: the flags, else the service's own SECOND_KEYS (the POS's first key, or the first entry). */
 function signer(config: Config, options: SimulateOptions): { posId: string; key: string } {
   if (options.key !== undefined) {
-    if (options.posId === undefined) throw new UsageError('--key needs --pos-id');
+    if (options.posId === undefined) throw new PlanError('--key needs --pos-id');
     return { posId: options.posId, key: options.key };
   }
   const configured = config.secondKeys.find((k) => options.posId === undefined || k.posId === options.posId);
   if (!configured) {
-    throw new UsageError(
+    throw new PlanError(
       options.posId === undefined
         ? 'no second key: pass --pos-id and --key, or set SECOND_KEYS'
         : `no second key for POS ${options.posId} in SECOND_KEYS: pass --key`,
@@ -142,28 +141,29 @@ function signer(config: Config, options: SimulateOptions): { posId: string; key:
   return { posId: configured.posId, key: configured.key.toString('utf8') };
 }
 
-/** The plan of a run, from the options and the service's configuration; a UsageError for what does not fit. */
+/** The plan of a run, from the options and the service's configuration; a PlanError for what does not fit (the command's
+ * usage error). */
 export function planSimulation(config: Config, options: SimulateOptions): SimulationPlan {
   const url = options.url ?? `http://127.0.0.1:${config.port}/notifications`;
   try {
     new URL(url);
   } catch {
-    throw new UsageError(`--url ${url}: not a URL`);
+    throw new PlanError(`--url ${url}: not a URL`);
   }
   const { posId, key } = signer(config, options);
 
   let basicAuth = config.notifyBasicAuth;
   if (options.basicAuth !== undefined) {
     basicAuth = parseBasicCredentials(options.basicAuth);
-    if (!basicAuth) throw new UsageError('--basic-auth must be user:password');
+    if (!basicAuth) throw new PlanError('--basic-auth must be user:password');
   }
   const algorithm = algorithmOption(options.algorithm);
   if (!/^\d{1,18}$/.test(options.amount) || BigInt(options.amount) < 1n)
-    throw new UsageError('--amount must be a positive whole number of minor units');
-  if (!/^[A-Z]{3}$/.test(options.currency)) throw new UsageError('--currency must be an ISO 4217 code such as PLN');
+    throw new PlanError('--amount must be a positive whole number of minor units');
+  if (!/^[A-Z]{3}$/.test(options.currency)) throw new PlanError('--currency must be an ISO 4217 code such as PLN');
   const shaping = options.refund?.length || options.cancel || options.autoReceive === false;
   if (options.random && (shaping || options.conflict || options.disagreement)) {
-    throw new UsageError(
+    throw new PlanError(
       '--random chooses the lifecycle itself: drop --refund, --cancel, --no-auto-receive, --conflict and --disagreement',
     );
   }
@@ -171,7 +171,7 @@ export function planSimulation(config: Config, options: SimulateOptions): Simula
     options.everyType &&
     (shaping || options.random || options.conflict || options.disagreement || options.orders !== 1)
   )
-    throw new UsageError(
+    throw new PlanError(
       '--every-type plays two orders of its own: drop --orders, --random, --refund, --cancel, --no-auto-receive, --conflict and --disagreement',
     );
 
@@ -205,13 +205,8 @@ export function planSimulation(config: Config, options: SimulateOptions): Simula
         ...(options.conflict ? { conflict: true } : {}),
         ...(options.disagreement ? { disagreement: true } : {}),
       };
-  try {
-    const lifecycles = options.everyType
-      ? everyTypePlans(options.amount).flatMap((p) => buildTraffic({ orders: 1, plan: p, base, spreadMs: 0, random }))
-      : buildTraffic({ orders: options.orders, plan, base, spreadMs: options.spread, random });
-    return { url, posId, key, basicAuth, algorithm, seed, random, lifecycles };
-  } catch (error) {
-    if (error instanceof PlanError) throw new UsageError(error.message);
-    throw error;
-  }
+  const lifecycles = options.everyType
+    ? everyTypePlans(options.amount).flatMap((p) => buildTraffic({ orders: 1, plan: p, base, spreadMs: 0, random }))
+    : buildTraffic({ orders: options.orders, plan, base, spreadMs: options.spread, random });
+  return { url, posId, key, basicAuth, algorithm, seed, random, lifecycles };
 }

@@ -1,4 +1,4 @@
-import { describeAttemptResult, formatOffset } from '../../src/cli/commands/simulate/output';
+import { describeAttemptResult, formatOffset } from '../../src/simulation/simulationSummary';
 
 describe('simulate output', () => {
   it('When offsets are formatted, then every one has the form +H:MM:SS', () => {

@@ -1,4 +1,4 @@
-import type { AttemptReport, NotificationDelivery, SimulatedNotification, SimulationReport } from '../../../simulator';
+import type { AttemptReport, NotificationDelivery, SimulatedNotification, SimulationReport } from '../simulator';
 
 /** What `simulate` prints: one line per answer or failed attempt as it happens, then a summary. */
 
