@@ -11,6 +11,7 @@ import {
   consoleTokens,
   journalSettings,
   receivedPos,
+  recordingContext,
   writeLanes,
   type Config,
 } from './config';
@@ -261,6 +262,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
           trustProxy: config.trustProxy,
           signIns: metrics.signIns,
           amqpUrl: config.amqpUrl,
+          paymentServiceTimeZone: config.paymentServiceTimeZone,
           knownPos: receivedPos(config),
           console: {
             transactions: new PooledTransactions(adminPool),
@@ -325,7 +327,7 @@ function createRecorder(
 ): Recorder {
   return new Recorder(
     new PooledTransactions(pool),
-    { eventSource: config.eventSource },
+    recordingContext(config),
     {
       maxBatchSize: 64,
       // One lane by default: what arrives while its transaction runs shares the next one. More
@@ -372,7 +374,7 @@ function assembleRecovery(
   );
   const store = new Recorder(
     new PooledTransactions(pool),
-    { eventSource: config.eventSource },
+    recordingContext(config),
     {
       maxBatchSize: 64,
       lanes: 1,
@@ -425,7 +427,7 @@ function assembleReconciliation(
   );
   const store = new Recorder(
     new PooledTransactions(pool),
-    { eventSource: config.eventSource },
+    recordingContext(config),
     {
       maxBatchSize: 64,
       lanes: 1,

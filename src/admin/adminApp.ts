@@ -46,6 +46,8 @@ export interface AdminData {
   signIns: Counter<'result' | 'via'>;
   /** The broker POST /events/replay publishes to (AMQP_URL); null: replays are refused. */
   amqpUrl?: string | null;
+  /** PAYMENT_SERVICE_TIME_ZONE: the zone of the payment service's times without an offset (the finance CSV's). */
+  paymentServiceTimeZone: string;
   /** The POS the service receives for (SECOND_KEYS): POST /orders/expected takes orders of these. */
   knownPos?: readonly string[];
   /** The console under /console (src/console/); null: none. Its pages share the cap above. */
@@ -329,6 +331,7 @@ export function createAdminApp({
       authorized,
       limited,
       clock: new LocalTime(data.console?.timeZone ?? 'UTC', data.console?.locale ?? 'en-GB'),
+      paymentServiceTimeZone: data.paymentServiceTimeZone,
     });
     app.get('/orders/:orderId', authorized, async (req, res) => {
       const orderId = validId(req.params.orderId, 'order');

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { columnsOf } from '../database/columns';
 import type { Db } from '../database/pool';
 import type { RecordedStatuses } from '../database/schema';
+import { recordedContradiction } from '../orderStory/uncertainty';
 import { idProblem } from '../parsing/identifiers';
 
 /**
@@ -65,14 +66,8 @@ export function decodeCursor(text: string): OrderCursor | null {
 }
 
 function contradictionOf(recorded: RecordedStatuses): ListedOrder['contradicted'] {
-  const completed = recorded.COMPLETED;
-  const canceled = recorded.CANCELED;
-  if (completed === undefined || canceled === undefined) return null;
-  const statuses = [
-    { status: 'COMPLETED', receivedAt: new Date(completed.at).toISOString() },
-    { status: 'CANCELED', receivedAt: new Date(canceled.at).toISOString() },
-  ].sort((a, b) => a.receivedAt.localeCompare(b.receivedAt));
-  return { statuses, held: true };
+  const both = recordedContradiction('order', recorded);
+  return both && { statuses: both.map((s) => ({ status: s.status, receivedAt: s.at.toISOString() })), held: true };
 }
 
 /** A page of orders, and the cursor of the next (null: none). */

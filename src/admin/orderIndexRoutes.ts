@@ -72,6 +72,8 @@ export function registerOrderIndexRoutes(
     limited: <T>(res: Response, work: (clientLeft: AbortSignal) => Promise<T>) => Promise<T>;
     /** The console's zone and locale (CONSOLE_TIME_ZONE, CONSOLE_LOCALE): the export's days and times are in it. */
     clock: LocalTime;
+    /** PAYMENT_SERVICE_TIME_ZONE: the finance CSV's booking times are read in it. */
+    paymentServiceTimeZone: string;
   },
 ): void {
   app.get('/orders', options.authorized, async (req, res) => {
@@ -91,6 +93,8 @@ export function registerOrderIndexRoutes(
     });
     const range = readExportRange(posId ?? '', from ?? '', to ?? '', options.clock);
     if ('problem' in range) throw new RequestError(400, 'invalid_query', range.problem);
-    await options.limited(res, (clientLeft) => streamExport(options.db, res, range, options.clock, clientLeft));
+    await options.limited(res, (clientLeft) =>
+      streamExport(options.db, res, range, options.clock, options.paymentServiceTimeZone, clientLeft),
+    );
   });
 }

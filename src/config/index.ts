@@ -11,6 +11,7 @@ export {
   isLoopbackHost,
   journalSettings,
   receivedPos,
+  recordingContext,
   writeLanes,
 } from './runtime';
 export { configurationWarnings } from './warnings';

@@ -1,5 +1,6 @@
 import type { AdminTokens } from '../admin/tokens';
 import type { ConsoleToken } from '../console/session';
+import type { RecordingContext } from '../recording/projectionFold';
 import { ConfigError, type Config } from './settingsSchema';
 
 /** This machine only: localhost, 127.0.0.0/8 or ::1. */
@@ -20,6 +21,12 @@ export function journalSettings(
   if (url === null || config.journalRetentionMs === null) return null;
   return { url, queue: config.journalQueue, retentionMs: config.journalRetentionMs, maxBytes: config.journalMaxBytes };
 }
+
+/** What the events the recorder builds take from the settings: their source and the zone of their booking time. */
+export const recordingContext = (config: Pick<Config, 'eventSource' | 'paymentServiceTimeZone'>): RecordingContext => ({
+  eventSource: config.eventSource,
+  paymentServiceTimeZone: config.paymentServiceTimeZone,
+});
 
 /** The POS the service receives for: those SECOND_KEYS has keys of, each once, in their order. */
 export const receivedPos = (config: Pick<Config, 'secondKeys'>): string[] => [

@@ -112,7 +112,14 @@ function retryLine(r: RetryResult): Html {
 /** What the actions use of the console's options, and how they draw a page's frame. */
 export type ActionSettings = Pick<
   ConsoleOptions,
-  'db' | 'limited' | 'transactions' | 'reconciliation' | 'checkSchedule' | 'eventSource' | 'trustProxy'
+  | 'db'
+  | 'limited'
+  | 'transactions'
+  | 'reconciliation'
+  | 'checkSchedule'
+  | 'eventSource'
+  | 'paymentServiceTimeZone'
+  | 'trustProxy'
 > & { context: (req: Request, viewer: Viewer | null) => PageContext };
 
 /** What an action's audit row names before it acts: the action, what it acts on, and the order if known. */
@@ -134,6 +141,8 @@ type Done = (result: string, detail?: string, orderId?: string) => Promise<void>
 export function actionRoutes(router: Router, access: Access, settings: ActionSettings): void {
   const { db, limited, context } = settings;
   const options = settings;
+  // What a retried notification's events are built with, as the recorder's are.
+  const recording = { eventSource: options.eventSource, paymentServiceTimeZone: options.paymentServiceTimeZone };
 
   /**
    * A confirmed action: GET shows what it will do, POST with confirm=yes does it and says what happened. `audited`
@@ -375,7 +384,7 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
     },
     async (req, res, _ctx, done) => {
       const id = quarantineIdOf(req);
-      const result = await limited(res, () => retryOne(options.transactions, id, options.eventSource));
+      const result = await limited(res, () => retryOne(options.transactions, id, recording));
       await done(
         result.result,
         'detail' in result ? result.detail : '',
@@ -435,7 +444,7 @@ export function actionRoutes(router: Router, access: Access, settings: ActionSet
         const done: RetryResult[] = [];
         for (const id of ids) {
           try {
-            done.push(await retryOne(options.transactions, id, options.eventSource));
+            done.push(await retryOne(options.transactions, id, recording));
           } catch (error) {
             if (isDatabaseUnavailable(error)) throw error;
             done.push({ id, result: 'failed', detail: 'recording failed; nothing changed' });

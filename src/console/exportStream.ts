@@ -59,6 +59,7 @@ export async function streamExport(
   res: Response,
   range: ExportRange,
   clock: LocalTime,
+  paymentServiceTimeZone: string,
   clientLeft: AbortSignal,
 ): Promise<void> {
   const rows = exportRows(db, { posId: range.posId, from: range.from, to: range.to });
@@ -66,7 +67,7 @@ export async function streamExport(
     for await (const row of rows) {
       if (!res.headersSent) writeHead(res, range);
       if (clientLeft.aborted) return void res.destroy();
-      if (!res.write(exportLine(row, clock))) await once(res, 'drain', { signal: clientLeft });
+      if (!res.write(exportLine(row, clock, paymentServiceTimeZone))) await once(res, 'drain', { signal: clientLeft });
     }
     if (!res.headersSent) writeHead(res, range);
     res.end();

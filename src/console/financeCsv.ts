@@ -1,3 +1,4 @@
+import { bookingInstant } from '../domain/paymentServiceTime';
 import type { LocalTime } from './localTime';
 import { majorUnits } from './money';
 import type { ExportRow } from './queries/export';
@@ -43,8 +44,12 @@ export function csvCell(value: string | null): string {
 
 export const csvLine = (cells: ReadonlyArray<string | null>): string => `${cells.map(csvCell).join(',')}\r\n`;
 
-/** A payment or refund as a line: the amount in major units, or, when it has none, empty and said why. */
-export function exportLine(row: ExportRow, clock: LocalTime): string {
+/**
+ * A payment or refund as a line: its booking time (the payment service's own, read in `paymentServiceTimeZone` when
+ * it has no offset; when it gave none, when it was recorded) in the console's zone with its offset, the amount in
+ * major units, or, when it has none, empty and said why.
+ */
+export function exportLine(row: ExportRow, clock: LocalTime, paymentServiceTimeZone: string): string {
   const major = row.amount === null || row.currencyCode === null ? null : majorUnits(row.amount, row.currencyCode);
   const amountNote =
     row.amount === null
@@ -55,7 +60,7 @@ export function exportLine(row: ExportRow, clock: LocalTime): string {
   const note = [row.held, amountNote].filter((n) => n !== null && n !== '').join('; ');
   return csvLine([
     row.kind,
-    clock.isoWithOffset(row.at),
+    clock.isoWithOffset(new Date(bookingInstant(row.said, row.at, paymentServiceTimeZone))),
     row.extOrderId,
     row.paymentId,
     row.orderId,

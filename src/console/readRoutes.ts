@@ -20,10 +20,11 @@ import { LocalTime } from './localTime';
 import { AUDIT_ACTIONS, auditPage as readAuditPage } from '../audit/auditQueries';
 import { readOrderStory } from '../orderStory/orderStoryQueries';
 import { quarantinedNotification } from '../recording/quarantineQueries';
-import { attention } from './queries/attention';
+import { SharedWork } from '../reconciliation/sharedWork';
+import { attention, type Attention } from './queries/attention';
 import { exportRows } from './queries/export';
 import { deliveriesPage as readDeliveriesPage } from './queries/lists';
-import { orderSummaries, overview, searchIds } from './queries/overview';
+import { orderSummaries, overview, searchIds, type Overview } from './queries/overview';
 import { PAGE_SIZE } from './queries/rows';
 import { signedIn } from './queries/sessions';
 import { attentionPage } from './views/attention';
@@ -50,6 +51,7 @@ export type ReadSettings = Pick<
   | 'checkSchedule'
   | 'sessionIdleMs'
   | 'expectedUnroutedTypes'
+  | 'paymentServiceTimeZone'
 > & { now: () => Date; clock: LocalTime; context: (req: Request, viewer: Viewer | null) => PageContext };
 
 /**
@@ -60,13 +62,23 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
   const { db, limited, now, clock, context } = settings;
   const options = settings;
   const personalData = (viewer: Viewer): boolean => viewer.role === 'operator' || options.viewersSeePersonalData;
+  // The overview and the board are the pages a team leaves open and reloads: loads that arrive while one read is
+  // under way share it (16 queries for the board), so 32 people reloading cost the database one read, not 32.
+  const boardReads = new SharedWork<Attention>();
+  const overviewReads = new SharedWork<Overview>();
 
   router.get('/', async (req, res) => {
     const today = clock.localDay(now());
     const start = clock.startOfDay(today);
     const end = clock.startOfDay(LocalTime.nextDay(today));
     const { viewer, data } = await access.readFor(req, res, 'viewer', () =>
-      limited(res, () => overview(db, start, end, options.expectedUnroutedTypes)),
+      limited(res, (clientLeft) =>
+        overviewReads.run(
+          start.toISOString(),
+          () => overview(db, start, end, options.expectedUnroutedTypes),
+          clientLeft,
+        ),
+      ),
     );
     send(res, 200, overviewPage(context(req, viewer), data, { start, text: today }));
   });
@@ -133,7 +145,9 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
 
   router.get('/attention', async (req, res) => {
     const { viewer, data } = await access.readFor(req, res, 'viewer', () =>
-      limited(res, () => attention(db, now(), options.expectedUnroutedTypes)),
+      limited(res, (clientLeft) =>
+        boardReads.run('board', () => attention(db, now(), options.expectedUnroutedTypes), clientLeft),
+      ),
     );
     send(
       res,
@@ -279,20 +293,20 @@ export function readRoutes(router: Router, access: Access, settings: ReadSetting
       to: param(req, 'to') || today,
     };
     // The totals, once a POS and days are chosen: the same rows the CSV is made of, added up.
-    const chosen = param(req, 'pos') !== '' ? exportRangeOf(req, clock) : null;
+    const chosen = param(req, 'pos') !== '' ? exportRangeOf(form, clock) : null;
     const totals = chosen === null ? null : await limited(res, () => exportTotals(exportRows(db, chosen)));
     send(res, 200, exportPage(context(req, viewer), form, options.knownPos, EXPORT_MAX_DAYS, shortcuts, totals));
   });
 
   router.get('/export.csv', async (req, res) => {
     await access.viewerOf(req, res);
-    const range = exportRangeOf(req, clock);
-    await limited(res, (clientLeft) => streamExport(db, res, range, clock, clientLeft));
+    const range = exportRangeOf({ pos: param(req, 'pos'), from: param(req, 'from'), to: param(req, 'to') }, clock);
+    await limited(res, (clientLeft) => streamExport(db, res, range, clock, options.paymentServiceTimeZone, clientLeft));
   });
 }
 
-function exportRangeOf(req: Request, clock: LocalTime): ExportRange {
-  const range = readExportRange(param(req, 'pos'), param(req, 'from'), param(req, 'to'), clock);
+function exportRangeOf(form: { pos: string; from: string; to: string }, clock: LocalTime): ExportRange {
+  const range = readExportRange(form.pos, form.from, form.to, clock);
   if ('problem' in range) throw new PageError(400, 'Bad export', range.problem);
   return range;
 }

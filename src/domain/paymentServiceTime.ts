@@ -10,6 +10,9 @@ export const DEFAULT_PAYMENT_SERVICE_TIME_ZONE = 'Europe/Warsaw';
 const TIME =
   /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 
+/** Epoch milliseconds: 12 or 13 digits (from 1973 to 2286). */
+const EPOCH_MS = /^\d{12,13}$/;
+
 const formats = new Map<string, Intl.DateTimeFormat>();
 
 /** The zone's offset from UTC at the instant `ms`, in milliseconds. */
@@ -36,12 +39,14 @@ function offsetMs(timeZone: string, ms: number): number {
 
 /**
  * The instant a payment-service time stands for, as ISO 8601 in UTC (`2026-11-28T06:07:38.123Z`): with its own
- * offset when it has one, else read in `timeZone` (an IANA name). Null for null or a text that is not a time. A
+ * offset when it has one, else read in `timeZone` (an IANA name); epoch milliseconds in a string (as one of the
+ * spec's refund samples writes them) as such. Null for null or a text that is not a time. A
  * local time the zone skips (the spring gap) is read with the offset before it; one it repeats (autumn), with the
  * earlier of the two.
  */
 export function paymentServiceInstant(text: string | null, timeZone: string): string | null {
   if (text === null) return null;
+  if (EPOCH_MS.test(text.trim())) return new Date(Number(text.trim())).toISOString();
   const m = TIME.exec(text.trim());
   if (!m) return null;
   const [, y, mo, d, h, mi, s, frac, offset] = m;
@@ -61,4 +66,18 @@ export function paymentServiceInstant(text: string | null, timeZone: string): st
   const candidates = [wall - before, wall - after].filter((at) => wall - at === offsetMs(timeZone, at));
   const at = candidates.length > 0 ? Math.min(...candidates) : wall - offsetMs(timeZone, wall - 86_400_000);
   return new Date(at).toISOString();
+}
+
+/**
+ * The booking time (docs/EVENTS.md, "Finance's booking rules"), as ISO 8601 in UTC: the first of the payment
+ * service's own times of a status that reads as one (an order's localReceiptDateTime; a refund's refundDate, then
+ * its statusDateTime), else when this service recorded the status. The events' `bookingTime` and the finance CSV's
+ * `booking_time` are both this.
+ */
+export function bookingInstant(said: ReadonlyArray<string | null>, recordedAt: Date, timeZone: string): string {
+  for (const text of said) {
+    const at = paymentServiceInstant(text, timeZone);
+    if (at !== null) return at;
+  }
+  return recordedAt.toISOString();
 }

@@ -1,3 +1,4 @@
+import type { RecordedStatuses } from '../database/schema';
 import type { OrderStory, StoryNotification } from './orderStoryQueries';
 
 /**
@@ -30,6 +31,24 @@ export interface Contradiction {
 const CONTRADICTORY = { order: ['COMPLETED', 'CANCELED'], refund: ['FINALIZED', 'CANCELED'] } as const;
 
 export const HOLD_RULE = 'Held: book nothing and reverse nothing until it is reconciled with the payment service.';
+
+/**
+ * The two contradictory final statuses an order's or refund's projection recorded, in the order they came, or null.
+ * Read from the projection's `recorded` (what dedup keeps, which retention never removes): what a list or a search
+ * result can say without reading the notifications.
+ */
+export function recordedContradiction(
+  kind: StoryNotification['kind'],
+  recorded: RecordedStatuses,
+): [ContradictedStatus, ContradictedStatus] | null {
+  const [a, b] = CONTRADICTORY[kind];
+  const seenA = recorded[a];
+  const seenB = recorded[b];
+  if (seenA === undefined || seenB === undefined) return null;
+  const first = { status: a, at: new Date(seenA.at) };
+  const second = { status: b, at: new Date(seenB.at) };
+  return first.at.getTime() <= second.at.getTime() ? [first, second] : [second, first];
+}
 
 /** The contradiction of one subject of the story, or null. */
 function contradictionOf(

@@ -70,6 +70,11 @@ export interface OrderEventData {
   paymentId: string | null;
   payMethodType: string | null;
   localReceiptDateTime: string | null;
+  /**
+   * When to book this status, as an instant in UTC (`2026-11-28T06:07:38.123Z`): `localReceiptDateTime` read in
+   * PAYMENT_SERVICE_TIME_ZONE when it has no offset; when the order has none, the event's `time`.
+   */
+  bookingTime: string;
   sequence: number;
   notificationId: string;
   /** How the status was learned: a notification, or reconciliation against the payment API. */
@@ -103,6 +108,8 @@ export interface RefundEventData {
   previousStatus: string | null;
   statusDateTime: string | null;
   refundDate: string | null;
+  /** As an order's: `refundDate`, else `statusDateTime`, as an instant; when it has neither, the event's `time`. */
+  bookingTime: string;
   reason: string | null;
   reasonDescription: string | null;
   sequence: number;

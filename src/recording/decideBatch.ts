@@ -15,7 +15,7 @@ import {
 } from './batch';
 import type { KnownNotification } from './knownNotifications';
 import type { Delivery, DeliveryKept, DeliveryAnswer } from './notificationStore';
-import { ProjectionFold, statusEvent, type Folded } from './projectionFold';
+import { ProjectionFold, statusEvent, type Folded, type RecordingContext } from './projectionFold';
 
 /**
  * What a batch of notifications is, decided from the batch and what the database holds for it: a pure
@@ -33,8 +33,8 @@ import { ProjectionFold, statusEvent, type Folded } from './projectionFold';
  * A known repeat (the cache's) skips all three: only its delivery is recorded. The result is every row the
  * batch writes (batchQueries.ts) and every delivery's answer.
  */
-export function decideBatch(items: readonly BatchItem[], state: BatchState, eventSource: string): BatchDecision {
-  const decider = new BatchDecider(state, eventSource);
+export function decideBatch(items: readonly BatchItem[], state: BatchState, context: RecordingContext): BatchDecision {
+  const decider = new BatchDecider(state, context);
   const results = items.map((item) => decider.decide(item));
   return { results, ...decider.finish() };
 }
@@ -90,7 +90,7 @@ class BatchDecider {
 
   constructor(
     private readonly state: BatchState,
-    private readonly eventSource: string,
+    private readonly context: RecordingContext,
   ) {
     this.now = new Date(state.now);
     this.storedNotifications = new Map(state.storedNotifications);
@@ -223,7 +223,7 @@ class BatchDecider {
 
   /** The event a status publishes (none when stale), numbered in its order's stream, at its notification's time. */
   private event(n: Notification, orderId: string, folded: Folded, via: ObservedVia, time: Date): DomainEvent | null {
-    return statusEvent(this.eventSource, n, folded, via, time, () => this.nextSequence(orderId));
+    return statusEvent(this.context, n, folded, via, time, () => this.nextSequence(orderId));
   }
 
   /** The next number in an order's event stream (refund events count in their order's). */

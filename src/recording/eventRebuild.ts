@@ -1,7 +1,7 @@
 import type { ObservedVia } from '../database/schema';
 import { buildEvent, type DomainEvent } from '../outbox/cloudEvents';
 import { readStoredNotification } from '../parsing/parseNotification';
-import { ProjectionFold, statusEvent } from './projectionFold';
+import { ProjectionFold, statusEvent, type RecordingContext } from './projectionFold';
 
 /**
  * An order's events rebuilt from its history (`events rebuild`), pure: its notifications, in the order they were
@@ -29,8 +29,7 @@ export interface LegacyEvent {
   createdAt: Date;
 }
 
-export interface RebuildContext {
-  source: string;
+export interface RebuildContext extends RecordingContext {
   /** The POS the order belongs to (order_owners). */
   ownerPosId: string | null;
   /** The order's last event number as the recorder left it (event_streams): all its history must add up to it. */
@@ -70,12 +69,12 @@ export function rebuildOrderEvents(stream: readonly StreamEntry[], context: Rebu
     }
     const owner = context.ownerPosId ?? (n.kind === 'order' ? n.merchantPosId : null) ?? entry.pos_id;
     const folded = fold.fold(n, owner, { id: entry.id, at: entry.at });
-    const event = statusEvent(context.source, n, folded, entry.observed_via, new Date(entry.at), () => ++sequence);
+    const event = statusEvent(context, n, folded, entry.observed_via, new Date(entry.at), () => ++sequence);
     if (!event || !context.wanted(entry)) continue;
     const legacy = context.legacy.get(entry.id);
     if (legacy)
       events.push({
-        event: buildEvent(context.source, event.type, event.data, legacy.time, legacy.id),
+        event: buildEvent(context.eventSource, event.type, event.data, legacy.time, legacy.id),
         createdAt: legacy.createdAt.toISOString(),
       });
     else if (Number(entry.id) < context.derivedFrom) {

@@ -1,5 +1,6 @@
 import type { Db } from '../database/pool';
 import { rebuildOrderEvents, type StreamEntry } from './eventRebuild';
+import type { RecordingContext } from './projectionFold';
 import { derivedFrom, ordersRecordedIn, readOrdersHistory, restoreEvents } from './eventRebuildQueries';
 
 /**
@@ -21,8 +22,8 @@ export interface RebuildRange {
   since: Date;
   until: Date;
   dryRun: boolean;
-  /** The events' `source` (EVENT_SOURCE). */
-  source: string;
+  /** What the events are built with, as the recorder's are. */
+  recording: RecordingContext;
 }
 
 export interface RebuildReport {
@@ -43,7 +44,7 @@ export interface RebuildReport {
 
 export async function rebuildEventsInRange(
   db: Db,
-  { since, until, dryRun, source }: RebuildRange,
+  { since, until, dryRun, recording }: RebuildRange,
   startProgress: (total: number) => PageProgress,
 ): Promise<RebuildReport> {
   const inRange = (entry: StreamEntry): boolean => {
@@ -70,7 +71,7 @@ export async function rebuildEventsInRange(
       const history = await readOrdersHistory(db, page);
       for (const orderId of page) {
         const rebuilt = rebuildOrderEvents(history.streams.get(orderId) ?? [], {
-          source,
+          ...recording,
           ownerPosId: history.owners.get(orderId) ?? null,
           lastSequence: history.lastSequences.get(orderId) ?? 0,
           legacy: history.legacy,

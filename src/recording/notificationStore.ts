@@ -59,10 +59,6 @@ export type DeliveryAnswer = DeliveryKept | Refused;
 /** Why an authentic notification was quarantined: it could not be read, or (a defect) not recorded. */
 export type QuarantineCause = QuarantineReason | 'unrecordable';
 
-export interface RecordingContext {
-  eventSource: string;
-}
-
 /** Where verified notifications go. Each call resolves only after its transaction committed. */
 export interface NotificationStore {
   record(delivery: Delivery, notification: Notification): Promise<DeliveryAnswer>;

@@ -1,5 +1,6 @@
 import type { Disagreement, ObservedVia } from '../database/schema';
 import type { StatusTransition } from '../domain/outcomes';
+import { bookingInstant } from '../domain/paymentServiceTime';
 import { provenance, type OrderEventData, type RefundEventData } from '../outbox/cloudEvents';
 import type { OrderNotification, RefundNotification } from '../parsing/notification';
 import { decideOrderTransition, decideRefundTransition, ORDER_STATUS_RANK, REFUND_STATUS_RANK } from './statusRules';
@@ -102,6 +103,12 @@ export function applyRefund(
 export const orderRank = (p: OrderProjection): number => ORDER_STATUS_RANK[p.status];
 export const refundRank = (p: RefundProjection): number => REFUND_STATUS_RANK[p.status];
 
+/** What an event's booking time is read from besides the payment service's own time: when it was recorded, the zone. */
+export interface Booking {
+  recordedAt: Date;
+  timeZone: string;
+}
+
 /** An order event's data: the projection's fields and the notification's status, numbered in the order's stream. */
 export function orderEventData(
   n: OrderNotification,
@@ -110,6 +117,7 @@ export function orderEventData(
   sequence: number,
   notificationId: string,
   observedVia: ObservedVia,
+  booking: Booking,
   disagreements: readonly Disagreement[] = [],
 ): OrderEventData {
   return {
@@ -123,6 +131,7 @@ export function orderEventData(
     paymentId: projection.paymentId,
     payMethodType: projection.payMethodType,
     localReceiptDateTime: projection.localReceiptDateTime,
+    bookingTime: bookingInstant([projection.localReceiptDateTime], booking.recordedAt, booking.timeZone),
     sequence,
     notificationId,
     ...provenance(observedVia),
@@ -139,6 +148,7 @@ export function refundEventData(
   sequence: number,
   notificationId: string,
   observedVia: ObservedVia,
+  booking: Booking,
   disagreements: readonly Disagreement[] = [],
 ): RefundEventData {
   return {
@@ -154,6 +164,11 @@ export function refundEventData(
     previousStatus,
     statusDateTime: projection.statusDateTime,
     refundDate: projection.refundDate,
+    bookingTime: bookingInstant(
+      [projection.refundDate, projection.statusDateTime],
+      booking.recordedAt,
+      booking.timeZone,
+    ),
     reason: projection.reason,
     reasonDescription: projection.reasonDescription,
     sequence,

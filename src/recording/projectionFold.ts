@@ -7,6 +7,7 @@ import {
   applyRefund,
   orderEventData,
   refundEventData,
+  type Booking,
   type OrderProjection,
   type RefundProjection,
   type Transition,
@@ -19,6 +20,14 @@ import {
  * simulated life into nothing (through the recorder's decision), and `reproject` each order's stored history
  * into nothing; so a rule changed here or in projection.ts changes all three. Pure.
  */
+
+/** What the events the recorder builds take from the settings. */
+export interface RecordingContext {
+  /** EVENT_SOURCE: every event's `source`. */
+  eventSource: string;
+  /** PAYMENT_SERVICE_TIME_ZONE: the zone an event's booking time is read in when the payment service wrote no offset. */
+  paymentServiceTimeZone: string;
+}
 
 /** A projection as stored, with the statuses recorded for it (where dedup finds them). */
 export interface StoredProjection<P> {
@@ -38,7 +47,7 @@ export interface Folded {
   /** The status was recorded for this projection before: its history is gone past retention (a replay). */
   recordedBefore: boolean;
   /** The data of the event it publishes (none is, when stale), numbered `sequence` in its order's stream. */
-  eventData(sequence: number, observedVia: ObservedVia): DomainEvent['data'];
+  eventData(sequence: number, observedVia: ObservedVia, booking: Booking): DomainEvent['data'];
 }
 
 /** An order's or a refund's projections as the fold leaves them, with their recorded statuses, and which changed. */
@@ -78,7 +87,7 @@ class Projections<P> {
  * notification was recorded. The recorder's decision and `events rebuild` both build events here.
  */
 export function statusEvent(
-  source: string,
+  context: RecordingContext,
   n: Notification,
   folded: Folded,
   via: ObservedVia,
@@ -87,7 +96,8 @@ export function statusEvent(
 ): DomainEvent | null {
   if (folded.outcome === 'stale') return null;
   const type = statusEventType(n.kind, n.status, folded.outcome === 'conflict');
-  return buildEvent(source, type, folded.eventData(nextSequence(), via), time);
+  const booking = { recordedAt: time, timeZone: context.paymentServiceTimeZone };
+  return buildEvent(context.eventSource, type, folded.eventData(nextSequence(), via, booking), time);
 }
 
 export class ProjectionFold {
@@ -118,7 +128,8 @@ export class ProjectionFold {
       return {
         ...t,
         recordedBefore,
-        eventData: (seq, via) => orderEventData(n, t.projection, t.previousStatus, seq, place.id, via, t.disagreements),
+        eventData: (seq, via, booking) =>
+          orderEventData(n, t.projection, t.previousStatus, seq, place.id, via, booking, t.disagreements),
       };
     }
     const t = applyRefund(this.refunds.get(n.refundId), n);
@@ -131,8 +142,8 @@ export class ProjectionFold {
     return {
       ...t,
       recordedBefore,
-      eventData: (seq, via) =>
-        refundEventData(n, t.projection, order, t.previousStatus, seq, place.id, via, t.disagreements),
+      eventData: (seq, via, booking) =>
+        refundEventData(n, t.projection, order, t.previousStatus, seq, place.id, via, booking, t.disagreements),
     };
   }
 

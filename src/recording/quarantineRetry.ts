@@ -2,6 +2,7 @@ import type { PooledTransactions } from '../database/transaction';
 import { parseNotification } from '../parsing/parseNotification';
 import { signersFor } from '../verification/posBinding';
 import type { Delivery, DeliveryKept } from './notificationStore';
+import type { RecordingContext } from './projectionFold';
 import { firstDeliveryOfQuarantined, lockQuarantined, resolveQuarantined } from './quarantineQueries';
 import { recordBatch } from './recordBatch';
 
@@ -35,7 +36,7 @@ export type RetryResult =
 export async function retryOne(
   transactions: PooledTransactions,
   id: string,
-  eventSource: string,
+  context: RecordingContext,
 ): Promise<RetryResult> {
   return transactions.transaction(async (trx): Promise<RetryResult> => {
     const [row] = await trx.run(lockQuarantined(id));
@@ -77,7 +78,7 @@ export async function retryOne(
     // Recorded and resolved in one transaction: the resolution leaves before the write and its COMMIT.
     const {
       results: [recorded],
-    } = await recordBatch(trx, { eventSource }, [{ delivery, notification: n }], {
+    } = await recordBatch(trx, context, [{ delivery, notification: n }], {
       beforeWrite: async ({ results: [decided] }) => {
         if (decided && decided.outcome !== 'refused') await resolve(decided);
       },

@@ -3,7 +3,8 @@ import { meaningOf, NOTHING_READ, type BatchDecision, type BatchItem, type Batch
 import { batchRows, historyLookups, stateOf, withStoredNotifications } from './batchRows';
 import { lockOrders, readHistory, readState, writeBatch, writeDeliveries, writeQuarantine } from './batchQueries';
 import { decideBatch } from './decideBatch';
-import type { Delivery, DeliveryKept, RecordingContext } from './notificationStore';
+import type { Delivery, DeliveryKept } from './notificationStore';
+import type { RecordingContext } from './projectionFold';
 
 /**
  * The recording transaction: the service's recorder (recorder.ts) and the command line (quarantine
@@ -47,7 +48,7 @@ export async function recordBatch(
   items: readonly BatchItem[],
   steps: RecordingSteps = {},
 ): Promise<BatchDecision> {
-  const decision = decideBatch(items, await readBatchState(trx, items), context.eventSource);
+  const decision = decideBatch(items, await readBatchState(trx, items), context);
   await steps.beforeWrite?.(decision);
   const rows = batchRows(decision.writes);
   const onlyDeliveries = items.every((item) => item.known);

@@ -5,14 +5,8 @@ import type { Logger } from '../observability/logger';
 import type { Notification } from '../parsing/notification';
 import { meaningOf, type BatchDecision, type BatchItem } from './batch';
 import { KnownNotifications } from './knownNotifications';
-import type {
-  Delivery,
-  NotificationStore,
-  QuarantineCause,
-  DeliveryKept,
-  RecordingContext,
-  DeliveryAnswer,
-} from './notificationStore';
+import type { Delivery, NotificationStore, QuarantineCause, DeliveryKept, DeliveryAnswer } from './notificationStore';
+import type { RecordingContext } from './projectionFold';
 import { LockSetChanged, recordBatch, recordQuarantine } from './recordBatch';
 
 export interface RecorderOptions {

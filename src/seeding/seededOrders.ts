@@ -1,3 +1,4 @@
+import type { RecordingContext } from '../recording/projectionFold';
 import { createHash } from 'node:crypto';
 import type {
   DeliveriesTable,
@@ -49,12 +50,10 @@ import type { SeedTable } from './seedQueries';
  */
 
 /** What is fixed for a whole seeding run. */
-export interface SeedSettings {
+export interface SeedSettings extends RecordingContext {
   /** The POS every order belongs to, and the fingerprint of the key its notifications were signed with. */
   posId: string;
   keyFingerprint: string;
-  /** EVENT_SOURCE. */
-  eventSource: string;
   nowMs: number;
   /** Days (UTC) before this one have had their bodies purged (BODY_RETENTION); null: bodies are kept. */
   bodiesFromMs: number | null;
@@ -237,7 +236,7 @@ export function seedOrder(
       },
     }));
     state = { ...state, newIds: [nextId()], now: at };
-    const { writes } = decideBatch(items, state, settings.eventSource);
+    const { writes } = decideBatch(items, state, settings);
     state = stateAfter(state, writes);
     for (const { projection } of [...writes.orders, ...writes.refunds])
       touched('refundId' in projection ? projection.refundId : projection.orderId, receivedMs);

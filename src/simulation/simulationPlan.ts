@@ -47,6 +47,7 @@ export interface SimulateOptions {
   seed?: number;
   drop: number;
   apiPort?: number;
+  apiState?: string;
   apiHold: number;
   keepRetrying?: boolean;
   json?: boolean;

@@ -49,6 +49,8 @@ export interface PaymentServiceDoubleOptions {
   tokenLifetimeSeconds?: number;
   /** Milliseconds since the epoch (injectable so tests can move time). */
   now?: () => number;
+  /** Called after each change of the truth (an order's or refund's new version): where a state file is saved. */
+  onChange?: () => void;
 }
 
 /** A test's description of an order; what is left out gets a realistic default. */

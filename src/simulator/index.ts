@@ -77,5 +77,6 @@ export {
   type DoubleOrderInput,
   type DoubleRefundInput,
   type DoubleRequest,
+  type DoubleTruth,
   type PaymentServiceDoubleOptions,
 } from './paymentServiceDouble';

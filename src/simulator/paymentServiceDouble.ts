@@ -20,15 +20,24 @@ export type * from './doubleInterface';
  * slowness and a lagging view on demand. Nothing here is module state: every test starts its own.
  */
 
-interface OrderVersion {
+export interface OrderVersion {
   atMs: number;
   order: Json;
   paymentId: string | null;
 }
 
-interface RefundVersion {
+export interface RefundVersion {
   atMs: number;
   record: Json;
+}
+
+/**
+ * The double's truth: every version of every order and refund, as a file keeps it across the double's restarts
+ * (src/simulator/doubleStateFile.ts). Tokens and faults are not part of it: a client asks for a new token.
+ */
+export interface DoubleTruth {
+  orders: Array<[orderId: string, versions: OrderVersion[]]>;
+  refunds: Array<[orderId: string, refunds: Array<[refundId: string, versions: RefundVersion[]]>]>;
 }
 
 interface IssuedToken {
@@ -83,6 +92,21 @@ export class PaymentServiceDouble {
   }
 
   // --- The truth ---------------------------------------------------------------------------------
+
+  /** Everything the double knows of orders and refunds, to keep (a copy: later changes do not show in it). */
+  truth(): DoubleTruth {
+    return structuredClone({
+      orders: [...this.orders],
+      refunds: [...this.refunds].map(([orderId, ofOrder]) => [orderId, [...ofOrder]]),
+    });
+  }
+
+  /** Knows, from now on, what `truth()` gave (before anything else is learnt). */
+  restoreTruth(truth: DoubleTruth): void {
+    for (const [orderId, versions] of truth.orders) this.orders.set(orderId, structuredClone(versions));
+    for (const [orderId, refunds] of truth.refunds)
+      this.refunds.set(orderId, new Map(refunds.map(([refundId, versions]) => [refundId, structuredClone(versions)])));
+  }
 
   /**
    * Learns the status a notification body announces, at the moment it happens (the simulator calls
@@ -229,6 +253,7 @@ export class PaymentServiceDouble {
     const versions = this.orders.get(orderId) ?? [];
     versions.push({ atMs: this.now(), ...version });
     this.orders.set(orderId, versions);
+    this.options.onChange?.();
   }
 
   private addRefundVersion(orderId: string, record: Json): void {
@@ -238,6 +263,7 @@ export class PaymentServiceDouble {
     versions.push({ atMs: this.now(), record });
     ofOrder.set(refundId, versions);
     this.refunds.set(orderId, ofOrder);
+    this.options.onChange?.();
   }
 
   private nextFault(endpoint: DoubleEndpoint | 'unknown'): DoubleFault | null {

@@ -40,6 +40,7 @@ beforeAll(async () => {
       RECONCILE_AFTER: '1h',
       RECONCILE_INTERVAL: '1h',
       CONSOLE_TIME_ZONE: 'Europe/Warsaw',
+      CONSOLE_CONFIRM_WITHIN: '3d',
     },
   });
   browser = await launchChromium();
@@ -424,6 +425,117 @@ const HOSTILE = {
   html: '</td></tr></table><h1>Forged heading</h1><a href="javascript:alert(4)">click</a>',
   unicode: `${'Zażółć gęślą jaźń ✓ 注文 مرحبا 🧾\u202e'.repeat(60)}end`,
 };
+
+describe('Where the truth is uncertain, a support agent', () => {
+  it('When an order was paid and then canceled, then its page opens with what is uncertain and its search result says contradicted, never Paid', async () => {
+    const orderId = uniqueId('BRCONTRA');
+    const extOrderId = `shop-${orderId.toLowerCase()}`;
+    for (const status of ['PENDING', 'COMPLETED', 'CANCELED'])
+      expect((await svc.post(orderBody({ orderId, extOrderId, status }))).status).toBe(200);
+    // A second attempt at the same shop order, so the search lists both.
+    expect((await svc.post(orderBody({ orderId: `${orderId}B`, extOrderId, status: 'PENDING' }))).status).toBe(200);
+    const { context, problems } = await watchedContext(browser, { javaScriptEnabled: true });
+    try {
+      const page = await context.newPage();
+      await signIn(page, VIEWER_TOKEN);
+      await page.goto(url(`/console/orders/${orderId}`));
+      const uncertain = page.getByTestId('uncertain');
+      await expect(uncertain.isVisible()).resolves.toBe(true);
+      const [uncertainTop, factsTop] = await Promise.all([
+        uncertain.boundingBox(),
+        page.getByTestId('facts').boundingBox(),
+      ]);
+      expect(uncertainTop?.y ?? Infinity).toBeLessThan(factsTop?.y ?? 0);
+      await expect(uncertain.innerText()).resolves.toMatch(/money may have been taken, or not/);
+      const text = await page.locator('main').innerText();
+      expect(text.slice(0, text.indexOf('What the payment service sent'))).not.toContain('The customer has paid');
+      await expect(page.getByTestId('money').innerText()).resolves.toMatch(/^Not known/);
+      await page.goto(url(`/console/search?q=${encodeURIComponent(extOrderId)}`));
+      const row = page.locator(`tbody tr:has(a[href="/console/orders/${orderId}"])`);
+      await expect(row.getByTestId('contradicted').innerText()).resolves.toMatch(
+        /^contradicted: Paid \(COMPLETED\) .+, then Canceled \(CANCELED\) .+; held until reconciled$/s,
+      );
+      expect(problems).toEqual(noProblems);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('When a payment waits for the shop’s confirmation, then its page gives the deadline exactly and in days and hours, and what each choice does', async () => {
+    const orderId = uniqueId('BRWAIT');
+    expect((await svc.post(orderBody({ orderId, status: 'WAITING_FOR_CONFIRMATION' }))).status).toBe(200);
+    const { context, problems } = await watchedContext(browser, { javaScriptEnabled: true });
+    try {
+      const page = await context.newPage();
+      await signIn(page, VIEWER_TOKEN);
+      await page.goto(url(`/console/orders/${orderId}`));
+      const box = (await page.getByTestId('confirm-by').innerText()).replace(/[\u00a0\u202f]/g, ' ');
+      expect(box).toMatch(/Confirm or cancel it by \d+ \w+ \d{4}, \d\d:\d\d:\d\d CES?T \(in (3 days|2 days 23 h)\)/);
+      expect(box).toContain('To take the money');
+      expect(box).toContain('Not to take it');
+      expect(problems).toEqual(noProblems);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('When a status had to be learnt from the payment service, then the board shows it by POS with a link and the likely causes', async () => {
+    const { orderId } = await pendingOrder('BRLEARNT');
+    // A check learns its COMPLETED from the payment service (the admin port is open on loopback here).
+    expect((await svc.admin.post(`/orders/${orderId}/reconcile`)).status).toBe(200);
+    const { context, problems } = await watchedContext(browser, { javaScriptEnabled: true });
+    try {
+      const page = await context.newPage();
+      await signIn(page, VIEWER_TOKEN);
+      await page.goto(url('/console/attention'));
+      const line = page.locator('tr#line-learnt');
+      const words = await line.innerText();
+      expect(words).toContain(POS_ID);
+      expect(words).toMatch(/notifications never came/);
+      expect(words).toMatch(/notifyUrl/);
+      await line.locator('a[href="/console/attention#learnt"]').first().click();
+      await expect(page.getByTestId('learnt').innerText()).resolves.toContain(orderId);
+      expect(problems).toEqual(noProblems);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('When finance opens the export page for today, then it shows the count and total per type and currency, and the CSV it downloads adds up to them', async () => {
+    const orderId = await refundedOrder('BRTOTALS');
+    const { context, problems } = await watchedContext(browser, { javaScriptEnabled: true, acceptDownloads: true });
+    try {
+      const page = await context.newPage();
+      await signIn(page, VIEWER_TOKEN);
+      await page.goto(url(`/console/export?pos=${POS_ID}`));
+      const today = WARSAW_DAY.format(new Date());
+      await expect(page.locator('input[name="from"]').inputValue()).resolves.toBe(today);
+      const total = async (kind: string): Promise<string[]> =>
+        (
+          await page
+            .locator(`[data-testid="export-totals"] tr[data-kind="${kind}"][data-currency="PLN"] td`)
+            .allInnerTexts()
+        ).map((cell) => cell.replace(/[\u00a0\u202f]/g, ' '));
+      const [, , paymentCount, paymentTotal] = await total('payment');
+      const [, , refundCount] = await total('refund');
+      const downloading = page.waitForEvent('download');
+      await page.getByRole('button', { name: 'Download the CSV' }).click();
+      const csv = readFileSync((await (await downloading).path()) ?? '', 'utf8');
+      const rows = csv.split('\r\n').filter((line) => line.endsWith('""') || line.includes('"PLN"'));
+      const pln = (kind: string) => rows.filter((line) => line.startsWith(`"${kind}",`) && line.includes('"PLN"'));
+      expect(Number(paymentCount)).toBe(pln('payment').length);
+      expect(Number(refundCount)).toBe(pln('refund').length);
+      const sum = pln('payment')
+        .map((line) => Math.round(Number(line.split('","')[7]) * 100))
+        .reduce((a, b) => a + b, 0);
+      expect(paymentTotal?.replace(/[ ,]|PLN/g, '')).toBe((sum / 100).toFixed(2));
+      expect(csv).toContain(orderId);
+      expect(problems).toEqual(noProblems);
+    } finally {
+      await context.close();
+    }
+  });
+});
 
 it('When notifications carry scripts, javascript: URLs, HTML and long unicode, then no page runs or links them, and each still reads', async () => {
   const orderId = uniqueId('BRXSS');

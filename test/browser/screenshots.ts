@@ -44,7 +44,7 @@ async function send(svc: Running, body: string): Promise<void> {
 async function history(
   svc: Running,
   double: PaymentServiceDouble,
-): Promise<{ paid: string; repaired: string; unanswered: string }> {
+): Promise<{ paid: string; repaired: string; unanswered: string; conflict: string; waiting: string }> {
   const paid = 'WZ1K9Q7L3T261127GUEST000001';
   const extOrderId = 'shop-2026-11-27-0042';
   const amount = { totalAmount: '223471' };
@@ -93,10 +93,11 @@ async function history(
   await send(svc, orderBody({ orderId: conflict, extOrderId: 'shop-2026-11-27-0044', status: 'COMPLETED' }));
   await send(svc, orderBody({ orderId: conflict, extOrderId: 'shop-2026-11-27-0044', status: 'CANCELED' }));
   // A payment waiting for the shop's confirmation (auto-receive off).
+  const waiting = 'FW2G8H4J6K261127GUEST000005';
   await send(
     svc,
     orderBody({
-      orderId: 'FW2G8H4J6K261127GUEST000005',
+      orderId: waiting,
       extOrderId: 'shop-2026-11-27-0045',
       status: 'WAITING_FOR_CONFIRMATION',
       paymentId: '5013',
@@ -108,7 +109,7 @@ async function history(
   await send(svc, orderBody({ orderId: unanswered, extOrderId: 'shop-2026-11-27-0046', status: 'PENDING' }));
   // An authentic body that cannot be read: quarantined.
   await send(svc, '{"order": {"orderId": "DL0UNREADABLE", "status": ');
-  return { paid, repaired, unanswered };
+  return { paid, repaired, unanswered, conflict, waiting };
 }
 
 async function shoot(page: Page, name: string, target: string, fullPage = false): Promise<void> {
@@ -153,7 +154,7 @@ async function main(): Promise<void> {
   };
   const browser = await launchChromium();
   try {
-    const { paid, repaired, unanswered } = await history(svc, double);
+    const { paid, repaired, unanswered, conflict, waiting } = await history(svc, double);
     // The relay publishes what the notifications wrote (NOTIFY), before the pictures are taken.
     await new Promise((resolve) => setTimeout(resolve, 2000));
     const { context, problems } = await watchedContext(browser, { viewport: { width: 1280, height: 900 } });
@@ -182,11 +183,13 @@ async function main(): Promise<void> {
     await shoot(page, 'overview', url('/console'), true);
     await shoot(page, 'order', url(`/console/orders/${paid}`), true);
     await shoot(page, 'order-repaired', url(`/console/orders/${repaired}`), true);
+    await shoot(page, 'order-contradicted', url(`/console/orders/${conflict}`), true);
+    await shoot(page, 'order-waiting', url(`/console/orders/${waiting}`), true);
     await shoot(page, 'attention', url('/console/attention'), true);
     await shoot(page, 'deliveries', url('/console/deliveries'), true);
     await shoot(page, 'audit', url('/console/audit'), true);
     await shoot(page, 'glossary', url('/console/glossary'), true);
-    await shoot(page, 'export', url('/console/export'), true);
+    await shoot(page, 'export', url(`/console/export?pos=${POS_ID}`), true);
     await page.goto(url('/console/search?q=shop-2026-11-27-0042'));
     await shoot(page, 'search', page.url(), true);
     await context.close();

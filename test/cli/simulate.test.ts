@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
+import path from 'node:path';
 import { createLogger } from '../../src/observability/logger';
 import { EVENT_TYPES } from '../../src/outbox/cloudEvents';
 import { createPaymentApi } from '../../src/paymentApi/paymentApi';
@@ -8,7 +10,7 @@ import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';
 import { POS_ID, SECOND_KEY } from '../support/signing';
 import { freePort } from '../support/net';
-import { CLI, cliEnv, parseJson, runCli } from './cliSupport';
+import { CLI, cliEnv, parseJson, runCli, startCli } from './cliSupport';
 
 type Report = SimulationReport & { seed: number; posId: string; algorithm: string };
 
@@ -22,6 +24,16 @@ beforeAll(async () => {
 afterAll(() => svc.stop());
 
 const url = (): string => `${svc.publicUrl}/notifications`;
+/** A client of the double on `apiPort`, as the receiver's reconciler is. */
+const apiAt = (apiPort: number) =>
+  createPaymentApi({
+    baseUrl: `http://127.0.0.1:${apiPort}`,
+    credentials: [{ posId: POS_ID, clientId: `client-${POS_ID}`, clientSecret: 'client-secret-value' }],
+    timeoutMs: 5000,
+    maxInFlight: 2,
+    maxPerSecond: 100,
+    logger: createLogger('silent'),
+  });
 const statuses = (deliveries: NotificationDelivery[]): string[] => deliveries.map((d) => `${d.kind}:${d.status}`);
 
 describe('simulate', () => {
@@ -339,14 +351,7 @@ describe('simulate', () => {
       expect(report.summary.dropped + report.summary.deliveries).toBe(report.summary.notifications);
       expect(report.summary.gaveUp).toBe(0);
 
-      const api = createPaymentApi({
-        baseUrl: `http://127.0.0.1:${apiPort}`,
-        credentials: [{ posId: POS_ID, clientId: `client-${POS_ID}`, clientSecret: 'client-secret-value' }],
-        timeoutMs: 5000,
-        maxInFlight: 2,
-        maxPerSecond: 100,
-        logger: createLogger('silent'),
-      });
+      const api = apiAt(apiPort);
       for (const lost of report.dropped.filter((d) => d.kind === 'order')) {
         const expected = report.orders.find((o) => o.orderId === lost.orderId)?.expectedStatus;
         const answer = await api.retrieveOrder(POS_ID, lost.orderId);
@@ -366,5 +371,80 @@ describe('simulate', () => {
     const run = await runCli(['simulate', '--url', url(), '--api-port', '0', '--api-hold', '0s'], env);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('PAYMENT_API_CREDENTIALS');
+  });
+
+  describe('the double alone (simulate api) with its state in a file', () => {
+    const credentials = `${POS_ID}:client-${POS_ID}:client-secret-value`;
+    const apiEnv = (apiPort: number): Record<string, string> =>
+      cliEnv({
+        DATABASE_URL: svc.database.url,
+        NOTIFY_BASIC_AUTH: 'shop:s3cret',
+        PAYMENT_API_URL: `http://127.0.0.1:${apiPort}`,
+        PAYMENT_API_CREDENTIALS: credentials,
+      });
+
+    it('When a run kept the double’s state in a file, then the double alone answers the same statuses, restart after restart', async () => {
+      const state = path.join(await mkdtemp(path.join(os.tmpdir(), 'double-state-')), 'double.json');
+      const sendPort = await freePort();
+      const sent = await runCli(
+        [
+          'simulate',
+          '--url',
+          url(),
+          '--orders',
+          '4',
+          '--drop',
+          '0.5',
+          '--api-port',
+          String(sendPort),
+          '--api-state',
+          state,
+          '--api-hold',
+          '0s',
+          '--time-scale',
+          '1000',
+          '--seed',
+          '11',
+          '--json',
+        ],
+        apiEnv(sendPort),
+      );
+      expect(sent.code).toBe(0);
+      const report = parseJson<Report>(sent);
+      for (let restart = 0; restart < 2; restart++) {
+        const apiPort = await freePort();
+        const alone = startCli(['simulate', 'api', '--port', String(apiPort), '--state', state], apiEnv(apiPort));
+        try {
+          await alone.stderrIncludes('Payment-service double answering at');
+          await alone.stderrIncludes('knowing 4 order(s)');
+          const api = apiAt(apiPort);
+          for (const order of report.orders) {
+            const answer = await api.retrieveOrder(POS_ID, order.orderId);
+            expect(answer.value.status).toBe(order.expectedStatus);
+          }
+        } finally {
+          alone.child.kill('SIGINT');
+        }
+        expect((await alone.result).code).toBe(0);
+      }
+    });
+
+    it('When the state file is not one, then it is a usage error naming the file, and nothing listens', async () => {
+      const bad = path.join(await mkdtemp(path.join(os.tmpdir(), 'double-state-')), 'bad.json');
+      await writeFile(
+        bad,
+        JSON.stringify({ version: 1, orders: [['O1', [{ atMs: -1, order: {}, paymentId: null }]]] }),
+      );
+      const run = await runCli(['simulate', 'api', '--port', '0', '--state', bad], apiEnv(1));
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(`${bad}: not a state file of the double`);
+      expect(run.stderr).toContain('orders.0.1.0.atMs');
+    });
+
+    it('When --api-state is given without --api-port, then it is a usage error', async () => {
+      const run = await runCli(['simulate', '--url', url(), '--api-state', '/tmp/x.json'], env);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain('--api-state needs --api-port');
+    });
   });
 });

@@ -645,6 +645,33 @@ describe("console: the shop's language", () => {
     expect(shown).toMatch(/Paid at the payment service 2 Nov 2026, 12:00:00 CET .*read in Europe\/Warsaw.*Heard by us/);
   });
 
+  it('When a search finds several orders and one was paid and then canceled, then its result says contradicted and held, not Paid', async () => {
+    const extOrderId = uniqueId('ext-CSEARCH');
+    const [settled, contradicted] = [uniqueId('CSEARCH1'), uniqueId('CSEARCH2')];
+    await deliver(orderBody({ orderId: settled, extOrderId, status: 'COMPLETED' }));
+    await deliver(orderBody({ orderId: contradicted, extOrderId, status: 'COMPLETED' }));
+    await deliver(orderBody({ orderId: contradicted, extOrderId, status: 'CANCELED' }));
+    await deliver(
+      refundBody({ orderId: settled, refundId: `R${settled}`, extRefundId: extOrderId, status: 'FINALIZED' }),
+    );
+    await deliver(
+      refundBody({ orderId: settled, refundId: `R${settled}`, extRefundId: extOrderId, status: 'CANCELED' }),
+    );
+    const page = await get(`/console/search?q=${encodeURIComponent(extOrderId)}`, viewer);
+    expect(page.status).toBe(200);
+    const row = (orderId: string, field: string): string =>
+      textOf(
+        [...page.text.matchAll(/<tr>[\s\S]*?<\/tr>/g)]
+          .map((m) => m[0])
+          .find((r) => r.includes(`/console/orders/${orderId}`) && textOf(r).includes(field)) ?? '',
+      );
+    expect(row(contradicted, 'shop reference')).toMatch(
+      /contradicted: Paid \(COMPLETED\) .+, then Canceled \(CANCELED\) .+; held until reconciled/,
+    );
+    expect(row(settled, 'shop reference')).not.toContain('contradicted');
+    expect(row(settled, 'refund reference')).toMatch(/contradicted: .*\(FINALIZED\) .+, then .*\(CANCELED\) .+; held/);
+  });
+
   it('When a refund was finalized and then canceled, then its order page says so; its reason and description show to a viewer', async () => {
     const orderId = uniqueId('CRCONTRA');
     await deliver(orderBody({ orderId, status: 'COMPLETED' }));

@@ -54,7 +54,7 @@ async function clockedReconciler(databaseUrl: string, apiUrl: string, start: num
   const db = createDb(pool);
   const store = new Recorder(
     new PooledTransactions(pool),
-    { eventSource: 'urn:test' },
+    { eventSource: 'urn:test', paymentServiceTimeZone: 'Europe/Warsaw' },
     { maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 5000, answerWithinMs: 10_000 },
     logger,
   );

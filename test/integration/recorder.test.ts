@@ -40,7 +40,11 @@ const order = (orderId: string, status: OrderNotification['status'], totalAmount
 });
 
 const storeWith = (options: RecorderOptions): Recorder =>
-  new Recorder(new PooledTransactions(svc.service.pool), { eventSource: 'urn:test' }, options);
+  new Recorder(
+    new PooledTransactions(svc.service.pool),
+    { eventSource: 'urn:test', paymentServiceTimeZone: 'Europe/Warsaw' },
+    options,
+  );
 
 describe('group commit', () => {
   it('When notifications queue behind one busy transaction, then they are recorded together and each gets its own outcome', async () => {

@@ -44,6 +44,7 @@ export const COMPLETED_ORDER_DATA: OrderEventData = {
   paymentId: '76258454',
   payMethodType: 'CARD_TOKEN',
   localReceiptDateTime: '2020-02-13T10:25:40.528+01:00',
+  bookingTime: '2020-02-13T09:25:40.528Z',
   sequence: 2,
   notificationId: '2',
   observedVia: 'notification',

@@ -97,7 +97,8 @@ const item = (notification: Notification, signers: SignatureMatch[] = [KEY_A], b
   };
 };
 
-const decide = (items: BatchItem[], given: BatchState = state()) => decideBatch(items, given, 'urn:test');
+const decide = (items: BatchItem[], given: BatchState = state()) =>
+  decideBatch(items, given, { eventSource: 'urn:test', paymentServiceTimeZone: 'Europe/Warsaw' });
 
 describe('decideBatch: states and events', () => {
   it('When a lifecycle arrives in one batch, then each step applies in turn with consecutive sequences', () => {

@@ -6,6 +6,7 @@ const row = (over: Partial<ExportRow>): ExportRow => ({
   kind: 'payment',
   held: null,
   at: new Date('2026-11-27T15:40:47.123Z'),
+  said: [null],
   orderId: 'WZ1K9Q7L3T',
   extOrderId: 'shop-0042',
   paymentId: '5011',
@@ -53,28 +54,52 @@ describe('the finance CSV', () => {
 
   it('When a payment or refund is written, then its amount is in major units with a dot and its time carries its offset', () => {
     const warsaw = new LocalTime('Europe/Warsaw', 'pl-PL');
-    expect(exportLine(row({}), warsaw)).toBe(
+    expect(exportLine(row({}), warsaw, 'Europe/Warsaw')).toBe(
       '"payment","2026-11-27T16:40:47.123+01:00","shop-0042","5011","WZ1K9Q7L3T","","","2234.71","PLN","300746",""\r\n',
     );
-    expect(exportLine(row({ amount: '1234', currencyCode: 'JPY' }), warsaw)).toContain('"1234","JPY"');
-    expect(exportLine(row({ amount: '1234', currencyCode: 'KWD' }), warsaw)).toContain('"1.234","KWD"');
-    expect(exportLine(row({ amount: '9223372036854775807' }), warsaw)).toContain('"92233720368547758.07"');
-    expect(exportLine(row({ kind: 'refund', refundId: 'R1', extRefundId: '-1', amount: '28013' }), warsaw)).toBe(
+    expect(exportLine(row({ amount: '1234', currencyCode: 'JPY' }), warsaw, 'Europe/Warsaw')).toContain('"1234","JPY"');
+    expect(exportLine(row({ amount: '1234', currencyCode: 'KWD' }), warsaw, 'Europe/Warsaw')).toContain(
+      '"1.234","KWD"',
+    );
+    expect(exportLine(row({ amount: '9223372036854775807' }), warsaw, 'Europe/Warsaw')).toContain(
+      '"92233720368547758.07"',
+    );
+    expect(
+      exportLine(row({ kind: 'refund', refundId: 'R1', extRefundId: '-1', amount: '28013' }), warsaw, 'Europe/Warsaw'),
+    ).toBe(
       `"refund","2026-11-27T16:40:47.123+01:00","shop-0042","5011","WZ1K9Q7L3T","R1","'-1","280.13","PLN","300746",""\r\n`,
     );
   });
 
+  it('When the payment service gave its own time, then that is the booking time, read in its zone when it has no offset', () => {
+    const warsaw = new LocalTime('Europe/Warsaw', 'pl-PL');
+    const utc = new LocalTime('UTC', 'en-GB');
+    // A payment the payment service took at 23:59:58 its time (no offset), recorded here after midnight.
+    const late = row({ at: new Date('2026-11-27T23:00:03.000Z'), said: ['2026-11-27T23:59:58'] });
+    expect(exportLine(late, warsaw, 'Europe/Warsaw')).toContain('"payment","2026-11-27T23:59:58.000+01:00",');
+    expect(exportLine(late, utc, 'Europe/Warsaw')).toContain('"payment","2026-11-27T22:59:58.000+00:00",');
+    // A refund: its refund date, else its status's time; one that reads as no time is skipped.
+    const refund = row({ kind: 'refund', said: ['not a time', '2026-11-27T10:00:00.000+02:00'] });
+    expect(exportLine(refund, utc, 'Europe/Warsaw')).toContain('"refund","2026-11-27T08:00:00.000+00:00",');
+  });
+
   it('When an amount cannot be given in major units, then the cell is empty and the note says it as received', () => {
     const utc = new LocalTime('UTC', 'en-GB');
-    expect(exportLine(row({ currencyCode: 'XYZ' }), utc)).toContain(
+    expect(exportLine(row({ currencyCode: 'XYZ' }), utc, 'Europe/Warsaw')).toContain(
       '"","XYZ","300746","amount not in major units: 223471 minor units of XYZ, as received"',
     );
-    expect(exportLine(row({ amount: null }), utc)).toContain('"","PLN","300746","no amount was received"');
+    expect(exportLine(row({ amount: null }), utc, 'Europe/Warsaw')).toContain(
+      '"","PLN","300746","no amount was received"',
+    );
   });
 
   it('When an item is held, then its type says so and its note says what came and to book nothing', () => {
     const note = 'held: COMPLETED and then CANCELED both came; book nothing until reconciled with the payment service';
-    const line = exportLine(row({ kind: 'held_payment', held: note }), new LocalTime('Europe/Warsaw', 'en-GB'));
+    const line = exportLine(
+      row({ kind: 'held_payment', held: note }),
+      new LocalTime('Europe/Warsaw', 'en-GB'),
+      'Europe/Warsaw',
+    );
     expect(line.startsWith('"held_payment",')).toBe(true);
     expect(line.endsWith(`"${note}"\r\n`)).toBe(true);
   });

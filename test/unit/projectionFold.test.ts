@@ -8,7 +8,7 @@ import { decideBatch } from '../../src/recording/decideBatch';
 import * as projection from '../../src/recording/projection';
 import { seededRandom } from '../../src/simulator/random';
 import { parseNotification } from '../../src/parsing/parseNotification';
-import type { RefundEventData } from '../../src/outbox/cloudEvents';
+import type { DomainEvent, RefundEventData } from '../../src/outbox/cloudEvents';
 import { ProjectionFold } from '../../src/recording/projectionFold';
 import { orderBody, refundBody } from '../support/signing';
 
@@ -21,6 +21,7 @@ const SETTINGS: SeedSettings = {
   posId: '300746',
   keyFingerprint: 'abcdefabcdef',
   eventSource: 'urn:test',
+  paymentServiceTimeZone: 'Europe/Warsaw',
   nowMs: NOW,
   bodiesFromMs: null,
   outboxFromMs: NOW - 7 * DAY_MS,
@@ -70,7 +71,7 @@ function record(notifications: readonly Notification[]) {
       processingTimeMs: null,
     };
     state = { ...state, newIds: [String(i + 1)], now: new Date(NOW + i).toISOString() };
-    const decision = decideBatch([{ delivery, notification }], state, SETTINGS.eventSource);
+    const decision = decideBatch([{ delivery, notification }], state, SETTINGS);
     writes.push(decision.writes);
     state = stateAfter(state, decision.writes);
   }
@@ -132,10 +133,11 @@ const parsed = (body: string): Notification => {
 };
 
 let ids = 0;
+const BOOKING = { recordedAt: new Date('2026-11-02T11:00:00.000Z'), timeZone: 'Europe/Warsaw' };
 const place = () => ({ id: String(++ids), at: '2026-11-02T11:00:00.000Z' });
 
 function refundData(fold: ProjectionFold, body: string, ownerPosId: string): RefundEventData {
-  const data = fold.fold(parsed(body), ownerPosId, place()).eventData(1, 'notification');
+  const data = fold.fold(parsed(body), ownerPosId, place()).eventData(1, 'notification', BOOKING);
   if (!('refundId' in data)) throw new Error('not a refund event');
   return data;
 }
@@ -164,5 +166,26 @@ describe('a refund event', () => {
       'pos-b',
     );
     expect(data).toMatchObject({ merchantPosId: 'pos-b', orderCurrencyCode: null });
+  });
+});
+
+describe('an event’s booking time', () => {
+  const dataOf = (body: string): DomainEvent['data'] =>
+    new ProjectionFold().fold(parsed(body), 'pos-a', place()).eventData(1, 'notification', BOOKING);
+
+  it('When an order completes with a local receipt time without an offset, then it is read in the set zone', () => {
+    const data = dataOf(
+      orderBody({ orderId: 'B-1', status: 'COMPLETED', localReceiptDateTime: '2026-07-02T12:00:00' }),
+    );
+    expect(data.bookingTime).toBe('2026-07-02T10:00:00.000Z');
+  });
+
+  it('When the order has no time of the payment service’s own, then it is when the service recorded it', () => {
+    expect(dataOf(orderBody({ orderId: 'B-2', status: 'PENDING' })).bookingTime).toBe('2026-11-02T11:00:00.000Z');
+  });
+
+  it('When a refund is finalized, then it is its refund date, as an instant', () => {
+    const data = dataOf(refundBody({ orderId: 'B-3', refundId: 'F-3', status: 'FINALIZED' }));
+    expect(data.bookingTime).toBe('2026-11-02T10:59:59.000Z');
   });
 });

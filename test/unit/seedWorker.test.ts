@@ -8,6 +8,7 @@ describe('seeded rows', () => {
       posId: '300746',
       keyFingerprint: 'abcdefabcdef',
       eventSource: 'urn:test',
+      paymentServiceTimeZone: 'Europe/Warsaw',
       nowMs: NOW,
       bodiesFromMs: NOW - 30 * DAY_MS,
       outboxFromMs: NOW - 7 * DAY_MS,

@@ -20,6 +20,7 @@ const refundData: RefundEventData = {
   previousStatus: null,
   statusDateTime: null,
   refundDate: null,
+  bookingTime: '2026-11-02T10:00:00.000Z',
   reason: null,
   reasonDescription: null,
   sequence: 3,

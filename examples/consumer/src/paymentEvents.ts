@@ -251,6 +251,10 @@ export interface OrderEventData {
    */
   localReceiptDateTime: string | null;
   /**
+   * When to book this status, as an instant in UTC: localReceiptDateTime, read in the payment service's zone (PAYMENT_SERVICE_TIME_ZONE, Europe/Warsaw by default) when it has no offset; the event's time when the order has none. On every order event since 1.2.0.
+   */
+  bookingTime?: string;
+  /**
    * Numbers the events of one order (its refunds' events included), from 1, in the order they were applied.
    */
   sequence: number;
@@ -305,6 +309,10 @@ export interface RefundEventData {
   previousStatus: ("PENDING" | "FINALIZED" | "CANCELED") | null;
   statusDateTime: string | null;
   refundDate: string | null;
+  /**
+   * When to book this status, as an instant in UTC: refundDate, else statusDateTime, read in the payment service's zone when it has no offset; the event's time when the refund has neither. On every refund event since 1.2.0.
+   */
+  bookingTime?: string;
   reason: string | null;
   reasonDescription: string | null;
   /**

@@ -1,3 +1,4 @@
+import { recordingContext } from '../../config';
 import { rebuildEventsInRange, type RebuildReport } from '../../recording/eventRebuildPages';
 import { auditedCommand } from './audit';
 import { readConfig, withDatabase } from './database';
@@ -30,7 +31,7 @@ export async function rebuildEvents(io: CliIo, options: RebuildOptions): Promise
   const report = await withDatabase(io, config, async (db): Promise<RebuildReport> => {
     const rebuild = async (): Promise<RebuildReport> => {
       const progress = (total: number): Progress => startProgress(io, json, 'orders', total);
-      return rebuildEventsInRange(db, { since, until, dryRun, source: config.eventSource }, progress);
+      return rebuildEventsInRange(db, { since, until, dryRun, recording: recordingContext(config) }, progress);
     };
     if (dryRun) return rebuild();
     // It changes the outbox: on the record before it starts, with what it did once it ends.

@@ -1,6 +1,6 @@
 import os from 'node:os';
 import type { Command } from 'commander';
-import type { Config } from '../../config';
+import { recordingContext, type Config } from '../../config';
 import { prepareDatabase } from '../../database/bootstrap';
 import { addDays, DAY_MS, dayOf, daysToMake } from '../../partitions/partitionDays';
 import { createLogger } from '../../observability/logger';
@@ -42,7 +42,7 @@ function seedSettings(config: Config, nowMs: number): SeedSettings {
   return {
     posId: key.posId,
     keyFingerprint: fingerprintKey(key.key),
-    eventSource: config.eventSource,
+    ...recordingContext(config),
     nowMs,
     // The purge takes the bodies of the days wholly older than the retention (src/partitions/partitionMaintenance.ts).
     bodiesFromMs: config.bodyRetentionMs === null ? null : startOfDay(nowMs - config.bodyRetentionMs),

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { recordingContext } from '../../config';
 import { listQuarantined, openQuarantinedIds } from '../../recording/quarantineQueries';
 import { retryOne, type RetryResult } from '../../recording/quarantineRetry';
 import { auditedCommand } from './audit';
@@ -100,7 +101,7 @@ export async function retryQuarantine(io: CliIo, ids: string[], options: RetryOp
           { action: 'quarantine_retry', target: `quarantine #${id}` },
           async (): Promise<RetryResult> => {
             try {
-              return await retryOne(transactions, id, config.eventSource);
+              return await retryOne(transactions, id, recordingContext(config));
             } catch (error) {
               // The transaction rolled back: nothing recorded, the row still open. Go on with the others.
               return { id, result: 'failed', detail: `recording failed, nothing changed: ${(error as Error).message}` };

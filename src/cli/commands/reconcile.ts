@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { Registry } from 'prom-client';
-import type { Config, ReconciliationConfig } from '../../config';
+import { recordingContext, type Config, type ReconciliationConfig } from '../../config';
 import type { Db } from '../../database/pool';
 import { createLogger } from '../../observability/logger';
 import { createPaymentApiMetrics, createReconciliationMetrics } from '../../observability/reconciliationMetrics';
@@ -92,7 +92,7 @@ function withReconciliation<T>(
     const logger = createLogger('silent');
     const store = new Recorder(
       transactions,
-      { eventSource: config.eventSource },
+      recordingContext(config),
       { maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 60_000, answerWithinMs: 120_000 },
       logger,
     );

@@ -14,8 +14,10 @@ export interface ExportRow {
   kind: 'payment' | 'refund' | 'held_payment' | 'held_refund';
   /** For a held row, what came and what to do; null otherwise. */
   held: string | null;
-  /** When it completed (an order) or was finalized (a refund), as recorded here. */
+  /** When it completed (an order) or was finalized (a refund), as recorded here: what the range is of. */
   at: Date;
+  /** The payment service's own times of it, in the order the booking time takes them (bookingInstant). */
+  said: Array<string | null>;
   orderId: string;
   extOrderId: string | null;
   paymentId: string | null;
@@ -83,6 +85,7 @@ export function completedOrders(
       kind: 'payment' as const,
       held: null,
       at: r.updated_at,
+      said: [r.local_receipt_date_time],
       orderId: r.order_id,
       extOrderId: r.ext_order_id,
       paymentId: r.payment_id,
@@ -125,6 +128,7 @@ export function finalizedRefunds(
       kind: 'refund' as const,
       held: null,
       at: r.updated_at,
+      said: [r.refund_date, r.status_date_time],
       orderId: r.order_id,
       extOrderId: r.ext_order_id,
       paymentId: r.payment_id,
@@ -182,7 +186,10 @@ async function contradictions(db: Db, range: ExportRange): Promise<Map<string, C
       'o.payment_id',
       'o.total_amount',
       'o.currency_code',
+      'o.local_receipt_date_time',
       'r.status as refund_status',
+      'r.refund_date',
+      'r.status_date_time',
       'r.ext_order_id as refund_ext_order_id',
       'r.ext_refund_id',
       'r.amount',
@@ -217,6 +224,7 @@ async function contradictions(db: Db, range: ExportRange): Promise<Map<string, C
                 kind: 'held_payment',
                 held: note,
                 at: n.received_at,
+                said: [n.local_receipt_date_time],
                 orderId: n.order_id,
                 extOrderId: n.ext_order_id,
                 paymentId: n.payment_id,
@@ -230,6 +238,7 @@ async function contradictions(db: Db, range: ExportRange): Promise<Map<string, C
                 kind: 'held_refund',
                 held: note,
                 at: n.received_at,
+                said: [n.refund_date, n.status_date_time],
                 orderId: n.order_id,
                 extOrderId: n.refund_ext_order_id,
                 paymentId: n.refund_payment_id,

@@ -1,7 +1,9 @@
 import { sql } from 'kysely';
 import { columnsOf, tableOf } from '../../database/columns';
 import type { Db } from '../../database/pool';
+import type { RecordedStatuses } from '../../database/schema';
 import type { DeliveryOutcome } from '../../domain/outcomes';
+import { recordedContradiction, type ContradictedStatus } from '../../orderStory/uncertainty';
 import { outboxLag, type OutboxLag } from '../../outbox/outboxQueries';
 import type { EventType } from '../../outbox/cloudEvents';
 import { PAGE_SIZE } from './rows';
@@ -16,6 +18,8 @@ export interface SearchMatch {
   field: SearchField;
   /** The refund matched, for refund ids. */
   refundId: string | null;
+  /** The matched refund's two contradictory final statuses (FINALIZED and CANCELED), in the order they came. */
+  refundContradicted: [ContradictedStatus, ContradictedStatus] | null;
 }
 
 const o = columnsOf('orders');
@@ -24,16 +28,28 @@ const r = columnsOf('refunds');
 /** Each id column a person may hold, each by its own index, at most a page of matches in all. */
 export async function searchIds(db: Db, q: string): Promise<SearchMatch[]> {
   const [orders, refunds] = [tableOf('orders'), tableOf('refunds')];
-  const { rows } = await sql<{ matched_order: string; field: SearchField; matched_refund: string | null }>`
-    (SELECT ${o('order_id')} AS matched_order, 'orderId' AS field, NULL::text AS matched_refund
+  const { rows } = await sql<{
+    matched_order: string;
+    field: SearchField;
+    matched_refund: string | null;
+    refund_recorded: RecordedStatuses | null;
+  }>`
+    (SELECT ${o('order_id')} AS matched_order, 'orderId' AS field, NULL::text AS matched_refund,
+            NULL::jsonb AS refund_recorded
        FROM ${orders} WHERE ${o('order_id')} = ${q})
-    UNION ALL (SELECT ${o('order_id')}, 'extOrderId', NULL FROM ${orders} WHERE ${o('ext_order_id')} = ${q} LIMIT ${PAGE_SIZE})
-    UNION ALL (SELECT ${o('order_id')}, 'paymentId', NULL FROM ${orders} WHERE ${o('payment_id')} = ${q} LIMIT ${PAGE_SIZE})
-    UNION ALL (SELECT ${r('order_id')}, 'refundId', ${r('refund_id')} FROM ${refunds} WHERE ${r('refund_id')} = ${q})
-    UNION ALL (SELECT ${r('order_id')}, 'extRefundId', ${r('refund_id')} FROM ${refunds}
+    UNION ALL (SELECT ${o('order_id')}, 'extOrderId', NULL, NULL FROM ${orders} WHERE ${o('ext_order_id')} = ${q} LIMIT ${PAGE_SIZE})
+    UNION ALL (SELECT ${o('order_id')}, 'paymentId', NULL, NULL FROM ${orders} WHERE ${o('payment_id')} = ${q} LIMIT ${PAGE_SIZE})
+    UNION ALL (SELECT ${r('order_id')}, 'refundId', ${r('refund_id')}, ${r('recorded')} FROM ${refunds}
+                WHERE ${r('refund_id')} = ${q})
+    UNION ALL (SELECT ${r('order_id')}, 'extRefundId', ${r('refund_id')}, ${r('recorded')} FROM ${refunds}
                 WHERE ${r('ext_refund_id')} = ${q} LIMIT ${PAGE_SIZE})
     LIMIT ${PAGE_SIZE}`.execute(db);
-  return rows.map((m) => ({ orderId: m.matched_order, field: m.field, refundId: m.matched_refund }));
+  return rows.map((m) => ({
+    orderId: m.matched_order,
+    field: m.field,
+    refundId: m.matched_refund,
+    refundContradicted: m.refund_recorded && recordedContradiction('refund', m.refund_recorded),
+  }));
 }
 
 /** What tells apart the orders a search found: each one's status, amount and when it was first seen. */
@@ -42,6 +58,8 @@ export interface OrderSummary {
   totalAmount: string | null;
   currencyCode: string | null;
   createdAt: Date;
+  /** Both final statuses (COMPLETED and CANCELED), in the order they came, when the order is contradicted. */
+  contradicted: [ContradictedStatus, ContradictedStatus] | null;
 }
 
 /** The orders of a page of search matches, by primary key. */
@@ -55,7 +73,13 @@ export async function orderSummaries(db: Db, orderIds: readonly string[]): Promi
   return new Map(
     rows.map((o) => [
       o.order_id,
-      { status: o.status, totalAmount: o.total_amount, currencyCode: o.currency_code, createdAt: o.created_at },
+      {
+        status: o.status,
+        totalAmount: o.total_amount,
+        currencyCode: o.currency_code,
+        createdAt: o.created_at,
+        contradicted: recordedContradiction('order', o.recorded),
+      },
     ]),
   );
 }

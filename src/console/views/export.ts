@@ -29,7 +29,7 @@ const KIND_WORDS: Record<ExportTotal['kind'], string> = {
 const COLUMNS: Record<(typeof CSV_HEADER)[number], string> = {
   type: '“payment” (an order paid) or “refund” (a refund made); “held_payment” or “held_refund” when both final statuses came (Paid and Canceled, Refunded and Canceled): book nothing for it until it is reconciled with the payment service',
   booking_time:
-    'the booking time: when this service recorded it as paid or refunded (not yet the payment service’s own time), in the console’s time zone with its offset (2026-11-27T16:40:47.123+01:00); a held item kept Canceled: when the contradicting status came',
+    'the booking time: when the payment service says the money moved (an order’s localReceiptDateTime; a refund’s refundDate, else its statusDateTime; read in PAYMENT_SERVICE_TIME_ZONE when written without an offset), as the events’ bookingTime; when it gave no time, when this service recorded it. In the console’s time zone with its offset (2026-11-27T16:40:47.123+01:00)',
   shop_reference: 'the shop’s own order number (extOrderId)',
   payment_id: 'the payment’s number at the payment service (PAYMENT_ID), as on the customer’s bank statement',
   order_id: 'the payment service’s order id (orderId)',
@@ -93,7 +93,10 @@ export function exportPage(
       <p>
         A spreadsheet (CSV) of one ${term('shop-account', 'shop account')}’s payments and refunds: every order that
         became ${term('order-COMPLETED', 'Paid')} and every refund that became ${term('refund-FINALIZED', 'Refunded')}
-        on the days chosen (in ${clock.timeZone}), in the order they did. At most ${maxDays} days at once.
+        here on the days chosen (in ${clock.timeZone}), in the order they did. At most ${maxDays} days at once. Rows are
+        chosen by when this service recorded them, so exports of consecutive days never miss or repeat one; each row’s
+        booking time is the payment service’s own, which can fall just before the first day when its notification came
+        late.
       </p>
       <form class="filters" action="/console/export.csv" method="get" data-testid="export-form">
         <label

@@ -3,7 +3,7 @@ import { href, html, type Html } from '../html';
 import type { OrderSummary, Overview, SearchMatch } from '../queries/overview';
 import { DELIVERY_OUTCOME_WORDS, FIELD_WORDS } from '../words';
 import { layout, type PageContext } from './layout';
-import { money, orderLink, plural, status, time, value } from './parts';
+import { contradictedMark, money, orderLink, plural, status, time, value } from './parts';
 import { expectedSentence } from './attention';
 import { term } from './terms';
 
@@ -46,14 +46,19 @@ export function searchResultsPage(
                 <td>${orderLink(m.orderId)}</td>
                 ${((o) =>
                   o
-                    ? html`<td>${status('order', o.status)}</td>
+                    ? html`<td>
+                          ${o.contradicted ? contradictedMark('order', o.contradicted, ctx) : status('order', o.status)}
+                        </td>
                         <td>${money(ctx, o.totalAmount, o.currencyCode)}</td>
                         <td>${time(o.createdAt, ctx)}</td>`
                     : html`<td colspan="3"><span class="muted">only its refunds are recorded</span></td>`)(
                   orders.get(m.orderId),
                 )}
                 <td>${MATCHED_AS[m.field]}</td>
-                <td>${value(m.refundId ?? '')}</td>
+                <td>
+                  ${value(m.refundId ?? '')}
+                  ${m.refundContradicted ? contradictedMark('refund', m.refundContradicted, ctx) : ''}
+                </td>
               </tr>`,
           )}
         </tbody>

@@ -12,6 +12,7 @@ import {
 } from '../words';
 import type { ObservedVia } from '../../database/schema';
 import type { DeliveryOutcome } from '../../domain/outcomes';
+import type { ContradictedStatus } from '../../orderStory/uncertainty';
 import type { PageContext } from './layout';
 import { setting, term } from './terms';
 
@@ -83,6 +84,21 @@ export function status(kind: 'order' | 'refund', code: string): Html {
   const words = kind === 'order' ? orderStatusWords(code) : refundStatusWords(code);
   return html`${term(`${kind}-${code}`, html`<strong>${words.label}</strong>`)}
     <span class="field">(${value(code)})</span>`;
+}
+
+/**
+ * The mark of an order or refund both paid and canceled (or refunded and canceled): never shown as settled, in a
+ * list or a search result, without it.
+ */
+export function contradictedMark(
+  kind: 'order' | 'refund',
+  [first, second]: readonly [ContradictedStatus, ContradictedStatus],
+  ctx: PageContext,
+): Html {
+  return html`<span class="badge bad" data-testid="contradicted"
+    >${term('contradiction', 'contradicted')}: ${status(kind, first.status)} ${time(first.at, ctx)}, then
+    ${status(kind, second.status)} ${time(second.at, ctx)}; held until reconciled</span
+  >`;
 }
 
 /** What the service answered a delivery, in words. */

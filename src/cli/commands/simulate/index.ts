@@ -4,7 +4,7 @@ import { readConfig } from '../database';
 import { action, UsageError, type CliIo, type CliState, type ExitCode } from '../io';
 import { choiceOption, collect, durationOption, integerOption, numberOption, withJson } from '../options';
 import { planSimulation, type SimulateOptions } from '../../../simulation/simulationPlan';
-import { runPlan, startDouble } from './run';
+import { runPlan, serveDouble, startDouble } from './run';
 
 /**
  * `simulate`: plays the payment service. Its options (here), the plan they make
@@ -25,10 +25,19 @@ export async function simulate(io: CliIo, options: SimulateOptions): Promise<Exi
   // Without --key, the service's own SECOND_KEYS, or its local default outside production.
   const config = readConfig(io, {}, { receiving: options.key === undefined });
   const plan = asUsageError(() => planSimulation(config, options));
+  if (options.apiState !== undefined && options.apiPort === undefined)
+    throw new UsageError('--api-state needs --api-port: it is the state of the double that --api-port runs');
   const double =
-    options.apiPort === undefined ? null : await startDouble(io, config, options.apiPort, options.json === true);
+    options.apiPort === undefined
+      ? null
+      : await startDouble(io, config, {
+          port: options.apiPort,
+          portOption: '--api-port',
+          stateFile: options.apiState,
+          json: options.json === true,
+        });
   try {
-    return await runPlan(io, options, config, plan, double);
+    return await runPlan(io, options, config, plan, double?.double ?? null);
   } finally {
     await double?.stop();
   }
@@ -136,6 +145,10 @@ export function registerSimulate(program: Command, io: CliIo, state: CliState): 
       'run the payment-service double (OAuth, order retrieval, refund list) on this port, learning every status as it happens; it accepts PAYMENT_API_CREDENTIALS',
       integerOption(0, 65535),
     )
+    .option(
+      '--api-state <file>',
+      'with --api-port, the double starts knowing what this file holds and keeps it up to date, so `simulate api --state <file>` can answer for the same orders later',
+    )
     .addOption(
       new Option(
         '--api-hold <duration>',
@@ -149,4 +162,21 @@ export function registerSimulate(program: Command, io: CliIo, state: CliState): 
       "keep the sender's full retry schedule even when the very first attempt cannot connect (default: stop at once)",
     );
   withJson(command).action(action(state, (options: SimulateOptions) => simulate(io, options)));
+  const api = command
+    .command('api')
+    .summary('run the payment-service double alone, its truth kept in a file across restarts')
+    .description(
+      'Runs the payment-service double alone (OAuth, order retrieval, refund list) for the clients of ' +
+        'PAYMENT_API_CREDENTIALS, answering until Ctrl-C. With --state it starts knowing what the file holds ' +
+        '(written by `simulate --api-port <port> --api-state <file>`, or by an earlier `simulate api`) and keeps it, ' +
+        "so reconciliation can be tried across the double's restarts: point the receiver's PAYMENT_API_URL at it.\n\n" +
+        'Exit codes: 0 stopped; 2 usage error (a state file that is not one, a port taken).',
+    )
+    .requiredOption('--port <port>', 'the port to answer on (0: any free one)', integerOption(0, 65535))
+    .option('--state <file>', 'the file the double keeps its truth in (created when absent)');
+  withJson(api).action(
+    action(state, (options: { port: number; state?: string; json?: boolean }) =>
+      serveDouble(io, readConfig(io, {}, { receiving: false }), options),
+    ),
+  );
 }

@@ -6,8 +6,10 @@ import {
   runSimulation,
   scaledClock,
   type Sender,
+  type DoubleTruth,
   type SimulationReport,
 } from '../../../simulator';
+import { DoubleStateError, DoubleStateFile, readDoubleTruth } from '../../../simulator/doubleStateFile';
 import { CliError, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type ExitCode } from '../io';
 import { emit, startProgress } from '../output';
 import {
@@ -23,33 +25,85 @@ import type { SimulateOptions, SimulationPlan } from '../../../simulation/simula
 /** Network errors that mean nothing listens there at all (as opposed to a slow or failing receiver). */
 const CANNOT_CONNECT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
+/** The double running, and how to stop it: its state file (if any) written last. */
+export interface RunningDouble {
+  double: PaymentServiceDouble;
+  stop(): Promise<void>;
+}
+
 /**
- * The payment-service double beside the sender (--api-port): it accepts the clients of
- * PAYMENT_API_CREDENTIALS, the same the receiver uses, so `npm start` with PAYMENT_API_URL pointing
- * here can repair what --drop lost.
+ * The payment-service double (beside the sender with --api-port, or alone with `simulate api`): it accepts the
+ * clients of PAYMENT_API_CREDENTIALS, the same the receiver uses, so `npm start` with PAYMENT_API_URL pointing
+ * here can repair what --drop lost. With a state file it starts knowing what the file holds and keeps the file
+ * equal to what it knows, so it can be stopped and started again without forgetting.
  */
 export async function startDouble(
   io: CliIo,
   config: Config,
-  port: number,
-  json: boolean,
-): Promise<PaymentServiceDouble> {
+  how: { port: number; portOption: string; stateFile: string | undefined; json: boolean },
+): Promise<RunningDouble> {
   const clients = config.reconciliation?.credentials ?? [];
   if (clients.length === 0)
     throw new UsageError(
-      '--api-port needs PAYMENT_API_URL and PAYMENT_API_CREDENTIALS (the clients the double accepts)',
+      `${how.portOption} needs PAYMENT_API_URL and PAYMENT_API_CREDENTIALS (the clients the double accepts)`,
     );
-  const double = new PaymentServiceDouble({ clients });
+  const { stateFile } = how;
+  const truth = stateFile === undefined ? null : await truthIn(stateFile);
+  let file: DoubleStateFile | null = null;
+  const double = new PaymentServiceDouble({ clients, onChange: () => file?.changed() });
+  if (truth !== null) double.restoreTruth(truth);
+  if (stateFile !== undefined) file = new DoubleStateFile(stateFile, () => double.truth());
   try {
-    await double.start({ port });
+    await double.start({ port: how.port });
   } catch (error) {
-    throw new UsageError(`--api-port ${port}: cannot listen (${(error as Error).message})`);
+    throw new UsageError(`${how.portOption} ${how.port}: cannot listen (${(error as Error).message})`);
   }
-  if (!json)
+  if (!how.json) {
+    const known = truth === null ? '' : ` knowing ${truth.orders.length} order(s) from ${stateFile ?? ''}`;
     io.stderr.write(
-      `Payment-service double answering at ${double.url} for POS ${clients.map((c) => c.posId).join(', ')}.\n`,
+      `Payment-service double answering at ${double.url} for POS ${clients.map((c) => c.posId).join(', ')}${known}.\n`,
     );
-  return double;
+  }
+  return {
+    double,
+    stop: async () => {
+      await double.stop();
+      await file?.flush();
+    },
+  };
+}
+
+/** What a state file holds (null: no file yet); one that is not a state file is a usage error. */
+async function truthIn(stateFile: string): Promise<DoubleTruth | null> {
+  try {
+    return await readDoubleTruth(stateFile);
+  } catch (error) {
+    if (error instanceof DoubleStateError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+/** `simulate api`: the double alone, answering until Ctrl-C (SIGINT) or SIGTERM. */
+export async function serveDouble(
+  io: CliIo,
+  config: Config,
+  options: { port: number; state?: string; json?: boolean },
+): Promise<ExitCode> {
+  const running = await startDouble(io, config, {
+    port: options.port,
+    portOption: '--port',
+    stateFile: options.state,
+    json: options.json === true,
+  });
+  try {
+    emit(io, options.json === true, { url: running.double.url, state: options.state ?? null }, () => [
+      'Ctrl-C stops it.',
+    ]);
+    await holdUntilInterrupted(null);
+  } finally {
+    await running.stop();
+  }
+  return EXIT_OK;
 }
 
 /**
@@ -138,15 +192,16 @@ export async function runPlan(
   return report.summary.gaveUp === 0 ? EXIT_OK : EXIT_FAILURE;
 }
 
-function holdUntilInterrupted(ms: number): Promise<void> {
+/** Until `ms` have passed (null: no end) or the process is asked to stop. */
+function holdUntilInterrupted(ms: number | null): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
-      clearTimeout(timer);
+      if (timer !== null) clearTimeout(timer);
       process.off('SIGINT', done);
       process.off('SIGTERM', done);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    const timer = ms === null ? null : setTimeout(done, ms);
     process.once('SIGINT', done);
     process.once('SIGTERM', done);
   });
