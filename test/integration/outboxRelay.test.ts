@@ -92,6 +92,8 @@ describe('events of a lifecycle', () => {
         paymentId: 'P1',
         payMethodType: null,
         localReceiptDateTime: null,
+        // No time of the payment service's own yet: booked at the event's time.
+        bookingTime: pending?.time,
         sequence: 1,
         notificationId: expect.stringMatching(/^\d+$/),
         observedVia: 'notification',
@@ -104,6 +106,7 @@ describe('events of a lifecycle', () => {
         previousStatus: 'PENDING',
         payMethodType: 'CARD_TOKEN',
         localReceiptDateTime: '2026-11-01T10:05:00.123+01:00',
+        bookingTime: '2026-11-01T09:05:00.123Z',
         sequence: 2,
       },
     });
@@ -129,6 +132,7 @@ describe('events of a lifecycle', () => {
         previousStatus: null,
         statusDateTime: '2026-11-02T12:00:00.000+01:00',
         refundDate: '2026-11-02T11:59:59.000+01:00',
+        bookingTime: '2026-11-02T10:59:59.000Z',
         reason: 'refund',
         reasonDescription: 'customer request',
         sequence: 3,
