@@ -7,6 +7,7 @@
 /** From the entry points down; a module may import its own layer and the layers below it, never above. */
 const LAYERS = [
   ['entry points', '^src/(main\\.ts|cli/)'],
+  ['operator tooling', '^src/(seeding|simulation)/'],
   ['composition root', '^src/service(Parts)?\\.ts'],
   ['configuration', '^src/config/'],
   ['HTTP ports', '^src/(intake|admin|console)/'],
@@ -15,8 +16,11 @@ const LAYERS = [
   ['reconciliation', '^src/reconciliation/'],
   ['recording', '^src/recording/'],
   ['outbox', '^src/outbox/'],
-  ['history maintenance', '^src/history/'],
+  ['day partitions', '^src/partitions/'],
+  ['audit trail', '^src/audit/'],
+  ['single-active jobs', '^src/jobs/'],
   ['database', '^src/database/'],
+  ['embedded Postgres', '^src/embeddedPostgres/'],
   ['payment API client', '^src/paymentApi/'],
   ['HTTP helpers', '^src/(http/|errors\\.ts)'],
   ['leaf modules', '^src/(domain|verification|parsing|observability|simulator)/'],

@@ -5,7 +5,8 @@
  *   (`npm test` runs unit and integration, after lint and the type check).
  * - tools: what needs a program beyond Node, Postgres and RabbitMQ: nginx, promtool, prometheus, chromium
  *   (`npm run test:tools`; test/toolsSetup.ts fails at once, naming what to install, when one is missing), and
- *   what takes too long for the unit tier: test/tools/ (the type checker run once for each column of the schema).
+ *   what takes too long for the unit tier: test/tools/ (the type checker run once for each column of the schema;
+ *   beside it, the names of src/ and ARCHITECTURE.md's map of them, issue 57).
  * - faults: the reliability scenarios, and the failover's pair of clusters, one after another (`npm run test:faults`).
  * - image: the image built from the Dockerfile with buildah, run the way the chart runs it (`npm run test:image`;
  *   test/image/imageSetup.ts builds it first, or fails at once naming what to install).

@@ -16,7 +16,7 @@ import {
   type Config,
 } from './config';
 import { openDatabase } from './database/bootstrap';
-import { describeDatabase, type DatabaseServer } from './database/embeddedPostgres';
+import { describeDatabase, type DatabaseServer } from './embeddedPostgres/embeddedPostgres';
 import { createDb, createPool, type Db } from './database/pool';
 import { PooledTransactions } from './database/transaction';
 import type { StatusConflict } from './domain/outcomes';
@@ -33,19 +33,19 @@ import { createLogger, type Logger } from './observability/logger';
 import { createMetrics, type Metrics } from './observability/metrics';
 import { readOutboxBacklog } from './outbox/outboxQueries';
 import { probeBroker } from './outbox/brokerChannel';
-import { createRelay, type OutboxRelay } from './outbox/relay';
+import { createRelay, type OutboxRelay } from './outbox/outboxRelay';
 import { createReconciliation } from './reconciliation/reconciliation';
 import { forceChecks, forcedCheckProgress, ordersObservedBetween } from './reconciliation/scheduleQueries';
 import type { Reconciler } from './reconciliation/reconciler';
-import { GroupCommitStore, type GroupCommitOptions } from './recording/groupCommit';
-import { HistoryMaintainer } from './history/maintainer';
-import { measureDaysAhead } from './history/maintenance';
+import { Recorder, type RecorderOptions } from './recording/recorder';
+import { PartitionMaintainer } from './partitions/partitionMaintainer';
+import { measureDaysAhead } from './partitions/partitionMaintenance';
 import { stopper, type Parts } from './serviceParts';
 
 /**
  * The composition root: builds every part of the service from the validated config, by hand, and owns
  * start and stop. Nothing else lives here: the database bootstrap is src/database/bootstrap.ts, the relay's
- * factory src/outbox/relay.ts, the entry points' failure report src/cli/startFailure.ts, the parts' type and
+ * factory src/outbox/outboxRelay.ts, the entry points' failure report src/cli/startFailure.ts, the parts' type and
  * their stop sequence src/serviceParts.ts.
  */
 
@@ -61,7 +61,7 @@ export interface Service {
   /** Checks open orders against the payment API; null without PAYMENT_API_URL. */
   reconciler: Reconciler | null;
   /** Keeps history by the day: the days ahead, and the retentions (one active across replicas). */
-  historyMaintainer: HistoryMaintainer;
+  historyMaintainer: PartitionMaintainer;
   /** Readiness off; in-flight requests finished while the relay stops after its batch; connections closed. */
   stop(): Promise<void>;
 }
@@ -180,7 +180,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
     unverifiedBodyBytes: () => unverified.heldBytes,
     historyDaysAhead: () => measureDaysAhead(db),
   });
-  const historyMaintainer = new HistoryMaintainer({
+  const historyMaintainer = new PartitionMaintainer({
     databaseUrl: database.url,
     historyRetentionMs: config.historyRetentionMs,
     bodyRetentionMs: config.bodyRetentionMs,
@@ -313,8 +313,8 @@ interface RecorderHooks {
   /** A failover's restoration holds the writes. */
   isHeld: () => boolean;
   /** The journal takes what each transaction committed (null: there is no journal). */
-  onCommitted: GroupCommitOptions['onCommitted'] | null;
-  onQuarantined: GroupCommitOptions['onQuarantined'] | null;
+  onCommitted: RecorderOptions['onCommitted'] | null;
+  onQuarantined: RecorderOptions['onQuarantined'] | null;
 }
 
 /** The intake's recorder: group commit on the intake's pool. */
@@ -324,8 +324,8 @@ function createRecorder(
   metrics: Metrics,
   logger: Logger,
   { onMissingPartition, isHeld, onCommitted, onQuarantined }: RecorderHooks,
-): GroupCommitStore {
-  return new GroupCommitStore(
+): Recorder {
+  return new Recorder(
     new PooledTransactions(pool),
     recordingContext(config),
     {
@@ -372,7 +372,7 @@ function assembleRecovery(
     },
     logger,
   );
-  const store = new GroupCommitStore(
+  const store = new Recorder(
     new PooledTransactions(pool),
     recordingContext(config),
     {
@@ -425,7 +425,7 @@ function assembleReconciliation(
     },
     logger,
   );
-  const store = new GroupCommitStore(
+  const store = new Recorder(
     new PooledTransactions(pool),
     recordingContext(config),
     {

@@ -1,17 +1,17 @@
 import type http from 'node:http';
 import type pg from 'pg';
 import type { Config } from './config';
-import type { DatabaseServer } from './database/embeddedPostgres';
+import type { DatabaseServer } from './embeddedPostgres/embeddedPostgres';
 import type { Db } from './database/pool';
 import type { DatabaseWatch } from './failover/databaseWatch';
 import type { FailoverRecovery } from './failover/failoverRecovery';
 import type { NotificationJournal } from './failover/notificationJournal';
 import { close } from './http/server';
-import type { HistoryMaintainer } from './history/maintainer';
+import type { PartitionMaintainer } from './partitions/partitionMaintainer';
 import type { Logger } from './observability/logger';
 import type { Metrics } from './observability/metrics';
-import type { OutboxRelay } from './outbox/relay';
-import type { GroupCommitStore } from './recording/groupCommit';
+import type { OutboxRelay } from './outbox/outboxRelay';
+import type { Recorder } from './recording/recorder';
 import type { Reconciliation } from './reconciliation/reconciliation';
 import type { Reconciler } from './reconciliation/reconciler';
 
@@ -29,7 +29,7 @@ export interface Parts {
   adminDb: Db;
   metrics: Metrics;
   /** The intake's recorder. */
-  recorder: GroupCommitStore;
+  recorder: Recorder;
   /** The journal of recorded notifications; null without one (JOURNAL_RETENTION=off, or no broker). */
   journal: NotificationJournal | null;
   /** Every replica's watch of the database: a failover is noticed, and writes held while it is restored. */
@@ -40,7 +40,7 @@ export interface Parts {
   relay: OutboxRelay | null;
   reconciliation: { reconciliation: Reconciliation; db: Db } | null;
   reconciler: Reconciler | null;
-  historyMaintainer: HistoryMaintainer;
+  historyMaintainer: PartitionMaintainer;
   publicServer: http.Server;
   adminServer: http.Server;
   /** Readiness (/readyz): off once stopping. */

@@ -1,5 +1,5 @@
 import http, { type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
-import { sendError } from '../http/answers';
+import { sendError } from '../http/jsonAnswers';
 import { beginRequest } from '../http/requestContext';
 import type { ProcessMetrics } from '../observability/metrics';
 

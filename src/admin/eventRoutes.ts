@@ -1,7 +1,7 @@
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import type { Db } from '../database/pool';
 import { RequestError } from '../errors';
-import { EVENT_TYPES, typesMatching, type EventType } from '../outbox/events';
+import { EVENT_TYPES, typesMatching, type EventType } from '../outbox/cloudEvents';
 import { FEED_LIMIT_MAX, readFeedPage, type FeedCursor, type FeedQuery } from '../outbox/feedQueries';
 import { replayToQueue, type QueueReplayOutcome } from '../outbox/queueReplay';
 import { hasControlCharacter, hasFormatCharacter, idProblem } from '../parsing/identifiers';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import type { Db } from '../database/pool';
 import { RequestError } from '../errors';
-import { AUDITED_ORDERS_MAX, recordAudit, recordRepeat, type AuditEntry } from '../history/auditQueries';
+import { AUDITED_ORDERS_MAX, recordAudit, recordRepeat, type AuditEntry } from '../audit/auditQueries';
 import { readExpectedOrders, readOrderIds, type ExpectedOrderRules, type ListProblem } from '../parsing/orderLists';
 import type { Reconciliation } from '../reconciliation/reconciliation';
 import {

@@ -12,7 +12,7 @@ import type { OrderProjection, RefundProjection } from '../recording/projection'
 
 /** The admin API's order and refund (docs/openapi.yaml), from the order's story (src/orderStory/). */
 
-export interface StatusHistoryEntry {
+export interface StatusChange {
   status: string;
   /** When the first delivery of this status arrived. */
   receivedAt: string;
@@ -44,7 +44,7 @@ export interface ContradictedView {
 export interface RefundView extends Omit<RefundProjection, 'status'> {
   status: string;
   updatedAt: string;
-  history: StatusHistoryEntry[];
+  history: StatusChange[];
   /** null: no contradiction. */
   contradicted: ContradictedView | null;
 }
@@ -53,7 +53,7 @@ export interface RefundView extends Omit<RefundProjection, 'status'> {
 export interface OrderView extends Omit<OrderProjection, 'status'> {
   status: string;
   updatedAt: string;
-  history: StatusHistoryEntry[];
+  history: StatusChange[];
   /** null: no contradiction. */
   contradicted: ContradictedView | null;
   refunds: RefundView[];
@@ -75,7 +75,7 @@ const contradictionOfSubject = (story: OrderStory, kind: Contradiction['kind'], 
   contradictedView(contradictionsOf(story, isoTime).find((c) => c.kind === kind && c.subjectId === id));
 
 /** A subject's statuses, in the order they were recorded. */
-function historyOf(story: OrderStory, kind: StoryNotification['kind'], subjectId: string): StatusHistoryEntry[] {
+function statusChangesOf(story: OrderStory, kind: StoryNotification['kind'], subjectId: string): StatusChange[] {
   return story.notifications
     .filter((n) => n.kind === kind && n.subjectId === subjectId)
     .map((n) => ({
@@ -93,7 +93,7 @@ function refundViewOf(story: OrderStory, { createdAt: _created, updatedAt, ...re
   return {
     ...refund,
     updatedAt: updatedAt.toISOString(),
-    history: historyOf(story, 'refund', refund.refundId),
+    history: statusChangesOf(story, 'refund', refund.refundId),
     contradicted: contradictionOfSubject(story, 'refund', refund.refundId),
   };
 }
@@ -106,7 +106,7 @@ export async function orderView(db: Db, orderId: string): Promise<OrderView | nu
   return {
     ...order,
     updatedAt: updatedAt.toISOString(),
-    history: historyOf(story, 'order', orderId),
+    history: statusChangesOf(story, 'order', orderId),
     contradicted: contradictionOfSubject(story, 'order', orderId),
     refunds: story.refunds.map((refund) => refundViewOf(story, refund)),
   };

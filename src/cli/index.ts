@@ -12,7 +12,7 @@ import {
   type ExitCode,
 } from './commands/io';
 import { registerEvents } from './commands/events';
-import { registerHistory } from './commands/history/historySeed';
+import { registerHistory } from './commands/history';
 import { registerInspect } from './commands/inspect';
 import { registerOrders } from './commands/orders';
 import { registerPurge } from './commands/purge';

@@ -1,7 +1,7 @@
 import { loadConfig, loadDotEnv } from '../config';
 import { createLogger } from '../observability/logger';
 import { openDatabase } from '../database/bootstrap';
-import { makeDaysOn } from '../history/maintenance';
+import { makeDaysOn } from '../partitions/partitionMaintenance';
 import { reportStartFailure } from './startFailure';
 
 /**

@@ -7,7 +7,7 @@ import { createRelayMetrics } from '../observability/metrics';
 import { readOutboxBacklog } from '../outbox/outboxQueries';
 import { createDb, createPool } from '../database/pool';
 import { openDatabase } from '../database/bootstrap';
-import { createRelay } from '../outbox/relay';
+import { createRelay } from '../outbox/outboxRelay';
 import { reportStartFailure } from './startFailure';
 
 /**

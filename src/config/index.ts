@@ -1,5 +1,5 @@
 /**
- * The configuration, read once from the environment at start, by job: what each setting is (schema.ts), reading
+ * The configuration, read once from the environment at start, by job: what each setting is (settingsSchema.ts), reading
  * and checking them (load.ts), what a valid one may still get wrong (warnings.ts), and what the running service
  * derives from it (runtime.ts).
  */
@@ -24,4 +24,4 @@ export {
   type Config,
   type ProcessNeeds,
   type ReconciliationConfig,
-} from './schema';
+} from './settingsSchema';

@@ -13,7 +13,7 @@ import {
   type Config,
   type ProcessNeeds,
   type SettingSource,
-} from './schema';
+} from './settingsSchema';
 
 /**
  * An http:// address the client secrets must not go to without PAYMENT_API_ALLOW_HTTP: any in production; outside

@@ -1,7 +1,7 @@
 import type { AdminTokens } from '../admin/tokens';
 import type { ConsoleToken } from '../console/sessions/session';
 import type { RecordingContext } from '../recording/projectionFold';
-import { ConfigError, type Config } from './schema';
+import { ConfigError, type Config } from './settingsSchema';
 
 /** This machine only: localhost, 127.0.0.0/8 or ::1. */
 export const isLoopbackHost = (host: string): boolean => /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i.test(host);

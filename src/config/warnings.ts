@@ -2,7 +2,7 @@ import { redundantEntries } from '../intake/sourceAddress';
 import type { PaymentApiCredential } from '../paymentApi/credentials';
 import { isPublicSandboxKey, PUBLIC_SANDBOX_KEY, type SecondKey } from '../verification/secondKeys';
 import { adminDoors, writeLanes } from './runtime';
-import { RETIRED_SETTINGS, type Config } from './schema';
+import { RETIRED_SETTINGS, type Config } from './settingsSchema';
 
 /** The shortest second key taken without a doubt; the payment service's are 32 hex digits. */
 const MIN_SECOND_KEY_LENGTH = 16;

@@ -1,5 +1,5 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { isDatabaseUnavailable } from '../database/errors';
+import { isDatabaseUnavailable } from '../database/databaseErrors';
 import { RequestError } from '../errors';
 import { attentionRoutes } from './attention/attentionRoutes';
 import { auditRoutes } from './audit/auditRoutes';

@@ -7,13 +7,13 @@
 export const ADVISORY_LOCKS = {
   /** Migrations, one runner at a time (src/database/migrations.ts). */
   migrations: 7_316_001,
-  /** The one active outbox relay (src/outbox/relay.ts). */
+  /** The one active outbox relay (src/outbox/outboxRelay.ts). */
   relay: 7_316_002,
   /** The one active reconciler (src/reconciliation/reconciler.ts). */
   reconciler: 7_316_003,
-  /** The one active history maintainer (src/history/maintainer.ts). */
+  /** The one active history maintainer (src/partitions/partitionMaintainer.ts). */
   historyMaintainer: 7_316_004,
-  /** History work across replicas and the command line (src/history/historyQueries.ts). */
+  /** History work across replicas and the command line (src/partitions/partitionQueries.ts). */
   historyWork: 7_316_005,
   /** Every maker of days of history, taken in SQL by history_partitions_ensure (sql/008). */
   dayMakers: 7_316_006,

@@ -1,6 +1,6 @@
 import { reasonOf, StartupError } from '../errors';
 import type { Logger } from '../observability/logger';
-import { describeDatabase, openDatabaseServer, type DatabaseServer } from './embeddedPostgres';
+import { describeDatabase, openDatabaseServer, type DatabaseServer } from '../embeddedPostgres/embeddedPostgres';
 import { migrate } from './migrations';
 import { ensureDatabaseExists } from './pool';
 

@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect, sql, type PostgresPool, type PostgresPoolClien
 import pg from 'pg';
 import type { Logger } from '../observability/logger';
 import type { Database } from './schema';
-import { breaksConnection } from './errors';
+import { breaksConnection } from './databaseErrors';
 import { runOn, statement } from './transaction';
 
 export type Db = Kysely<Database>;

@@ -10,7 +10,7 @@ type Amount = ColumnType<string | null, string | null, string | null>;
 
 /**
  * History tables are partitioned by the day a notification was first received (UTC): notifications by their
- * received_at, their variants and deliveries by their notification's (sql/007, src/history/). They reference
+ * received_at, their variants and deliveries by their notification's (sql/007, src/partitions/). They reference
  * each other by value, without foreign keys.
  */
 export interface NotificationsTable {

@@ -29,7 +29,7 @@ export interface SessionLockOptions {
 
 /**
  * A session advisory lock held on a connection of its own, so that one process across every replica does
- * a job (the outbox relay, the reconciler, the history maintainer). A standby calls hold() again on its own
+ * a job (the outbox relay, the reconciler, the partition maintainer). A standby calls hold() again on its own
  * schedule; the lock goes with the session, so a holder that stops, dies or loses its connection lets a
  * standby take over. The holder runs its work on the lock's connection, or on a pool of its own. The loop that
  * holds it is SingleActiveWorker's (singleActiveWorker.ts).

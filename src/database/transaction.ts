@@ -9,7 +9,7 @@ import {
   type RawBuilder,
 } from 'kysely';
 import type pg from 'pg';
-import { breaksConnection } from './errors';
+import { breaksConnection } from './databaseErrors';
 import type { Database } from './schema';
 
 /**
@@ -92,6 +92,25 @@ export function statement<Row>(query: Query<Row>): Statement<Row> {
 export async function runOn<Row>(client: pg.ClientBase, query: Statement<Row>): Promise<Row[]> {
   return (await client.query(toPg(query, undefined))).rows as Row[];
 }
+
+/**
+ * A session on one connection, outside transactions: partition work (a day is detached concurrently) and the
+ * audit trail's retention run on one.
+ */
+export interface ConnectionSession {
+  run<Row>(query: Query<Row>): Promise<Row[]>;
+}
+
+export const sessionOn = (client: pg.ClientBase): ConnectionSession => ({
+  run: (query) => runOn(client, statement(query)),
+});
+
+/** A session on one connection Kysely lends (`db.connection().execute(...)`: the command line's). */
+export const sessionOnKysely = (connection: Kysely<Database>): ConnectionSession => ({
+  run: async <Row>(query: Query<Row>): Promise<Row[]> => [
+    ...(await connection.executeQuery<Row>(statement(query))).rows,
+  ],
+});
 
 /** The statements of one transaction, on one connection. */
 export interface Transaction {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { answerError, sendError } from '../http/answers';
+import { answerError, sendError } from '../http/jsonAnswers';
 import { beginRequest } from '../http/requestContext';
 import { notificationReceiver, type IntakeOptions } from './receiveNotification';
 

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isDatabaseUnavailable } from '../database/errors';
+import { isDatabaseUnavailable } from '../database/databaseErrors';
 import { DELIVERY_OUTCOMES, type DeliveryOutcome, type IntakeOutcome } from '../domain/outcomes';
 import { RequestError } from '../errors';
 import type { Logger } from '../observability/logger';
 import type { MetricKind, Metrics } from '../observability/metrics';
 import { parseNotification, type ParseResult } from '../parsing/parseNotification';
-import { RecorderHeld, RecorderOverloaded, RecorderStopping } from '../recording/groupCommit';
+import { RecorderHeld, RecorderOverloaded, RecorderStopping } from '../recording/recorder';
 import type { Delivery, NotificationStore, DeliveryKept } from '../recording/notificationStore';
 import { signersFor } from '../verification/posBinding';
 import type { SecondKey } from '../verification/secondKeys';

@@ -48,7 +48,7 @@ export interface Metrics extends RelayMetrics {
   failover: FailoverMetrics;
 }
 
-/** The history maintainer's (src/history/maintainer.ts): the days kept, and what its rounds did. */
+/** The partition maintainer's (src/partitions/partitionMaintainer.ts): the days kept, and what its rounds did. */
 export interface HistoryMetrics {
   maintainerActive: Gauge;
   rounds: Counter<'result'>;
@@ -320,7 +320,7 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
 }
 
 /**
- * The history maintainer's metrics; the gauges are set by the active maintainer only, but for the days ahead,
+ * The partition maintainer's metrics; the gauges are set by the active maintainer only, but for the days ahead,
  * which every replica measures in the database at scrape time (a day removed by hand shows at once).
  */
 export function createHistoryMetrics(registry: Registry, daysAhead?: () => Promise<number>): HistoryMetrics {

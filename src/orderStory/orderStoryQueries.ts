@@ -4,7 +4,7 @@ import { columnsOf, type ColumnRef } from '../database/columns';
 import type { Db } from '../database/pool';
 import type { DeliveriesTable, Disagreement, ObservedVia, RecordedStatuses } from '../database/schema';
 import type { DeliveryOutcome, StatusTransition } from '../domain/outcomes';
-import { actionsOnOrder, auditOfOrder, CHECK_ACTION, type AuditRow } from '../history/auditQueries';
+import { actionsOnOrder, auditOfOrder, CHECK_ACTION, type AuditRow } from '../audit/auditQueries';
 import { eventsOfOrder, type StoredEventRow } from '../outbox/outboxQueries';
 import { scheduleOf, type ScheduleEntry } from '../reconciliation/scheduleQueries';
 import type { OrderProjection, RefundProjection } from '../recording/projection';

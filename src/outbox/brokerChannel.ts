@@ -2,7 +2,7 @@ import type { Duplex } from 'node:stream';
 import amqp, { type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
 import type { Logger } from '../observability/logger';
 import type { PublishFailureReason, RelayMetrics } from '../observability/metrics';
-import { CLOUDEVENTS_CONTENT_TYPE } from './events';
+import { CLOUDEVENTS_CONTENT_TYPE } from './cloudEvents';
 
 export interface OutgoingEvent {
   id: string;

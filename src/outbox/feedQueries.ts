@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { columnsOf, type Table } from '../database/columns';
 import type { Db } from '../database/pool';
-import type { EventType } from './events';
+import type { EventType } from './cloudEvents';
 
 /**
  * The event feed (GET /events) and what a replay reads: the outbox's events in the order they were stored

@@ -1,11 +1,13 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type RawBuilder, type Selectable } from 'kysely';
 import { columnsOf, tableOf, type Table } from '../database/columns';
 import type { Db } from '../database/pool';
 import type { OutboxEventsTable } from '../database/schema';
 import type { BackoffPolicy } from '../domain/backoff';
 import { backoffMsSql } from '../database/backoffSql';
-import { statement, type Statement } from '../database/transaction';
+import { insertJson } from '../database/jsonRows';
+import { statement, type Slot, type Statement } from '../database/transaction';
 import type { OutboxBacklog } from '../observability/metrics';
+import { OUTBOX_COLUMNS } from './outboxRows';
 
 /**
  * Every query of the outbox (outbox_events, sql/002-003, 010-011): the relay's claim, marks and sweep, the
@@ -28,6 +30,9 @@ export const listenForEvents = (): Statement => statement(sql`LISTEN ${sql.id(OU
  * One per commit: the relay hears it wherever it runs (this replica, another, `npm run relay`).
  */
 export const relayHint = sql`pg_notify(${OUTBOX_CHANNEL}, '')`;
+
+/** The recording transaction's new events, as one JSON parameter (src/recording/batchQueries.ts embeds it). */
+export const insertOutboxRows = (rows: Slot): RawBuilder<unknown> => insertJson('outbox_events', OUTBOX_COLUMNS, rows);
 
 const o = columnsOf('outbox_events', 'o');
 const p = columnsOf('outbox_events', 'p');

@@ -9,7 +9,7 @@ import {
   parseTokenAnswer,
   type RetrievedOrder,
   type RetrievedRefund,
-} from './answers';
+} from './paymentApiAnswers';
 import type { PaymentApiCredential } from './credentials';
 import { abortReason, createRequestLimiter, type AcquireRequestSlot } from './requestLimiter';
 import { PaymentApiError, type PaymentApiErrorDetails, type PaymentApiErrorKind } from './paymentApiError';
@@ -17,7 +17,7 @@ import { MAX_ANSWER_BYTES, readAnswer } from './readAnswer';
 import { backoffMs } from '../domain/backoff';
 import { DEFAULT_RETRY, isRetryableStatus, parseRetryAfter, type RetryOptions } from './retryPolicy';
 
-export type { RetrievedOrder, RetrievedRefund, RetrievedOrderStatus } from './answers';
+export type { RetrievedOrder, RetrievedRefund, RetrievedOrderStatus } from './paymentApiAnswers';
 export type { PaymentApiCredential } from './credentials';
 export { PaymentApiError, type PaymentApiErrorDetails, type PaymentApiErrorKind } from './paymentApiError';
 export { MAX_ANSWER_BYTES } from './readAnswer';

@@ -1,6 +1,6 @@
 import { ADVISORY_LOCKS } from '../database/advisoryLocks';
 import type { Db } from '../database/pool';
-import { SingleActiveJob, type NextStep } from '../database/singleActiveWorker';
+import { SingleActiveJob, type NextStep } from '../jobs/singleActiveWorker';
 import { Retries } from '../domain/backoff';
 import type { Logger } from '../observability/logger';
 import type { CheckResult, ReconciliationMetrics } from '../observability/reconciliationMetrics';

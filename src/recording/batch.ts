@@ -1,6 +1,6 @@
 import type { Disagreement, ObservedVia } from '../database/schema';
 import type { DeliveryOutcome, StatusConflict, StatusTransition } from '../domain/outcomes';
-import type { DomainEvent } from '../outbox/events';
+import type { DomainEvent } from '../outbox/cloudEvents';
 import { notificationSubject, type Notification } from '../parsing/notification';
 import type { SignatureMatch } from '../verification/verifySignature';
 import type { KnownNotification, KnownRepeat } from './knownNotifications';

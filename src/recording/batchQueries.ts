@@ -1,15 +1,15 @@
 import { sql, type RawBuilder } from 'kysely';
-import { columnListOf, columnsOf, tableOf, type Column, type Table } from '../database/columns';
+import { columnsOf, tableOf, type Column, type Table } from '../database/columns';
+import { insertJson } from '../database/jsonRows';
 import { prepared, preparedStatement, queries, statement, type Slot, type Statement } from '../database/transaction';
 import type { DeliveryOutcome } from '../domain/outcomes';
-import { relayHint } from '../outbox/outboxQueries';
+import { insertOutboxRows, relayHint } from '../outbox/outboxQueries';
 import { DELIVERY_ROWS_PER_NOTIFICATION } from './batch';
 import {
   DELIVERY_COLUMNS,
   DELIVERY_REPEAT_COLUMNS,
   NOTIFICATION_COLUMNS,
   ORDER_COLUMNS,
-  OUTBOX_COLUMNS,
   OWNER_COLUMNS,
   REFUND_COLUMNS,
   STREAM_COLUMNS,
@@ -31,14 +31,6 @@ import type { Delivery } from './notificationStore';
 
 /** The seed of the order locks' keys (hashtextextended): the other advisory locks use keys of their own. */
 export const ORDER_LOCK_SEED = 7316;
-
-/** A table's rows from their JSON parameter: `SELECT columns FROM json_populate_recordset(NULL::table, rows)`. */
-const fromJson = <T extends Table>(table: T, columns: ReadonlyArray<Column<T>>, rows: Slot): RawBuilder<unknown> =>
-  sql`SELECT ${columnListOf(table, columns)} FROM json_populate_recordset(NULL::${tableOf(table)}, ${rows}::json)`;
-
-/** `INSERT INTO table (columns) SELECT columns FROM` their JSON parameter: only columns of that table. */
-const insertJson = <T extends Table>(table: T, columns: ReadonlyArray<Column<T>>, rows: Slot): RawBuilder<unknown> =>
-  sql`INSERT INTO ${tableOf(table)} (${columnListOf(table, columns)}) ${fromJson(table, columns, rows)}`;
 
 /** Rows as their statement's JSON parameter. */
 const json = (rows: readonly object[]): string => JSON.stringify(rows);
@@ -232,7 +224,7 @@ const writeStatement = preparedStatement<WriteArgs, unknown>(
         ${insertJson('event_streams', STREAM_COLUMNS, p.streams)}
         ON CONFLICT (${columnsOf('event_streams')('order_id')})
         DO UPDATE SET ${updateFromExcluded('event_streams', STREAM_COLUMNS, 'order_id')}
-      ), events_added AS (${insertJson('outbox_events', OUTBOX_COLUMNS, p.events)}
+      ), events_added AS (${insertOutboxRows(p.events)}
       ), variants_added AS (${insertJson('notification_variants', VARIANT_COLUMNS, p.variants)}
       ), ${insertDeliveries(p.deliveries, p.repeats)}
       -- The relay's wake-up hint, delivered at commit; it also polls, so a lost hint costs a poll interval.

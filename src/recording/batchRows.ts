@@ -1,5 +1,6 @@
-import type { InsertType, Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { Column } from '../database/columns';
+import { rowColumns, type JsonRow } from '../database/jsonRows';
 import type {
   DeliveriesTable,
   DeliveryRepeatsTable,
@@ -8,10 +9,9 @@ import type {
   NotificationVariantsTable,
   OrderOwnersTable,
   OrdersTable,
-  OutboxEventsTable,
   RefundsTable,
 } from '../database/schema';
-import type { DomainEvent } from '../outbox/events';
+import { outboxRow, type OutboxRow } from '../outbox/outboxRows';
 import { notificationSubject, type Notification } from '../parsing/notification';
 import {
   meaningOf,
@@ -33,21 +33,8 @@ import type { StoredProjection } from './projectionFold';
  * text: JSON numbers would round beyond 2^53).
  */
 
-/** A value as the JSON parameter carries it to its column. */
-type JsonCell<V> = V extends Buffer ? string : V;
-
-/** A table's row as json_populate_recordset reads it: the named columns, each value in its JSON form. */
-export type JsonRow<Table, Column extends keyof Table = keyof Table> = {
-  [C in Column]: JsonCell<Exclude<InsertType<Table[C]>, undefined>>;
-};
-
-/** The columns of a row type, each named once: one missing from the list, or not in the row, fails tsc. */
-function columnsOf<Row>(listed: { readonly [C in keyof Row]-?: true }): ReadonlyArray<keyof Row & string> {
-  return Object.keys(listed) as Array<keyof Row & string>;
-}
-
 export type NotificationRow = JsonRow<NotificationsTable>;
-export const NOTIFICATION_COLUMNS = columnsOf<NotificationRow>({
+export const NOTIFICATION_COLUMNS = rowColumns<NotificationRow>({
   id: true,
   received_at: true,
   kind: true,
@@ -65,7 +52,7 @@ export const NOTIFICATION_COLUMNS = columnsOf<NotificationRow>({
 });
 
 export type DeliveryRow = JsonRow<DeliveriesTable, Exclude<keyof DeliveriesTable, 'id' | 'received_at'>>;
-export const DELIVERY_COLUMNS = columnsOf<DeliveryRow>({
+export const DELIVERY_COLUMNS = rowColumns<DeliveryRow>({
   notification_received_at: true,
   source_address: true,
   processing_time_ms: true,
@@ -79,14 +66,14 @@ export const DELIVERY_COLUMNS = columnsOf<DeliveryRow>({
 });
 
 export type DeliveryRepeatRow = JsonRow<DeliveryRepeatsTable, 'notification_id' | 'deliveries'>;
-export const DELIVERY_REPEAT_COLUMNS = columnsOf<DeliveryRepeatRow>({ notification_id: true, deliveries: true });
+export const DELIVERY_REPEAT_COLUMNS = rowColumns<DeliveryRepeatRow>({ notification_id: true, deliveries: true });
 
 export type OwnerRow = JsonRow<OrderOwnersTable, 'order_id' | 'pos_id'>;
-export const OWNER_COLUMNS = columnsOf<OwnerRow>({ order_id: true, pos_id: true });
+export const OWNER_COLUMNS = rowColumns<OwnerRow>({ order_id: true, pos_id: true });
 
 /** An order's row as the recorder writes it: the projection and its recorded statuses. */
 export type OrderWriteRow = JsonRow<OrdersTable, keyof OrderRow | 'recorded'>;
-export const ORDER_COLUMNS = columnsOf<OrderWriteRow>({
+export const ORDER_COLUMNS = rowColumns<OrderWriteRow>({
   recorded: true,
   order_id: true,
   ext_order_id: true,
@@ -101,7 +88,7 @@ export const ORDER_COLUMNS = columnsOf<OrderWriteRow>({
 });
 
 export type RefundWriteRow = JsonRow<RefundsTable, keyof RefundRow | 'recorded'>;
-export const REFUND_COLUMNS = columnsOf<RefundWriteRow>({
+export const REFUND_COLUMNS = rowColumns<RefundWriteRow>({
   recorded: true,
   refund_id: true,
   order_id: true,
@@ -118,28 +105,13 @@ export const REFUND_COLUMNS = columnsOf<RefundWriteRow>({
 });
 
 export type StreamRow = JsonRow<EventStreamsTable>;
-export const STREAM_COLUMNS = columnsOf<StreamRow>({ order_id: true, last_sequence: true });
-
-/**
- * An outbox row. The message travels as the event's JSON object: read into the text column, it keeps its
- * text exactly, so the column holds the event as published.
- */
-export type OutboxRow = JsonRow<OutboxEventsTable, 'id' | 'order_id' | 'sequence' | 'type'> & {
-  message: DomainEvent;
-};
-export const OUTBOX_COLUMNS = columnsOf<OutboxRow>({
-  id: true,
-  order_id: true,
-  sequence: true,
-  type: true,
-  message: true,
-});
+export const STREAM_COLUMNS = rowColumns<StreamRow>({ order_id: true, last_sequence: true });
 
 export type VariantRow = JsonRow<
   NotificationVariantsTable,
   'notification_id' | 'notification_received_at' | 'body_sha256' | 'body'
 >;
-export const VARIANT_COLUMNS = columnsOf<VariantRow>({
+export const VARIANT_COLUMNS = rowColumns<VariantRow>({
   notification_id: true,
   notification_received_at: true,
   body_sha256: true,
@@ -230,13 +202,7 @@ export function batchRows(writes: BatchWrites): BatchRows {
     orders: writes.orders.map(orderWriteRow),
     refunds: writes.refunds.map(refundWriteRow),
     streams: writes.sequences.map((s) => ({ order_id: s.orderId, last_sequence: s.lastSequence })),
-    events: writes.events.map((e) => ({
-      id: e.id,
-      order_id: e.subject,
-      sequence: e.data.sequence,
-      type: e.type,
-      message: e,
-    })),
+    events: writes.events.map(outboxRow),
     variants: writes.variants.map((v) => ({
       notification_id: v.notificationId,
       notification_received_at: v.notificationReceivedAt,

@@ -1,5 +1,5 @@
 import { DELIVERY_OUTCOME_OF, type DeliveryOutcome, type StatusConflict } from '../domain/outcomes';
-import type { DomainEvent } from '../outbox/events';
+import type { DomainEvent } from '../outbox/cloudEvents';
 import type { Notification } from '../parsing/notification';
 import { signerFor } from '../verification/posBinding';
 import type { SignatureMatch } from '../verification/verifySignature';

@@ -1,5 +1,5 @@
 import type { ObservedVia } from '../database/schema';
-import { buildEvent, type DomainEvent } from '../outbox/events';
+import { buildEvent, type DomainEvent } from '../outbox/cloudEvents';
 import { readStoredNotification } from '../parsing/parseNotification';
 import { ProjectionFold, statusEvent, type RecordingContext } from './projectionFold';
 

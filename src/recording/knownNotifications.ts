@@ -17,7 +17,7 @@ export interface KnownNotification {
 
 /**
  * How long after its receipt a record is answered from the cache: the sender's retry window (72 h). History
- * retention is never shorter (src/config/schema.ts), so a record the cache answers for is always still stored; a repeat
+ * retention is never shorter (src/config/settingsSchema.ts), so a record the cache answers for is always still stored; a repeat
  * after that takes the full path, which finds the record, or records it anew once retention removed it.
  */
 export const KNOWN_FOR_MS = 72 * 3_600_000;

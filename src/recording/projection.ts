@@ -1,7 +1,7 @@
 import type { Disagreement, ObservedVia } from '../database/schema';
 import type { StatusTransition } from '../domain/outcomes';
 import { bookingInstant } from '../domain/paymentServiceTime';
-import { provenance, type OrderEventData, type RefundEventData } from '../outbox/events';
+import { provenance, type OrderEventData, type RefundEventData } from '../outbox/cloudEvents';
 import type { OrderNotification, RefundNotification } from '../parsing/notification';
 import { decideOrderTransition, decideRefundTransition, ORDER_STATUS_RANK, REFUND_STATUS_RANK } from './statusRules';
 

@@ -1,6 +1,6 @@
 import type { Disagreement, ObservedVia, RecordedStatuses } from '../database/schema';
 import type { StatusTransition } from '../domain/outcomes';
-import { buildEvent, statusEventType, type DomainEvent } from '../outbox/events';
+import { buildEvent, statusEventType, type DomainEvent } from '../outbox/cloudEvents';
 import type { Notification } from '../parsing/notification';
 import {
   applyOrder,

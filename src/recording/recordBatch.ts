@@ -7,7 +7,7 @@ import type { Delivery, DeliveryKept } from './notificationStore';
 import type { RecordingContext } from './projectionFold';
 
 /**
- * The recording transaction: the service's recorder (groupCommit.ts) and the command line (quarantine
+ * The recording transaction: the service's recorder (recorder.ts) and the command line (quarantine
  * retry) both record through recordBatch, in the order it runs:
  *
  *   1. readBatchState: lock the batch's orders and read what it needs; nothing when every item is a known

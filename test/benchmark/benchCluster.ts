@@ -27,7 +27,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import amqp from 'amqplib';
-import { findUser, reaches, type ServerUser } from '../../src/database/embeddedPostgresPlaces';
+import { findUser, reaches, type ServerUser } from '../../src/embeddedPostgres/embeddedPostgresPlaces';
 import { freePort } from '../support/net';
 import { postgresBinDir } from '../reliability/support/standbyPair';
 import { AMQP, SERVICE_MEMORY_LIMIT_MB } from './options';

@@ -1,4 +1,4 @@
-import type { ReprojectResult } from '../../src/cli/commands/reproject';
+import type { ReprojectResult } from '../../src/recording/reprojectionPages';
 import { buildTraffic, runSimulation, scaledClock, seededRandom } from '../../src/simulator';
 import { query } from '../support/database';
 import { startTestService, type TestService } from '../support/service';

@@ -3,7 +3,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../../src/observability/logger';
-import { EVENT_TYPES } from '../../src/outbox/events';
+import { EVENT_TYPES } from '../../src/outbox/cloudEvents';
 import { createPaymentApi } from '../../src/paymentApi/paymentApi';
 import type { NotificationDelivery, SimulationReport } from '../../src/simulator';
 import { query } from '../support/database';

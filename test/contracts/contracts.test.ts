@@ -11,7 +11,7 @@ import { DiagnosticSeverity, Parser } from '@asyncapi/parser';
 import { validate } from '@readme/openapi-parser';
 import { parse } from 'yaml';
 import { ERROR_CODES } from '../../src/errors';
-import { buildEvent, CLOUDEVENTS_CONTENT_TYPE, statusEventType } from '../../src/outbox/events';
+import { buildEvent, CLOUDEVENTS_CONTENT_TYPE, statusEventType } from '../../src/outbox/cloudEvents';
 import { ORDER_STATUSES, REFUND_STATUSES } from '../../src/parsing/notification';
 import {
   answerContractProblems,

@@ -3,8 +3,8 @@
  * test file of the tiers that test modules (test/unit, test/integration, test/cli, test/browser, test/tools) is
  * named after a module of src/ (or of the example consumer, examples/consumer/src/, the lint rules,
  * lint/localRules.cjs, or the benchmark, test/benchmark/, under its folder's name: benchmarkAb): its file's name, its folder's for an
- * index.ts, or its folder's and its own together where two modules share a name (simulate/output.ts:
- * simulateOutput). test/cli tests src/cli/, the command line; the other tiers, the rest of src/. test/docs, test/contracts, test/helm and test/reliability test the docs, the contracts, the
+ * index.ts, or its folder's and its own together (database/schema.ts: databaseSchema); test/tools/architecture
+ * tests ARCHITECTURE.md's map of src/. test/cli tests src/cli/, the command line; the other tiers, the rest of src/. test/docs, test/contracts, test/helm and test/reliability test the docs, the contracts, the
  * chart and the fault scenarios, and are named after those.
  */
 import { readdirSync } from 'node:fs';
@@ -43,6 +43,8 @@ function moduleNames(tier: string): Map<string, string[]> {
     if (entry.endsWith('.ts'))
       add(`benchmark${entry[0]?.toUpperCase() ?? ''}${entry.slice(1, -'.ts'.length)}`, `test/benchmark/${entry}`);
   add('localRules', 'lint/localRules.cjs');
+  // ARCHITECTURE.md's map of src/ (and the names of src/), checked in the tools tier.
+  add('architecture', 'ARCHITECTURE.md');
   const preferred = (all: string[]): string[] => {
     // The service's own module before the example's (`main`).
     const modules = all.some((m) => m.startsWith('src/')) ? all.filter((m) => m.startsWith('src/')) : all;

@@ -4,7 +4,7 @@ import { createDb, createPool, type Db } from '../../src/database/pool';
 import { PooledTransactions } from '../../src/database/transaction';
 import { createLogger } from '../../src/observability/logger';
 import { createPaymentApiMetrics, createReconciliationMetrics } from '../../src/observability/reconciliationMetrics';
-import { GroupCommitStore } from '../../src/recording/groupCommit';
+import { Recorder } from '../../src/recording/recorder';
 import { createReconciliation } from '../../src/reconciliation/reconciliation';
 import type { Reconciler } from '../../src/reconciliation/reconciler';
 import { afterCheck, firstCheckAt, schedulePolicy } from '../../src/reconciliation/schedule';
@@ -52,7 +52,7 @@ async function clockedReconciler(databaseUrl: string, apiUrl: string, start: num
     logger,
   );
   const db = createDb(pool);
-  const store = new GroupCommitStore(
+  const store = new Recorder(
     new PooledTransactions(pool),
     { eventSource: 'urn:test', paymentServiceTimeZone: 'Europe/Warsaw' },
     { maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 5000, answerWithinMs: 10_000 },

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { OrderEventData } from '../../src/outbox/events';
+import type { OrderEventData } from '../../src/outbox/cloudEvents';
 
 /** Captured notifications (bodies byte-exact) with the keys that verify them; copied from shared/. */
 export interface Fixture {

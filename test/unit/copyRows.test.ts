@@ -1,4 +1,4 @@
-import { copyText, copyValue } from '../../src/cli/commands/history/copyRows';
+import { copyText, copyValue } from '../../src/seeding/copyRows';
 
 describe('COPY text', () => {
   it('When values hold the format specials, then they are escaped, NULL is \\N and objects are JSON', () => {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Notification, OrderNotification, RefundNotification } from '../../src/parsing/notification';
 import { DELIVERY_ROWS_PER_NOTIFICATION, meaningOf, type BatchItem, type BatchState } from '../../src/recording/batch';
-import { eventId } from '../../src/outbox/events';
+import { eventId } from '../../src/outbox/cloudEvents';
 import { decideBatch } from '../../src/recording/decideBatch';
 import type { OrderProjection, RefundProjection } from '../../src/recording/projection';
 import type { SignatureMatch } from '../../src/verification/verifySignature';

@@ -2,9 +2,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { describeDatabase, parsePostmasterPid, socketUrl } from '../../src/database/embeddedPostgres';
-import { expectedBinaries, sameBinaries } from '../../src/database/embeddedPostgresBinaries';
-import { findUser, searchableBy, socketFits } from '../../src/database/embeddedPostgresPlaces';
+import { describeDatabase, parsePostmasterPid, socketUrl } from '../../src/embeddedPostgres/embeddedPostgres';
+import { expectedBinaries, sameBinaries } from '../../src/embeddedPostgres/embeddedPostgresBinaries';
+import { findUser, searchableBy, socketFits } from '../../src/embeddedPostgres/embeddedPostgresPlaces';
 
 describe('the embedded Postgres helpers', () => {
   it('When postmaster.pid is read, then only its pid is taken: the socket directory it names is not believed', () => {

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { readOwnFile } from '../../src/database/embeddedPostgresPlaces';
+import { readOwnFile } from '../../src/embeddedPostgres/embeddedPostgresPlaces';
 import {
   formatOwner,
   notOurPostmaster,
@@ -14,7 +14,7 @@ import {
   untrustedDirectory,
   untrustedFile,
   type ProcessFacts,
-} from '../../src/database/embeddedPostgresTrust';
+} from '../../src/embeddedPostgres/embeddedPostgresTrust';
 import { StartupError } from '../../src/errors';
 
 /** Issue 37: local mode believes only what no other user could have written. */

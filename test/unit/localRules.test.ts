@@ -131,7 +131,7 @@ describe('local/queries-in-query-modules', () => {
       },
       {
         name: 'types by name, and a query given no SQL text',
-        filename: at('src/cli/commands/history/copyRows.ts'),
+        filename: at('src/seeding/copyRows.ts'),
         code:
           "import { type CompiledQuery } from 'kysely'; import type { Kysely } from 'kysely';" +
           " client.query(copyFrom(target)); url.query('page=2'); db.query(statement);",
@@ -163,7 +163,7 @@ describe('local/queries-in-query-modules', () => {
       },
       {
         name: 'pg’s query given SQL text: a string, a template, a config with text, past a comment',
-        filename: at('src/cli/commands/history/seedWorker.ts'),
+        filename: at('src/seeding/seedWorker.ts'),
         code:
           "client.query('BEGIN'); pool.query(`select * from x where y = ${y}`);" +
           " client.query({ text: 'UPDATE orders SET status = $1', values }); c.query('-- why\\n  SET jit = off');",

@@ -1,4 +1,9 @@
-import { errorCodesOf, parseOrderAnswer, parseRefundsAnswer, parseTokenAnswer } from '../../src/paymentApi/answers';
+import {
+  errorCodesOf,
+  parseOrderAnswer,
+  parseRefundsAnswer,
+  parseTokenAnswer,
+} from '../../src/paymentApi/paymentApiAnswers';
 const json = (value: unknown): Buffer => Buffer.from(JSON.stringify(value), 'utf8');
 const ORDER = {
   orderId: 'WZHF5FFDRJ140731GUEST000P01',

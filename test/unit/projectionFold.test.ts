@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { rebuildPage, type HistoryEntry } from '../../src/cli/commands/reprojection';
-import { emptyRows, seedOrder, type SeedSettings } from '../../src/cli/commands/history/seededOrders';
+import { rebuildPage, type HistoryEntry } from '../../src/recording/reprojection';
+import { emptyRows, seedOrder, type SeedSettings } from '../../src/seeding/seededOrders';
 import type { Notification } from '../../src/parsing/notification';
 import { NOTHING_READ, stateAfter } from '../../src/recording/batch';
 import { orderWriteRow, refundWriteRow } from '../../src/recording/batchRows';
@@ -8,7 +8,7 @@ import { decideBatch } from '../../src/recording/decideBatch';
 import * as projection from '../../src/recording/projection';
 import { seededRandom } from '../../src/simulator/random';
 import { parseNotification } from '../../src/parsing/parseNotification';
-import type { DomainEvent, RefundEventData } from '../../src/outbox/events';
+import type { DomainEvent, RefundEventData } from '../../src/outbox/cloudEvents';
 import { ProjectionFold } from '../../src/recording/projectionFold';
 import { orderBody, refundBody } from '../support/signing';
 

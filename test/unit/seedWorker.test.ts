@@ -1,4 +1,4 @@
-import { chunkRows } from '../../src/cli/commands/history/seedWorker';
+import { chunkRows } from '../../src/seeding/seedWorker';
 const DAY_MS = 86_400_000;
 const NOW = Date.parse('2026-11-26T12:00:00Z');
 

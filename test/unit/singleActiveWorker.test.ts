@@ -4,11 +4,11 @@ import {
   type ActiveLock,
   type NextStep,
   type SingleActiveWorkerOptions,
-} from '../../src/database/singleActiveWorker';
+} from '../../src/jobs/singleActiveWorker';
 import type { SessionLockOptions } from '../../src/database/sessionLock';
 import { createLogger } from '../../src/observability/logger';
 
-// The loop of the relay, the reconciler and the history maintainer, on a lock of the test's own and jest's clock:
+// The loop of the relay, the reconciler and the partition maintainer, on a lock of the test's own and jest's clock:
 // which steps run, when, and what is logged, as the lock is taken, lost and failed on.
 
 /** A lock another replica may hold: `free` says whether hold() can take it. No connection is ever opened. */

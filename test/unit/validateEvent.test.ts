@@ -1,5 +1,5 @@
 import { checkEvent, CONTRACT_VERSION } from '../../examples/consumer/src/validateEvent';
-import { buildEvent, type OrderEventData, type RefundEventData } from '../../src/outbox/events';
+import { buildEvent, type OrderEventData, type RefundEventData } from '../../src/outbox/cloudEvents';
 import { COMPLETED_ORDER_DATA } from '../support/fixtures';
 
 /** The validator published with the events (examples/consumer): accepts what a later 1.x adds, refuses the rest. */

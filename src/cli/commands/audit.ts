@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { beginAudit, completeAudit, type AuditEntry } from '../../history/auditQueries';
+import { beginAudit, completeAudit, type AuditEntry } from '../../audit/auditQueries';
 import type { Db } from '../../database/pool';
 
 /**
@@ -20,7 +20,7 @@ export function commandLineActor(): string {
 
 /**
  * Records one action of the command line, and answers its row's id: an action recorded before it acts says how it
- * ended with completeAudit (history/auditQueries.ts).
+ * ended with completeAudit (src/audit/auditQueries.ts).
  */
 export function auditCommand(db: Db, entry: Omit<AuditEntry, 'actor' | 'role' | 'via'>): Promise<string> {
   return beginAudit(db, { ...entry, actor: commandLineActor(), role: null, via: 'command line' });

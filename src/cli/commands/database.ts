@@ -2,7 +2,7 @@ import { ConfigError, loadConfig, type Config, type ProcessNeeds } from '../../c
 import { createLogger } from '../../observability/logger';
 import { createDb, createPool, type Db } from '../../database/pool';
 import { PooledTransactions } from '../../database/transaction';
-import { openDatabaseServer, type DatabaseServer } from '../../database/embeddedPostgres';
+import { openDatabaseServer, type DatabaseServer } from '../../embeddedPostgres/embeddedPostgres';
 import { EX_CONFIG, StartupError } from '../../errors';
 import { prepareDatabase } from '../../database/bootstrap';
 import { CliError, UsageError, type CliIo } from './io';

@@ -6,9 +6,9 @@ import {
   withWorkLock,
   type PurgedBodies,
   type RemovedHistory,
-} from '../../history/maintenance';
-import { deleteAuditPast } from '../../history/auditQueries';
-import { sessionOnKysely } from '../../history/historyQueries';
+} from '../../partitions/partitionMaintenance';
+import { deleteAuditPast } from '../../audit/auditQueries';
+import { sessionOnKysely } from '../../database/transaction';
 import { auditedCommand } from './audit';
 import { readConfig, withDatabase } from './database';
 import { action, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
@@ -16,7 +16,7 @@ import { integerOption, withDatabaseUrl, withJson } from './options';
 import { emit } from './output';
 
 /**
- * On demand, what the history maintainer does on schedule (src/history/): purge raw bodies (and with them the
+ * On demand, what the partition maintainer does on schedule (src/partitions/): purge raw bodies (and with them the
  * buyer's personal data) of the days older than --days, remove the history of the days older than
  * --history-days. Each touches only the days it concerns; one runs at a time with the maintainer.
  */

@@ -4,7 +4,7 @@ import { recordingContext, type Config, type ReconciliationConfig } from '../../
 import type { Db } from '../../database/pool';
 import { createLogger } from '../../observability/logger';
 import { createPaymentApiMetrics, createReconciliationMetrics } from '../../observability/reconciliationMetrics';
-import { GroupCommitStore } from '../../recording/groupCommit';
+import { Recorder } from '../../recording/recorder';
 import type { OrderCheck } from '../../reconciliation/checkOrder';
 import {
   createReconciliation,
@@ -13,7 +13,7 @@ import {
   type Reconciliation,
 } from '../../reconciliation/reconciliation';
 import { stuckOrders } from '../../reconciliation/scheduleQueries';
-import { AUDITED_ORDERS_MAX } from '../../history/auditQueries';
+import { AUDITED_ORDERS_MAX } from '../../audit/auditQueries';
 import { readOrderIdLines } from '../../parsing/orderLists';
 import { auditedCommand } from './audit';
 import { readConfig, withDatabase } from './database';
@@ -90,7 +90,7 @@ function withReconciliation<T>(
   if (!settings) throw new UsageError('PAYMENT_API_URL and PAYMENT_API_CREDENTIALS are required to reconcile');
   return withDatabase(io, config, (db, transactions) => {
     const logger = createLogger('silent');
-    const store = new GroupCommitStore(
+    const store = new Recorder(
       transactions,
       recordingContext(config),
       { maxBatchSize: 64, lanes: 1, maxQueued: 1000, maxWaitMs: 60_000, answerWithinMs: 120_000 },

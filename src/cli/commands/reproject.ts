@@ -4,93 +4,24 @@ import { auditedCommand } from './audit';
 import { readConfig, withDatabase } from './database';
 import { action, CliError, EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type CliState, type ExitCode } from './io';
 import { withDatabaseUrl, withJson } from './options';
-import { emit, startProgress, type Progress } from './output';
-import { comparePage, rebuildPage, type ProjectionDifference, type Rebuilt } from './reprojection';
-import {
-  countNotifications,
-  deleteProjection,
-  lockProjections,
-  nextOrderPage,
-  readReprojectPage,
-  repairOrder,
-  repairRefund,
-} from './reprojectQueries';
+import { emit, startProgress } from './output';
+import type { ProjectionDifference } from '../../recording/reprojection';
+import { reprojectAll, UnreadableHistory, type ReprojectResult } from '../../recording/reprojectionPages';
+import { countNotifications, lockProjections } from '../../recording/reprojectionQueries';
 
-export type { FieldDifference, ProjectionDifference } from './reprojection';
+export type { FieldDifference, ProjectionDifference } from '../../recording/reprojection';
 
 /**
- * `reproject` streams by order: a keyset page of orders at a time, whose history is read, folded (reprojection.ts)
- * and compared, and, with --apply, repaired, before the next page is read; so its memory is a page's, whatever
- * the history's length.
+ * `reproject`: the projections rebuilt from history and compared, and with --apply repaired
+ * (src/recording/reprojectionPages.ts), in one transaction during which recording waits; the command reads the
+ * options, holds the lock and the audit record, and writes the report.
  */
 
-/** Orders a page holds: a year of history is about 3.5 notifications an order. */
-const PAGE_ORDERS = 2000;
-
-export interface ReprojectResult {
-  notifications: number;
-  stored: { orders: number; refunds: number };
-  rebuilt: { orders: number; refunds: number };
-  /** Projections left as they are: history retention removed part of what they were built from. */
-  partialHistory: { orders: number; refunds: number };
-  differences: ProjectionDifference[];
-}
-
-/** Makes a page's stored projections equal the rebuilt ones, touching only the rows that differ. */
-async function repair(db: Db, differences: ProjectionDifference[], rebuilt: Rebuilt): Promise<void> {
-  for (const d of differences) {
-    if (d.change === 'extra') await deleteProjection(db, d.table, d.id);
-    // A missing projection gets the statuses it was rebuilt from, for dedup; a stored one keeps its own.
-    else if (d.table === 'orders') {
-      const stored = rebuilt.orders.get(d.id);
-      if (stored) await repairOrder(db, stored);
-    } else {
-      const stored = rebuilt.refunds.get(d.id);
-      if (stored) await repairRefund(db, stored);
-    }
-  }
-}
-
-/** Every page in turn: rebuilt, compared and, when `apply`, repaired. */
-async function reprojectAll(db: Db, progress: Progress, apply: boolean): Promise<ReprojectResult> {
-  const result: ReprojectResult = {
-    notifications: 0,
-    stored: { orders: 0, refunds: 0 },
-    rebuilt: { orders: 0, refunds: 0 },
-    partialHistory: { orders: 0, refunds: 0 },
-    differences: [],
-  };
-  const unreadable: string[] = [];
-  let after = '';
-  for (;;) {
-    const ids = await nextOrderPage(db, after, PAGE_ORDERS);
-    const through = ids.length < PAGE_ORDERS ? null : (ids[ids.length - 1] as string);
-    const { history, owners, stored } = await readReprojectPage(db, { after, through });
-    const rebuilt = rebuildPage(history, owners);
-    const { differences, partial } = comparePage(stored, rebuilt);
-    result.notifications += history.length;
-    result.stored.orders += stored.orders.size;
-    result.stored.refunds += stored.refunds.size;
-    result.rebuilt.orders += rebuilt.orders.size;
-    result.rebuilt.refunds += rebuilt.refunds.size;
-    result.partialHistory.orders += partial.orders;
-    result.partialHistory.refunds += partial.refunds;
-    result.differences.push(...differences);
-    unreadable.push(...rebuilt.unreadable);
-    if (apply && unreadable.length === 0) await repair(db, differences, rebuilt);
-    progress.increment(history.length);
-    if (through === null) break;
-    after = through;
-  }
-  if (unreadable.length > 0) {
-    throw new CliError(
-      `${unreadable.length} stored notification(s) have a parsed column that is not a notification ` +
-        `(ids ${unreadable.slice(0, 10).join(', ')}${unreadable.length > 10 ? ', ...' : ''}); nothing was compared or changed`,
-    );
-  }
-  result.differences.sort((a, b) => a.table.localeCompare(b.table) || a.id.localeCompare(b.id));
-  return result;
-}
+/** Unreadable history ends the command with exit code 1, its message said (inside the transaction: rolled back). */
+const asCliError = <T>(work: Promise<T>): Promise<T> =>
+  work.catch((error: unknown) => {
+    throw error instanceof UnreadableHistory ? new CliError(error.message) : error;
+  });
 
 function differenceLine(d: ProjectionDifference): string {
   const what = d.table === 'orders' ? 'order' : 'refund';
@@ -116,7 +47,7 @@ export async function reproject(io: CliIo, options: ReprojectOptions): Promise<E
   const report = await withDatabase(io, config, async (db: Db): Promise<ReprojectResult> => {
     const progress = startProgress(io, json, 'notifications', await countNotifications(db));
     try {
-      if (!apply) return await reprojectAll(db, progress, false);
+      if (!apply) return await asCliError(reprojectAll(db, progress, false));
       // Writers wait while the projections are rebuilt from what is committed now; a notification
       // recorded after the lock applies on top of the repaired projection through the usual rules.
       return await auditedCommand(
@@ -125,7 +56,7 @@ export async function reproject(io: CliIo, options: ReprojectOptions): Promise<E
         () =>
           db.transaction().execute(async (trx) => {
             await lockProjections(trx);
-            return await reprojectAll(trx, progress, true);
+            return await asCliError(reprojectAll(trx, progress, true));
           }),
         (applied) => ({
           result: `repaired ${applied.differences.length}`,

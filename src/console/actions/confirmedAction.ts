@@ -1,5 +1,5 @@
 import type { Request, Response, Router } from 'express';
-import { beginAudit, completeAudit, type AuditAction } from '../../history/auditQueries';
+import { beginAudit, completeAudit, type AuditAction } from '../../audit/auditQueries';
 import type { Access } from '../frame/access';
 import {
   field,

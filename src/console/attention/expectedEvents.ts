@@ -1,4 +1,4 @@
-import { EVENT_TYPES, isEventType, type EventType } from '../../outbox/events';
+import { EVENT_TYPES, isEventType, type EventType } from '../../outbox/cloudEvents';
 import { settingEntries } from '../../parsing/settingList';
 
 /**

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { columnsOf, tableOf } from '../../database/columns';
 import type { Db } from '../../database/pool';
-import { EVENT_TYPES, type EventType } from '../../outbox/events';
+import { EVENT_TYPES, type EventType } from '../../outbox/cloudEvents';
 import { EVENT_COUNT_BOUND } from '../../outbox/outboxQueries';
 
 /**

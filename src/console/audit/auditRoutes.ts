@@ -1,5 +1,5 @@
 import type { Request, Response, Router } from 'express';
-import { AUDIT_ACTIONS, auditPage as readAuditPage } from '../../history/auditQueries';
+import { AUDIT_ACTIONS, auditPage as readAuditPage } from '../../audit/auditQueries';
 import { idProblem } from '../../parsing/identifiers';
 import type { Access } from '../frame/access';
 import { ID, refusal, param, parseLocalTime, send, type ConsoleOptions, type PageFrame } from '../frame/consoleRouting';

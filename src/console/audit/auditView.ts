@@ -1,4 +1,4 @@
-import { AUDIT_ACTIONS, type AuditRow } from '../../history/auditQueries';
+import { AUDIT_ACTIONS, type AuditRow } from '../../audit/auditQueries';
 import { href, html, type Html } from '../frame/html';
 import { layout, type PageContext } from '../frame/layout';
 import { orderLink, time, value } from '../frame/parts';

@@ -1,4 +1,4 @@
-import type { EventType } from '../../outbox/events';
+import type { EventType } from '../../outbox/cloudEvents';
 import express, { type Request, type Response } from 'express';
 import type { Db } from '../../database/pool';
 import { RequestError, type ErrorCode } from '../../errors';

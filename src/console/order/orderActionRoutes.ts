@@ -1,5 +1,5 @@
 import type { Request, Router } from 'express';
-import { CHECK_ACTION, type AuditAction } from '../../history/auditQueries';
+import { CHECK_ACTION, type AuditAction } from '../../audit/auditQueries';
 import { readOrderStory, type OrderStory } from '../../orderStory/orderStoryQueries';
 import { republishOrderEvents } from '../../outbox/outboxQueries';
 import type { OrderCheck } from '../../reconciliation/checkOrder';

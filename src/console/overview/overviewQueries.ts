@@ -5,7 +5,7 @@ import type { RecordedStatuses } from '../../database/schema';
 import type { DeliveryOutcome } from '../../domain/outcomes';
 import { recordedContradiction, type ContradictedStatus } from '../../orderStory/uncertainty';
 import { outboxLag, type OutboxLag } from '../../outbox/outboxQueries';
-import type { EventType } from '../../outbox/events';
+import type { EventType } from '../../outbox/cloudEvents';
 import { PAGE_SIZE } from '../frame/listBounds';
 import { unroutedTypes, type UnroutedType } from '../attention/unroutedTypeQueries';
 

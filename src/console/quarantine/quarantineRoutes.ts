@@ -1,5 +1,5 @@
 import type { Request, Router } from 'express';
-import { isDatabaseUnavailable } from '../../database/errors';
+import { isDatabaseUnavailable } from '../../database/databaseErrors';
 import {
   countOpenQuarantined,
   openQuarantinedIds,

@@ -2,7 +2,7 @@ import type { Counter } from 'prom-client';
 import { holderOf, type AdminTokens, type TokenHolder } from '../../admin/tokens';
 import type { Db } from '../../database/pool';
 import type { AuditVia } from '../../database/schema';
-import { recordRepeat } from '../../history/auditQueries';
+import { recordRepeat } from '../../audit/auditQueries';
 import { addFailure, failuresThisMinute } from './signInFailureQueries';
 import type { ConsoleToken } from '../sessions/session';
 import {

@@ -2,7 +2,7 @@ import type { Request, Router } from 'express';
 import type { Access } from '../frame/access';
 import { CLEAR_SESSION_COOKIE } from '../frame/access';
 import { field, readForm, send, sourceOf, type ConsoleOptions } from '../frame/consoleRouting';
-import { recordRepeat } from '../../history/auditQueries';
+import { recordRepeat } from '../../audit/auditQueries';
 import { endSession, openSession } from '../sessions/sessionQueries';
 import type { TokenHolder } from '../../admin/tokens';
 import {

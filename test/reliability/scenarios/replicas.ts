@@ -1,4 +1,4 @@
-import { RELAY_LOCK } from '../../../src/outbox/relay';
+import { RELAY_LOCK } from '../../../src/outbox/outboxRelay';
 import { RECONCILER_LOCK } from '../../../src/reconciliation/reconciler';
 import { PaymentServiceDouble } from '../../../src/simulator/paymentServiceDouble';
 import { EventConsumer } from '../../support/broker';

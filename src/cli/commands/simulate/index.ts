@@ -1,19 +1,30 @@
 import { Option, type Command } from 'commander';
-import { RETRY_SCHEDULE_MS } from '../../../simulator';
+import { PlanError, RETRY_SCHEDULE_MS } from '../../../simulator';
 import { readConfig } from '../database';
 import { action, UsageError, type CliIo, type CliState, type ExitCode } from '../io';
 import { choiceOption, collect, durationOption, integerOption, numberOption, withJson } from '../options';
-import { planSimulation, type SimulateOptions } from './plan';
+import { planSimulation, type SimulateOptions } from '../../../simulation/simulationPlan';
 import { runPlan, serveDouble, startDouble } from './run';
 
 /**
- * `simulate`: plays the payment service. Its options (here), the plan they make (plan.ts), the run that sends
- * it (run.ts) and what it prints (output.ts).
+ * `simulate`: plays the payment service. Its options (here), the plan they make
+ * (src/simulation/simulationPlan.ts), the run that sends it (run.ts) and what it prints
+ * (src/simulation/simulationSummary.ts).
  */
+
+/** A plan that does not fit is a usage error (exit code 2), its message said. */
+function asUsageError<T>(plan: () => T): T {
+  try {
+    return plan();
+  } catch (error) {
+    if (error instanceof PlanError) throw new UsageError(error.message);
+    throw error;
+  }
+}
 export async function simulate(io: CliIo, options: SimulateOptions): Promise<ExitCode> {
   // Without --key, the service's own SECOND_KEYS, or its local default outside production.
   const config = readConfig(io, {}, { receiving: options.key === undefined });
-  const plan = planSimulation(config, options);
+  const plan = asUsageError(() => planSimulation(config, options));
   if (options.apiState !== undefined && options.apiPort === undefined)
     throw new UsageError('--api-state needs --api-port: it is the state of the double that --api-port runs');
   const double =

@@ -19,8 +19,8 @@ import {
   formatOffset,
   NETWORK_ERRORS,
   summaryLines,
-} from './output';
-import type { SimulateOptions, SimulationPlan } from './plan';
+} from '../../../simulation/simulationSummary';
+import type { SimulateOptions, SimulationPlan } from '../../../simulation/simulationPlan';
 
 /** Network errors that mean nothing listens there at all (as opposed to a slow or failing receiver). */
 const CANNOT_CONNECT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
