@@ -5,7 +5,7 @@ import { MAX_DOUBLINGS, type BackoffPolicy } from '../domain/backoff';
  * backoffMs (src/domain/backoff.ts) as SQL, built from the same policy, for waits computed in a statement (the
  * relay marks a whole batch's failed events in one UPDATE): the wait in milliseconds before retry `retry` (1 for
  * the first), firstMs × 2^(retry-1) at most maxMs, and with `full` jitter a uniform draw below it.
- * test/integration/backoffSql.test.ts compares the two.
+ * test/integration/database/backoffSql.test.ts compares the two.
  */
 export function backoffMsSql(policy: BackoffPolicy, retry: RawBuilder<unknown>): RawBuilder<number> {
   const ceiling = sql<number>`least(

@@ -4,7 +4,7 @@ import type { CheckResult } from '../../observability/reconciliationMetrics';
 /**
  * The console's words (pure): what each status, outcome, result and field is called on a page, in a support agent's
  * words, and what it means. Every page takes its words from here, and the glossary page explains each of them, so
- * a word a page uses is always one the glossary explains (test/unit/words.test.ts). The field names the
+ * a word a page uses is always one the glossary explains (test/unit/console/language/words.test.ts). The field names the
  * payment service and the shop use (extOrderId, PAYMENT_ID) stay beside the words, for when a customer or an
  * engineer quotes them.
  */
