@@ -336,6 +336,7 @@ function createRecorder(
       maxQueued: 2000,
       maxWaitMs: config.databaseTimeoutMs,
       answerWithinMs: config.databaseTimeoutMs + 1000,
+      knownCapacity: config.recorderKnownNotifications,
       onBatchDone: (notifications, busySeconds) => {
         metrics.recorderBatchSize.observe(notifications);
         metrics.recorderBusy.inc(busySeconds);

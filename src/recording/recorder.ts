@@ -29,7 +29,10 @@ export interface RecorderOptions {
    * the answer is 503 and the COMMIT's outcome unknown).
    */
   answerWithinMs: number;
-  /** Committed notifications remembered for the duplicate fast path (default 50,000; 0 turns it off). */
+  /**
+   * Committed notifications remembered for the duplicate fast path (RECORDER_KNOWN_NOTIFICATIONS in the service;
+   * default 50,000, about 650 bytes each; 0 turns it off).
+   */
   knownCapacity?: number;
   /** Told of every batch once it is settled: its size and how long its lane was busy with it. */
   onBatchDone?: (notifications: number, busySeconds: number) => void;

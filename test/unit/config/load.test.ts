@@ -41,6 +41,7 @@ describe('loadConfig', () => {
       migrateOnStart: true,
       databasePipeline: true,
       databaseWriteLanes: 1,
+      recorderKnownNotifications: 50_000,
       trustProxy: { kind: 'none' },
       notifyBasicAuth: null,
       bodyLimitBytes: 64 * 1024,
@@ -92,6 +93,17 @@ describe('loadConfig', () => {
       expect(
         problemsOf({ SECOND_KEYS: '1:k0123456789abcdef', DATABASE_WRITE_LANES: bad }).map((p) => p.split(':')[0]),
       ).toEqual(['DATABASE_WRITE_LANES']);
+    }
+  });
+
+  it('When RECORDER_KNOWN_NOTIFICATIONS is set, then it is read as a count from 0 (off) to 200,000, naming it otherwise', () => {
+    const keys = { SECOND_KEYS: '1:k0123456789abcdef' };
+    expect(loadConfig({ ...keys, RECORDER_KNOWN_NOTIFICATIONS: '0' }).recorderKnownNotifications).toBe(0);
+    expect(loadConfig({ ...keys, RECORDER_KNOWN_NOTIFICATIONS: '200000' }).recorderKnownNotifications).toBe(200_000);
+    for (const bad of ['-1', '200001', 'many', '1.5']) {
+      expect(problemsOf({ ...keys, RECORDER_KNOWN_NOTIFICATIONS: bad }).map((p) => p.split(':')[0])).toEqual([
+        'RECORDER_KNOWN_NOTIFICATIONS',
+      ]);
     }
   });
 
