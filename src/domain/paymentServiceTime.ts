@@ -4,6 +4,8 @@
  * in its own local time: PAYMENT_SERVICE_TIME_ZONE names that zone (Europe/Warsaw by default).
  */
 
+import { DAY_MS, instantsOfWall, zoneOffsetMs } from './zoneOffsets';
+
 /** The payment service's own zone: PAYMENT_SERVICE_TIME_ZONE's default. */
 export const DEFAULT_PAYMENT_SERVICE_TIME_ZONE = 'Europe/Warsaw';
 
@@ -12,30 +14,6 @@ const TIME =
 
 /** Epoch milliseconds: 12 or 13 digits (from 1973 to 2286). */
 const EPOCH_MS = /^\d{12,13}$/;
-
-const formats = new Map<string, Intl.DateTimeFormat>();
-
-/** The zone's offset from UTC at the instant `ms`, in milliseconds. */
-function offsetMs(timeZone: string, ms: number): number {
-  let format = formats.get(timeZone);
-  if (!format) {
-    format = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-    formats.set(timeZone, format);
-  }
-  const part = (type: Intl.DateTimeFormatPartTypes): number =>
-    Number(format.formatToParts(new Date(ms)).find((p) => p.type === type)?.value ?? 0);
-  const wall = Date.UTC(part('year'), part('month') - 1, part('day'), part('hour'), part('minute'), part('second'));
-  return wall - Math.floor(ms / 1000) * 1000;
-}
 
 /**
  * The instant a payment-service time stands for, as ISO 8601 in UTC (`2026-11-28T06:07:38.123Z`): with its own
@@ -60,12 +38,9 @@ export function paymentServiceInstant(text: string | null, timeZone: string): st
     const minutes = Number(digits.slice(1, 3)) * 60 + Number(digits.slice(3, 5) || 0);
     return new Date(wall - (digits[0] === '-' ? -1 : 1) * minutes * 60_000).toISOString();
   }
-  // Earlier of the two readings when the wall time repeats; the offset before the gap when it is skipped.
-  const before = offsetMs(timeZone, wall - offsetMs(timeZone, wall - 86_400_000));
-  const after = offsetMs(timeZone, wall - offsetMs(timeZone, wall + 86_400_000));
-  const candidates = [wall - before, wall - after].filter((at) => wall - at === offsetMs(timeZone, at));
-  const at = candidates.length > 0 ? Math.min(...candidates) : wall - offsetMs(timeZone, wall - 86_400_000);
-  return new Date(at).toISOString();
+  // Earlier of the two readings when the wall time repeats; the offset a day (DAY_MS) before when it is skipped.
+  const [earliest] = instantsOfWall(timeZone, wall);
+  return new Date(earliest ?? wall - zoneOffsetMs(timeZone, wall - DAY_MS)).toISOString();
 }
 
 /**

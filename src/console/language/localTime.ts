@@ -9,6 +9,8 @@
  *   range and as its second for its end, so a range always includes both.
  */
 
+import { DAY_MS, instantsOfWall, wallMs, zoneOffsetMs } from '../../domain/zoneOffsets';
+
 /**
  * An IANA time zone's name as pages show it (`europe/warsaw` is `Europe/Warsaw`; an alias Intl knows under another
  * name, `Asia/Kolkata` for `Asia/Calcutta`, stays as the shop wrote it), or null when there is no such zone.
@@ -66,7 +68,6 @@ const pad = (n: number, width = 2): string => String(n).padStart(width, '0');
 
 /** The console's time zone and locale, and everything shown or read in them. */
 export class LocalTime {
-  private readonly wallFormat: Intl.DateTimeFormat;
   private readonly shownFormat: Intl.DateTimeFormat;
   private readonly dayFormat: Intl.DateTimeFormat;
 
@@ -75,16 +76,6 @@ export class LocalTime {
     readonly timeZone: string,
     readonly locale: string,
   ) {
-    this.wallFormat = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
     this.shownFormat = new Intl.DateTimeFormat(locale, {
       timeZone,
       year: 'numeric',
@@ -107,22 +98,20 @@ export class LocalTime {
 
   /** What a clock in the zone shows at `at` (to the second). */
   wall(at: Date): WallTime {
-    const parts = Object.fromEntries(this.wallFormat.formatToParts(at).map((p) => [p.type, p.value]));
+    const shown = new Date(wallMs(this.timeZone, at.getTime()));
     return {
-      year: Number(parts.year),
-      month: Number(parts.month),
-      day: Number(parts.day),
-      hour: Number(parts.hour),
-      minute: Number(parts.minute),
-      second: Number(parts.second),
+      year: shown.getUTCFullYear(),
+      month: shown.getUTCMonth() + 1,
+      day: shown.getUTCDate(),
+      hour: shown.getUTCHours(),
+      minute: shown.getUTCMinutes(),
+      second: shown.getUTCSeconds(),
     };
   }
 
   /** The zone's offset from UTC at `at`, in milliseconds (Warsaw in winter: 3,600,000). */
   offsetMs(at: Date): number {
-    const w = this.wall(at);
-    const asUtc = Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
-    return asUtc - (at.getTime() - at.getUTCMilliseconds());
+    return zoneOffsetMs(this.timeZone, at.getTime());
   }
 
   /** "28 Nov 2026, 07:07:38 CET" (en-GB, Europe/Warsaw): the date, the time and the zone's short name. */
@@ -162,20 +151,11 @@ export class LocalTime {
 
   /**
    * The instants a wall time happens at, earliest first: one, none (the clocks skip it) or two (they show it
-   * twice). Offsets change at most once within a day on either side of it, in every zone in use.
+   * twice), as src/domain/zoneOffsets.ts finds them (offsets a day, 86,400,000 ms, on either side of it).
    */
   instantsOf(w: WallTime): Date[] {
     const asUtc = Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
-    const offsets = new Set([
-      this.offsetMs(new Date(asUtc - 86_400_000)),
-      this.offsetMs(new Date(asUtc)),
-      this.offsetMs(new Date(asUtc + 86_400_000)),
-    ]);
-    const found = [...offsets]
-      .map((offset) => asUtc - offset)
-      .filter((t) => this.offsetMs(new Date(t)) === asUtc - t)
-      .sort((a, b) => a - b);
-    return [...new Set(found)].map((t) => new Date(t));
+    return instantsOfWall(this.timeZone, asUtc).map((t) => new Date(t));
   }
 
   /**
@@ -189,7 +169,7 @@ export class LocalTime {
       return { at: (which === 'first' ? found[0] : found[found.length - 1]) as Date, note: 'repeated' };
     // Skipped: the clocks jumped over it within a day on either side of it; the jump is the moment to take.
     const asUtc = Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
-    return { at: new Date(this.transitionBetween(asUtc - 86_400_000, asUtc + 86_400_000)), note: 'skipped' };
+    return { at: new Date(this.transitionBetween(asUtc - DAY_MS, asUtc + DAY_MS)), note: 'skipped' };
   }
 
   /** The first instant (to the second) in [lo, hi] whose offset differs from lo's: a transition, by bisection. */
