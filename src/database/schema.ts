@@ -102,6 +102,8 @@ export interface OrdersTable {
   pay_method_type: string | null;
   local_receipt_date_time: string | null;
   recorded: ColumnType<RecordedStatuses, RecordedStatuses | undefined, RecordedStatuses>;
+  /** A random token, new at every write of the row (sql/025, docs/decisions/0024); bigint, read as text. */
+  revision: Generated<string>;
   created_at: Generated<Date>;
   updated_at: Timestamp;
 }
@@ -120,6 +122,8 @@ export interface RefundsTable {
   reason: string | null;
   reason_description: string | null;
   recorded: ColumnType<RecordedStatuses, RecordedStatuses | undefined, RecordedStatuses>;
+  /** A random token, new at every write of the row (sql/025, docs/decisions/0024); bigint, read as text. */
+  revision: Generated<string>;
   created_at: Generated<Date>;
   updated_at: Timestamp;
 }
@@ -322,7 +326,16 @@ export interface FailoversTable {
   done_at: Date | null;
 }
 
+/** Each recorder lane's last commit: the token its next statement expects (sql/025, docs/decisions/0024). */
+export interface RecorderLanesTable {
+  lane: string;
+  /** bigint, read as text. */
+  token: string;
+  written_at: Generated<Date>;
+}
+
 export interface Database {
+  recorder_lanes: RecorderLanesTable;
   database_watch: DatabaseWatchTable;
   failovers: FailoversTable;
   console_audit: ConsoleAuditTable;

@@ -57,7 +57,20 @@ export interface BatchState {
   newIds: readonly string[];
   /** The transaction's time as the database gives it (text): what a new notification is received at. */
   now: string;
+  /**
+   * The revision of each order and refund row the state was read or kept from (docs/decisions/0024): the write
+   * changes only rows still at it, and fails whole otherwise. A row absent here was absent.
+   */
+  revisions: Revisions;
 }
+
+/** Row revisions by order id and by refund id. */
+export interface Revisions {
+  orders: ReadonlyMap<string, string>;
+  refunds: ReadonlyMap<string, string>;
+}
+
+export const NO_REVISIONS: Revisions = { orders: new Map(), refunds: new Map() };
 
 /** The state of a batch that needs none: every item a known repeat. */
 export const NOTHING_READ: BatchState = {
@@ -68,6 +81,7 @@ export const NOTHING_READ: BatchState = {
   sequences: new Map(),
   newIds: [],
   now: '',
+  revisions: NO_REVISIONS,
 };
 
 /**

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import { columnsOf, tableOf, type Column, type Table } from '../database/columns';
+import { columnListOf, columnsOf, tableOf, type Column, type Table } from '../database/columns';
 import { insertJson } from '../database/jsonRows';
 import { prepared, preparedStatement, queries, statement, type Slot, type Statement } from '../database/transaction';
 import type { DeliveryOutcome } from '../domain/outcomes';
@@ -14,6 +14,7 @@ import {
   REFUND_COLUMNS,
   STREAM_COLUMNS,
   VARIANT_COLUMNS,
+  type BatchGuards,
   type BatchRows,
   type HistoryRow,
   type HistoryLookup,
@@ -34,17 +35,6 @@ export const ORDER_LOCK_SEED = 7316;
 
 /** Rows as their statement's JSON parameter. */
 const json = (rows: readonly object[]): string => JSON.stringify(rows);
-
-/** `SET column = excluded.column` for every column but the key (and the given extras, e.g. updated_at = now()). */
-const updateFromExcluded = <T extends Table>(
-  table: T,
-  columns: ReadonlyArray<Column<T>>,
-  key: Column<T>,
-  ...extra: RawBuilder<unknown>[]
-) => {
-  const [own, excluded] = [columnsOf(table), columnsOf(table, 'excluded')];
-  return sql.join([...columns.filter((c) => c !== key).map((c) => sql`${own(c)} = ${excluded(c)}`), ...extra]);
-};
 
 /** `json_build_object('column', alias.column, ...)` of a table's columns; those named in `asText` as text. */
 const jsonObjectOf = <T extends Table>(
@@ -115,9 +105,9 @@ const readStatement = preparedStatement<
   (p) => sql<StateRow>`
       WITH ${involved(p.orderIds, p.refundIds)}
       SELECT
-        (SELECT json_agg(${jsonObjectOf('orders', 'o', projected(ORDER_COLUMNS), ['total_amount'])})
+        (SELECT json_agg(${jsonObjectOf('orders', 'o', [...projected(ORDER_COLUMNS), 'revision'], ['total_amount', 'revision'])})
            FROM ${tableOf('orders')} o WHERE ${o('order_id')} IN (SELECT involved_order FROM involved)) AS orders,
-        (SELECT json_agg(${jsonObjectOf('refunds', 'r', projected(REFUND_COLUMNS), ['amount'])})
+        (SELECT json_agg(${jsonObjectOf('refunds', 'r', [...projected(REFUND_COLUMNS), 'revision'], ['amount', 'revision'])})
            FROM ${tableOf('refunds')} r WHERE ${r('refund_id')} = ANY(${p.refundIds}::text[])) AS refunds,
         (SELECT json_agg(${jsonObjectOf('event_streams', 's', STREAM_COLUMNS, ['last_sequence'])})
            FROM ${tableOf('event_streams')} s WHERE ${s('order_id')} IN (SELECT involved_order FROM involved)) AS streams,
@@ -184,55 +174,186 @@ const deliveriesStatement = preparedStatement<{ deliveries: string; repeats: str
 export const writeDeliveries = ({ deliveries, repeats }: Pick<BatchRows, 'deliveries' | 'repeats'>): Statement =>
   deliveriesStatement({ deliveries: json(deliveries), repeats: json(repeats) });
 
-/**
- * A projection's upsert: every column from the row, and `updated_at` moved only when the projection did (a status
- * recorded without applying changes only `recorded`).
- */
-/** Both projections' last change. */
+/** Both projections' last change, and their revision (sql/025). */
 const UPDATED_AT: Column<'orders'> & Column<'refunds'> = 'updated_at';
+const REVISION: Column<'orders'> & Column<'refunds'> = 'revision';
 
-const upsertProjection = <T extends 'orders' | 'refunds'>(
+/** `SET column = source.column` for the given columns, and the extras (e.g. updated_at = now()). */
+const setFrom = <T extends Table>(
+  table: T,
+  source: string,
+  columns: ReadonlyArray<Column<T>>,
+  ...extra: RawBuilder<unknown>[]
+) => {
+  const [own, from] = [columnsOf(table), columnsOf(table, source)];
+  return sql.join([...columns.map((c) => sql`${own(c)} = ${from(c)}`), ...extra]);
+};
+
+/** The rows a write expects, `g (subject, expected)`, from their JSON parameter (batchRows.ts, GuardRow). */
+const guardRows = (rows: Slot) => sql`json_to_recordset(${rows}::json) AS g (subject text, expected bigint)`;
+
+/**
+ * A projection's guarded write (docs/decisions/0024), as three parts of the statement: its rows with what the
+ * decision expects of each (`<name>_guarded`), the update of the rows still at the revision expected, and the insert
+ * of those expected absent, which does nothing where a row is there. Every column from the row, a new revision, and
+ * `updated_at` moved only when the projection did (a status recorded without applying changes only `recorded`).
+ * Each answers the rows it wrote and their revisions: as many as the rows, or the guard fails.
+ */
+const guardedProjection = <T extends 'orders' | 'refunds'>(
   table: T,
   columns: ReadonlyArray<Column<T>>,
   key: Column<T>,
+  rows: Slot,
+  guards: Slot,
 ) => {
+  const [own, stored, row] = [columnsOf(table), columnsOf(table, table), columnsOf(table, 'j')];
   const projected = columns.filter((c) => c !== key && c !== 'recorded');
-  const [own, stored, excluded] = [columnsOf(table), columnsOf(table, table), columnsOf(table, 'excluded')];
-  const row = (ref: (column: Column<T>) => RawBuilder<unknown>) => sql.join(projected.map(ref));
-  return sql`ON CONFLICT (${own(key)}) DO UPDATE SET ${updateFromExcluded(
-    table,
-    columns,
-    key,
-    sql`${own(UPDATED_AT)} = CASE WHEN (${row(stored)}) IS DISTINCT FROM (${row(excluded)})
-                          THEN now() ELSE ${stored(UPDATED_AT)} END`,
-  )}`;
+  const values = (ref: (column: Column<T>) => RawBuilder<unknown>) => sql.join(projected.map(ref));
+  const name = (part: string) => sql.id(`${table}_${part}`);
+  return sql`${name('guarded')} AS (
+        SELECT j.*, g.expected FROM json_populate_recordset(NULL::${tableOf(table)}, ${rows}::json) j
+          JOIN ${guardRows(guards)} ON g.subject = ${row(key)}
+      ), ${name('updated')} AS (
+        UPDATE ${tableOf(table)} SET ${setFrom(
+          table,
+          'j',
+          columns.filter((c) => c !== key),
+          sql`${own(REVISION)} = new_revision()`,
+          sql`${own(UPDATED_AT)} = CASE WHEN (${values(stored)}) IS DISTINCT FROM (${values(row)})
+                                THEN now() ELSE ${stored(UPDATED_AT)} END`,
+        )}
+          FROM ${name('guarded')} j
+         WHERE ${stored(key)} = ${row(key)} AND ${stored(REVISION)} = j.expected
+        RETURNING ${stored(key)} AS subject, ${stored(REVISION)}::text AS given
+      ), ${name('inserted')} AS (
+        INSERT INTO ${tableOf(table)} (${columnListOf(table, columns)})
+        SELECT ${columnListOf(table, columns)} FROM ${name('guarded')} WHERE expected IS NULL
+        ON CONFLICT (${own(key)}) DO NOTHING
+        RETURNING ${own(key)} AS subject, ${own(REVISION)}::text AS given
+      )`;
 };
 
-/** The tables a batch writes, each its rows as one JSON parameter, and how many events it wrote. */
-type WriteArgs = { [Table in keyof BatchRows]: string } & { eventCount: number };
+/** How many rows a part of the statement answered: `(SELECT count(*) FROM part)`. */
+const countOf = (...parts: string[]) =>
+  sql.join(
+    parts.map((part) => sql`(SELECT count(*) FROM ${sql.id(part)})`),
+    sql` + `,
+  );
 
-const writeStatement = preparedStatement<WriteArgs, unknown>(
+/** The revisions a projection's write gave, `[{subject, given}]` (null when it wrote none). */
+const revisionsOf = (table: 'orders' | 'refunds') => sql`(SELECT json_agg(w) FROM (
+          SELECT * FROM ${sql.id(`${table}_updated`)} UNION ALL SELECT * FROM ${sql.id(`${table}_inserted`)}) w)`;
+
+/** Rows read and not written, still at the revision read: as many as expected. */
+const stillAt = <T extends 'orders' | 'refunds'>(table: T, key: Column<T>, reads: Slot) => {
+  const row = columnsOf(table, 'x');
+  return sql`(SELECT count(*) FROM ${guardRows(reads)}
+          JOIN ${tableOf(table)} x ON ${row(key)} = g.subject AND ${row(REVISION)} = g.expected)
+        = json_array_length(${reads}::json)`;
+};
+
+/** The tables a batch writes, each its rows as one JSON parameter, what it expects of them, and its lane's chain. */
+type WriteArgs = { [Table in keyof BatchRows]: string } & {
+  [Guard in keyof BatchGuards as `${Guard}Guards`]: string;
+} & {
+  eventCount: number;
+  lane: string | null;
+  /** The token the lane's last commit left; null on the reading path, which needs none. */
+  laneExpected: string | null;
+  laneToken: string;
+  /** Ids to reserve for the lane's next batch. */
+  idCount: number;
+};
+
+const stream = columnsOf('event_streams');
+const streamStored = columnsOf('event_streams', 'event_streams');
+const streamRow = columnsOf('event_streams', 'j');
+const lanes = columnsOf('recorder_lanes');
+const laneStored = columnsOf('recorder_lanes', 'recorder_lanes');
+
+const writeStatement = preparedStatement<WriteArgs, WriteAnswer>(
   'record_write',
-  (p) => sql`
+  (p) => sql<WriteAnswer>`
       WITH notifications_added AS (${insertJson('notifications', NOTIFICATION_COLUMNS, p.notifications)}
       ), owners_added AS (${insertJson('order_owners', OWNER_COLUMNS, p.owners)}
-      ), orders_upserted AS (
-        ${insertJson('orders', ORDER_COLUMNS, p.orders)} ${upsertProjection('orders', ORDER_COLUMNS, 'order_id')}
-      ), refunds_upserted AS (
-        ${insertJson('refunds', REFUND_COLUMNS, p.refunds)} ${upsertProjection('refunds', REFUND_COLUMNS, 'refund_id')}
-      ), sequences_updated AS (
-        ${insertJson('event_streams', STREAM_COLUMNS, p.streams)}
-        ON CONFLICT (${columnsOf('event_streams')('order_id')})
-        DO UPDATE SET ${updateFromExcluded('event_streams', STREAM_COLUMNS, 'order_id')}
+        ON CONFLICT (${columnsOf('order_owners')('order_id')}) DO NOTHING RETURNING 1
+      ), ${guardedProjection('orders', ORDER_COLUMNS, 'order_id', p.orders, p.ordersGuards)}, ${guardedProjection(
+        'refunds',
+        REFUND_COLUMNS,
+        'refund_id',
+        p.refunds,
+        p.refundsGuards,
+      )}, streams_guarded AS (
+        SELECT j.*, g.expected FROM json_populate_recordset(NULL::${tableOf('event_streams')}, ${p.streams}::json) j
+          JOIN ${guardRows(p.streamsGuards)} ON g.subject = ${streamRow('order_id')}
+      ), streams_updated AS (
+        UPDATE ${tableOf('event_streams')} SET ${stream('last_sequence')} = ${streamRow('last_sequence')}
+          FROM streams_guarded j
+         WHERE ${streamStored('order_id')} = ${streamRow('order_id')} AND ${streamStored('last_sequence')} = j.expected
+        RETURNING 1
+      ), streams_inserted AS (
+        INSERT INTO ${tableOf('event_streams')} (${columnListOf('event_streams', STREAM_COLUMNS)})
+        SELECT ${columnListOf('event_streams', STREAM_COLUMNS)} FROM streams_guarded WHERE expected IS NULL
+        ON CONFLICT (${stream('order_id')}) DO NOTHING RETURNING 1
+      ), lane_moved AS (
+        UPDATE ${tableOf('recorder_lanes')} SET ${lanes('token')} = ${p.laneToken}::bigint, ${lanes('written_at')} = now()
+         WHERE ${lanes('lane')} = ${p.lane}::uuid AND ${lanes('token')} = ${p.laneExpected}::bigint
+        RETURNING 1
+      ), lane_begun AS (
+        INSERT INTO ${tableOf('recorder_lanes')} (${lanes('lane')}, ${lanes('token')})
+        SELECT ${p.lane}::uuid, ${p.laneToken}::bigint WHERE ${p.laneExpected}::bigint IS NULL AND ${p.lane}::uuid IS NOT NULL
+        ON CONFLICT (${lanes('lane')}) DO UPDATE SET ${lanes('token')} = ${columnsOf('recorder_lanes', 'excluded')('token')},
+                                                ${lanes('written_at')} = now()
+      ), lanes_forgotten AS (
+        DELETE FROM ${tableOf('recorder_lanes')}
+         WHERE ${p.laneExpected}::bigint IS NULL AND ${laneStored('lane')} <> ${p.lane}::uuid
+           AND ${laneStored('written_at')} < now() - interval '7 days'
       ), events_added AS (${insertOutboxRows(p.events)}
       ), variants_added AS (${insertJson('notification_variants', VARIANT_COLUMNS, p.variants)}
       ), ${insertDeliveries(p.deliveries, p.repeats)}
-      -- The relay's wake-up hint, delivered at commit; it also polls, so a lost hint costs a poll interval.
-      SELECT CASE WHEN ${p.eventCount}::int > 0 THEN ${relayHint} END AS notified`,
+      SELECT recording_guard(
+               ${countOf('orders_updated', 'orders_inserted')} = json_array_length(${p.orders}::json)
+           AND ${countOf('refunds_updated', 'refunds_inserted')} = json_array_length(${p.refunds}::json)
+           AND ${countOf('streams_updated', 'streams_inserted')} = json_array_length(${p.streams}::json)
+           AND ${countOf('owners_added')} = json_array_length(${p.owners}::json)
+           AND ${stillAt('orders', 'order_id', p.orderReadsGuards)}
+           AND ${stillAt('refunds', 'refund_id', p.refundReadsGuards)}
+           AND (${p.laneExpected}::bigint IS NULL OR EXISTS (SELECT 1 FROM lane_moved))
+             ) AS guarded,
+             ${revisionsOf('orders')} AS order_revisions,
+             ${revisionsOf('refunds')} AS refund_revisions,
+             (SELECT array_agg(nextval('notification_ids')::text) FROM generate_series(1, ${p.idCount}::int)) AS next_ids,
+             to_json(now())#>>'{}' AS now,
+             -- The relay's wake-up hint, delivered at commit; it also polls, so a lost hint costs a poll interval.
+             CASE WHEN ${p.eventCount}::int > 0 THEN ${relayHint} END AS notified`,
 );
 
-/** Everything the decision wrote, as one statement (sent with COMMIT), and the relay's wake-up hint. */
-export const writeBatch = (rows: BatchRows): Statement =>
+/** What the write answers: the revisions it gave, ids for the lane's next batch, and the database's time. */
+export interface WriteAnswer {
+  order_revisions: Array<{ subject: string; given: string }> | null;
+  refund_revisions: Array<{ subject: string; given: string }> | null;
+  next_ids: string[] | null;
+  now: string;
+}
+
+/** Where a write stands in its lane's chain of commits (docs/decisions/0024). */
+export interface LaneLink {
+  /** The lane's id (recorder_lanes); null for a write outside any lane (the command line's). */
+  lane: string | null;
+  /** The token of the lane's last commit, which this write expects; null on the reading path. */
+  expected: string | null;
+  /** The token this write leaves. */
+  token: string;
+  /** Ids to reserve for the lane's next batch. */
+  idCount: number;
+}
+
+/**
+ * Everything the decision wrote, as one statement: alone (the fast path) or sent with COMMIT after the read, with
+ * its guards, the lane's link, and the relay's wake-up hint. Fails with SQLSTATE PR001, writing nothing, when a
+ * guard did not hold.
+ */
+export const writeBatch = (rows: BatchRows, guards: BatchGuards, link: LaneLink): Statement<WriteAnswer> =>
   writeStatement({
     notifications: json(rows.notifications),
     owners: json(rows.owners),
@@ -243,7 +364,16 @@ export const writeBatch = (rows: BatchRows): Statement =>
     variants: json(rows.variants),
     deliveries: json(rows.deliveries),
     repeats: json(rows.repeats),
+    ordersGuards: json(guards.orders),
+    refundsGuards: json(guards.refunds),
+    streamsGuards: json(guards.streams),
+    orderReadsGuards: json(guards.orderReads),
+    refundReadsGuards: json(guards.refundReads),
     eventCount: rows.events.length,
+    lane: link.lane,
+    laneExpected: link.expected,
+    laneToken: link.token,
+    idCount: link.idCount,
   });
 
 /**

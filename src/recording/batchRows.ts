@@ -219,8 +219,8 @@ export function batchRows(writes: BatchWrites): BatchRows {
  * the transaction's time (text: a JavaScript Date would cut its microseconds).
  */
 export interface StateRow {
-  orders: Array<Selected<OrdersTable, Exclude<keyof OrderWriteRow, 'status_rank'>>> | null;
-  refunds: Array<Selected<RefundsTable, Exclude<keyof RefundWriteRow, 'status_rank'>>> | null;
+  orders: Array<Selected<OrdersTable, Exclude<keyof OrderWriteRow, 'status_rank'> | 'revision'>> | null;
+  refunds: Array<Selected<RefundsTable, Exclude<keyof RefundWriteRow, 'status_rank'> | 'revision'>> | null;
   streams: Array<Selected<EventStreamsTable, keyof StreamRow>> | null;
   owners: Array<Selected<OrderOwnersTable, keyof OwnerRow>> | null;
   new_ids: string[] | null;
@@ -232,18 +232,65 @@ type Selected<Table, Column extends keyof Selectable<Table>> = Pick<Selectable<T
 
 /** The state read, as the decision takes it; the stored notifications come from history (withStoredNotifications). */
 export function stateOf(row: StateRow | undefined): BatchState {
+  const orders = row?.orders ?? [];
+  const refunds = row?.refunds ?? [];
   return {
     storedNotifications: new Map(),
     orders: new Map(
-      (row?.orders ?? []).map(({ recorded, ...r }) => [r.order_id, { projection: orderFromRow(r), recorded }]),
+      orders.map(({ recorded, revision: _, ...r }) => [r.order_id, { projection: orderFromRow(r), recorded }]),
     ),
     refunds: new Map(
-      (row?.refunds ?? []).map(({ recorded, ...r }) => [r.refund_id, { projection: refundFromRow(r), recorded }]),
+      refunds.map(({ recorded, revision: _, ...r }) => [r.refund_id, { projection: refundFromRow(r), recorded }]),
     ),
     owners: new Map((row?.owners ?? []).map((o) => [o.order_id, o.pos_id])),
     sequences: new Map((row?.streams ?? []).map((s) => [s.order_id, Number(s.last_sequence)])),
     newIds: row?.new_ids ?? [],
     now: row?.now ?? '',
+    revisions: {
+      orders: new Map(orders.map((o) => [o.order_id, o.revision])),
+      refunds: new Map(refunds.map((r) => [r.refund_id, r.revision])),
+    },
+  };
+}
+
+/**
+ * What the write expects of a row: the revision (or, for an event stream, the last sequence) the decision was made
+ * from, or null where it found no row (the write then inserts it, and fails if one is there).
+ */
+export interface GuardRow {
+  subject: string;
+  expected: string | null;
+}
+
+/** Every assumption a batch's decision made of the rows it writes and of those it read only (docs/decisions/0024). */
+export interface BatchGuards {
+  /** The orders, refunds and event streams it writes, by key, each with what it expects there. */
+  orders: GuardRow[];
+  refunds: GuardRow[];
+  streams: GuardRow[];
+  /** The orders and refunds it read and does not write: still at the revision read. */
+  orderReads: GuardRow[];
+  refundReads: GuardRow[];
+}
+
+/** The guards of a batch decided from `state` whose write is `writes`. */
+export function guardsOf(state: BatchState, writes: BatchWrites): BatchGuards {
+  const expect = (stored: ReadonlyMap<string, string | number>, subject: string): GuardRow => {
+    const value = stored.get(subject);
+    return { subject, expected: value === undefined ? null : String(value) };
+  };
+  const orders = writes.orders.map((o) => o.projection.orderId);
+  const refunds = writes.refunds.map((r) => r.projection.refundId);
+  const unwritten = (revisions: ReadonlyMap<string, string>, written: readonly string[]): GuardRow[] => {
+    const writing = new Set(written);
+    return [...revisions].filter(([id]) => !writing.has(id)).map(([subject, expected]) => ({ subject, expected }));
+  };
+  return {
+    orders: orders.map((id) => expect(state.revisions.orders, id)),
+    refunds: refunds.map((id) => expect(state.revisions.refunds, id)),
+    streams: writes.sequences.map((s) => expect(state.sequences, s.orderId)),
+    orderReads: unwritten(state.revisions.orders, orders),
+    refundReads: unwritten(state.revisions.refunds, refunds),
   };
 }
 

@@ -8,9 +8,9 @@ import type { OrdersTable, RefundsTable } from '../database/schema';
  * the admin API and `reproject`. Ranks are derived from the status (statusRules.ts).
  */
 
-/** A projection's columns as read (amounts as text): without its timestamps and recorded statuses. */
-export type OrderRow = Omit<Selectable<OrdersTable>, 'created_at' | 'updated_at' | 'recorded'>;
-export type RefundRow = Omit<Selectable<RefundsTable>, 'created_at' | 'updated_at' | 'recorded'>;
+/** A projection's columns as read (amounts as text): without its timestamps, recorded statuses and revision. */
+export type OrderRow = Omit<Selectable<OrdersTable>, 'created_at' | 'updated_at' | 'recorded' | 'revision'>;
+export type RefundRow = Omit<Selectable<RefundsTable>, 'created_at' | 'updated_at' | 'recorded' | 'revision'>;
 
 export function orderFromRow(r: Omit<OrderRow, 'status_rank'>): OrderProjection {
   return {

@@ -7,7 +7,9 @@ import { meaningOf, type BatchDecision, type BatchItem } from './batch';
 import { KnownNotifications } from './knownNotifications';
 import type { Delivery, NotificationStore, QuarantineCause, DeliveryKept, DeliveryAnswer } from './notificationStore';
 import type { RecordingContext } from './projectionFold';
-import { LockSetChanged, recordBatch, recordQuarantine } from './recordBatch';
+import { KeptOrders } from './keptOrders';
+import { GuardFailed, LockSetChanged, recordBatch, recordQuarantine } from './recordBatch';
+import { RecorderLane, type KeptStateResult } from './recorderLane';
 
 export interface RecorderOptions {
   /** Most notifications in one transaction. */
@@ -34,6 +36,13 @@ export interface RecorderOptions {
    * default 50,000, about 650 bytes each; 0 turns it off).
    */
   knownCapacity?: number;
+  /**
+   * Orders whose state is kept so that their batches are one statement, without a read (RECORDER_KEPT_ORDERS in the
+   * service, docs/decisions/0024; 0 turns it off: every batch reads).
+   */
+  keptOrders?: number;
+  /** Told of each batch written, from kept state or after a read, and of each guard that failed. */
+  onKeptState?: (result: KeptStateResult) => void;
   /** Told of every batch once it is settled: its size and how long its lane was busy with it. */
   onBatchDone?: (notifications: number, busySeconds: number) => void;
   /** Told when a write failed because its day of history has no partition: someone must make it now. */
@@ -99,6 +108,8 @@ interface Pending {
   /** performance.now() when it was queued: the deadlines count from here. */
   since: number;
   state: PendingState;
+  /** How many times its batch's guard failed: past GUARD_RERUNS, it is recorded on its own. */
+  guardFailures: number;
   resolve(result: DeliveryAnswer): void;
   reject(error: Error): void;
 }
@@ -112,6 +123,12 @@ const DEADLINE_SWEEP_MS = 50;
  * then unknown (the sender's retry finds it recorded, or records it).
  */
 const COMMIT_GRACE_MS = 500;
+
+/**
+ * How many times a batch runs again after its guard failed (each time by the reading path) before its members are
+ * recorded one by one: a guard fails again only when another replica wrote one of its orders in between.
+ */
+const GUARD_RERUNS = 3;
 
 const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
 
@@ -141,6 +158,9 @@ export class Recorder implements NotificationStore {
   /** The batch each lane is running, for the deadline sweep. */
   private readonly inFlight: Array<Pending[] | null>;
   private readonly known: KnownNotifications;
+  private readonly kept: KeptOrders;
+  /** Each lane's chain of commits, with the kept state they share. */
+  private readonly lanes: RecorderLane[];
   private queued = 0;
   /** Set by refuseAll: every notification is refused from then on. */
   private refusing = false;
@@ -157,6 +177,17 @@ export class Recorder implements NotificationStore {
     this.queues = Array.from({ length: options.lanes }, () => []);
     this.inFlight = this.queues.map(() => null);
     this.known = new KnownNotifications(options.knownCapacity ?? 50_000);
+    this.kept = new KeptOrders(options.keptOrders ?? 0);
+    this.lanes = this.queues.map(() => new RecorderLane(this.kept, options.maxBatchSize, options.onKeptState));
+  }
+
+  /**
+   * A failover was noticed (the database watch): what is kept may be what the promoted database lost, so every lane's
+   * next batch reads. The guards would catch it (docs/decisions/0024); this spares them the failures.
+   */
+  forgetKeptState(): void {
+    this.kept.clear();
+    for (const lane of this.lanes) lane.reset();
   }
 
   /** Notifications waiting, and lanes with a transaction running. */
@@ -177,6 +208,7 @@ export class Recorder implements NotificationStore {
         lane: laneOf(notification.orderId, this.queues.length),
         since: performance.now(),
         state: 'queued',
+        guardFailures: 0,
         resolve: (result) => this.answer(pending, () => resolve(result)),
         reject: (error) => this.answer(pending, () => reject(error)),
       };
@@ -295,8 +327,10 @@ export class Recorder implements NotificationStore {
       return known ? { delivery, notification, known } : { delivery, notification };
     });
     for (const p of batch) p.state = 'running';
+    const lane = this.lanes[batch[0]?.lane ?? 0];
     const decision = await this.transactions.transaction((trx) =>
       recordBatch(trx, this.context, items, {
+        ...(lane === undefined ? {} : { lane }),
         beforeWrite: () => {
           this.refuseLate(batch, performance.now());
           if (batch.some((p) => p.state === 'answered')) throw new BatchAbandoned();
@@ -334,6 +368,14 @@ export class Recorder implements NotificationStore {
         this.requeue(...live);
         return;
       }
+      if (error instanceof GuardFailed) {
+        for (const p of live) p.guardFailures += 1;
+        // Again at once, by the reading path (the lane's chain is broken); past the reruns, one by one.
+        if (live.every((p) => p.guardFailures <= GUARD_RERUNS)) {
+          this.requeue(...live);
+          return;
+        }
+      }
       if (isDatabaseUnavailable(error)) {
         this.noticeMissingPartition(error);
         for (const p of live) p.reject(asError(error));
@@ -347,6 +389,7 @@ export class Recorder implements NotificationStore {
           p.resolve(result as DeliveryAnswer);
         } catch (single) {
           if (single instanceof LockSetChanged) this.requeue(p);
+          else if (single instanceof GuardFailed && ++p.guardFailures <= 2 * GUARD_RERUNS) this.requeue(p);
           else if (single instanceof BatchAbandoned) p.reject(new RecorderOverloaded('no commit in time'));
           else if (isDatabaseUnavailable(single)) {
             this.noticeMissingPartition(single);

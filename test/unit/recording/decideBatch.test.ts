@@ -4,8 +4,7 @@ import {
   DELIVERY_ROWS_PER_NOTIFICATION,
   meaningOf,
   type BatchItem,
-  type BatchState,
-} from '../../../src/recording/batch';
+  type BatchState, NO_REVISIONS } from '../../../src/recording/batch';
 import { eventId } from '../../../src/outbox/cloudEvents';
 import { decideBatch } from '../../../src/recording/decideBatch';
 import type { OrderProjection, RefundProjection } from '../../../src/recording/projection';
@@ -83,6 +82,7 @@ const state = (given: StateOf = {}): BatchState => ({
   sequences: new Map(Object.entries(given.sequences ?? {})),
   newIds: ['101', '102', '103', '104', '105', '106'],
   now: NOW,
+  revisions: NO_REVISIONS,
 });
 
 let bodies = 0;
