@@ -201,7 +201,11 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
     timeoutMs: Math.min(config.databaseTimeoutMs, WATCH_TIMEOUT_MS),
     metrics: metrics.failover,
     logger: logger.child({ component: 'watch' }),
-    onFailover: () => recovery.recovery.wake(),
+    // What the recorder kept may be what the promoted database lost: its next batches read (docs/decisions/0024).
+    onFailover: () => {
+      store.forgetKeptState();
+      recovery.recovery.wake();
+    },
   });
   const store = createRecorder(config, pool, metrics, logger, {
     onMissingPartition: dayMissing,
@@ -337,6 +341,8 @@ function createRecorder(
       maxWaitMs: config.databaseTimeoutMs,
       answerWithinMs: config.databaseTimeoutMs + 1000,
       knownCapacity: config.recorderKnownNotifications,
+      keptOrders: config.recorderKeptOrders,
+      onKeptState: (result) => metrics.recorderKeptState.inc({ result }),
       onBatchDone: (notifications, busySeconds) => {
         metrics.recorderBatchSize.observe(notifications);
         metrics.recorderBusy.inc(busySeconds);

@@ -298,6 +298,11 @@ export const settings = z.object({
    * read (about 650 bytes of heap each: 31 MB at the default, 125 MB at the most; 0 turns the cache off).
    */
   recorderKnownNotifications: fromEnv('RECORDER_KNOWN_NOTIFICATIONS', count(0, 200_000).default(50_000)),
+  /**
+   * RECORDER_KEPT_ORDERS: recent orders whose state each replica keeps, so that a batch of them is one statement,
+   * without a read, its write checked against the database (docs/decisions/0024; 0 turns it off).
+   */
+  recorderKeptOrders: fromEnv('RECORDER_KEPT_ORDERS', count(0, 100_000).default(20_000)),
   /** MIGRATE_ON_START: apply pending migrations at start. */
   migrateOnStart: fromEnv('MIGRATE_ON_START', boolean.default(true)),
   /** RELAY_ENABLED: run the outbox relay inside the service. */

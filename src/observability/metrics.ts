@@ -40,6 +40,8 @@ export interface Metrics extends RelayMetrics {
   statusConflicts: Counter<'kind' | 'status' | 'kept_status' | 'source'>;
   recorderBatchSize: Histogram;
   recorderBusy: Counter;
+  /** Recording statements by how they were decided: from kept state, after a read, or refused by a guard (0024). */
+  recorderKeptState: Counter<'result'>;
   /** Token checks of the admin port (console sign-ins, the JSON API's bearer): signed in, refused, throttled. */
   signIns: Counter<'result' | 'via'>;
   paymentApi: PaymentApiMetrics;
@@ -275,6 +277,14 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     help: 'Time the recorder had a transaction running, summed over its lanes.',
     registers: [registry],
   });
+  // One round trip per batch (docs/decisions/0024): how often kept state decided it, and how often it was wrong.
+  const recorderKeptState = new Counter({
+    name: 'recorder_kept_state_total',
+    help: 'Recording statements by how their batch was decided: kept (from kept state, one round trip), read (after a read), guard_failed (the kept state was not what the database holds; the batch ran again by a read).',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  for (const result of ['kept', 'read', 'guard_failed']) recorderKeptState.inc({ result }, 0);
   new Gauge({
     name: 'recorder_queued_notifications',
     help: 'Notifications waiting for a recording transaction.',
@@ -312,6 +322,7 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     statusConflicts,
     recorderBatchSize,
     recorderBusy,
+    recorderKeptState,
     paymentApi: createPaymentApiMetrics(registry),
     reconciliation: createReconciliationMetrics(registry),
     history: createHistoryMetrics(registry, sources.historyDaysAhead),

@@ -71,13 +71,16 @@ export async function withDb<T>(url: string, work: (db: Db) => Promise<T>): Prom
 /**
  * Runs `whileLocked` while another transaction holds an order's lock, the advisory lock the recorder
  * takes for it (lockOrders in src/recording/batchQueries.ts, with its ORDER_LOCK_SEED), then releases it: a recording
- * transaction that needs the order waits on it meanwhile.
+ * transaction that needs the order waits on it meanwhile. A batch decided from kept state takes no lock
+ * (docs/decisions/0024): the lanes' rows of recorder_lanes are held too, which its one statement moves, so it waits as
+ * well (on its write, not on a read). A batch of known repeats writes only deliveries, and waits for neither.
  */
 export async function whileOrderLocked<T>(pool: pg.Pool, orderId: string, whileLocked: () => Promise<T>): Promise<T> {
   const blocker = await pool.connect();
   try {
     await blocker.query('BEGIN');
     await blocker.query('SELECT pg_advisory_xact_lock(hashtextextended($1, $2))', [orderId, ORDER_LOCK_SEED]);
+    await blocker.query('SELECT 1 FROM recorder_lanes FOR UPDATE');
     return await whileLocked();
   } finally {
     await blocker.query('ROLLBACK');

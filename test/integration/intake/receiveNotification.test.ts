@@ -266,6 +266,20 @@ describe('POST /notifications: request checks before the signature', () => {
     expect(after.nodejs_eventloop_active_seconds_total).toBeGreaterThan(before.nodejs_eventloop_active_seconds_total);
   });
 
+  it("When an order's later statuses arrive, then the recorder decides them from the state it kept, one statement each, and counts it", async () => {
+    const kept = async (): Promise<number> => {
+      const text = (await svc.admin.get('/metrics')).text;
+      return Number(/^recorder_kept_state_total\{result="kept"\} (\S+)$/m.exec(text)?.[1]);
+    };
+    const orderId = uniqueId('KEPT');
+    expect((await svc.post(orderBody({ orderId, status: 'PENDING' }))).status).toBe(200);
+    const before = await kept();
+    for (const status of ['WAITING_FOR_CONFIRMATION', 'COMPLETED'])
+      expect((await svc.post(orderBody({ orderId, status }))).status).toBe(200);
+    expect((await kept()) - before).toBe(2);
+    expect((await svc.admin.get(`/orders/${orderId}`)).body).toMatchObject({ status: 'COMPLETED' });
+  });
+
   it('When notifications wait behind a running recording transaction, then recorder_queued_notifications counts them, and 0 once they are answered', async () => {
     const queued = async () => (await metricValues('recorder_queued_notifications')).recorder_queued_notifications;
     // Another transaction holds the first order's lock, so the one lane's transaction waits on it.

@@ -42,6 +42,7 @@ describe('loadConfig', () => {
       databasePipeline: true,
       databaseWriteLanes: 1,
       recorderKnownNotifications: 50_000,
+      recorderKeptOrders: 20_000,
       trustProxy: { kind: 'none' },
       notifyBasicAuth: null,
       bodyLimitBytes: 64 * 1024,
@@ -93,6 +94,17 @@ describe('loadConfig', () => {
       expect(
         problemsOf({ SECOND_KEYS: '1:k0123456789abcdef', DATABASE_WRITE_LANES: bad }).map((p) => p.split(':')[0]),
       ).toEqual(['DATABASE_WRITE_LANES']);
+    }
+  });
+
+  it('When RECORDER_KEPT_ORDERS is set, then it is read as a count from 0 (off) to 100,000, naming it otherwise', () => {
+    const keys = { SECOND_KEYS: '1:k0123456789abcdef' };
+    expect(loadConfig({ ...keys, RECORDER_KEPT_ORDERS: '0' }).recorderKeptOrders).toBe(0);
+    expect(loadConfig({ ...keys, RECORDER_KEPT_ORDERS: '100000' }).recorderKeptOrders).toBe(100_000);
+    for (const bad of ['-1', '100001', 'many', '1.5']) {
+      expect(problemsOf({ ...keys, RECORDER_KEPT_ORDERS: bad }).map((p) => p.split(':')[0])).toEqual([
+        'RECORDER_KEPT_ORDERS',
+      ]);
     }
   });
 

@@ -1,0 +1,174 @@
+import { NOTHING_READ, type BatchItem, type BatchState, type BatchWrites } from '../../../src/recording/batch';
+import { KeptOrders } from '../../../src/recording/keptOrders';
+import type { OrderNotification, RefundNotification } from '../../../src/parsing/notification';
+import type { Delivery } from '../../../src/recording/notificationStore';
+import type { OrderProjection, RefundProjection } from '../../../src/recording/projection';
+import type { StoredProjection } from '../../../src/recording/projectionFold';
+
+const delivery: Delivery = {
+  body: Buffer.from('{}'),
+  bodySha256: Buffer.alloc(32),
+  signers: [{ posId: '300746', keyFingerprint: 'k' }],
+  sourceAddress: null,
+  processingTimeMs: null,
+  observedVia: 'notification',
+};
+
+const orderItem = (orderId: string, status: OrderNotification['status']): BatchItem => ({
+  delivery,
+  notification: {
+    kind: 'order',
+    orderId,
+    extOrderId: null,
+    merchantPosId: '300746',
+    status,
+    totalAmount: '100',
+    currencyCode: 'PLN',
+    paymentId: null,
+    payMethodType: null,
+    localReceiptDateTime: null,
+  },
+});
+
+const refundItem = (orderId: string, refundId: string, status: RefundNotification['status']): BatchItem => ({
+  delivery,
+  notification: {
+    kind: 'refund',
+    orderId,
+    extOrderId: null,
+    refundId,
+    extRefundId: null,
+    status,
+    amount: '10',
+    currencyCode: 'PLN',
+    statusDateTime: null,
+    refundDate: null,
+    reason: null,
+    reasonDescription: null,
+  },
+});
+
+const stored = (orderId: string, statuses: string[]): StoredProjection<OrderProjection> => ({
+  projection: {
+    orderId,
+    extOrderId: null,
+    merchantPosId: '300746',
+    status: 'PENDING',
+    totalAmount: '100',
+    currencyCode: 'PLN',
+    paymentId: null,
+    payMethodType: null,
+    localReceiptDateTime: null,
+  },
+  recorded: Object.fromEntries(statuses.map((s, i) => [s, { id: String(i + 1), at: '2026-12-03T10:00:00Z' }])),
+});
+
+const storedRefund = (orderId: string, refundId: string): StoredProjection<RefundProjection> => ({
+  projection: {
+    refundId,
+    orderId,
+    extOrderId: null,
+    extRefundId: null,
+    status: 'PENDING',
+    amount: '10',
+    currencyCode: 'PLN',
+    statusDateTime: null,
+    refundDate: null,
+    reason: null,
+    reasonDescription: null,
+  },
+  recorded: { PENDING: { id: '9', at: '2026-12-03T10:00:00Z' } },
+});
+
+const NO_WRITES: BatchWrites = {
+  newNotifications: [],
+  owners: [],
+  orders: [],
+  refunds: [],
+  sequences: [],
+  events: [],
+  variants: [],
+  deliveries: [],
+};
+
+/** Keeps orders as a write leaves them: each at revision `r-<order>`, owned by 300746, its stream at 1. */
+function keep(kept: KeptOrders, orders: string[], refunds: Array<[string, string]> = []): void {
+  const writes: BatchWrites = {
+    ...NO_WRITES,
+    orders: orders.map((id) => stored(id, ['PENDING'])),
+    refunds: refunds.map(([orderId, refundId]) => storedRefund(orderId, refundId)),
+    owners: orders.map((orderId) => ({ orderId, posId: '300746' })),
+    sequences: orders.map((orderId) => ({ orderId, lastSequence: 1 })),
+  };
+  kept.keep(NOTHING_READ, writes, {
+    orders: new Map(orders.map((id) => [id, `r-${id}`])),
+    refunds: new Map(refunds.map(([, id]) => [id, `r-${id}`])),
+  });
+}
+
+const decided = (kept: KeptOrders, ...items: BatchItem[]): BatchState | null =>
+  kept.stateFor(items, ['101', '102'], '2026-12-03T10:00:00.000Z');
+
+describe('KeptOrders', () => {
+  it('When a batch is of kept orders, then its state is what was kept, with the revisions the write expects', () => {
+    const kept = new KeptOrders(10);
+    keep(kept, ['A']);
+    const state = decided(kept, orderItem('A', 'COMPLETED'));
+    expect(state?.orders.get('A')?.projection.orderId).toBe('A');
+    expect(state?.owners.get('A')).toBe('300746');
+    expect(state?.sequences.get('A')).toBe(1);
+    expect(state?.revisions.orders.get('A')).toBe('r-A');
+    expect(state?.newIds).toEqual(['101', '102']);
+  });
+
+  it('When an order not kept comes with its first status, then it is taken for new; with a later one, it must be read', () => {
+    const kept = new KeptOrders(10);
+    expect(decided(kept, orderItem('NEW', 'PENDING'))?.orders.size).toBe(0);
+    expect(decided(kept, orderItem('NEW', 'COMPLETED'))).toBeNull();
+  });
+
+  it('When a status its kept projection recorded comes again, then the batch must read its history', () => {
+    const kept = new KeptOrders(10);
+    keep(kept, ['A']);
+    expect(decided(kept, orderItem('A', 'COMPLETED'), orderItem('A', 'PENDING'))).toBeNull();
+  });
+
+  it('When a refund comes, then its order must be kept; a refund kept under another order brings that order along', () => {
+    const kept = new KeptOrders(10);
+    keep(kept, ['A', 'B'], [['B', 'R1']]);
+    expect(decided(kept, refundItem('X', 'R2', 'PENDING'))).toBeNull();
+    expect(decided(kept, refundItem('A', 'R2', 'PENDING'))?.refunds.size).toBe(0);
+    expect(decided(kept, refundItem('A', 'R3', 'FINALIZED'))).toBeNull();
+    const state = decided(kept, refundItem('A', 'R1', 'FINALIZED'));
+    expect([...(state?.orders.keys() ?? [])].sort()).toEqual(['A', 'B']);
+    expect(state?.revisions.refunds.get('R1')).toBe('r-R1');
+    expect(decided(kept, refundItem('A', 'R1', 'PENDING'))).toBeNull();
+  });
+
+  it('When more orders are kept than the capacity, then the least recently used go, with their refunds', () => {
+    const kept = new KeptOrders(2);
+    keep(kept, ['A'], [['A', 'RA']]);
+    keep(kept, ['B']);
+    keep(kept, ['A']);
+    keep(kept, ['C']);
+    expect(kept.size).toBe(2);
+    expect(decided(kept, orderItem('B', 'COMPLETED'))).toBeNull();
+    expect(decided(kept, orderItem('A', 'COMPLETED'))).not.toBeNull();
+    keep(kept, ['D']);
+    keep(kept, ['E']);
+    expect(decided(kept, refundItem('E', 'RA', 'FINALIZED'))).toBeNull();
+  });
+
+  it('When orders are forgotten or everything is cleared, then their batches read; with a capacity of 0, every batch reads', () => {
+    const kept = new KeptOrders(10);
+    keep(kept, ['A', 'B']);
+    kept.forget(['A']);
+    expect(decided(kept, orderItem('A', 'COMPLETED'))).toBeNull();
+    expect(decided(kept, orderItem('B', 'COMPLETED'))).not.toBeNull();
+    kept.clear();
+    expect(decided(kept, orderItem('B', 'COMPLETED'))).toBeNull();
+    const off = new KeptOrders(0);
+    keep(off, ['A']);
+    expect(decided(off, orderItem('NEW', 'PENDING'))).toBeNull();
+  });
+});
