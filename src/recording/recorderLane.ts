@@ -35,7 +35,7 @@ export class RecorderLane {
     if (this.token === null) return null;
     const meanings = new Set(items.filter((item) => !item.known).map((item) => meaningOf(item.notification)));
     if (meanings.size > this.ids.length) return null;
-    return this.kept.stateFor(items, this.ids, new Date(Date.now() + this.offsetMs).toISOString());
+    return this.kept.stateFor(items, this.ids, databaseTime(Date.now() + this.offsetMs));
   }
 
   /** The write's place in the chain: expecting the last commit's token on the fast path. */
@@ -75,4 +75,14 @@ export class RecorderLane {
     this.token = null;
     this.ids = [];
   }
+}
+
+/**
+ * An instant as the database writes a timestamptz in JSON in UTC (`to_json(now())#>>'{}'`): no trailing zeros in the
+ * fraction, `+00:00`. The same text the read gives where the server's TimeZone is UTC, the same instant everywhere.
+ */
+export function databaseTime(ms: number): string {
+  const [seconds = '', fraction = ''] = new Date(ms).toISOString().slice(0, -1).split('.');
+  const digits = fraction.replace(/0+$/, '');
+  return `${seconds}${digits === '' ? '' : `.${digits}`}+00:00`;
 }

@@ -6,8 +6,9 @@ import type { OrderStatus, RefundStatus } from '../parsing/notification';
  *   order:  NEW < PENDING < WAITING_FOR_CONFIRMATION < COMPLETED | CANCELED
  *   refund: PENDING < FINALIZED | CANCELED
  * The final statuses share the highest rank, so "rank goes up" is the whole rule for applying. It is
- * applied here only, in the batch decision; concurrent deliveries of one order cannot both decide on the
- * same state because the recording transaction holds the order's advisory lock (lockOrders in
+ * applied here only, in the batch decision; concurrent deliveries of one order cannot both commit what they
+ * decided from the same state: the write changes the order's row only at the revision it was decided from, or
+ * fails whole (docs/decisions/0024); the reading path also holds the order's advisory lock (lockOrders in
  * batchQueries.ts). The database stores status_rank with the projection and writes what it is given.
  */
 export const ORDER_STATUS_RANK: Readonly<Record<OrderStatus | 'NEW', number>> = {

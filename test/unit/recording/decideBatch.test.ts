@@ -4,7 +4,9 @@ import {
   DELIVERY_ROWS_PER_NOTIFICATION,
   meaningOf,
   type BatchItem,
-  type BatchState, NO_REVISIONS } from '../../../src/recording/batch';
+  type BatchState,
+  NO_REVISIONS,
+} from '../../../src/recording/batch';
 import { eventId } from '../../../src/outbox/cloudEvents';
 import { decideBatch } from '../../../src/recording/decideBatch';
 import type { OrderProjection, RefundProjection } from '../../../src/recording/projection';
