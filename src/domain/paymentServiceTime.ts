@@ -4,7 +4,7 @@
  * in its own local time: PAYMENT_SERVICE_TIME_ZONE names that zone (Europe/Warsaw by default).
  */
 
-import { DAY_MS, instantsOfWall, zoneOffsetMs } from './zoneOffsets';
+import { DAY_MS, instantsOfWall, utcMs, zoneOffsetMs } from './zoneOffsets';
 
 /** The payment service's own zone: PAYMENT_SERVICE_TIME_ZONE's default. */
 export const DEFAULT_PAYMENT_SERVICE_TIME_ZONE = 'Europe/Warsaw';
@@ -29,7 +29,7 @@ export function paymentServiceInstant(text: string | null, timeZone: string): st
   if (!m) return null;
   const [, y, mo, d, h, mi, s, frac, offset] = m;
   const ms = Number((frac ?? '').padEnd(3, '0').slice(0, 3));
-  const wall = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s ?? 0), ms);
+  const wall = utcMs(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s ?? 0), ms);
   const check = new Date(wall);
   if (check.getUTCMonth() !== Number(mo) - 1 || check.getUTCDate() !== Number(d) || Number(h) > 23) return null;
   if (offset !== undefined) {

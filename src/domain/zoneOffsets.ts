@@ -35,7 +35,7 @@ export function wallMs(timeZone: string, ms: number): number {
       .formatToParts(new Date(ms))
       .map((p) => [p.type, p.value]),
   );
-  return Date.UTC(
+  return utcMs(
     Number(parts.year),
     Number(parts.month) - 1,
     Number(parts.day),
@@ -43,6 +43,16 @@ export function wallMs(timeZone: string, ms: number): number {
     Number(parts.minute),
     Number(parts.second),
   );
+}
+
+/**
+ * A date and time read as UTC, in epoch milliseconds (month 0-11): Date.UTC, but for every year, where Date.UTC reads
+ * the years 0 to 99 as 1900 to 1999.
+ */
+export function utcMs(year: number, month: number, day = 1, hour = 0, minute = 0, second = 0, ms = 0): number {
+  const at = new Date(Date.UTC(2000, month, day, hour, minute, second, ms));
+  at.setUTCFullYear(year + at.getUTCFullYear() - 2000);
+  return at.getTime();
 }
 
 /** The zone's offset from UTC at the instant `ms`, in milliseconds (Europe/Warsaw in winter: 3,600,000). */

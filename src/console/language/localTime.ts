@@ -9,7 +9,7 @@
  *   range and as its second for its end, so a range always includes both.
  */
 
-import { DAY_MS, instantsOfWall, wallMs, zoneOffsetMs } from '../../domain/zoneOffsets';
+import { DAY_MS, instantsOfWall, utcMs, wallMs, zoneOffsetMs } from '../../domain/zoneOffsets';
 
 /**
  * An IANA time zone's name as pages show it (`europe/warsaw` is `Europe/Warsaw`; an alias Intl knows under another
@@ -154,7 +154,7 @@ export class LocalTime {
    * twice), as src/domain/zoneOffsets.ts finds them (offsets a day, 86,400,000 ms, on either side of it).
    */
   instantsOf(w: WallTime): Date[] {
-    const asUtc = Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
+    const asUtc = utcMs(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
     return instantsOfWall(this.timeZone, asUtc).map((t) => new Date(t));
   }
 
@@ -168,7 +168,7 @@ export class LocalTime {
     if (found.length > 1)
       return { at: (which === 'first' ? found[0] : found[found.length - 1]) as Date, note: 'repeated' };
     // Skipped: the clocks jumped over it within a day on either side of it; the jump is the moment to take.
-    const asUtc = Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
+    const asUtc = utcMs(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
     return { at: new Date(this.transitionBetween(asUtc - DAY_MS, asUtc + DAY_MS)), note: 'skipped' };
   }
 
@@ -229,7 +229,7 @@ export class LocalTime {
       w.second > 59
     )
       return null;
-    const calendar = new Date(Date.UTC(w.year, w.month - 1, w.day));
+    const calendar = new Date(utcMs(w.year, w.month - 1, w.day));
     if (calendar.getUTCDate() !== w.day || w.day < 1) return null;
     if (zone !== undefined) {
       if (h === undefined) return null;

@@ -1,4 +1,4 @@
-import { instantsOfWall, wallMs, zoneOffsetMs } from '../../../src/domain/zoneOffsets';
+import { instantsOfWall, utcMs, wallMs, zoneOffsetMs } from '../../../src/domain/zoneOffsets';
 
 const WARSAW = 'Europe/Warsaw';
 const at = (iso: string): number => Date.parse(iso);
@@ -42,5 +42,11 @@ describe('instantsOfWall', () => {
       at('2026-10-25T00:30:00Z'),
       at('2026-10-25T01:30:00Z'),
     ]);
+  });
+
+  it('When a date of the years 0 to 99 is read as UTC, then it stays in its year (Date.UTC would add 1900)', () => {
+    expect(new Date(utcMs(50, 0, 2, 3, 4, 5)).toISOString()).toBe('0050-01-02T03:04:05.000Z');
+    expect(new Date(utcMs(2026, 11, 3, 10, 0, 0, 120)).toISOString()).toBe('2026-12-03T10:00:00.120Z');
+    expect(new Date(wallMs('UTC', utcMs(99, 11, 31, 23, 59, 59))).toISOString()).toBe('0099-12-31T23:59:59.000Z');
   });
 });
