@@ -90,7 +90,7 @@ export async function recordBatch(
   const state = kept ?? (await readBatchState(trx, items));
   const decision = decideBatch(items, state, context);
   await steps.beforeWrite?.(decision);
-  const link = lane?.link(kept !== null) ?? NO_LANE;
+  const link = lane?.link(kept !== null, decision.writes.newNotifications.length) ?? NO_LANE;
   const write = writeBatch(batchRows(decision.writes), guardsOf(state, decision.writes), link);
   try {
     const [answer] = await trx.runAndCommit(write, steps.writeTimeoutMs?.());

@@ -24,7 +24,7 @@ export class RecorderLane {
 
   constructor(
     private readonly kept: KeptOrders,
-    /** Ids each write reserves for the next batch: its most new notifications. */
+    /** The most ids a write reserves for the next batch: a batch's most new notifications. */
     private readonly idsPerBatch: number,
     /** Told of each batch written: decided from kept state, or after a read; and of each failed guard. */
     private readonly onResult?: (result: KeptStateResult) => void,
@@ -38,13 +38,17 @@ export class RecorderLane {
     return this.kept.stateFor(items, this.ids, databaseTime(Date.now() + this.offsetMs));
   }
 
-  /** The write's place in the chain: expecting the last commit's token on the fast path. */
-  link(fast: boolean): LaneLink {
+  /**
+   * The write's place in the chain: expecting the last commit's token on the fast path. It reserves ids for the next
+   * batch as this one's new notifications go, twice over and 4 more (each costs a `nextval`; a next batch that needs
+   * more reads, and its read reserves its own).
+   */
+  link(fast: boolean, newNotifications: number): LaneLink {
     return {
       lane: this.id,
       expected: fast ? this.token : null,
       token: randomBytes(8).readBigInt64BE().toString(),
-      idCount: this.idsPerBatch,
+      idCount: Math.min(this.idsPerBatch, 2 * newNotifications + 4),
     };
   }
 
