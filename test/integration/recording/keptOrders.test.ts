@@ -291,7 +291,10 @@ describe('kept state', () => {
       expect(new Set(await Promise.all(orders.map((id) => a.record(order(id, status)))))).toEqual(
         new Set(['accepted']),
       );
-    expect(a.results.every((r) => r === 'kept')).toBe(true);
+    // A batch needing more ids than the last write reserved (twice its own new notifications, and 4) reads; none is
+    // refused by a guard: nothing else writes these orders.
+    expect(a.results).toContain('kept');
+    expect(a.results).not.toContain('guard_failed');
     for (const id of orders)
       expect(await stored(id)).toEqual({ status: 'COMPLETED', last: '3', events: ['1', '2', '3'], notifications: 3 });
   });
