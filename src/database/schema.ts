@@ -204,6 +204,41 @@ export interface OutboxEventsTable {
   last_error: string | null;
   /** Published, but the broker returned it: no queue was bound for its routing key (sql/010). */
   unrouted_at: ColumnType<Date | null, never, Date | null>;
+  /**
+   * The writer's top-level transaction id (xid8, read as text), by default: the relay reads events by it (sql/024,
+   * docs/decisions/0023). Null for rows from before it and for those `events rebuild` restores, published per row.
+   */
+  xid: ColumnType<string | null, null | undefined, never>;
+}
+
+/** How far the relay has published (sql/024): one row. */
+export interface OutboxCursorTable {
+  one: ColumnType<boolean, never, never>;
+  /** Every event of every transaction up to this id is published or held. */
+  xid: ColumnType<string, never, string>;
+  advanced_at: ColumnType<Date, never, Date | string>;
+  /** The broker failing whole batches: the relay's back-off, as an event's was (EVENT_RETRY). */
+  attempts: ColumnType<number, never, number>;
+  next_attempt_at: ColumnType<Date, never, Date | string>;
+  last_error: ColumnType<string | null, never, string | null>;
+}
+
+/** Where the cursor was, from `since` to `reached_at` (a second at most): when an event below it was published (sql/024). */
+export interface OutboxCursorHistoryTable {
+  since: ColumnType<Date, Date | string, never>;
+  xid: ColumnType<string, string, string>;
+  reached_at: ColumnType<Date, Date | string, Date | string>;
+}
+
+/** Events published one by one (refused by the broker, re-published, or waiting at sql/024), in sequence per order. */
+export interface OutboxHeldTable {
+  event_id: ColumnType<string, string, never>;
+  order_id: ColumnType<string, string, never>;
+  sequence: ColumnType<string, number | string, never>;
+  attempts: ColumnType<number, number | undefined, number>;
+  next_attempt_at: Timestamp;
+  last_error: string | null;
+  held_at: ColumnType<Date, Date | string | undefined, never>;
 }
 
 /** Ids and times of events written before ids were derived (sql/011): what `events rebuild` gives them again. */
@@ -354,6 +389,9 @@ export interface Database {
   refunds: RefundsTable;
   event_streams: EventStreamsTable;
   outbox_events: OutboxEventsTable;
+  outbox_cursor: OutboxCursorTable;
+  outbox_cursor_history: OutboxCursorHistoryTable;
+  outbox_held: OutboxHeldTable;
   legacy_event_ids: LegacyEventIdsTable;
   event_id_derivation: EventIdDerivationTable;
   reconciliation_checks: ReconciliationChecksTable;

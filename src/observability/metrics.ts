@@ -67,6 +67,8 @@ export interface OutboxBacklog {
   pending: number;
   /** Unix seconds; 0 when nothing is pending. */
   oldestCreatedAtSeconds: number;
+  /** How long the oldest transaction with an id in the cluster has been open: the relay's cursor waits for it. */
+  cursorHeldSeconds: number;
 }
 
 export interface MetricSources {
@@ -178,6 +180,17 @@ export function createRelayMetrics(sources: Pick<MetricSources, 'outboxBacklog'>
     async collect() {
       const backlog = await readBacklog();
       if (backlog) this.set(backlog.oldestCreatedAtSeconds);
+    },
+  });
+  new Gauge({
+    name: 'outbox_cursor_held_seconds',
+    help:
+      'Age of the oldest transaction with an id open anywhere in the database cluster (running or prepared): the ' +
+      'relay publishes no event committed after it began until it ends.',
+    registers: [registry],
+    async collect() {
+      const backlog = await readBacklog();
+      if (backlog) this.set(backlog.cursorHeldSeconds);
     },
   });
   const publishLatency = new Histogram({

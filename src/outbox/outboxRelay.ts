@@ -2,11 +2,18 @@ import type pg from 'pg';
 import { ADVISORY_LOCKS } from '../database/advisoryLocks';
 import { SingleActiveJob, type NextStep } from '../jobs/singleActiveWorker';
 import { Retries, type BackoffPolicy } from '../domain/backoff';
-import { inTransaction, runOn, type Statement } from '../database/transaction';
+import { runOn } from '../database/transaction';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
-import { BrokerChannel, type PublishResult } from './brokerChannel';
-import { claimEvents, deletePublished, listenForEvents, markEvents, type ClaimedEvent } from './outboxQueries';
+import { BrokerChannel, type OutgoingEvent, type PublishResult } from './brokerChannel';
+import {
+  deletePublished,
+  listenForEvents,
+  readBatch,
+  recordBatch,
+  type BatchEvent,
+  type BatchOutcome,
+} from './outboxQueries';
 
 export interface RelayOptions {
   databaseUrl: string;
@@ -21,7 +28,7 @@ export interface RelayOptions {
   confirmTimeoutMs?: number;
   /** Longest wait between broker reconnect attempts. */
   maxBackoffMs?: number;
-  /** Send BEGIN with the claim and the marks with COMMIT (pg's pipeline mode; default false, as createPool's). */
+  /** pg's pipeline mode on the relay's connection (default false, as createPool's). */
   pipelined?: boolean;
 }
 
@@ -56,16 +63,15 @@ export const RELAY_LOCK = ADVISORY_LOCKS.relay;
 const RETENTION_SWEEP_MS = 60_000;
 /**
  * While events keep coming, a batch starts at most this often, so that a busy outbox is published in batches of
- * dozens rather than of the few committed while the last one waited for its confirms: the claim, the marks, their
- * transaction and the broker's confirms cost mostly per batch. A full batch (a backlog) goes again at once.
+ * dozens rather than of the few committed while the last one waited for its confirms: the read, the cursor's update
+ * and the broker's confirms cost mostly per batch. A full batch (a backlog) goes again at once.
  */
 export const RELAY_BATCH_EVERY_MS = 20;
 
 /**
- * What the relay does after a batch that took `tookMs`. A batch takes one event per order, so an order's next
- * events wait for the next batch. Empty: poll, and a commit's hint ends the wait at once. Full (a backlog): go again
- * at once. Otherwise go again once RELAY_BATCH_EVERY_MS has passed since the batch began, a hint not cutting it
- * short: the events committed meanwhile make the next batch.
+ * What the relay does after a batch that took `tookMs`. Empty: poll, and a commit's hint ends the wait at once. Full
+ * (a backlog): go again at once. Otherwise go again once RELAY_BATCH_EVERY_MS has passed since the batch began, a hint
+ * not cutting it short: the events committed meanwhile make the next batch.
  */
 export function afterBatch(published: number, batchSize: number, tookMs: number, pollIntervalMs: number): NextStep {
   if (published === 0) return { waitMs: pollIntervalMs, wakeable: true };
@@ -74,16 +80,36 @@ export function afterBatch(published: number, batchSize: number, tookMs: number,
 }
 
 /**
- * Publishes outbox rows to RabbitMQ and marks them published only after the broker confirmed them.
+ * The waves a batch is published in: the first event of each order, then the second of each, and so on, each wave
+ * confirmed before the next leaves, so that an event the broker refuses holds back its order's later events (not yet
+ * sent) and nothing else. Most batches have one event per order: one wave.
+ */
+export function waves<E extends { order_id: string }>(events: readonly E[]): E[][] {
+  const rank = new Map<string, number>();
+  const out: E[][] = [];
+  for (const event of events) {
+    const k = rank.get(event.order_id) ?? 0;
+    rank.set(event.order_id, k + 1);
+    (out[k] ??= []).push(event);
+  }
+  return out;
+}
+
+/**
+ * Publishes outbox events to RabbitMQ by transaction id, behind a cursor (docs/decisions/0023):
  *
- * - Claims rows by state (published_at IS NULL) with FOR UPDATE SKIP LOCKED, never by an id offset.
- * - Takes at most the first pending event of each order per batch, so a failed event holds back
- *   the later events of its own order (order kept) and nothing else. An event no queue takes (the
- *   broker returns it) is published all the same, and marked unrouted: it holds back nothing.
- * - Holds a session advisory lock on its own connection: standbys retry every poll interval and
- *   take over as soon as the active relay's session ends.
- * - At-least-once: killed between the broker confirm and the commit, an event is sent again with
- *   the same id.
+ * - Reads the events of whole transactions above the cursor and below the oldest transaction still running, in
+ *   transaction order (an order's events have growing ids in sequence: its writers take the order's lock before their
+ *   first write), publishes them, waits for every confirm, then moves the cursor past them: one row written a batch,
+ *   none per event, no row locked.
+ * - An event the broker refuses (nack) is held (outbox_held) with its order's later events, and published again after
+ *   EVENT_RETRY, in sequence: it holds back its own order and nothing else. An event no queue takes (the broker
+ *   returns it) is published all the same, and marked unrouted. A batch the broker fails as a whole (the connection
+ *   lost, confirms late) is read again after the same back-off.
+ * - Holds a session advisory lock on its own connection: standbys retry every poll interval and take over as soon as
+ *   the active relay's session ends; the cursor moves only from where this relay read it.
+ * - At-least-once: killed between the broker confirm and the cursor's update, the batch is sent again with the same
+ *   ids.
  */
 export class OutboxRelay extends SingleActiveJob {
   private readonly batchSize: number;
@@ -102,12 +128,9 @@ export class OutboxRelay extends SingleActiveJob {
         databaseUrl: options.databaseUrl,
         job: 'relay',
         client: { pipeline: options.pipelined ?? false, statement_timeout: 30_000 },
-        // Marking events published need not wait for the WAL flush: a mark lost in a database crash only means
-        // the event is published again, with the same id (at-least-once, as documented). The claim must walk the
-        // pending index in order (an index scan, not a bitmap scan): only an index scan marks the entries of
-        // events published since as dead and skips them from then on; the planner cannot see those entries and
-        // would pick a bitmap scan that re-reads all of them on every batch until the next VACUUM
-        // (sql/003_outbox_pending_by_age.sql).
+        // Moving the cursor need not wait for the WAL flush: a move lost in a database crash only means the batch
+        // is published again, with the same ids (at-least-once, as documented). The retention sweep walks
+        // outbox_events_by_time in order, an index scan (sql/011).
         sessionOptions: '-c synchronous_commit=off -c enable_bitmapscan=off',
       },
       logger: options.logger,
@@ -174,44 +197,80 @@ export class OutboxRelay extends SingleActiveJob {
   }
 
   /**
-   * Claims, publishes and marks one batch inside one transaction on the lock-holding connection. On a
-   * pipelined connection BEGIN leaves with the claim, and the marks with COMMIT.
+   * Reads one batch, publishes it and records what the broker said, each one statement on the lock-holding
+   * connection. Answers how many events the batch read.
    */
   private async publishBatch(connection: pg.Client): Promise<number> {
-    return inTransaction(connection, async (trx) => {
-      const rows = await trx.run(claimEvents(this.batchSize));
-      if (rows.length > 0) await trx.runAndCommit(await this.publish(rows));
-      return rows.length;
-    });
+    const rows = await runOn(connection, readBatch(this.batchSize));
+    if (rows.length === 0) return 0;
+    const [recorded] = await runOn(connection, recordBatch(await this.publish(rows)));
+    // Another relay moved the cursor: this one lost its lock (0005). Start over, on a new session.
+    if (!recorded?.moved) throw new Error('the outbox cursor moved under this relay: another relay is active');
+    return rows.length;
   }
 
-  /** Publishes the claimed events and counts the outcome; answers the statement that records it. */
-  private async publish(rows: ClaimedEvent[]): Promise<Statement> {
-    const results = await this.broker.publish(
-      rows.map((r) => ({ id: r.id, type: r.type, message: r.message, createdAt: r.created_at })),
-    );
-    const confirmedAt = Date.now();
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    const published = results.filter((r): r is Extract<PublishResult, { ok: true }> => r.ok);
-    const failed = results.filter((r): r is Extract<PublishResult, { ok: false }> => !r.ok);
-    for (const result of published) {
-      const row = byId.get(result.id) as ClaimedEvent;
-      this.options.metrics.eventsPublished.inc({ type: row.type });
-      if (!result.routed) this.options.metrics.eventsUnrouted.inc({ type: row.type });
-      this.options.metrics.publishLatency.observe(Math.max(0, confirmedAt - row.created_at.getTime()) / 1000);
+  /** Publishes a batch in waves (waves()), counts the outcome and answers what to record. */
+  private async publish(rows: readonly BatchEvent[]): Promise<BatchOutcome> {
+    const hold: Array<BatchOutcome['hold'][number]> = [];
+    const unrouted: string[] = [];
+    const heldPublished: string[] = [];
+    const heldFailed: Array<{ id: string; error: string }> = [];
+    let batchError: string | null = null;
+    const holdBack = (row: BatchEvent, error: string | null): void => {
+      hold.push({ id: row.id, orderId: row.order_id, sequence: row.sequence, error });
+    };
+    const refused = new Set<string>();
+    const toSend: BatchEvent[] = [];
+    for (const row of rows) {
+      if (row.held) toSend.push(row);
+      else if (row.published) continue;
+      else if (row.blocked) holdBack(row, null);
+      else toSend.push(row);
     }
-    for (const result of failed) this.options.metrics.publishFailures.inc({ reason: result.reason });
-    if (failed.length > 0) {
+    const failures: Array<Extract<PublishResult, { ok: false }>> = [];
+    for (const wave of waves(toSend)) {
+      const sending = wave.filter((row) => {
+        if (!refused.has(row.order_id)) return true;
+        holdBack(row, null);
+        return false;
+      });
+      if (sending.length === 0) continue;
+      const results = await this.broker.publish(sending.map(outgoing));
+      const confirmedAt = Date.now();
+      sending.forEach((row, i) => {
+        const result = results[i];
+        if (result?.ok) {
+          this.options.metrics.eventsPublished.inc({ type: row.type });
+          if (!result.routed) this.options.metrics.eventsUnrouted.inc({ type: row.type });
+          this.options.metrics.publishLatency.observe(Math.max(0, confirmedAt - row.created_at.getTime()) / 1000);
+          if (row.held) heldPublished.push(row.id);
+          if (!result.routed) unrouted.push(row.id);
+          return;
+        }
+        const failure = result ?? { id: row.id, ok: false, reason: 'connection', error: 'no answer' };
+        failures.push(failure);
+        this.options.metrics.publishFailures.inc({ reason: failure.reason });
+        const error = `${failure.reason}: ${failure.error}`;
+        if (row.held) heldFailed.push({ id: row.id, error });
+        else if (failure.reason === 'nack') {
+          holdBack(row, error);
+          refused.add(row.order_id);
+        } else batchError ??= error;
+      });
+      if (batchError !== null) break;
+    }
+    if (failures.length > 0) {
       this.options.logger.warn(
-        { failed: failed.length, reasons: [...new Set(failed.map((f) => f.reason))] },
+        { failed: failures.length, reasons: [...new Set(failures.map((f) => f.reason))] },
         'events not confirmed; will retry',
       );
     }
-    return markEvents(
-      published.map((r) => r.id),
-      published.filter((r) => !r.routed).map((r) => r.id),
-      failed.map((r) => ({ id: r.id, error: `${r.reason}: ${r.error}` })),
-    );
+    const cursorXid = (rows[0] as BatchEvent).cursor_xid;
+    // A batch failed as a whole is read again from the same cursor: nothing of it is held.
+    if (batchError !== null)
+      return { cursorXid, advanceTo: null, batchError, hold: [], unrouted, heldPublished, heldFailed };
+    const advanceTo = rows.find((r) => !r.held)?.last_xid ?? null;
+    return { cursorXid, advanceTo, batchError, hold, unrouted, heldPublished, heldFailed };
   }
 
   private async sweepPublished(connection: pg.Client): Promise<void> {
@@ -222,3 +281,10 @@ export class OutboxRelay extends SingleActiveJob {
     if (row?.deleted) this.options.logger.info({ deleted: row.deleted }, 'published events past retention deleted');
   }
 }
+
+const outgoing = (row: BatchEvent): OutgoingEvent => ({
+  id: row.id,
+  type: row.type,
+  message: row.message,
+  createdAt: row.created_at,
+});

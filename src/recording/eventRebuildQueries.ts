@@ -87,7 +87,7 @@ export async function readOrdersHistory(db: Db, orderIds: readonly string[]): Pr
 }
 
 /**
- * Puts rebuilt events back in the outbox, published (the relay leaves them alone; the retention sweep deletes them
+ * Puts rebuilt events back in the outbox, published (outside the relay's cursor; the retention sweep deletes them
  * OUTBOX_RETENTION from now), in their place in the feed. One still there is left as it is. Answers how many went in.
  */
 export async function restoreEvents(db: Db, orderId: string, events: readonly RebuiltEvent[]): Promise<number> {
@@ -103,6 +103,9 @@ export async function restoreEvents(db: Db, orderId: string, events: readonly Re
         message: JSON.stringify(event),
         created_at: createdAt,
         published_at: sql<Date>`now()`,
+        // Not the writer's transaction id (the default): that would put the event above the relay's cursor, and it
+        // would be published again. Without one it is published by its row, as published_at says (sql/024).
+        xid: null,
       })),
     )
     .onConflict((oc) => oc.doNothing())

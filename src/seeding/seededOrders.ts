@@ -71,8 +71,11 @@ export type SeedDeliveryRow = DeliveryRow & Times<DeliveriesTable, 'received_at'
 export type SeedOrderRow = OrderWriteRow & Times<OrdersTable, 'created_at' | 'updated_at'>;
 export type SeedRefundRow = RefundWriteRow & Times<RefundsTable, 'created_at' | 'updated_at'>;
 export type SeedOwnerRow = OwnerRow & Times<OrderOwnersTable, 'bound_at'>;
-/** An outbox row as the seeder writes it: the message as its text, published. */
-export type SeedOutboxRow = Omit<OutboxRow, 'message'> & { message: string } & Times<
+/**
+ * An outbox row as the seeder writes it: the message as its text, published by its row (no transaction id: outside the
+ * relay's cursor, which would otherwise read every seeded event once; sql/024).
+ */
+export type SeedOutboxRow = Omit<OutboxRow, 'message'> & { message: string; xid: null } & Times<
     OutboxEventsTable,
     'created_at' | 'published_at'
   >;
@@ -103,7 +106,11 @@ export const SEED_TABLES = {
   refunds: seedTable<SeedRefundRow, 'refunds'>('refunds', REFUND_COLUMNS, ['created_at', 'updated_at']),
   owners: seedTable<SeedOwnerRow, 'order_owners'>('order_owners', OWNER_COLUMNS, ['bound_at']),
   streams: seedTable<StreamRow, 'event_streams'>('event_streams', STREAM_COLUMNS),
-  events: seedTable<SeedOutboxRow, 'outbox_events'>('outbox_events', OUTBOX_COLUMNS, ['created_at', 'published_at']),
+  events: seedTable<SeedOutboxRow, 'outbox_events'>('outbox_events', OUTBOX_COLUMNS, [
+    'created_at',
+    'published_at',
+    'xid',
+  ]),
   checks: seedTable<SeedCheckRow, 'reconciliation_checks'>('reconciliation_checks', [
     'order_id',
     'observed_at',
@@ -255,6 +262,7 @@ export function seedOrder(
           message: JSON.stringify(event.message),
           created_at: at,
           published_at: iso(receivedMs + randomInt(random, PUBLISH_DELAY_MS.min, PUBLISH_DELAY_MS.max)),
+          xid: null,
         });
   }
 

@@ -195,16 +195,23 @@ async function commitToConfirmLag(databaseUrl: string, since: Date, until: Date)
   // Publishing may still be catching up: wait until everything committed so far is confirmed.
   for (let i = 0; i < 300; i++) {
     const { rows } = await client.query<{ n: string }>(
-      'SELECT count(*) AS n FROM outbox_events WHERE published_at IS NULL',
+      `SELECT (SELECT count(*) FROM outbox_events WHERE xid > (SELECT xid FROM outbox_cursor) AND published_at IS NULL) + (SELECT count(*) FROM outbox_held) AS n`,
     );
     if (rows[0]?.n === '0') break;
     await sleep(100);
   }
+  // When each was published, as the relay's cursor history says it (docs/decisions/0023): the end of the cursor's
+  // second that passed it, so within a second after (the figure reads up to a second high).
   const { rows } = await client.query<{ p50: number; p99: number; n: string }>(
     `SELECT count(*) AS n,
-            1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM published_at - created_at)) AS p50,
-            1000 * percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM published_at - created_at)) AS p99
-       FROM outbox_events WHERE created_at >= $1 AND created_at <= $2`,
+            1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM published - created_at)) AS p50,
+            1000 * percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM published - created_at)) AS p99
+       FROM (SELECT e.created_at,
+                    coalesce(e.published_at,
+                             (SELECT h.reached_at FROM outbox_cursor_history h
+                               WHERE h.since > e.created_at - interval '1 second' AND h.xid >= e.xid
+                               ORDER BY h.since LIMIT 1)) AS published
+               FROM outbox_events e WHERE e.created_at >= $1 AND e.created_at <= $2) AS events`,
     [since, until],
   );
   await client.end();

@@ -96,7 +96,7 @@ const progress = (line: string): void => void process.stderr.write(`profile: ${l
 async function published(db: pg.Client): Promise<void> {
   for (let i = 0; i < 600; i++) {
     const { rows } = await db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL',
+      `SELECT ((SELECT count(*) FROM outbox_events WHERE xid > (SELECT xid FROM outbox_cursor) AND published_at IS NULL) + (SELECT count(*) FROM outbox_held))::int AS n`,
     );
     if (rows[0]?.n === 0) return;
     await sleep(100);
@@ -268,8 +268,8 @@ export function statementName(query: string): string {
   // pg_stat_statements gives the text with its constants as $n: the read is known by its ids' series.
   if (text.includes('generate_series')) return 'record: read';
   if (text.includes('deliveries_added')) return 'record: deliveries only';
-  if (text.includes('UPDATE "outbox_events" SET "published_at"')) return 'relay: mark';
-  if (text.includes('"o"."message"') && text.includes('SKIP LOCKED')) return 'relay: claim';
+  if (text.includes('UPDATE "outbox_cursor" SET')) return 'relay: cursor';
+  if (text.includes('"o"."message"') && text.includes('pg_snapshot_xmin')) return 'relay: read';
   return text.slice(0, 70);
 }
 

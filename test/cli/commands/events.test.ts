@@ -8,6 +8,7 @@ import { startTestService, type TestService } from '../../support/service';
 import { orderBody, refundBody, uniqueId } from '../../support/signing';
 import { waitUntil } from '../../support/wait';
 import { cliEnv, parseJson, runCli, startCli } from '../cliSupport';
+import { pendingEvents } from '../../support/outbox';
 
 interface ReplayReport {
   dryRun: boolean;
@@ -45,11 +46,11 @@ beforeAll(async () => {
   }
   await consumer.waitFor(4);
   stored = await waitUntil('the four events stored and published', async () => {
-    const rows = await query<Stored & { published: boolean }>(
+    const rows = await query<Stored>(
       svc.database.url,
-      'SELECT id, order_id, type, message, published_at IS NOT NULL AS published FROM outbox_events ORDER BY order_id, sequence',
+      'SELECT id, order_id, type, message FROM outbox_events ORDER BY order_id, sequence',
     );
-    return rows.length === 4 && rows.every((r) => r.published) ? rows : undefined;
+    return rows.length === 4 && (await pendingEvents(svc.database.url)) === 0 ? rows : undefined;
   });
 }, 180_000);
 afterAll(async () => {

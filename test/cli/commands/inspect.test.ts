@@ -7,6 +7,7 @@ import { startTestService, type TestService } from '../../support/service';
 import { orderBody, POS_ID, refundBody, SECOND_KEY, uniqueId } from '../../support/signing';
 import { waitUntil } from '../../support/wait';
 import { cliEnv, parseJson, runCli } from '../cliSupport';
+import { allPublished, holdEvents } from '../../support/outbox';
 
 interface Inspection {
   projection: Record<string, unknown> | null;
@@ -165,24 +166,9 @@ describe('inspect', () => {
   it('When an event waits after failed attempts, then the human form says it is not published, with its last error', async () => {
     const waiting = uniqueId('INSPW');
     expect((await svc.post(orderBody({ orderId: waiting, status: 'PENDING' }))).body.outcome).toBe('accepted');
-    await waitUntil(
-      'the event published',
-      async () =>
-        (
-          await query<{ published: boolean }>(
-            svc.database.url,
-            'SELECT published_at IS NOT NULL AS published FROM outbox_events WHERE order_id = $1',
-            [waiting],
-          )
-        )[0]?.published,
-    );
-    // As the relay leaves an event the broker nacked: pending, attempted, its next attempt later.
-    await query(
-      svc.database.url,
-      `UPDATE outbox_events SET published_at = NULL, attempts = 2, last_error = 'nack: queue full',
-              next_attempt_at = now() + interval '1 hour' WHERE order_id = $1`,
-      [waiting],
-    );
+    await waitUntil('the event published', () => allPublished(svc.database.url, waiting));
+    // As the relay leaves an event the broker nacked: held, attempted, its next attempt later.
+    await holdEvents(svc.database.url, waiting, 2, 'nack: queue full');
     const run = await runCli(['inspect', 'order', waiting], env);
     expect(run.stdout).toMatch(
       /order\.pending .* NOT PUBLISHED \(2 failed attempt\(s\), last error: nack: queue full, next /,

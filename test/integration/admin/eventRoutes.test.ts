@@ -9,6 +9,7 @@ import { FaultProxy } from '../../support/faultProxy';
 import { startTestService, type TestService } from '../../support/service';
 import { orderBody, refundBody, uniqueId } from '../../support/signing';
 import { waitUntil } from '../../support/wait';
+import { pendingEvents as pendingEventsIn } from '../../support/outbox';
 
 /** GET /events and POST /events/replay (src/admin/eventRoutes.ts): the feed and the team replay, black-box. */
 
@@ -36,12 +37,7 @@ let svc: TestService;
 let consumer: EventConsumer;
 const orders = Array.from({ length: 6 }, () => uniqueId('FEED'));
 
-const pendingEvents = async (): Promise<number> =>
-  Number(
-    (
-      await query<{ n: string }>(svc.database.url, 'SELECT count(*) AS n FROM outbox_events WHERE published_at IS NULL')
-    )[0]?.n,
-  );
+const pendingEvents = (): Promise<number> => pendingEventsIn(svc.database.url);
 
 /** The outbox as stored, in the order the feed promises. */
 const outbox = async (): Promise<Array<{ message: string; created_at: Date }>> =>

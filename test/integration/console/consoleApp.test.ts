@@ -4,6 +4,7 @@ import { CONSOLE_ENV, OPERATOR_TOKEN, SAME_ORIGIN, signIn, VIEWER_TOKEN, textOf 
 import { startTestService, type TestService } from '../../support/service';
 import { quarantineAsOlderVersion } from '../../support/quarantine';
 import { orderBody, refundBody, uniqueId } from '../../support/signing';
+import { holdEvents, pendingEventsOf } from '../../support/outbox';
 
 let svc: TestService;
 let operator: string;
@@ -261,7 +262,7 @@ describe('console: pages and actions', () => {
     await deliver(orderBody({ orderId, status: 'PENDING' }));
     const [before] = await query(
       svc.database.url,
-      `SELECT (SELECT count(*) FROM console_audit)::int AS audit, (SELECT count(*) FROM outbox_events WHERE published_at IS NULL)::int AS pending,
+      `SELECT (SELECT count(*) FROM console_audit)::int AS audit, (SELECT count(*) FROM outbox_held)::int AS held,
               (SELECT count(*) FROM quarantined_notifications WHERE resolved_at IS NULL)::int AS open`,
     );
     for (const path of [
@@ -284,7 +285,7 @@ describe('console: pages and actions', () => {
     }
     const [after] = await query(
       svc.database.url,
-      `SELECT (SELECT count(*) FROM console_audit)::int AS audit, (SELECT count(*) FROM outbox_events WHERE published_at IS NULL)::int AS pending,
+      `SELECT (SELECT count(*) FROM console_audit)::int AS audit, (SELECT count(*) FROM outbox_held)::int AS held,
               (SELECT count(*) FROM quarantined_notifications WHERE resolved_at IS NULL)::int AS open`,
     );
     expect(after).toEqual(before);
@@ -301,12 +302,7 @@ describe('console: pages and actions', () => {
     expect(res.text).toContain('data-testid="result"');
     expect(res.text).toContain('1 event will be passed on to other services again');
     expect(res.text).toContain('data-outcome="done"');
-    const pending = await query(
-      svc.database.url,
-      'SELECT id FROM outbox_events WHERE order_id = $1 AND published_at IS NULL',
-      [orderId],
-    );
-    expect(pending).toHaveLength(1);
+    expect(await pendingEventsOf(svc.database.url, orderId)).toBe(1);
     const page = await get(`/console/orders/${orderId}`, viewer);
     // Who, from where (as the API's actions are), what and how it ended.
     expect(page.text).toMatch(
@@ -692,11 +688,7 @@ describe("console: the shop's language", () => {
   it('When events wait for the broker, then needs attention says how many orders other services miss, the broker’s answer and links them', async () => {
     const orderId = uniqueId('CWAITEV');
     await deliver(orderBody({ orderId, status: 'PENDING' }));
-    await query(
-      svc.database.url,
-      "UPDATE outbox_events SET last_error = 'returned: unroutable: no queue bound', attempts = 3 WHERE order_id = $1",
-      [orderId],
-    );
+    await holdEvents(svc.database.url, orderId, 3, 'returned: unroutable: no queue bound');
     const page = await get('/console/attention', viewer);
     const line = /<tr id="line-events-waiting"[\s\S]*?<\/tr>/.exec(page.text)?.[0] ?? '';
     expect(textOf(line)).toContain('returned: unroutable: no queue bound');

@@ -26,7 +26,8 @@ export async function counts(url: string): Promise<StoredCounts> {
             (SELECT count(*) FROM orders) AS orders,
             (SELECT count(*) FROM refunds) AS refunds,
             (SELECT count(*) FROM outbox_events) AS events,
-            (SELECT count(*) FROM outbox_events WHERE published_at IS NULL) AS "pendingEvents"`,
+            -- Waiting: above the relay's cursor, or held (docs/decisions/0023).
+            (SELECT count(*) FROM outbox_events WHERE xid > (SELECT xid FROM outbox_cursor) AND published_at IS NULL) + (SELECT count(*) FROM outbox_held) AS "pendingEvents"`,
   );
   const result = {} as StoredCounts;
   for (const [key, value] of Object.entries(row ?? {})) result[key as keyof StoredCounts] = Number(value);
@@ -97,16 +98,23 @@ export interface OutboxRow {
   published: boolean;
 }
 
-/** Ids of the events not yet marked published. */
+/** Ids of the events not yet published: above the relay's cursor, or held (docs/decisions/0023). */
 export async function pendingEventIds(url: string): Promise<Set<string>> {
-  const rows = await query<{ id: string }>(url, 'SELECT id::text FROM outbox_events WHERE published_at IS NULL');
+  const rows = await query<{ id: string }>(
+    url,
+    `SELECT id::text FROM outbox_events WHERE xid > (SELECT xid FROM outbox_cursor) AND published_at IS NULL
+     UNION SELECT event_id::text FROM outbox_held`,
+  );
   return new Set(rows.map((r) => r.id));
 }
 
 export async function outbox(url: string): Promise<OutboxRow[]> {
   return query<OutboxRow>(
     url,
-    'SELECT id::text, order_id, sequence::text, type, published_at IS NOT NULL AS published FROM outbox_events ORDER BY order_id, sequence',
+    `SELECT id::text, order_id, sequence::text, type,
+            NOT EXISTS (SELECT 1 FROM outbox_held h WHERE h.event_id = e.id)
+              AND (published_at IS NOT NULL OR xid <= (SELECT xid FROM outbox_cursor)) AS published
+       FROM outbox_events e ORDER BY order_id, sequence`,
   );
 }
 

@@ -16,6 +16,7 @@ import { freePort } from '../../../support/net';
 import { startTestService, type TestService } from '../../../support/service';
 import { orderBody, POS_ID, SECOND_KEY, sign, uniqueId } from '../../../support/signing';
 import { start, stop, waitForStatus, type RunningApp } from '../../../helm/app';
+import { pendingEventsOf } from '../../../support/outbox';
 
 const ADMIN_TOKEN = 'admin-token-of-the-replicas-0123';
 
@@ -27,14 +28,7 @@ const get = (url: string, path: string, cookie: string) => request(url).get(path
 const post = (url: string, path: string, cookie: string, form: Record<string, string> = { confirm: 'yes' }) =>
   request(url).post(path).set('Cookie', cookie).set(SAME_ORIGIN).type('form').send(form);
 
-async function pendingEvents(url: string, orderId: string): Promise<number> {
-  const [row] = await query<{ n: number }>(
-    url,
-    'SELECT count(*)::int AS n FROM outbox_events WHERE order_id = $1 AND published_at IS NULL',
-    [orderId],
-  );
-  return row?.n ?? 0;
-}
+const pendingEvents = pendingEventsOf;
 
 /** A replica: the built service (dist/main.js) as its own process, on free ports, against a shared database. */
 interface Replica {
