@@ -323,12 +323,14 @@ const writeStatement = preparedStatement<WriteArgs, WriteAnswer>(
              ${revisionsOf('orders')} AS order_revisions,
              ${revisionsOf('refunds')} AS refund_revisions,
              (SELECT array_agg(nextval('notification_ids')::text) FROM generate_series(1, ${p.idCount}::int)) AS next_ids,
-             to_json(now())#>>'{}' AS now,
+             -- The database's clock as the statement ends: the lane's next batch, decided without a read, takes its
+             -- time from it (recorderLane.ts).
+             to_json(clock_timestamp())#>>'{}' AS now,
              -- The relay's wake-up hint, delivered at commit; it also polls, so a lost hint costs a poll interval.
              CASE WHEN ${p.eventCount}::int > 0 THEN ${relayHint} END AS notified`,
 );
 
-/** What the write answers: the revisions it gave, ids for the lane's next batch, and the database's time. */
+/** What the write answers: the revisions it gave, ids for the lane's next batch, and the database's clock at its end. */
 export interface WriteAnswer {
   order_revisions: Array<{ subject: string; given: string }> | null;
   refund_revisions: Array<{ subject: string; given: string }> | null;

@@ -93,8 +93,9 @@ export async function recordBatch(
   const link = lane?.link(kept !== null, decision.writes.newNotifications.length) ?? NO_LANE;
   const write = writeBatch(batchRows(decision.writes), guardsOf(state, decision.writes), link);
   try {
+    const sentAt = Date.now();
     const [answer] = await trx.runAndCommit(write, steps.writeTimeoutMs?.());
-    if (answer) lane?.committed(state, decision.writes, link, answer);
+    if (answer) lane?.committed(state, decision.writes, link, answer, sentAt);
   } catch (error) {
     if (!isGuardFailure(error)) {
       lane?.broken();

@@ -11,7 +11,7 @@ export type KeptStateResult = 'kept' | 'read' | 'guard_failed';
  * recorder_lanes and reserves ids for the lane's next batch; a batch decided from kept state (the fast path) expects
  * that token, so its one statement fails on a database that does not hold the lane's last commit (a promoted standby
  * that lost it) instead of writing beside a gap, with ids that database may hand out again. The time of a batch
- * decided without a read is the process clock, corrected by the database's as the last write answered it.
+ * decided without a read is the process clock, corrected by the database's as the last write answered it (committed).
  */
 export class RecorderLane {
   /** The lane's row in recorder_lanes: one per lane per process. */
@@ -52,11 +52,16 @@ export class RecorderLane {
     };
   }
 
-  /** The write committed: the chain moves on, and what it wrote is kept. */
-  committed(state: BatchState, writes: BatchWrites, link: LaneLink, answer: WriteAnswer): void {
+  /**
+   * The write committed: the chain moves on, and what it wrote is kept. The clock's offset is the database's clock at
+   * the statement's end less the process's when it was sent: never less than the true offset, so a batch decided
+   * without a read is never dated before the database's clock (a failover's window is cut by it), at most the
+   * statement's time after.
+   */
+  committed(state: BatchState, writes: BatchWrites, link: LaneLink, answer: WriteAnswer, sentAt: number): void {
     this.token = link.token;
     this.ids = answer.next_ids ?? [];
-    this.offsetMs = Date.parse(answer.now) - Date.now();
+    this.offsetMs = Date.parse(answer.now) - sentAt;
     const given = (rows: WriteAnswer['order_revisions']) => new Map((rows ?? []).map((r) => [r.subject, r.given]));
     this.kept.keep(state, writes, { orders: given(answer.order_revisions), refunds: given(answer.refund_revisions) });
     this.onResult?.(link.expected === null ? 'read' : 'kept');
