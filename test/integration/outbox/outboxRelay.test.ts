@@ -531,6 +531,40 @@ describe('the relay cursor (docs/decisions/0023)', () => {
     }
   });
 
+  it('When one order’s notifications race each other through several recorder lanes, then its events still leave in sequence', async () => {
+    const exchange = uniqueExchange();
+    const consumer = await new EventConsumer(exchange).start();
+    const svc = await startTestService({ env: { AMQP_EXCHANGE: exchange, DATABASE_WRITE_LANES: '4' } });
+    try {
+      const orders = Array.from({ length: 20 }, () => uniqueId('RACE'));
+      // Every status of an order at once: lanes (and the kept state, decision 0024) write its events concurrently,
+      // each transaction getting its id only after it knows the order's last sequence.
+      await Promise.all(
+        orders.flatMap((orderId) =>
+          ['PENDING', 'WAITING_FOR_CONFIRMATION', 'COMPLETED'].map((status) =>
+            svc.post(orderBody({ orderId, status })).expect(200),
+          ),
+        ),
+      );
+      await waitUntil('no event pending', async () => (await pendingEvents(svc.database.url)) === 0, 30_000);
+      const [{ n: stored } = { n: 0 }] = await query<{ n: number }>(
+        svc.database.url,
+        'SELECT count(*)::int AS n FROM outbox_events WHERE order_id = ANY($1)',
+        [orders],
+      );
+      await consumer.waitFor(stored);
+      const byOrder = sequencesByOrder(consumer.bodies<Published>());
+      for (const orderId of orders) {
+        const sequences = byOrder.get(orderId) ?? [];
+        expect(sequences.length).toBeGreaterThan(0);
+        expect(sequences).toEqual(sequences.map((_, i) => i + 1)); // 1, 2, ...: none skipped, none out of order
+      }
+    } finally {
+      await svc.stop();
+      await consumer.stop();
+    }
+  });
+
   it('When a transaction that wrote an event is still open while a later one commits, then neither is skipped: the later one waits, and both are published, each order in sequence', async () => {
     const exchange = uniqueExchange();
     const consumer = await new EventConsumer(exchange).start();
