@@ -26,7 +26,7 @@ CREATE TRIGGER refunds_new_revision BEFORE UPDATE ON refunds
 
 -- Each recorder lane's last commit: a random token its next statement expects, so that a statement decided from
 -- what the lane kept fails on a database that lost that commit (a promoted standby). A row per lane per process;
--- rows of lanes silent for a week go (the recorder's reading path deletes them).
+-- rows of lanes silent for a week go (the first write of each new lane deletes them).
 CREATE TABLE recorder_lanes (
   lane        uuid        PRIMARY KEY,
   token       bigint      NOT NULL,

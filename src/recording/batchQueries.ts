@@ -261,6 +261,8 @@ type WriteArgs = { [Table in keyof BatchRows]: string } & {
   /** The token the lane's last commit left; null on the reading path, which needs none. */
   laneExpected: string | null;
   laneToken: string;
+  /** The lane's first write: it also deletes the rows of lanes silent for a week. */
+  laneBegins: boolean;
   /** Ids to reserve for the lane's next batch. */
   idCount: number;
 };
@@ -306,7 +308,7 @@ const writeStatement = preparedStatement<WriteArgs, WriteAnswer>(
                                                 ${lanes('written_at')} = now()
       ), lanes_forgotten AS (
         DELETE FROM ${tableOf('recorder_lanes')}
-         WHERE ${p.laneExpected}::bigint IS NULL AND ${laneStored('lane')} <> ${p.lane}::uuid
+         WHERE ${p.laneBegins}::boolean AND ${laneStored('lane')} <> ${p.lane}::uuid
            AND ${laneStored('written_at')} < now() - interval '7 days'
       ), events_added AS (${insertOutboxRows(p.events)}
       ), variants_added AS (${insertJson('notification_variants', VARIANT_COLUMNS, p.variants)}
@@ -346,6 +348,8 @@ export interface LaneLink {
   expected: string | null;
   /** The token this write leaves. */
   token: string;
+  /** The lane's first write (of this process): it also deletes the rows of lanes silent for a week. */
+  begins: boolean;
   /** Ids to reserve for the lane's next batch. */
   idCount: number;
 }
@@ -375,6 +379,7 @@ export const writeBatch = (rows: BatchRows, guards: BatchGuards, link: LaneLink)
     lane: link.lane,
     laneExpected: link.expected,
     laneToken: link.token,
+    laneBegins: link.begins,
     idCount: link.idCount,
   });
 

@@ -68,7 +68,7 @@ export interface RecordingSteps {
 }
 
 /** A write outside any lane (the command line's): it expects no token and reserves no ids. */
-const NO_LANE: LaneLink = { lane: null, expected: null, token: '0', idCount: 0 };
+const NO_LANE: LaneLink = { lane: null, expected: null, token: '0', begins: false, idCount: 0 };
 
 const unique = <T>(values: Iterable<T>): T[] => [...new Set(values)];
 

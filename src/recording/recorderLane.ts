@@ -21,6 +21,8 @@ export class RecorderLane {
   private ids: readonly string[] = [];
   /** The database's clock less the process's, as the last write answered (ms). */
   private offsetMs = 0;
+  /** Whether a write of the lane committed yet. */
+  private begun = false;
 
   constructor(
     private readonly kept: KeptOrders,
@@ -48,6 +50,7 @@ export class RecorderLane {
       lane: this.id,
       expected: fast ? this.token : null,
       token: randomBytes(8).readBigInt64BE().toString(),
+      begins: !this.begun,
       idCount: Math.min(this.idsPerBatch, 2 * newNotifications + 4),
     };
   }
@@ -60,6 +63,7 @@ export class RecorderLane {
    */
   committed(state: BatchState, writes: BatchWrites, link: LaneLink, answer: WriteAnswer, sentAt: number): void {
     this.token = link.token;
+    this.begun = true;
     this.ids = answer.next_ids ?? [];
     this.offsetMs = Date.parse(answer.now) - sentAt;
     const given = (rows: WriteAnswer['order_revisions']) => new Map((rows ?? []).map((r) => [r.subject, r.given]));
