@@ -31,6 +31,8 @@ export interface TestServiceOptions {
   /** Reuse a database (restart scenarios); it is then not dropped by stop(). */
   database?: TestDatabase;
   databaseUrl?: string;
+  /** The admin port's clock, for a test that drives it (startService's ServiceOptions). */
+  now?: () => Date;
 }
 
 /** Starts the real service on free ports against a database and exchange of the test's own. */
@@ -56,7 +58,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const logs: string[] = [];
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(line) });
   if (options.databaseUrl) await startDatabaseFor(database);
-  const service = await startService(config, logger);
+  const service = await startService(config, logger, { now: options.now });
   const publicUrl = `http://127.0.0.1:${service.publicPort}`;
   const adminUrl = `http://127.0.0.1:${service.adminPort}`;
   const publicAgent = contractAgent(publicUrl, 'public');
