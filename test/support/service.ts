@@ -4,7 +4,7 @@ import { createLogger } from '../../src/observability/logger';
 import { startService, type Service } from '../../src/service';
 import { AMQP_URL, deleteExchange, journalQueueOf, uniqueExchange } from './broker';
 import { contractAgent, type ContractAgent } from './contracts';
-import { testDatabase, type TestDatabase } from './database';
+import { createFromTemplate, testDatabase, type TestDatabase } from './database';
 import { exactBytes, POS_ID, SECOND_KEY, OTHER_POS_ID, OTHER_KEY, sign } from './signing';
 
 export interface TestService {
@@ -57,6 +57,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   });
   const logs: string[] = [];
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(line) });
+  await createFromTemplate(database);
   if (options.databaseUrl) await startDatabaseFor(database);
   const service = await startService(config, logger, { now: options.now });
   const publicUrl = `http://127.0.0.1:${service.publicPort}`;
