@@ -37,8 +37,10 @@ module.exports = {
       displayName: 'integration',
       testMatch: ['<rootDir>/test/{integration,cli,contracts,docs,helm}/**/*.test.ts'],
       testPathIgnorePatterns: ['/node_modules/', ...TOOL_TESTS],
-      // Builds dist/ once before the workers start (the CLI, chart and relay tests run the built app).
+      // Builds dist/ once before the workers start (the CLI, chart and relay tests run the built app), and
+      // migrates the database the services of the tests start on copies of (dropped at the end).
       globalSetup: '<rootDir>/test/globalSetup.ts',
+      globalTeardown: '<rootDir>/test/globalTeardown.ts',
     },
     {
       ...shared,

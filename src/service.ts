@@ -82,12 +82,25 @@ const WATCH_TIMEOUT_MS = 2000;
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 15_000;
 
-export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Service> {
+/** The tests' seams: the entry points leave them at their defaults. */
+export interface ServiceOptions {
+  /**
+   * The admin port's clock (the sign-in throttle's minutes, the console's sessions and trail): the real one unless
+   * a test drives it.
+   */
+  now?: () => Date;
+}
+
+export async function startService(
+  config: Config,
+  logger: Logger = createLogger(config.logLevel),
+  options: ServiceOptions = {},
+): Promise<Service> {
   const database = await openDatabase(config, logger, { prepare: config.migrateOnStart });
   announceConfiguration(config, logger);
   let parts: Parts;
   try {
-    parts = assemble(config, database, logger);
+    parts = assemble(config, database, logger, options);
   } catch (error) {
     await database.stop();
     throw error;
@@ -149,7 +162,7 @@ function announceConfiguration(config: Config, logger: Logger): void {
 }
 
 /** Builds every part from the config; opens nothing yet (pools connect on first use). */
-function assemble(config: Config, database: DatabaseServer, logger: Logger): Parts {
+function assemble(config: Config, database: DatabaseServer, logger: Logger, options: ServiceOptions): Parts {
   const pool = createPool(
     {
       url: database.url,
@@ -289,6 +302,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger): Par
             },
             eventSource: config.eventSource,
           },
+          now: options.now,
         },
         reconciliation: reconciliation?.reconciliation ?? null,
         metrics,

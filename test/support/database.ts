@@ -3,8 +3,8 @@ import { cpSync, mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { MIGRATIONS_DIR } from '../../src/database/migrations';
-import { createDb, createPool, type Db } from '../../src/database/pool';
+import { MIGRATIONS_DIR, migrate } from '../../src/database/migrations';
+import { createDb, createPool, ensureDatabaseExists, type Db } from '../../src/database/pool';
 import { createLogger } from '../../src/observability/logger';
 import { ORDER_LOCK_SEED } from '../../src/recording/batchQueries';
 
@@ -18,7 +18,10 @@ export interface TestDatabase {
 }
 
 export function testDatabase(prefix = 'nr_test'): TestDatabase {
-  const name = `${prefix}_${randomBytes(5).toString('hex')}`;
+  return databaseNamed(`${prefix}_${randomBytes(5).toString('hex')}`);
+}
+
+function databaseNamed(name: string): TestDatabase {
   return {
     name,
     url: `${PG_SERVER}/${name}`,
@@ -32,6 +35,50 @@ export function testDatabase(prefix = 'nr_test'): TestDatabase {
       }
     },
   };
+}
+
+/**
+ * The environment variable naming the jest run's migrated database (test/globalSetup.ts): a test's service
+ * starts on a copy of it (startTestService) instead of applying every migration to an empty database again,
+ * over half a second a start. Its service still runs the migrations at start, and finds nothing to apply.
+ */
+export const MIGRATED_TEMPLATE = 'NR_TEST_MIGRATED_TEMPLATE';
+
+/** Creates and migrates the run's template (its name in MIGRATED_TEMPLATE); dropped by test/globalTeardown.ts. */
+export async function createMigratedTemplate(): Promise<void> {
+  const template = testDatabase('nr_template');
+  await ensureDatabaseExists(template.url);
+  await migrate(template.url, createLogger('silent'));
+  process.env[MIGRATED_TEMPLATE] = template.name;
+}
+
+export async function dropMigratedTemplate(): Promise<void> {
+  const name = process.env[MIGRATED_TEMPLATE];
+  if (name === undefined) return;
+  await databaseNamed(name).drop();
+  delete process.env[MIGRATED_TEMPLATE];
+}
+
+/**
+ * Creates `database` as a copy of the run's migrated template, where there is one (the integration tier's); a
+ * database that exists already (a restart's, a second replica's) is left as it is.
+ */
+export async function createFromTemplate(database: TestDatabase): Promise<void> {
+  const template = process.env[MIGRATED_TEMPLATE];
+  if (template === undefined) return;
+  const client = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
+  await client.connect();
+  try {
+    await client.query(
+      `CREATE DATABASE ${pg.escapeIdentifier(database.name)} TEMPLATE ${pg.escapeIdentifier(template)}`,
+    );
+  } catch (error) {
+    // 42P04: it exists; 23505: another start created it at the same moment.
+    const { code } = error as { code?: string };
+    if (code !== '42P04' && code !== '23505') throw error;
+  } finally {
+    await client.end();
+  }
 }
 
 /** Runs one query against a test database, on a short connection of its own (for assertions on what was stored). */

@@ -4,7 +4,7 @@ import { createLogger } from '../../src/observability/logger';
 import { startService, type Service } from '../../src/service';
 import { AMQP_URL, deleteExchange, journalQueueOf, uniqueExchange } from './broker';
 import { contractAgent, type ContractAgent } from './contracts';
-import { testDatabase, type TestDatabase } from './database';
+import { createFromTemplate, testDatabase, type TestDatabase } from './database';
 import { exactBytes, POS_ID, SECOND_KEY, OTHER_POS_ID, OTHER_KEY, sign } from './signing';
 
 export interface TestService {
@@ -31,6 +31,8 @@ export interface TestServiceOptions {
   /** Reuse a database (restart scenarios); it is then not dropped by stop(). */
   database?: TestDatabase;
   databaseUrl?: string;
+  /** The admin port's clock, for a test that drives it (startService's ServiceOptions). */
+  now?: () => Date;
 }
 
 /** Starts the real service on free ports against a database and exchange of the test's own. */
@@ -55,8 +57,9 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   });
   const logs: string[] = [];
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(line) });
+  await createFromTemplate(database);
   if (options.databaseUrl) await startDatabaseFor(database);
-  const service = await startService(config, logger);
+  const service = await startService(config, logger, { now: options.now });
   const publicUrl = `http://127.0.0.1:${service.publicPort}`;
   const adminUrl = `http://127.0.0.1:${service.adminPort}`;
   const publicAgent = contractAgent(publicUrl, 'public');

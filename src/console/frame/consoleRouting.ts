@@ -129,7 +129,11 @@ export function param(req: Pick<Request, 'query'>, name: string): string {
 }
 
 /** A posted form (urlencoded, small), read by the routes that take one. */
-export const readForm = express.urlencoded({ extended: false, limit: 4096, parameterLimit: 20 });
+export const readForm: express.RequestHandler = express.urlencoded({
+  extended: false,
+  limit: 4096,
+  parameterLimit: 20,
+});
 
 /**
  * A posted form's field ('' when absent), at most `maxLength` characters: one given twice or longer than that
