@@ -26,12 +26,12 @@ CREATE TABLE outbox_cursor (
 );
 INSERT INTO outbox_cursor DEFAULT VALUES;
 
--- When an event below the cursor was published: each row is where the cursor was from `since` to `reached_at`, a
+-- When an event below the cursor was published: each row is where the cursor was from `opened_at` to `reached_at`, a
 -- second at most; the relay moves the newest row up with the cursor, and starts another once it is a second old.
 -- An event was published by the first row from a second before its creation whose xid is at or above its own. At
 -- most a row a second (600,000 a week), none while nothing is published; deleted with the outbox's retention.
 CREATE TABLE outbox_cursor_history (
-  since        timestamptz PRIMARY KEY,
+  opened_at    timestamptz PRIMARY KEY,
   xid          xid8        NOT NULL,
   reached_at   timestamptz NOT NULL
 );

@@ -225,7 +225,7 @@ export interface OutboxCursorTable {
 
 /** Where the cursor was, from `since` to `reached_at` (a second at most): when an event below it was published (sql/024). */
 export interface OutboxCursorHistoryTable {
-  since: ColumnType<Date, Date | string, never>;
+  opened_at: ColumnType<Date, Date | string, never>;
   xid: ColumnType<string, string, string>;
   reached_at: ColumnType<Date, Date | string, Date | string>;
 }

@@ -182,16 +182,16 @@ export const recordBatch = (outcome: BatchOutcome): Statement<{ moved: boolean }
          WHERE ${cur('xid')} = ${outcome.cursorXid}::xid8
         RETURNING 1
       ), newest AS (
-        SELECT ${hist('since')} FROM ${HISTORY} hist ORDER BY ${hist('since')} DESC LIMIT 1
+        SELECT ${hist('opened_at')} FROM ${HISTORY} hist ORDER BY ${hist('opened_at')} DESC LIMIT 1
       ), history_moved AS (
         UPDATE ${HISTORY} SET ${histc('xid')} = ${advanceTo}::xid8, ${histc('reached_at')} = now()
          WHERE ${advanceTo}::xid8 IS NOT NULL AND EXISTS (SELECT 1 FROM moved)
-           AND ${histc('since')} = (SELECT ${newest('since')} FROM newest) AND ${histc('since')} > now() - interval '1 second'
+           AND ${histc('opened_at')} = (SELECT ${newest('opened_at')} FROM newest) AND ${histc('opened_at')} > now() - interval '1 second'
       ), history_started AS (
-        INSERT INTO ${HISTORY} (${histc('since')}, ${histc('xid')}, ${histc('reached_at')})
+        INSERT INTO ${HISTORY} (${histc('opened_at')}, ${histc('xid')}, ${histc('reached_at')})
         SELECT now(), ${advanceTo}::xid8, now()
          WHERE ${advanceTo}::xid8 IS NOT NULL AND EXISTS (SELECT 1 FROM moved)
-           AND NOT EXISTS (SELECT 1 FROM newest WHERE ${newest('since')} > now() - interval '1 second')
+           AND NOT EXISTS (SELECT 1 FROM newest WHERE ${newest('opened_at')} > now() - interval '1 second')
       ), held AS (
         INSERT INTO ${HELD} (${hc('event_id')}, ${hc('order_id')}, ${hc('sequence')}, ${hc('attempts')},
                              ${hc('next_attempt_at')}, ${hc('last_error')})
@@ -240,8 +240,8 @@ const publishedAtOf = (e: (column: Column<'outbox_events'>) => ColumnRef): RawBu
     WHEN ${e('published_at')} IS NOT NULL THEN ${e('published_at')}
     WHEN ${e('xid')} <= ${CURSOR_XID} THEN coalesce(
       (SELECT ${hist('reached_at')} FROM ${HISTORY} hist
-        WHERE ${hist('since')} > ${e('created_at')} - interval '1 second' AND ${hist('xid')} >= ${e('xid')}
-        ORDER BY ${hist('since')} LIMIT 1),
+        WHERE ${hist('opened_at')} > ${e('created_at')} - interval '1 second' AND ${hist('xid')} >= ${e('xid')}
+        ORDER BY ${hist('opened_at')} LIMIT 1),
       (SELECT ${cur('advanced_at')} FROM ${CURSOR}))
   END`;
 
@@ -264,9 +264,9 @@ export const deletePublished = (retentionMs: number): Statement<{ deleted: numbe
   statement(
     sql<{ deleted: number }>`
       WITH passed AS (
-        SELECT ${hist('since')}, ${hist('xid')} FROM ${HISTORY} hist
-         WHERE ${hist('since')} < now() - ${retentionMs} * interval '1 millisecond' - interval '1 second'
-         ORDER BY ${hist('since')} DESC LIMIT 1
+        SELECT ${hist('opened_at')}, ${hist('xid')} FROM ${HISTORY} hist
+         WHERE ${hist('opened_at')} < now() - ${retentionMs} * interval '1 millisecond' - interval '1 second'
+         ORDER BY ${hist('opened_at')} DESC LIMIT 1
       ), deleted AS (
         DELETE FROM ${OUTBOX} WHERE ${c('id')} IN (
           SELECT ${d('id')} FROM ${OUTBOX} d
@@ -277,7 +277,7 @@ export const deletePublished = (retentionMs: number): Statement<{ deleted: numbe
            ORDER BY ${d('created_at')} LIMIT 10000)
         RETURNING ${c('id')}, ${c('message')}, ${c('created_at')}
       ), history_gone AS (
-        DELETE FROM ${HISTORY} WHERE ${histc('since')} < (SELECT ${passed('since')} FROM passed)
+        DELETE FROM ${HISTORY} WHERE ${histc('opened_at')} < (SELECT ${passed('opened_at')} FROM passed)
       ), kept AS (
         INSERT INTO ${LEGACY} (${legacy('notification_id')}, ${legacy('event_id')}, ${legacy('event_time')}, ${legacy('created_at')})
         SELECT (${d('message')}::json -> 'data' ->> 'notificationId')::bigint, ${d('id')},

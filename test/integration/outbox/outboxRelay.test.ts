@@ -790,7 +790,7 @@ describe('retention behind the cursor', () => {
       await query(svc.database.url, "UPDATE outbox_events SET created_at = created_at - interval '2 days'");
       await query(
         svc.database.url,
-        "UPDATE outbox_cursor_history SET since = since - interval '2 days', reached_at = reached_at - interval '2 days'",
+        "UPDATE outbox_cursor_history SET opened_at = opened_at - interval '2 days', reached_at = reached_at - interval '2 days'",
       );
       const recent = uniqueId('NEWPUB');
       relay = relayOn(svc.database.url, exchange);
