@@ -169,6 +169,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger, opti
       poolMax: config.databasePoolMax,
       timeoutMs: config.databaseTimeoutMs,
       keyLookupsOnly: true,
+      genericPlans: true,
       pipelined: config.databasePipeline,
     },
     logger,

@@ -25,6 +25,14 @@ export interface DatabaseOptions {
    */
   keyLookupsOnly?: boolean;
   /**
+   * Plan every prepared statement once per connection, generically (`plan_cache_mode`), the service's pool: the
+   * recorder's statements take rows as JSON parameters, so a plan made for one batch serves every batch, but
+   * Postgres kept planning the write anew at each run (a custom plan of its guarded parts looked cheaper), 1.7 ms
+   * of a batch (docs/PERFORMANCE.md). The history read, whose day partitions only its values name, asks for its
+   * own plan each time (batchQueries.ts).
+   */
+  genericPlans?: boolean;
+  /**
    * Send a query without waiting for the answer to the one before (pg's pipeline mode), so
    * statements issued together share one round trip; they still run in order, each its own
    * extended-protocol exchange. Refuses cursors (pg-cursor, Kysely's stream()), which the service
@@ -70,9 +78,11 @@ export function createPool(options: DatabaseOptions, logger: Logger): pg.Pool {
     application_name: options.applicationName ?? 'payment-notification-receiver',
     // JIT off on every pool: it compiles a plan node by node, and a query over the day partitions of
     // history (sql/007) spent a second and more compiling one scan per partition to read a few rows.
-    options: options.keyLookupsOnly
-      ? '-c jit=off -c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off'
-      : '-c jit=off',
+    options: [
+      '-c jit=off',
+      ...(options.keyLookupsOnly ? ['-c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off'] : []),
+      ...(options.genericPlans ? ['-c plan_cache_mode=force_generic_plan'] : []),
+    ].join(' '),
     pipeline: options.pipelined ?? false,
   });
   // A client losing its connection must not crash the process: pg emits 'error' on the client

@@ -133,6 +133,12 @@ const n = columnsOf('notifications', 'n');
 const v = columnsOf('notification_variants', 'v');
 const d = columnsOf('deliveries', 'd');
 
+/**
+ * Sent before the history read, in its transaction: plan it with its values, whatever the pool's plan_cache_mode
+ * (a generic plan locks every day partition at each run).
+ */
+export const planHistoryReadWithItsValues: Statement = statement(sql`SET LOCAL plan_cache_mode = force_custom_plan`);
+
 export function readHistory(refs: readonly HistoryLookup[]): Statement<HistoryRow> {
   const ats = sql`ANY(${refs.map((r) => r.at)}::timestamptz[])`;
   return statement(

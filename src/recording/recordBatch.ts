@@ -3,6 +3,7 @@ import { meaningOf, NOTHING_READ, type BatchDecision, type BatchItem, type Batch
 import { batchRows, deliveryRows, guardsOf, historyLookups, stateOf, withStoredNotifications } from './batchRows';
 import {
   lockOrders,
+  planHistoryReadWithItsValues,
   readHistory,
   readState,
   writeBatch,
@@ -131,7 +132,9 @@ async function readBatchState(trx: Transaction, items: readonly BatchItem[]): Pr
   for (const { projection } of state.refunds.values())
     if (!lockedOrders.has(projection.orderId)) throw new LockSetChanged();
   const refs = historyLookups(open, state);
-  return refs.length === 0 ? state : withStoredNotifications(state, refs, await trx.run(readHistory(refs)));
+  if (refs.length === 0) return state;
+  const [, history] = await Promise.all([trx.run(planHistoryReadWithItsValues), trx.run(readHistory(refs))]);
+  return withStoredNotifications(state, refs, history);
 }
 
 /** Keeps an authentic body that could not be read or recorded, with the reason, for `quarantine retry` later. */
