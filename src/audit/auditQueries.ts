@@ -1,4 +1,4 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import { columnsOf, tableOf } from '../database/columns';
 import type { Db } from '../database/pool';
 import type { AuditRole, AuditVia, ConsoleAuditTable } from '../database/schema';
@@ -70,7 +70,8 @@ const LIMITS = { actor: 200, target: 300, orderId: 128, result: 200, detail: 200
 
 const clip = (text: string, length: number): string => (text.length > length ? text.slice(0, length) : text);
 
-function rowOf(entry: AuditEntry) {
+/** Typed as the table's row, so that each key is checked against schema.ts (a renamed column fails here). */
+function rowOf(entry: AuditEntry): Insertable<ConsoleAuditTable> {
   return {
     actor: clip(entry.actor, LIMITS.actor),
     role: entry.role,
@@ -108,15 +109,11 @@ export async function completeAudit(
   { result, detail, orderId }: { result: string; detail?: string; orderId?: string },
 ): Promise<void> {
   if (ids.length === 0) return;
-  await db
-    .updateTable('console_audit')
-    .set({
-      result: clip(result, LIMITS.result),
-      ...(detail === undefined ? {} : { detail: clip(detail, LIMITS.detail) }),
-      ...(orderId === undefined ? {} : { order_id: clip(orderId, LIMITS.orderId) }),
-    })
-    .where('id', 'in', ids)
-    .execute();
+  // Typed as the table's row: a key spread into the update is checked against no column.
+  const update: Updateable<ConsoleAuditTable> = { result: clip(result, LIMITS.result) };
+  if (detail !== undefined) update.detail = clip(detail, LIMITS.detail);
+  if (orderId !== undefined) update.order_id = clip(orderId, LIMITS.orderId);
+  await db.updateTable('console_audit').set(update).where('id', 'in', ids).execute();
 }
 
 /**

@@ -11,9 +11,12 @@ import type { Slot } from './transaction';
 /** A value as the JSON parameter carries it to its column. */
 type JsonCell<V> = V extends Buffer ? string : V;
 
-/** A table's row as json_populate_recordset reads it: the named columns, each value in its JSON form. */
+/**
+ * A table's row as json_populate_recordset reads it: the named columns, each value in its JSON form. A column no
+ * longer in the table (renamed) is dropped from the row, so every row written with it fails tsc, not only this.
+ */
 export type JsonRow<Table, Column extends keyof Table = keyof Table> = {
-  [C in Column]: JsonCell<Exclude<InsertType<Table[C]>, undefined>>;
+  [C in Column & keyof Table]: JsonCell<Exclude<InsertType<Table[C]>, undefined>>;
 };
 
 /** The columns of a row type, each named once: one missing from the list, or not in the row, fails tsc. */

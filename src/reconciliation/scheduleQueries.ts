@@ -533,8 +533,9 @@ export async function answerForcedChecks(
       eb.exists(
         eb
           .selectFrom('reconciliation_checks')
-          .select('order_id')
-          .where('order_id', '=', orderId)
+          // Qualified: forced_checks has an order_id too, which a renamed column here would silently become.
+          .select('reconciliation_checks.order_id')
+          .where('reconciliation_checks.order_id', '=', orderId)
           .where('observation', '=', observation),
       ),
     )

@@ -480,10 +480,11 @@ export function writeQuarantine(delivery: Delivery, reason: string, detail: stri
             oc
               .column('quarantine_id')
               .where('quarantine_id', 'is not', null)
-              .doUpdateSet((eb) => ({
-                deliveries: eb('delivery_repeats.deliveries', '+', eb.lit(1)),
+              // An object, not a callback's: its keys are checked against the table's columns (a callback's are not).
+              .doUpdateSet({
+                deliveries: (eb) => eb('delivery_repeats.deliveries', '+', eb.lit(1)),
                 last_at: sql`now()`,
-              })),
+              }),
           ),
       )
       .selectFrom('quarantined')

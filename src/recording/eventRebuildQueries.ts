@@ -1,4 +1,5 @@
-import { sql } from 'kysely';
+import { sql, type InsertObject } from 'kysely';
+import type { Database } from '../database/schema';
 import type { Db } from '../database/pool';
 import type { LegacyEvent, RebuiltEvent, StreamEntry } from './eventRebuild';
 
@@ -95,7 +96,8 @@ export async function restoreEvents(db: Db, orderId: string, events: readonly Re
   const result = await db
     .insertInto('outbox_events')
     .values(
-      events.map(({ event, createdAt }) => ({
+      // Typed as the table's row: a key of an inferred object is checked against no column.
+      events.map(({ event, createdAt }): InsertObject<Database, 'outbox_events'> => ({
         id: event.id,
         order_id: orderId,
         sequence: event.data.sequence,

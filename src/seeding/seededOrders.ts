@@ -252,8 +252,13 @@ export function seedOrder(
     const written = batchRows(writes);
     // Bodies of the days the purge has reached are gone (BODY_RETENTION).
     const keepBody = settings.bodiesFromMs === null || receivedMs >= settings.bodiesFromMs;
-    rows.notifications.push(...written.notifications.map((row) => (keepBody ? row : { ...row, body: null })));
-    rows.deliveries.push(...written.deliveries.map((row, i) => ({ ...row, received_at: delivered[i] ?? at })));
+    // Each row typed as its table's, so a renamed column fails here rather than be written beside the row's own.
+    rows.notifications.push(
+      ...written.notifications.map((row): NotificationRow => (keepBody ? row : { ...row, body: null })),
+    );
+    rows.deliveries.push(
+      ...written.deliveries.map((row, i): SeedDeliveryRow => ({ ...row, received_at: delivered[i] ?? at })),
+    );
     // Published; the outbox keeps them for its retention.
     if (receivedMs >= settings.outboxFromMs)
       for (const event of written.events)
