@@ -1,4 +1,3 @@
-import type { Notification } from '../parsing/notification';
 import type { BatchItem, BatchState, BatchWrites } from './batch';
 import type { OrderProjection, RefundProjection } from './projection';
 import type { StoredProjection } from './projectionFold';
@@ -26,10 +25,10 @@ interface KeptOrder {
 }
 
 /**
- * The first status a notification of an order or a refund can carry: one of an order not kept is taken for an
- * order the database has never seen (its write inserts the rows, and fails where they are there).
+ * The first status of an order: one of an order not kept is taken for an order the database has never seen (its
+ * write inserts the rows, and fails where they are there).
  */
-const FIRST_STATUS: Readonly<Record<Notification['kind'], string>> = { order: 'PENDING', refund: 'PENDING' };
+const FIRST_ORDER_STATUS = 'PENDING';
 
 export class KeptOrders {
   /** In least recently used order: a touched order is moved to the end, the first one goes past the capacity. */
@@ -45,31 +44,33 @@ export class KeptOrders {
 
   /**
    * The state a read would answer for the batch, from what is kept, or null when one of its items needs a read: an
-   * order not kept past its first status, a status its projection recorded (its history is to read), a refund of an
-   * order not kept. Ids and the time are the caller's (the lane's chain).
+   * order neither kept nor begun by the batch (its first status, PENDING, earlier in it or in this item), a status its
+   * projection recorded (its history is to read), a refund of such an order. A refund not kept, of any status, is
+   * taken for new (its write inserts it, and fails where it is there, under any order). Ids and the time are the
+   * caller's (the lane's chain).
    */
   stateFor(items: readonly BatchItem[], newIds: readonly string[], now: string): BatchState | null {
     if (this.capacity <= 0) return null;
     const orders = new Map<string, KeptOrder>();
+    /** Orders the batch takes for new: their first status came in it. */
+    const begun = new Set<string>();
     for (const { notification: n, known } of items) {
       if (known) continue;
       const kept = this.orders.get(n.orderId);
+      if (kept) orders.set(n.orderId, kept);
+      else if (n.kind === 'order' && n.status === FIRST_ORDER_STATUS) begun.add(n.orderId);
+      else if (!begun.has(n.orderId)) return null;
       if (n.kind === 'order') {
-        if (kept) {
-          if (kept.order.recorded[n.status] !== undefined) return null;
-          orders.set(n.orderId, kept);
-        } else if (n.status !== FIRST_STATUS.order) return null;
+        if (kept?.order.recorded[n.status] !== undefined) return null;
         continue;
       }
-      if (!kept) return null;
-      orders.set(n.orderId, kept);
       const under = this.refundOrders.get(n.refundId);
       const holder = under === undefined ? undefined : this.orders.get(under);
       const refund = holder?.refunds.get(n.refundId);
       if (holder && refund) {
         if (refund.refund.recorded[n.status] !== undefined) return null;
         orders.set(holder.order.projection.orderId, holder);
-      } else if (n.status !== FIRST_STATUS.refund) return null;
+      }
     }
     return stateOfKept([...orders.values()], newIds, now);
   }
