@@ -5,7 +5,7 @@ import type { OutboxEventsTable } from '../database/schema';
 import type { BackoffPolicy } from '../domain/backoff';
 import { backoffMsSql } from '../database/backoffSql';
 import { insertJson } from '../database/jsonRows';
-import { statement, type Slot, type Statement } from '../database/transaction';
+import { prepared, statement, type Slot, type Statement } from '../database/transaction';
 import type { OutboxBacklog } from '../observability/metrics';
 import { OUTBOX_COLUMNS } from './outboxRows';
 
@@ -95,7 +95,8 @@ const CURSOR_XID = sql`(SELECT ${cur('xid')} FROM ${CURSOR})`;
  * is locked: the relay is the only reader that moves the cursor (its advisory lock, and advanceCursor's check).
  */
 export const readBatch = (limit: number): Statement<BatchEvent> =>
-  statement(
+  prepared(
+    'relay_read',
     sql<BatchEvent>`
       WITH first AS (
         SELECT ${o('xid')} AS first_xid FROM ${OUTBOX} o
@@ -165,7 +166,8 @@ export interface BatchOutcome {
 export const recordBatch = (outcome: BatchOutcome): Statement<{ moved: boolean }> => {
   const advanceTo = outcome.advanceTo;
   const heldIds = outcome.hold.map((e) => e.id);
-  return statement(
+  return prepared(
+    'relay_record',
     sql<{ moved: boolean }>`
       WITH moved AS (
         UPDATE ${CURSOR} SET

@@ -131,7 +131,8 @@ export class OutboxRelay extends SingleActiveJob {
         // Moving the cursor need not wait for the WAL flush: a move lost in a database crash only means the batch
         // is published again, with the same ids (at-least-once, as documented). The retention sweep walks
         // outbox_events_by_time in order, an index scan (sql/011).
-        sessionOptions: '-c synchronous_commit=off -c enable_bitmapscan=off',
+        // Its read and its cursor's move are prepared, planned once (their rows are parameters, their plans the same).
+        sessionOptions: '-c synchronous_commit=off -c enable_bitmapscan=off -c plan_cache_mode=force_generic_plan',
       },
       logger: options.logger,
       lines: {
