@@ -88,7 +88,7 @@ export async function recordBatch(
     return decision;
   }
   const kept = lane?.stateFor(items) ?? null;
-  const state = kept ?? (await readBatchState(trx, items));
+  const state = kept ?? dated(lane, await readBatchState(trx, items));
   const decision = decideBatch(items, state, context);
   await steps.beforeWrite?.(decision);
   const link = lane?.link(kept !== null, decision.writes.newNotifications.length) ?? NO_LANE;
@@ -107,6 +107,9 @@ export async function recordBatch(
   }
   return decision;
 }
+
+/** A read's state as its lane dates it (RecorderLane.dated); outside any lane, as read. */
+const dated = (lane: RecorderLane | undefined, state: BatchState): BatchState => (lane ? lane.dated(state) : state);
 
 const isGuardFailure = (error: unknown): boolean =>
   error instanceof Error && 'code' in error && error.code === GUARD_FAILED;

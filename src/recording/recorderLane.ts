@@ -23,6 +23,8 @@ export class RecorderLane {
   private offsetMs = 0;
   /** Whether a write of the lane committed yet. */
   private begun = false;
+  /** The time of the lane's last batch (ms): no later batch of the lane is dated before it. */
+  private lastTime = 0;
 
   constructor(
     private readonly kept: KeptOrders,
@@ -37,7 +39,16 @@ export class RecorderLane {
     if (this.token === null) return null;
     const meanings = new Set(items.filter((item) => !item.known).map((item) => meaningOf(item.notification)));
     if (meanings.size > this.ids.length) return null;
-    return this.kept.stateFor(items, this.ids, databaseTime(Date.now() + this.offsetMs));
+    return this.kept.stateFor(items, this.ids, databaseTime(Math.max(Date.now() + this.offsetMs, this.lastTime)));
+  }
+
+  /**
+   * A read's state, dated no earlier than the lane's last batch: a batch decided without a read is dated by the
+   * estimate of the database's clock, which may run a few milliseconds ahead of the next read's `now()`, and an
+   * order's events (one lane each) must not go back in time from one to the next.
+   */
+  dated(state: BatchState): BatchState {
+    return Date.parse(state.now) >= this.lastTime ? state : { ...state, now: databaseTime(this.lastTime) };
   }
 
   /**
@@ -64,6 +75,7 @@ export class RecorderLane {
   committed(state: BatchState, writes: BatchWrites, link: LaneLink, answer: WriteAnswer, sentAt: number): void {
     this.token = link.token;
     this.begun = true;
+    this.lastTime = Math.max(this.lastTime, Date.parse(state.now));
     this.ids = answer.next_ids ?? [];
     this.offsetMs = Date.parse(answer.now) - sentAt;
     const given = (rows: WriteAnswer['order_revisions']) => new Map((rows ?? []).map((r) => [r.subject, r.given]));
