@@ -17,7 +17,7 @@ CREATE INDEX IF NOT EXISTS outbox_events_by_xid ON outbox_events (xid) WHERE xid
 -- below every transaction id: a writer that got its id before this migration and waited for its lock still writes
 -- its events above it.
 CREATE TABLE outbox_cursor (
-  one              boolean     PRIMARY KEY DEFAULT true CHECK (one),
+  singleton        boolean     PRIMARY KEY DEFAULT true CHECK (singleton),
   xid              xid8        NOT NULL DEFAULT '0',
   advanced_at      timestamptz NOT NULL DEFAULT now(),
   attempts         integer     NOT NULL DEFAULT 0,

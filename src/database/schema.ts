@@ -213,7 +213,7 @@ export interface OutboxEventsTable {
 
 /** How far the relay has published (sql/024): one row. */
 export interface OutboxCursorTable {
-  one: ColumnType<boolean, never, never>;
+  singleton: ColumnType<boolean, never, never>;
   /** Every event of every transaction up to this id is published or held. */
   xid: ColumnType<string, never, string>;
   advanced_at: ColumnType<Date, never, Date | string>;
