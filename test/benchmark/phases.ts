@@ -47,6 +47,7 @@ export async function throughputRounds(
   const recorderBusy: number[] = [];
   const eventLoopBusy: number[] = [];
   const batchSizes: number[] = [];
+  const keptState: number[] = [];
   // CPU per notification of every process involved, to tell how far each receiver is from what two cores allow.
   const servicePid = service.child.pid as number;
   const { referencePort, referencePid, consumerPid, databases } = others;
@@ -75,12 +76,13 @@ export async function throughputRounds(
     recorderBusy.push(recorder.recorderBusyPercent);
     eventLoopBusy.push(recorder.eventLoopBusyPercent);
     batchSizes.push(recorder.notificationsPerTransaction);
+    keptState.push(recorder.keptStatePercent);
     serviceRps.push(s.rps);
     referenceRps.push(r.rps);
     non2xx += s.non2xx + r.non2xx;
     process.stderr.write(
       `round ${round + 1}: service ${s.rps.toFixed(0)}/s (machine ${serviceIdle[round]} % idle, recorder busy ${recorderBusy[round]} %, event loop busy ${eventLoopBusy[round]} %, ` +
-        `${(batchSizes[round] as number).toFixed(1)} per transaction), reference ${r.rps.toFixed(0)}/s (machine ${referenceIdle[round]} % idle)\n`,
+        `${(batchSizes[round] as number).toFixed(1)} per transaction, ${keptState[round]} % from kept state), reference ${r.rps.toFixed(0)}/s (machine ${referenceIdle[round]} % idle)\n`,
     );
   }
   return {
@@ -91,6 +93,7 @@ export async function throughputRounds(
     recorderBusy,
     eventLoopBusy,
     batchSizes,
+    keptState,
     serviceCpu,
     referenceCpu,
     non2xx,

@@ -31,7 +31,7 @@ export interface RunResults {
 export function printReport(results: RunResults): void {
   const { cgroup, readyTimes, steady, referenceSteady, afterBursts, referenceAfterBursts, rss, peak, consumed } =
     results;
-  const { serviceRps, referenceRps, serviceIdle, referenceIdle, recorderBusy, eventLoopBusy, batchSizes } =
+  const { serviceRps, referenceRps, serviceIdle, referenceIdle, recorderBusy, eventLoopBusy, batchSizes, keptState } =
     results.throughput;
   const { serviceCpu, referenceCpu, non2xx } = results.throughput;
   const { dupService, dupReference, dupServiceCpu, dupReferenceCpu, dupBare, dupBareCpu } = results.duplicates;
@@ -53,6 +53,7 @@ export function printReport(results: RunResults): void {
       recorderBusyPercent: median(recorderBusy),
       eventLoopBusyPercent: median(eventLoopBusy),
       notificationsPerTransaction: round2(median(batchSizes)),
+      keptStatePercent: median(keptState),
       cpuPerNotificationUs: { service: medianCpu(serviceCpu), reference: medianCpu(referenceCpu) },
     },
     duplicatesOnly: {
@@ -87,7 +88,7 @@ export function printReport(results: RunResults): void {
       'what bounds the closed loop (median)',
       `${figures.throughput.recorderBusyPercent} % recorder busy`,
       `event loop busy ${figures.throughput.eventLoopBusyPercent} %; ` +
-        `${figures.throughput.notificationsPerTransaction} per transaction; machine idle ${figures.throughput.machineIdlePercent.service} % (reference ${figures.throughput.machineIdlePercent.reference} %)`,
+        `${figures.throughput.notificationsPerTransaction} per transaction, ${figures.throughput.keptStatePercent} % from kept state; machine idle ${figures.throughput.machineIdlePercent.service} % (reference ${figures.throughput.machineIdlePercent.reference} %)`,
     ],
     ...cpuRows('closed loop', figures.throughput.cpuPerNotificationUs),
     [
@@ -207,7 +208,7 @@ function latencyRows(
     [
       `  recorder, ${phase}`,
       `${open.recorder.transactionMs} ms a transaction`,
-      `${open.recorder.notificationsPerTransaction} per transaction; recorder busy ${open.recorder.recorderBusyPercent} %, event loop busy ${open.recorder.eventLoopBusyPercent} %`,
+      `${open.recorder.notificationsPerTransaction} per transaction, ${open.recorder.keptStatePercent} % from kept state (${open.recorder.guardFailedPercent} % guards failed); recorder busy ${open.recorder.recorderBusyPercent} %, event loop busy ${open.recorder.eventLoopBusyPercent} %`,
     ],
     [
       `  the reference right after: p50 / p99 / max`,

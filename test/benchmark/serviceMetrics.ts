@@ -10,6 +10,8 @@ export interface ServiceCounters {
   eventLoopSeconds: number;
   transactions: number;
   notifications: number;
+  /** Recording statements by how their batch was decided (recorder_kept_state_total, docs/decisions/0024). */
+  keptState: { kept: number; read: number; guardFailed: number };
 }
 
 /** The text of the service's /metrics. */
@@ -63,7 +65,19 @@ export function recorderFigures(before: ServiceCounters, after: ServiceCounters)
     eventLoopBusyPercent: Math.round((100 * (after.eventLoopSeconds - before.eventLoopSeconds)) / windowSeconds),
     notificationsPerTransaction: round2((after.notifications - before.notifications) / transactions),
     transactionMs: round2((1000 * busySeconds) / transactions),
+    ...keptStateShares(before.keptState, after.keptState),
   };
+}
+
+/**
+ * The shares of recording statements decided from kept state (one round trip) and of those whose guard failed
+ * (run again after a read), in per cent of all of them between two readings.
+ */
+function keptStateShares(before: ServiceCounters['keptState'], after: ServiceCounters['keptState']) {
+  const kept = after.kept - before.kept;
+  const guardFailed = after.guardFailed - before.guardFailed;
+  const all = Math.max(1, kept + guardFailed + after.read - before.read);
+  return { keptStatePercent: Math.round((100 * kept) / all), guardFailedPercent: round2((100 * guardFailed) / all) };
 }
 
 /** The service's recorder and event-loop counters, from its /metrics. */
@@ -75,5 +89,10 @@ export async function serviceCounters(adminPort: number): Promise<ServiceCounter
     eventLoopSeconds: metricTotal(text, 'nodejs_eventloop_active_seconds_total'),
     transactions: metricTotal(text, 'recorder_batch_notifications_count'),
     notifications: metricTotal(text, 'recorder_batch_notifications_sum'),
+    keptState: {
+      kept: metricTotal(text, 'recorder_kept_state_total', 'result="kept"'),
+      read: metricTotal(text, 'recorder_kept_state_total', 'result="read"'),
+      guardFailed: metricTotal(text, 'recorder_kept_state_total', 'result="guard_failed"'),
+    },
   };
 }

@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { createLogger } from '../../../src/observability/logger';
 import { createMetrics } from '../../../src/observability/metrics';
-import { OutboxRelay } from '../../../src/outbox/outboxRelay';
+import { OutboxRelay, type RelayOptions } from '../../../src/outbox/outboxRelay';
 import { republishOrderEvents } from '../../../src/outbox/outboxQueries';
 import { AMQP_URL, EventConsumer, uniqueExchange } from '../../support/broker';
 import { rmSync } from 'node:fs';
@@ -19,6 +19,22 @@ import { FaultProxy } from '../../support/faultProxy';
 import { waitUntil } from '../../support/wait';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * A relay of the test's own on a service's database (started with RELAY_ENABLED false, or as a second replica's),
+ * polling every 50 ms unless told otherwise.
+ */
+const relayOn = (databaseUrl: string, exchange: string, options: Partial<RelayOptions> = {}): OutboxRelay =>
+  new OutboxRelay({
+    databaseUrl,
+    amqpUrl: AMQP_URL,
+    exchange,
+    retentionMs: 86_400_000,
+    pollIntervalMs: 50,
+    metrics: createMetrics(),
+    logger: createLogger('silent'),
+    ...options,
+  });
 
 describe('events of a lifecycle', () => {
   let svc: TestService;
@@ -363,14 +379,7 @@ describe('several relays', () => {
     const exchange = uniqueExchange();
     const consumer = await new EventConsumer(exchange).start();
     const svc = await startTestService({ env: { AMQP_EXCHANGE: exchange } });
-    const second = new OutboxRelay({
-      databaseUrl: svc.database.url,
-      amqpUrl: AMQP_URL,
-      exchange,
-      retentionMs: 86_400_000,
-      metrics: createMetrics(),
-      logger: createLogger('silent'),
-    });
+    const second = relayOn(svc.database.url, exchange, { pollIntervalMs: 1000 }); // a replica's default
     second.start();
     try {
       const orders = Array.from({ length: 15 }, () => uniqueId('TWO'));
@@ -423,15 +432,7 @@ describe('batches in a row', () => {
       await svc.post(orderBody({ orderId, status })).expect(200);
     // A batch takes one event per order, and nothing is committed after the relay starts: no
     // wake-up hint comes, so the relay must go on by itself, not wait for its (10-minute) poll.
-    const relay = new OutboxRelay({
-      databaseUrl: svc.database.url,
-      amqpUrl: AMQP_URL,
-      exchange,
-      retentionMs: 86_400_000,
-      pollIntervalMs: 600_000,
-      metrics: createMetrics(),
-      logger: createLogger('silent'),
-    });
+    const relay = relayOn(svc.database.url, exchange, { pollIntervalMs: 600_000 });
     relay.start();
     try {
       await consumer.waitFor(3, 10_000);
@@ -449,18 +450,6 @@ describe('batches in a row', () => {
     }
   });
 });
-
-/** A relay of the test's own on a service's database (started with RELAY_ENABLED false), polling often. */
-const relayOn = (databaseUrl: string, exchange: string): OutboxRelay =>
-  new OutboxRelay({
-    databaseUrl,
-    amqpUrl: AMQP_URL,
-    exchange,
-    retentionMs: 86_400_000,
-    pollIntervalMs: 50,
-    metrics: createMetrics(),
-    logger: createLogger('silent'),
-  });
 
 interface Published {
   id: string;
@@ -807,15 +796,7 @@ describe('retention behind the cursor', () => {
       );
       const kept = await idsOf(recent);
 
-      const sweeper = new OutboxRelay({
-        databaseUrl: svc.database.url,
-        amqpUrl: AMQP_URL,
-        exchange,
-        retentionMs: 86_400_000,
-        pollIntervalMs: 50,
-        metrics: createMetrics(),
-        logger: createLogger('silent'),
-      });
+      const sweeper = relayOn(svc.database.url, exchange);
       sweeper.start(); // its first batch sweeps
       try {
         await waitUntil('the old event deleted', async () => (await idsOf(old)).length === 0);

@@ -1,12 +1,11 @@
-import { createHash } from 'node:crypto';
 import { createDb } from '../../../src/database/pool';
 import { PooledTransactions } from '../../../src/database/transaction';
 import type { OrderNotification, RefundNotification } from '../../../src/parsing/notification';
-import type { Delivery } from '../../../src/recording/notificationStore';
 import { Recorder } from '../../../src/recording/recorder';
 import type { KeptStateResult } from '../../../src/recording/recorderLane';
 import { repairOrder } from '../../../src/recording/reprojectionQueries';
 import { query } from '../../support/database';
+import { deliveryOf, orderNotification, refundNotification } from '../../support/notifications';
 import { startTestService, type TestService } from '../../support/service';
 import { uniqueId } from '../../support/signing';
 
@@ -19,47 +18,6 @@ beforeAll(async () => {
   svc = await startTestService({ env: { RELAY_ENABLED: 'false', RECORDER_KEPT_ORDERS: '0' } });
 });
 afterAll(() => svc.stop());
-
-let bodies = 0;
-const delivery = (): Delivery => {
-  const body = Buffer.from(`kept-${bodies++}-${Math.random()}`);
-  return {
-    body,
-    bodySha256: createHash('sha256').update(body).digest(),
-    signers: [{ posId: '300746', keyFingerprint: 'test' }],
-    sourceAddress: '127.0.0.1',
-    processingTimeMs: null,
-    observedVia: 'notification',
-  };
-};
-
-const order = (orderId: string, status: OrderNotification['status']): OrderNotification => ({
-  kind: 'order',
-  orderId,
-  extOrderId: null,
-  merchantPosId: '300746',
-  status,
-  totalAmount: '100',
-  currencyCode: 'PLN',
-  paymentId: null,
-  payMethodType: null,
-  localReceiptDateTime: null,
-});
-
-const refund = (orderId: string, refundId: string, status: RefundNotification['status']): RefundNotification => ({
-  kind: 'refund',
-  orderId,
-  extOrderId: null,
-  refundId,
-  extRefundId: null,
-  status,
-  amount: '10',
-  currencyCode: 'PLN',
-  statusDateTime: null,
-  refundDate: null,
-  reason: null,
-  reasonDescription: null,
-});
 
 /** A replica's recorder, keeping the state of its orders; `results` is how each of its batches was recorded. */
 function replica(): {
@@ -84,14 +42,14 @@ function replica(): {
   return {
     recorder,
     results,
-    record: async (n) => (await recorder.record(delivery(), n)).outcome,
+    record: async (n) => (await recorder.record(deliveryOf(), n)).outcome,
   };
 }
 
 /** A lane's first batch reads (its chain begins); this one makes the next batches eligible for kept state. */
 async function warmed(): Promise<ReturnType<typeof replica>> {
   const r = replica();
-  await r.record(order(uniqueId('WARM'), 'PENDING'));
+  await r.record(orderNotification(uniqueId('WARM'), 'PENDING'));
   r.results.length = 0;
   return r;
 }
@@ -128,10 +86,10 @@ describe('kept state', () => {
   it('When an order is kept, then its next batches are decided without a read, and the database holds what the reading path gives', async () => {
     const a = await warmed();
     const orderId = uniqueId('KEPT');
-    expect(await a.record(order(orderId, 'PENDING'))).toBe('accepted');
-    expect(await a.record(order(orderId, 'WAITING_FOR_CONFIRMATION'))).toBe('accepted');
-    expect(await a.record(order(orderId, 'COMPLETED'))).toBe('accepted');
-    expect(await a.record(order(orderId, 'PENDING'))).toBe('duplicate');
+    expect(await a.record(orderNotification(orderId, 'PENDING'))).toBe('accepted');
+    expect(await a.record(orderNotification(orderId, 'WAITING_FOR_CONFIRMATION'))).toBe('accepted');
+    expect(await a.record(orderNotification(orderId, 'COMPLETED'))).toBe('accepted');
+    expect(await a.record(orderNotification(orderId, 'PENDING'))).toBe('duplicate');
     // The first status of an order not kept is taken for new; the later ones are of a kept order; the repeat of a
     // recorded status needs its history, which only a read finds.
     expect(a.results).toEqual(['kept', 'kept', 'kept', 'read']);
@@ -146,9 +104,9 @@ describe('kept state', () => {
   it('When another replica wrote a kept order, then the guard fails, and the batch is recorded again from what the database holds', async () => {
     const [a, b] = [await warmed(), await warmed()];
     const orderId = uniqueId('TWO');
-    await a.record(order(orderId, 'PENDING'));
-    expect(await b.record(order(orderId, 'WAITING_FOR_CONFIRMATION'))).toBe('accepted');
-    expect(await a.record(order(orderId, 'COMPLETED'))).toBe('accepted');
+    await a.record(orderNotification(orderId, 'PENDING'));
+    expect(await b.record(orderNotification(orderId, 'WAITING_FOR_CONFIRMATION'))).toBe('accepted');
+    expect(await a.record(orderNotification(orderId, 'COMPLETED'))).toBe('accepted');
     expect(a.results).toEqual(['kept', 'guard_failed', 'read']);
     expect(await stored(orderId)).toEqual({
       status: 'COMPLETED',
@@ -161,10 +119,10 @@ describe('kept state', () => {
   it('When a kept order went back to an older revision (a failover), then the guard fails and nothing of the batch is written twice', async () => {
     const a = await warmed();
     const orderId = uniqueId('BACK');
-    await a.record(order(orderId, 'PENDING'));
+    await a.record(orderNotification(orderId, 'PENDING'));
     // A promoted standby holds the row as an earlier commit left it: another revision.
     await query(svc.database.url, 'UPDATE orders SET revision = 0 WHERE order_id = $1', [orderId]);
-    expect(await a.record(order(orderId, 'COMPLETED'))).toBe('accepted');
+    expect(await a.record(orderNotification(orderId, 'COMPLETED'))).toBe('accepted');
     expect(a.results).toEqual(['kept', 'guard_failed', 'read']);
     expect(await stored(orderId)).toEqual({ status: 'COMPLETED', last: '2', events: ['1', '2'], notifications: 2 });
   });
@@ -172,7 +130,7 @@ describe('kept state', () => {
   it('When a kept order is gone (a failover lost it), then the guard fails and the batch is recorded as the reading path records it', async () => {
     const a = await warmed();
     const orderId = uniqueId('GONE');
-    await a.record(order(orderId, 'PENDING'));
+    await a.record(orderNotification(orderId, 'PENDING'));
     // All that its commit wrote is gone, as on a promoted standby that never received it.
     await query(
       svc.database.url,
@@ -184,7 +142,7 @@ describe('kept state', () => {
        DELETE FROM orders WHERE order_id = $1`,
       [orderId],
     );
-    expect(await a.record(order(orderId, 'COMPLETED'))).toBe('accepted');
+    expect(await a.record(orderNotification(orderId, 'COMPLETED'))).toBe('accepted');
     expect(a.results).toEqual(['kept', 'guard_failed', 'read']);
     // As on a database that never had the PENDING: the order begins at COMPLETED, its stream at 1.
     expect(await stored(orderId)).toEqual({ status: 'COMPLETED', last: '1', events: ['1'], notifications: 1 });
@@ -195,7 +153,7 @@ describe('kept state', () => {
     // The promoted standby has no trace of the lane's last commit: not its token, so not the ids it reserved.
     await query(svc.database.url, 'DELETE FROM recorder_lanes');
     const orderId = uniqueId('LANE');
-    expect(await a.record(order(orderId, 'PENDING'))).toBe('accepted');
+    expect(await a.record(orderNotification(orderId, 'PENDING'))).toBe('accepted');
     expect(a.results).toEqual(['guard_failed', 'read']);
     expect(await stored(orderId)).toEqual({ status: 'PENDING', last: '1', events: ['1'], notifications: 1 });
   });
@@ -203,8 +161,8 @@ describe('kept state', () => {
   it('When an order taken for new exists (written by another replica, or before a restart), then the guard fails and its status is a duplicate', async () => {
     const [a, b] = [await warmed(), await warmed()];
     const orderId = uniqueId('EXISTS');
-    await b.record(order(orderId, 'PENDING'));
-    expect(await a.record(order(orderId, 'PENDING'))).toBe('duplicate');
+    await b.record(orderNotification(orderId, 'PENDING'));
+    expect(await a.record(orderNotification(orderId, 'PENDING'))).toBe('duplicate');
     expect(a.results).toEqual(['guard_failed', 'read']);
     expect(await stored(orderId)).toEqual({ status: 'PENDING', last: '1', events: ['1'], notifications: 1 });
   });
@@ -213,10 +171,10 @@ describe('kept state', () => {
     const [a, b] = [await warmed(), await warmed()];
     const [orderX, orderY] = [uniqueId('RX'), uniqueId('RY')];
     const refundId = uniqueId('RF');
-    await a.record(order(orderX, 'PENDING'));
-    await b.record(order(orderY, 'PENDING'));
-    expect(await b.record(refund(orderY, refundId, 'PENDING'))).toBe('accepted');
-    expect(await a.record(refund(orderX, refundId, 'PENDING'))).toBe('duplicate');
+    await a.record(orderNotification(orderX, 'PENDING'));
+    await b.record(orderNotification(orderY, 'PENDING'));
+    expect(await b.record(refundNotification(orderY, refundId, 'PENDING'))).toBe('accepted');
+    expect(await a.record(refundNotification(orderX, refundId, 'PENDING'))).toBe('duplicate');
     expect(a.results).toEqual(['kept', 'guard_failed', 'read']);
     const [row] = await query<{ order_id: string }>(
       svc.database.url,
@@ -229,8 +187,8 @@ describe('kept state', () => {
   it("When a kept order's event stream moved without its row (a refund's event, by another replica), then the guard fails", async () => {
     const [a, b] = [await warmed(), await warmed()];
     const orderId = uniqueId('STREAM');
-    await a.record(order(orderId, 'PENDING'));
-    await b.record(order(orderId, 'PENDING'));
+    await a.record(orderNotification(orderId, 'PENDING'));
+    await b.record(orderNotification(orderId, 'PENDING'));
     const revision = async () =>
       (
         await query<{ revision: string }>(svc.database.url, 'SELECT revision::text FROM orders WHERE order_id = $1', [
@@ -238,10 +196,10 @@ describe('kept state', () => {
         ])
       )[0]?.revision;
     const before = await revision();
-    expect(await b.record(refund(orderId, uniqueId('SR'), 'PENDING'))).toBe('accepted');
+    expect(await b.record(refundNotification(orderId, uniqueId('SR'), 'PENDING'))).toBe('accepted');
     // The refund's event counts in its order's stream; the order's row is not written.
     expect(await revision()).toBe(before);
-    expect(await a.record(order(orderId, 'COMPLETED'))).toBe('accepted');
+    expect(await a.record(orderNotification(orderId, 'COMPLETED'))).toBe('accepted');
     expect(a.results).toEqual(['kept', 'guard_failed', 'read']);
     expect(await stored(orderId)).toEqual({
       status: 'COMPLETED',
@@ -254,7 +212,7 @@ describe('kept state', () => {
   it('When reproject rewrote a kept order, then the trigger gave it a new revision and the guard fails', async () => {
     const a = await warmed();
     const orderId = uniqueId('REPRO');
-    await a.record(order(orderId, 'PENDING'));
+    await a.record(orderNotification(orderId, 'PENDING'));
     const db = createDb(svc.service.pool);
     await repairOrder(db, {
       projection: {
@@ -270,7 +228,7 @@ describe('kept state', () => {
       },
       recorded: {},
     });
-    expect(await a.record(order(orderId, 'COMPLETED'))).toBe('accepted');
+    expect(await a.record(orderNotification(orderId, 'COMPLETED'))).toBe('accepted');
     expect(a.results).toEqual(['kept', 'guard_failed', 'read']);
     expect(await stored(orderId)).toEqual({ status: 'COMPLETED', last: '2', events: ['1', '2'], notifications: 2 });
   });
@@ -278,9 +236,9 @@ describe('kept state', () => {
   it('When a failover is noticed, then nothing kept is used: the next batch reads', async () => {
     const a = await warmed();
     const orderId = uniqueId('NOTICED');
-    await a.record(order(orderId, 'PENDING'));
+    await a.record(orderNotification(orderId, 'PENDING'));
     a.recorder.forgetKeptState();
-    expect(await a.record(order(orderId, 'COMPLETED'))).toBe('accepted');
+    expect(await a.record(orderNotification(orderId, 'COMPLETED'))).toBe('accepted');
     expect(a.results).toEqual(['kept', 'read']);
   });
 
@@ -288,7 +246,7 @@ describe('kept state', () => {
     const a = await warmed();
     const orders = Array.from({ length: 30 }, () => uniqueId('MANY'));
     for (const status of ['PENDING', 'WAITING_FOR_CONFIRMATION', 'COMPLETED'] as const)
-      expect(new Set(await Promise.all(orders.map((id) => a.record(order(id, status)))))).toEqual(
+      expect(new Set(await Promise.all(orders.map((id) => a.record(orderNotification(id, status)))))).toEqual(
         new Set(['accepted']),
       );
     // A batch needing more ids than the last write reserved (twice its own new notifications, and 4) reads; none is

@@ -1,9 +1,7 @@
-import { createHash } from 'node:crypto';
 import { PooledTransactions } from '../../../src/database/transaction';
 import { Recorder, type RecorderOptions } from '../../../src/recording/recorder';
-import type { Delivery } from '../../../src/recording/notificationStore';
-import type { OrderNotification, RefundNotification } from '../../../src/parsing/notification';
 import { query, whileOrderLocked } from '../../support/database';
+import { deliveryOf, orderNotification, refundNotification } from '../../support/notifications';
 import { startTestService, type TestService } from '../../support/service';
 import { uniqueId } from '../../support/signing';
 import { waitUntil } from '../../support/wait';
@@ -13,31 +11,6 @@ beforeAll(async () => {
   svc = await startTestService({ env: { RELAY_ENABLED: 'false' } });
 });
 afterAll(() => svc.stop());
-
-const delivery = (text: string): Delivery => {
-  const body = Buffer.from(text);
-  return {
-    body,
-    bodySha256: createHash('sha256').update(body).digest(),
-    signers: [{ posId: '300746', keyFingerprint: 'test' }],
-    sourceAddress: '127.0.0.1',
-    processingTimeMs: null,
-    observedVia: 'notification',
-  };
-};
-
-const order = (orderId: string, status: OrderNotification['status'], totalAmount = '100'): OrderNotification => ({
-  kind: 'order',
-  orderId,
-  extOrderId: null,
-  merchantPosId: '300746',
-  status,
-  totalAmount,
-  currencyCode: 'PLN',
-  paymentId: null,
-  payMethodType: null,
-  localReceiptDateTime: null,
-});
 
 const storeWith = (options: RecorderOptions): Recorder =>
   new Recorder(
@@ -52,11 +25,11 @@ describe('group commit', () => {
     const orderId = uniqueId('GC');
     const others = Array.from({ length: 10 }, () => uniqueId('GCO'));
     const results = await Promise.all([
-      store.record(delivery(`${orderId}-p`), order(orderId, 'PENDING')),
-      store.record(delivery(`${orderId}-c`), order(orderId, 'COMPLETED')),
-      store.record(delivery(`${orderId}-c2`), order(orderId, 'COMPLETED')),
-      store.record(delivery(`${orderId}-p2`), order(orderId, 'PENDING')),
-      ...others.map((id) => store.record(delivery(id), order(id, 'PENDING'))),
+      store.record(deliveryOf(`${orderId}-p`), orderNotification(orderId, 'PENDING')),
+      store.record(deliveryOf(`${orderId}-c`), orderNotification(orderId, 'COMPLETED')),
+      store.record(deliveryOf(`${orderId}-c2`), orderNotification(orderId, 'COMPLETED')),
+      store.record(deliveryOf(`${orderId}-p2`), orderNotification(orderId, 'PENDING')),
+      ...others.map((id) => store.record(deliveryOf(id), orderNotification(id, 'PENDING'))),
     ]);
     expect(results.slice(0, 4).map((r) => [r.outcome, r.outcome !== 'refused' && r.newVariant])).toEqual([
       ['accepted', false],
@@ -79,9 +52,9 @@ describe('group commit', () => {
     const bad = uniqueId('BAD');
     // The parser never lets a negative amount through; the table's CHECK stands in for any defect.
     const results = await Promise.all([
-      ...good.slice(0, 2).map((id) => store.record(delivery(id), order(id, 'PENDING'))),
-      store.record(delivery(bad), order(bad, 'PENDING', '-1')),
-      ...good.slice(2).map((id) => store.record(delivery(id), order(id, 'PENDING'))),
+      ...good.slice(0, 2).map((id) => store.record(deliveryOf(id), orderNotification(id, 'PENDING'))),
+      store.record(deliveryOf(bad), orderNotification(bad, 'PENDING', { totalAmount: '-1' })),
+      ...good.slice(2).map((id) => store.record(deliveryOf(id), orderNotification(id, 'PENDING'))),
     ]);
     // An authentic notification is never answered with an error its retry cannot cure: it is kept instead.
     expect(results.map((r) => r.outcome)).toEqual([
@@ -115,7 +88,9 @@ describe('group commit', () => {
     const ids = Array.from({ length: 6 }, () => uniqueId('FULL'));
     // Sent together: the first starts the lane's transaction, the next two fill the queue (maxQueued 2), and
     // the last three find it full.
-    const settled = await Promise.allSettled(ids.map((id) => store.record(delivery(id), order(id, 'PENDING'))));
+    const settled = await Promise.allSettled(
+      ids.map((id) => store.record(deliveryOf(id), orderNotification(id, 'PENDING'))),
+    );
     expect(settled.map((s) => (s.status === 'rejected' ? (s.reason as Error).name : s.value.outcome))).toEqual([
       'accepted',
       'accepted',
@@ -133,24 +108,11 @@ describe('group commit with refunds', () => {
     const orders = Array.from({ length: 20 }, () => uniqueId('RFO'));
     const work: Array<Promise<unknown>> = [];
     for (const orderId of orders) {
-      work.push(store.record(delivery(`${orderId}-c`), order(orderId, 'COMPLETED')));
+      work.push(store.record(deliveryOf(`${orderId}-c`), orderNotification(orderId, 'COMPLETED')));
       for (const k of [1, 2]) {
         const refundId = `${orderId}-R${k}`;
-        const n: RefundNotification = {
-          kind: 'refund',
-          orderId,
-          extOrderId: null,
-          refundId,
-          extRefundId: null,
-          status: 'FINALIZED',
-          amount: '10',
-          currencyCode: 'PLN',
-          statusDateTime: null,
-          refundDate: null,
-          reason: null,
-          reasonDescription: null,
-        };
-        work.push(store.record(delivery(refundId), n), store.record(delivery(`${refundId}-again`), n));
+        const n = refundNotification(orderId, refundId, 'FINALIZED');
+        work.push(store.record(deliveryOf(refundId), n), store.record(deliveryOf(`${refundId}-again`), n));
       }
     }
     await Promise.all(work);
@@ -177,13 +139,13 @@ describe('group commit deadlines', () => {
     const other = uniqueId('FAST');
     const store = storeWith({ maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 300 });
     await whileOrderLocked(svc.service.pool, orderId, async () => {
-      await expect(store.record(delivery(orderId), order(orderId, 'PENDING'))).rejects.toThrow(
+      await expect(store.record(deliveryOf(orderId), orderNotification(orderId, 'PENDING'))).rejects.toThrow(
         /no commit within 300 ms/,
       );
     });
     // The lock is released: the batch's statements can finish now, but it must not commit. With one lane,
     // the next notification runs only once that batch has ended: its answer is the event this waits for.
-    await expect(store.record(delivery(other), order(other, 'PENDING'))).resolves.toMatchObject({
+    await expect(store.record(deliveryOf(other), orderNotification(other, 'PENDING'))).resolves.toMatchObject({
       outcome: 'accepted',
     });
     const rows = await query<{ subject_id: string }>(
@@ -199,13 +161,15 @@ describe('group commit deadlines', () => {
     // write and the COMMIT sent with it go unanswered, as in a network partition.
     const orderId = uniqueId('HUNG');
     const store = storeWith({ maxBatchSize: 64, lanes: 1, maxQueued: 100, maxWaitMs: 5000, answerWithinMs: 300 });
-    await store.record(delivery(`${orderId}-p`), order(orderId, 'PENDING'));
+    await store.record(deliveryOf(`${orderId}-p`), orderNotification(orderId, 'PENDING'));
     const blocker = await svc.service.pool.connect();
     try {
       await blocker.query('BEGIN');
       await blocker.query('SELECT 1 FROM orders WHERE order_id = $1 FOR UPDATE', [orderId]);
       const started = performance.now();
-      await expect(store.record(delivery(`${orderId}-c`), order(orderId, 'COMPLETED'))).rejects.toThrow(/timeout/i);
+      await expect(store.record(deliveryOf(`${orderId}-c`), orderNotification(orderId, 'COMPLETED'))).rejects.toThrow(
+        /timeout/i,
+      );
       const waited = performance.now() - started;
       expect(waited).toBeGreaterThanOrEqual(700);
       expect(waited).toBeLessThan(1_500);
@@ -215,7 +179,9 @@ describe('group commit deadlines', () => {
     }
     // The store goes on with fresh connections.
     const next = uniqueId('AFTER');
-    await expect(store.record(delivery(next), order(next, 'PENDING'))).resolves.toMatchObject({ outcome: 'accepted' });
+    await expect(store.record(deliveryOf(next), orderNotification(next, 'PENDING'))).resolves.toMatchObject({
+      outcome: 'accepted',
+    });
   });
 
   it('When the service stops with a batch running and others queued, then each is refused at once and none is written', async () => {
@@ -224,8 +190,8 @@ describe('group commit deadlines', () => {
     const [running, queued, late] = [uniqueId('STOPR'), uniqueId('STOPQ'), uniqueId('STOPL')];
     await whileOrderLocked(svc.service.pool, running, async () => {
       const answers = [
-        store.record(delivery(running), order(running, 'PENDING')),
-        store.record(delivery(queued), order(queued, 'PENDING')),
+        store.record(deliveryOf(running), orderNotification(running, 'PENDING')),
+        store.record(deliveryOf(queued), orderNotification(queued, 'PENDING')),
       ].map((answer) => answer.catch((error: Error) => error.message));
       await waitUntil('one batch running and one notification queued', () => {
         const { queued: waiting, activeBatches } = store.load;
@@ -233,7 +199,9 @@ describe('group commit deadlines', () => {
       });
       store.refuseAll();
       expect(await Promise.all(answers)).toEqual(['the service is stopping', 'the service is stopping']);
-      await expect(store.record(delivery(late), order(late, 'PENDING'))).rejects.toThrow('the service is stopping');
+      await expect(store.record(deliveryOf(late), orderNotification(late, 'PENDING'))).rejects.toThrow(
+        'the service is stopping',
+      );
     });
     // The lock is gone: the running batch's statements finish, and it must not commit.
     await waitUntil('the running batch has ended', () => store.load.activeBatches === 0);
@@ -253,7 +221,7 @@ describe('group commit deadlines', () => {
       await blocker.query('BEGIN');
       await blocker.query('LOCK TABLE quarantined_notifications IN ACCESS EXCLUSIVE MODE');
       const answer = store
-        .quarantine(delivery(uniqueId('STOPQ')), 'not_json', 'test')
+        .quarantine(deliveryOf(uniqueId('STOPQ')), 'not_json', 'test')
         .catch((error: Error) => error.message);
       await waitUntil('the quarantine waits for the lock', async () => {
         const [row] = await query<{ n: string }>(
@@ -265,7 +233,7 @@ describe('group commit deadlines', () => {
       });
       store.refuseAll();
       expect(await answer).toBe('the service is stopping');
-      await expect(store.quarantine(delivery(uniqueId('STOPL')), 'not_json', 'test')).rejects.toThrow(
+      await expect(store.quarantine(deliveryOf(uniqueId('STOPL')), 'not_json', 'test')).rejects.toThrow(
         'the service is stopping',
       );
     } finally {

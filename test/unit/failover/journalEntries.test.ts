@@ -8,6 +8,7 @@ import {
 } from '../../../src/failover/journalEntries';
 import type { BatchDecision, DeliveryEntry, NewNotification } from '../../../src/recording/batch';
 import type { Delivery } from '../../../src/recording/notificationStore';
+import { NO_WRITES } from '../../support/notifications';
 
 const body = Buffer.from('{"order":{"orderId":"X1"}}');
 const delivery = (over: Partial<Delivery> = {}): Delivery => ({
@@ -41,13 +42,8 @@ function decision(
     known: [],
     conflicts: [],
     writes: {
+      ...NO_WRITES,
       newNotifications: newIds.map((id) => ({ id }) as NewNotification),
-      owners: [],
-      orders: [],
-      refunds: [],
-      sequences: [],
-      events: [],
-      variants: [],
       deliveries: deliveries.map((d) => ({
         ...d,
         signer: { posId: '300746', keyFingerprint: 'abc' },

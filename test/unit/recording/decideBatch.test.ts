@@ -11,42 +11,16 @@ import { eventId } from '../../../src/outbox/cloudEvents';
 import { decideBatch } from '../../../src/recording/decideBatch';
 import type { OrderProjection, RefundProjection } from '../../../src/recording/projection';
 import type { SignatureMatch } from '../../../src/verification/verifySignature';
+import { orderNotification, refundNotification } from '../../support/notifications';
 
 const KEY_A: SignatureMatch = { posId: 'A', keyFingerprint: 'ka' };
 const KEY_B: SignatureMatch = { posId: 'B', keyFingerprint: 'kb' };
 
-const order = (status: OrderNotification['status'], fields: Partial<OrderNotification> = {}): OrderNotification => ({
-  kind: 'order',
-  orderId: 'O1',
-  extOrderId: 'E1',
-  merchantPosId: 'A',
-  status,
-  totalAmount: '15000',
-  currencyCode: 'PLN',
-  paymentId: null,
-  payMethodType: null,
-  localReceiptDateTime: null,
-  ...fields,
-});
+const order = (status: OrderNotification['status'], fields: Partial<OrderNotification> = {}): OrderNotification =>
+  orderNotification('O1', status, { extOrderId: 'E1', merchantPosId: 'A', totalAmount: '15000', ...fields });
 
-const refund = (
-  status: RefundNotification['status'],
-  fields: Partial<RefundNotification> = {},
-): RefundNotification => ({
-  kind: 'refund',
-  orderId: 'O1',
-  extOrderId: 'E1',
-  refundId: 'R1',
-  extRefundId: null,
-  status,
-  amount: '500',
-  currencyCode: 'PLN',
-  statusDateTime: null,
-  refundDate: null,
-  reason: null,
-  reasonDescription: null,
-  ...fields,
-});
+const refund = (status: RefundNotification['status'], fields: Partial<RefundNotification> = {}): RefundNotification =>
+  refundNotification('O1', 'R1', status, { extOrderId: 'E1', amount: '500', ...fields });
 
 const projectionOf = ({ kind: _kind, ...fields }: OrderNotification): OrderProjection => fields;
 const refundProjectionOf = ({ kind: _kind, ...fields }: RefundNotification): RefundProjection => fields;

@@ -1,94 +1,31 @@
 import { NOTHING_READ, type BatchItem, type BatchState, type BatchWrites } from '../../../src/recording/batch';
 import { KeptOrders } from '../../../src/recording/keptOrders';
 import type { OrderNotification, RefundNotification } from '../../../src/parsing/notification';
-import type { Delivery } from '../../../src/recording/notificationStore';
 import type { OrderProjection, RefundProjection } from '../../../src/recording/projection';
 import type { StoredProjection } from '../../../src/recording/projectionFold';
-
-const delivery: Delivery = {
-  body: Buffer.from('{}'),
-  bodySha256: Buffer.alloc(32),
-  signers: [{ posId: '300746', keyFingerprint: 'k' }],
-  sourceAddress: null,
-  processingTimeMs: null,
-  observedVia: 'notification',
-};
+import { deliveryOf, NO_WRITES, orderNotification, refundNotification } from '../../support/notifications';
 
 const orderItem = (orderId: string, status: OrderNotification['status']): BatchItem => ({
-  delivery,
-  notification: {
-    kind: 'order',
-    orderId,
-    extOrderId: null,
-    merchantPosId: '300746',
-    status,
-    totalAmount: '100',
-    currencyCode: 'PLN',
-    paymentId: null,
-    payMethodType: null,
-    localReceiptDateTime: null,
-  },
+  delivery: deliveryOf(),
+  notification: orderNotification(orderId, status),
 });
 
 const refundItem = (orderId: string, refundId: string, status: RefundNotification['status']): BatchItem => ({
-  delivery,
-  notification: {
-    kind: 'refund',
-    orderId,
-    extOrderId: null,
-    refundId,
-    extRefundId: null,
-    status,
-    amount: '10',
-    currencyCode: 'PLN',
-    statusDateTime: null,
-    refundDate: null,
-    reason: null,
-    reasonDescription: null,
-  },
+  delivery: deliveryOf(),
+  notification: refundNotification(orderId, refundId, status),
 });
 
-const stored = (orderId: string, statuses: string[]): StoredProjection<OrderProjection> => ({
-  projection: {
-    orderId,
-    extOrderId: null,
-    merchantPosId: '300746',
-    status: 'PENDING',
-    totalAmount: '100',
-    currencyCode: 'PLN',
-    paymentId: null,
-    payMethodType: null,
-    localReceiptDateTime: null,
-  },
-  recorded: Object.fromEntries(statuses.map((s, i) => [s, { id: String(i + 1), at: '2026-12-03T10:00:00Z' }])),
-});
+const recordedAt = (statuses: string[]): StoredProjection<OrderProjection>['recorded'] =>
+  Object.fromEntries(statuses.map((s, i) => [s, { id: String(i + 1), at: '2026-12-03T10:00:00Z' }]));
 
-const storedRefund = (orderId: string, refundId: string): StoredProjection<RefundProjection> => ({
-  projection: {
-    refundId,
-    orderId,
-    extOrderId: null,
-    extRefundId: null,
-    status: 'PENDING',
-    amount: '10',
-    currencyCode: 'PLN',
-    statusDateTime: null,
-    refundDate: null,
-    reason: null,
-    reasonDescription: null,
-  },
-  recorded: { PENDING: { id: '9', at: '2026-12-03T10:00:00Z' } },
-});
+const stored = (orderId: string, statuses: string[]): StoredProjection<OrderProjection> => {
+  const { kind: _kind, ...projection } = orderNotification(orderId, 'PENDING');
+  return { projection, recorded: recordedAt(statuses) };
+};
 
-const NO_WRITES: BatchWrites = {
-  newNotifications: [],
-  owners: [],
-  orders: [],
-  refunds: [],
-  sequences: [],
-  events: [],
-  variants: [],
-  deliveries: [],
+const storedRefund = (orderId: string, refundId: string): StoredProjection<RefundProjection> => {
+  const { kind: _kind, ...projection } = refundNotification(orderId, refundId, 'PENDING');
+  return { projection, recorded: { PENDING: { id: '9', at: '2026-12-03T10:00:00Z' } } };
 };
 
 /** Keeps orders as a write leaves them: each at revision `r-<order>`, owned by 300746, its stream at 1. */

@@ -1,17 +1,7 @@
-import { NOTHING_READ, type BatchWrites } from '../../../src/recording/batch';
+import { NOTHING_READ } from '../../../src/recording/batch';
 import { KeptOrders } from '../../../src/recording/keptOrders';
 import { databaseTime, RecorderLane } from '../../../src/recording/recorderLane';
-
-const NO_WRITES: BatchWrites = {
-  newNotifications: [],
-  owners: [],
-  orders: [],
-  refunds: [],
-  sequences: [],
-  events: [],
-  variants: [],
-  deliveries: [],
-};
+import { NO_WRITES } from '../../support/notifications';
 
 describe('databaseTime', () => {
   it('When an instant is written for a batch decided without a read, then it reads as the database writes it in UTC', () => {
