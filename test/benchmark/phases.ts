@@ -195,6 +195,15 @@ export async function referenceLatencyPhase(port: number, seed: string) {
 async function commitToConfirmLag(databaseUrl: string, since: Date, until: Date) {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
+  try {
+    return await lagOf(client, since, until);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The lag itself, on a connection of the caller's: when each event was committed, and when it was published. */
+async function lagOf(client: pg.Client, since: Date, until: Date) {
   // Publishing may still be catching up: wait until everything committed so far is confirmed.
   for (let i = 0; i < 300; i++) {
     const { rows } = await client.query<{ n: string }>(
@@ -212,12 +221,11 @@ async function commitToConfirmLag(databaseUrl: string, since: Date, until: Date)
        FROM (SELECT e.created_at,
                     coalesce(e.published_at,
                              (SELECT h.reached_at FROM outbox_cursor_history h
-                               WHERE h.since > e.created_at - interval '1 second' AND h.xid >= e.xid
-                               ORDER BY h.since LIMIT 1)) AS published
+                               WHERE h.opened_at > e.created_at - interval '1 second' AND h.xid >= e.xid
+                               ORDER BY h.opened_at LIMIT 1)) AS published
                FROM outbox_events e WHERE e.created_at >= $1 AND e.created_at <= $2) AS events`,
     [since, until],
   );
-  await client.end();
   return { events: Number(rows[0]?.n ?? 0), p50: Number(rows[0]?.p50 ?? 0), p99: Number(rows[0]?.p99 ?? 0) };
 }
 

@@ -107,6 +107,8 @@ async function main(): Promise<void> {
       ? memoryCgroup(`${CGROUP_PREFIX}${suffix}`, SERVICE_MEMORY_LIMIT_MB)
       : { unavailable: 'BENCH_SERVICE_MEMORY_LIMIT_MB=0' };
 
+  // Stopped in the end whatever happened: a failed phase must not leave the service running on a dropped database.
+  let service: Awaited<ReturnType<typeof startService>> | undefined;
   try {
     // First start creates the database and applies migrations; the time to ready is measured on restarts.
     await stop((await startService(serviceUrl, exchange, cgroup)).child);
@@ -116,7 +118,7 @@ async function main(): Promise<void> {
       readyTimes.push(s.readyMs);
       await stop(s.child);
     }
-    const service = await startService(serviceUrl, exchange, cgroup, { profile: process.env.BENCH_PROFILE === '1' });
+    service = await startService(serviceUrl, exchange, cgroup, { profile: process.env.BENCH_PROFILE === '1' });
     const watcher = watchService(service.child.pid as number, service.adminPort);
     await Promise.all([waitForPort(referencePort), waitForPort(barePort)]);
 
@@ -175,7 +177,7 @@ async function main(): Promise<void> {
       consumed,
     });
   } finally {
-    await Promise.all([stop(reference), stop(bare)]);
+    await Promise.all([stop(reference), stop(bare), ...(service ? [stop(service.child)] : [])]);
     consumer.disconnect();
     await new Promise((resolve) => (consumer.exitCode === null ? consumer.once('exit', resolve) : resolve(undefined)));
     const cleanup = await amqp.connect(AMQP);
