@@ -18,6 +18,9 @@ function typeOf(object: K8sObject): { module: string; name: string } {
   return { module, name: `I${object.kind}` };
 }
 
+/** The declaration files the checks have read, by path: they do not change while the tests run. */
+const declarations = new Map<string, ts.SourceFile>();
+
 /** Type errors (unknown fields first among them) per object, as "Kind/name: message". */
 export function strictFieldErrors(objects: K8sObject[]): string[] {
   const file = path.join(__dirname, '__rendered_objects__.ts');
@@ -45,8 +48,15 @@ export function strictFieldErrors(objects: K8sObject[]): string[] {
       name === file || exists(name)
   )(host.fileExists.bind(host));
   host.readFile = (name) => (name === file ? source : readFile(name));
-  host.getSourceFile = (name, language, onError, create) =>
-    name === file ? ts.createSourceFile(name, source, language) : getSourceFile(name, language, onError, create);
+  host.getSourceFile = (name, language, onError, create) => {
+    if (name === file) return ts.createSourceFile(name, source, language);
+    // The kubernetes-models declarations, parsed once for every call of the file's tests rather than each time.
+    const known = declarations.get(name);
+    if (known) return known;
+    const parsed = getSourceFile(name, language, onError, create);
+    if (parsed) declarations.set(name, parsed);
+    return parsed;
+  };
   const program = ts.createProgram([file], options, host);
   const sourceFile = program.getSourceFile(file);
   const diagnostics = [...program.getSyntacticDiagnostics(sourceFile), ...program.getSemanticDiagnostics(sourceFile)];

@@ -49,7 +49,7 @@ describe('simulate', () => {
         '--refund',
         'partial',
         '--time-scale',
-        '1000',
+        '10',
         '--seed',
         '7',
         '--json',
@@ -153,7 +153,7 @@ describe('simulate', () => {
         '--refund',
         'full',
         '--time-scale',
-        '1000',
+        '10',
       ],
       env,
     );
@@ -260,7 +260,7 @@ describe('simulate', () => {
 
   it('When SECOND_KEYS is unset outside production, then it signs with the public sandbox key, as the service expects by default', async () => {
     const run = await runCli(
-      ['simulate', '--url', url(), '--time-scale', '1000'],
+      ['simulate', '--url', url(), '--time-scale', '10'],
       cliEnv({ SECOND_KEYS: undefined, NOTIFY_BASIC_AUTH: 'shop:s3cret' }),
     );
     expect(run.code).toBe(0);
