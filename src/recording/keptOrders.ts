@@ -35,6 +35,12 @@ export class KeptOrders {
   private readonly orders = new Map<string, KeptOrder>();
   /** The order each kept refund was recorded under. */
   private readonly refundOrders = new Map<string, string>();
+  /**
+   * Orders the lane bound to their POS or counted events of without a projection (a refund that came before them):
+   * not new to the database, so their PENDING is not taken for their first status. Least recently used first, as
+   * many as `capacity`.
+   */
+  private readonly unprojected = new Set<string>();
 
   constructor(private readonly capacity: number) {}
 
@@ -44,7 +50,8 @@ export class KeptOrders {
 
   /**
    * The state a read would answer for the batch, from what is kept, or null when one of its items needs a read: an
-   * order neither kept nor begun by the batch (its first status, PENDING, earlier in it or in this item), a status its
+   * order neither kept nor begun by the batch (its first status, PENDING, earlier in it or in this item, unless the
+   * lane wrote the order's owner or stream without a projection: a refund came first), a status its
    * projection recorded (its history is to read), a refund of such an order. A refund not kept, of any status, is
    * taken for new (its write inserts it, and fails where it is there, under any order). Ids and the time are the
    * caller's (the lane's chain).
@@ -58,7 +65,8 @@ export class KeptOrders {
       if (known) continue;
       const kept = this.orders.get(n.orderId);
       if (kept) orders.set(n.orderId, kept);
-      else if (n.kind === 'order' && n.status === FIRST_ORDER_STATUS) begun.add(n.orderId);
+      else if (n.kind === 'order' && n.status === FIRST_ORDER_STATUS && !this.unprojected.has(n.orderId))
+        begun.add(n.orderId);
       else if (!begun.has(n.orderId)) return null;
       if (n.kind === 'order') {
         if (kept?.order.recorded[n.status] !== undefined) return null;
@@ -89,9 +97,15 @@ export class KeptOrders {
     for (const { orderId, posId } of writes.owners) owners.set(orderId, posId);
     const sequences = new Map(state.sequences);
     for (const { orderId, lastSequence } of writes.sequences) sequences.set(orderId, lastSequence);
+    for (const orderId of new Set([...owners.keys(), ...sequences.keys()])) {
+      if (orders.has(orderId)) continue;
+      this.unprojected.delete(orderId);
+      this.unprojected.add(orderId);
+    }
     for (const [orderId, order] of orders) {
       const revision = given.orders.get(orderId) ?? state.revisions.orders.get(orderId);
       if (revision === undefined) continue;
+      this.unprojected.delete(orderId);
       const previous = this.orders.get(orderId);
       this.orders.delete(orderId);
       this.orders.set(orderId, {
@@ -114,6 +128,11 @@ export class KeptOrders {
       if (oldest === undefined) break;
       this.forgetOrder(oldest);
     }
+    while (this.unprojected.size > this.capacity) {
+      const oldest = this.unprojected.values().next().value;
+      if (oldest === undefined) break;
+      this.unprojected.delete(oldest);
+    }
   }
 
   /** The batch's orders were not as kept (a guard failed): their next batch reads them. */
@@ -125,6 +144,7 @@ export class KeptOrders {
   clear(): void {
     this.orders.clear();
     this.refundOrders.clear();
+    this.unprojected.clear();
   }
 
   private forgetOrder(orderId: string): void {

@@ -233,6 +233,16 @@ describe('kept state', () => {
     expect(await stored(orderId)).toEqual({ status: 'COMPLETED', last: '2', events: ['1', '2'], notifications: 2 });
   });
 
+  it("When a refund came before its order's first status, then that PENDING reads: the order is bound and counted already", async () => {
+    const a = await warmed();
+    const orderId = uniqueId('EARLY');
+    // A reordered refund: no order row, but the order's owner and its stream are written with the refund's event.
+    expect(await a.record(refundNotification(orderId, uniqueId('ER'), 'FINALIZED'))).toBe('accepted');
+    expect(await a.record(orderNotification(orderId, 'PENDING'))).toBe('accepted');
+    expect(a.results).not.toContain('guard_failed');
+    expect(await stored(orderId)).toEqual({ status: 'PENDING', last: '2', events: ['1', '2'], notifications: 2 });
+  });
+
   it('When a failover is noticed, then nothing kept is used: the next batch reads', async () => {
     const a = await warmed();
     const orderId = uniqueId('NOTICED');

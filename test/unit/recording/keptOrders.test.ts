@@ -100,6 +100,20 @@ describe('KeptOrders', () => {
     expect(decided(kept, refundItem('E', 'RA', 'FINALIZED'))?.refunds.has('RA')).toBe(false);
   });
 
+  it("When a refund came before its order, then the order's PENDING reads (its owner and stream are there), until its projection is kept", () => {
+    const kept = new KeptOrders(10);
+    // A refund of an order with no projection yet: the write binds the order and counts its event, nothing else.
+    kept.keep(
+      NOTHING_READ,
+      { ...NO_WRITES, owners: [{ orderId: 'A', posId: '300746' }], sequences: [{ orderId: 'A', lastSequence: 1 }] },
+      { orders: new Map(), refunds: new Map() },
+    );
+    expect(decided(kept, orderItem('A', 'PENDING'))).toBeNull();
+    expect(decided(kept, orderItem('B', 'PENDING'))).not.toBeNull();
+    keep(kept, ['A']);
+    expect(decided(kept, orderItem('A', 'COMPLETED'))?.owners.get('A')).toBe('300746');
+  });
+
   it('When orders are forgotten or everything is cleared, then their batches read; with a capacity of 0, every batch reads', () => {
     const kept = new KeptOrders(10);
     keep(kept, ['A', 'B']);
