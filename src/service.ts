@@ -2,7 +2,7 @@ import http from 'node:http';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import { createAdminApp } from './admin/adminApp';
-import { createAdminServer } from './admin/adminListener';
+import { createAdminServer, type Admission } from './admin/adminListener';
 import {
   adminDoors,
   adminTokens,
@@ -89,6 +89,8 @@ export interface ServiceOptions {
    * a test drives it.
    */
   now?: () => Date;
+  /** The admin port's admission (ADMIN_ADMISSION on the real clock unless a test drives its bucket's clock). */
+  adminAdmission?: Admission;
 }
 
 export async function startService(
@@ -315,6 +317,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger, opti
         }),
       }),
       metrics,
+      options.adminAdmission,
     ),
     readiness,
   };

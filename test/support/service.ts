@@ -2,6 +2,7 @@ import type request from 'supertest';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { startService, type Service } from '../../src/service';
+import type { Admission } from '../../src/admin/adminListener';
 import { AMQP_URL, deleteExchange, journalQueueOf, uniqueExchange } from './broker';
 import { contractAgent, type ContractAgent } from './contracts';
 import { createFromTemplate, testDatabase, type TestDatabase } from './database';
@@ -33,6 +34,8 @@ export interface TestServiceOptions {
   databaseUrl?: string;
   /** The admin port's clock, for a test that drives it (startService's ServiceOptions). */
   now?: () => Date;
+  /** The admin port's admission, for a test that drives its bucket's clock (startService's ServiceOptions). */
+  adminAdmission?: Admission;
 }
 
 /** Starts the real service on free ports against a database and exchange of the test's own. */
@@ -59,7 +62,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(line) });
   await createFromTemplate(database);
   if (options.databaseUrl) await startDatabaseFor(database);
-  const service = await startService(config, logger, { now: options.now });
+  const service = await startService(config, logger, { now: options.now, adminAdmission: options.adminAdmission });
   const publicUrl = `http://127.0.0.1:${service.publicPort}`;
   const adminUrl = `http://127.0.0.1:${service.adminPort}`;
   const publicAgent = contractAgent(publicUrl, 'public');
