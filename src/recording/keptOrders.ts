@@ -97,11 +97,12 @@ export class KeptOrders {
     for (const { orderId, posId } of writes.owners) owners.set(orderId, posId);
     const sequences = new Map(state.sequences);
     for (const { orderId, lastSequence } of writes.sequences) sequences.set(orderId, lastSequence);
-    for (const orderId of new Set([...owners.keys(), ...sequences.keys()])) {
-      if (orders.has(orderId)) continue;
-      this.unprojected.delete(orderId);
-      this.unprojected.add(orderId);
-    }
+    for (const orderIds of [owners.keys(), sequences.keys()])
+      for (const orderId of orderIds) {
+        if (orders.has(orderId)) continue;
+        this.unprojected.delete(orderId);
+        this.unprojected.add(orderId);
+      }
     for (const [orderId, order] of orders) {
       const revision = given.orders.get(orderId) ?? state.revisions.orders.get(orderId);
       if (revision === undefined) continue;

@@ -214,20 +214,8 @@ describe('kept state', () => {
     const orderId = uniqueId('REPRO');
     await a.record(orderNotification(orderId, 'PENDING'));
     const db = createDb(svc.service.pool);
-    await repairOrder(db, {
-      projection: {
-        orderId,
-        extOrderId: null,
-        merchantPosId: '300746',
-        status: 'PENDING',
-        totalAmount: '100',
-        currencyCode: 'PLN',
-        paymentId: null,
-        payMethodType: null,
-        localReceiptDateTime: null,
-      },
-      recorded: {},
-    });
+    const { kind: _kind, ...projection } = orderNotification(orderId, 'PENDING');
+    await repairOrder(db, { projection, recorded: {} });
     expect(await a.record(orderNotification(orderId, 'COMPLETED'))).toBe('accepted');
     expect(a.results).toEqual(['kept', 'guard_failed', 'read']);
     expect(await stored(orderId)).toEqual({ status: 'COMPLETED', last: '2', events: ['1', '2'], notifications: 2 });
