@@ -26,6 +26,7 @@ import { readReplicationMode } from './failover/failoverQueries';
 import { FailoverRecovery } from './failover/failoverRecovery';
 import { entriesOf, entryOf } from './failover/journalEntries';
 import { NotificationJournal } from './failover/notificationJournal';
+import { systemClock, type Clock } from './domain/clock';
 import { listen } from './http/server';
 import { createPublicListener } from './intake/publicListener';
 import { UnverifiedBodies } from './intake/unverifiedBodies';
@@ -85,10 +86,11 @@ const REQUEST_TIMEOUT_MS = 15_000;
 /** The tests' seams: the entry points leave them at their defaults. */
 export interface ServiceOptions {
   /**
-   * The admin port's clock (the sign-in throttle's minutes, the console's sessions and trail): the real one unless
-   * a test drives it.
+   * The clock of the admin port (the sign-in throttle's minutes, the console's sessions and trail), the reconciler
+   * and the history maintainer (their schedules and the waits between their steps): the system's unless a test
+   * drives it.
    */
-  now?: () => Date;
+  clock?: Clock;
   /** The admin port's admission (ADMIN_ADMISSION on the real clock unless a test drives its bucket's clock). */
   adminAdmission?: Admission;
 }
@@ -165,6 +167,7 @@ function announceConfiguration(config: Config, logger: Logger): void {
 
 /** Builds every part from the config; opens nothing yet (pools connect on first use). */
 function assemble(config: Config, database: DatabaseServer, logger: Logger, options: ServiceOptions): Parts {
+  const clock = options.clock ?? systemClock;
   const pool = createPool(
     {
       url: database.url,
@@ -198,6 +201,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger, opti
   });
   const historyMaintainer = new PartitionMaintainer({
     databaseUrl: database.url,
+    clock,
     historyRetentionMs: config.historyRetentionMs,
     bodyRetentionMs: config.bodyRetentionMs,
     auditRetentionMs: config.auditRetentionMs,
@@ -242,7 +246,15 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger, opti
         logger.child({ component: 'relay' }),
       )
     : null;
-  const reconciliation = assembleReconciliation(config, database.url, metrics, logger, dayMissing, () => watch.holding);
+  const reconciliation = assembleReconciliation(
+    config,
+    database.url,
+    metrics,
+    logger,
+    dayMissing,
+    () => watch.holding,
+    clock,
+  );
   const readiness = { accepting: true };
   return {
     config,
@@ -305,7 +317,7 @@ function assemble(config: Config, database: DatabaseServer, logger: Logger, opti
             },
             eventSource: config.eventSource,
           },
-          now: options.now,
+          now: () => new Date(clock.now()),
         },
         reconciliation: reconciliation?.reconciliation ?? null,
         metrics,
@@ -438,6 +450,7 @@ function assembleReconciliation(
   logger: Logger,
   onMissingPartition: () => void,
   isHeld: () => boolean,
+  clock: Clock,
 ): Parts['reconciliation'] {
   if (!config.reconciliation) return null;
   const pool = createPool(
@@ -466,7 +479,7 @@ function assembleReconciliation(
     logger.child({ component: 'reconciliation-recorder' }),
   );
   const db = createDb(pool);
-  return { reconciliation: createReconciliation(config.reconciliation, { db, store, metrics, logger }), db };
+  return { reconciliation: createReconciliation(config.reconciliation, { db, store, metrics, logger, clock }), db };
 }
 
 /** Listens on a port, or a StartupError naming the setting (a taken PORT). */

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { Retries, type BackoffPolicy } from '../domain/backoff';
+import { systemClock, type Clock } from '../domain/clock';
 import type { Logger } from '../observability/logger';
 import { SessionLock, type SessionLockOptions } from '../database/sessionLock';
 
@@ -44,6 +45,8 @@ export interface SingleActiveWorkerOptions {
   onStop?: () => Promise<void>;
   /** The lock to hold; by default a SessionLock with the settings above. */
   createLock?: (options: SessionLockOptions) => ActiveLock;
+  /** What the waits between steps are timed by (and the job reads the time from): the system's unless a test's. */
+  clock?: Clock;
 }
 
 /**
@@ -143,11 +146,11 @@ export class SingleActiveWorker {
     if (this.stopping || (wakeable && this.wakePending)) return Promise.resolve();
     return new Promise((resolve) => {
       const done = (): void => {
-        clearTimeout(timer);
+        cancel();
         this.endWait = null;
         resolve();
       };
-      const timer = setTimeout(done, waitMs);
+      const cancel = (this.options.clock ?? systemClock).after(waitMs, done);
       this.endWait = (byWake) => {
         if (!byWake || wakeable) done();
       };
@@ -168,8 +171,11 @@ export type SingleActiveJobSettings = Omit<
  */
 export abstract class SingleActiveJob {
   private readonly worker: SingleActiveWorker;
+  /** The job's time (its schedule, its rounds), on the clock its waits are timed by. */
+  protected readonly clock: Clock;
 
   protected constructor(settings: SingleActiveJobSettings) {
+    this.clock = settings.clock ?? systemClock;
     this.worker = new SingleActiveWorker({
       ...settings,
       lock: { ...settings.lock, onConnect: (client) => this.onConnect(client) },

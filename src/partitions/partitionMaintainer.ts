@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { ADVISORY_LOCKS } from '../database/advisoryLocks';
 import { SingleActiveJob, type NextStep } from '../jobs/singleActiveWorker';
+import type { Clock } from '../domain/clock';
 import type { Logger } from '../observability/logger';
 import type { HistoryMetrics } from '../observability/metrics';
 import { deleteAuditPast } from '../audit/auditQueries';
@@ -44,7 +45,8 @@ export interface PartitionMaintainerOptions extends HistorySettings {
   logger: Logger;
   /** Between rounds (default an hour), and how often a standby tries to take over (a minute at most). */
   intervalMs?: number;
-  now?: () => number;
+  /** The rounds' time and the waits between them: the system's unless a test drives it. */
+  clock?: Clock;
 }
 
 /** What one round did. */
@@ -63,7 +65,6 @@ export interface MaintenanceRound {
  */
 export class PartitionMaintainer extends SingleActiveJob {
   private readonly intervalMs: number;
-  private readonly now: () => number;
   private nextRoundAt = 0;
   /** When the days a write found missing were last being made (0: never). */
   private missingDayAt = 0;
@@ -83,9 +84,9 @@ export class PartitionMaintainer extends SingleActiveJob {
       activeGauge: options.metrics.maintainerActive,
       standbyMs,
       backoff: { firstMs: standbyMs, maxMs: standbyMs, jitter: 'none' },
+      clock: options.clock,
     });
     this.intervalMs = intervalMs;
-    this.now = options.now ?? Date.now;
   }
 
   /** A new holder runs a round at once. */
@@ -108,21 +109,21 @@ export class PartitionMaintainer extends SingleActiveJob {
   /** A round when one is due (at once when this process became active), else the wait until it is. */
   protected async step(connection: pg.Client): Promise<NextStep> {
     const session = sessionOn(connection);
-    if (this.now() >= this.nextRoundAt) {
+    if (this.clock.now() >= this.nextRoundAt) {
       await this.round(session);
-      this.nextRoundAt = this.now() + this.intervalMs;
+      this.nextRoundAt = this.clock.now() + this.intervalMs;
     } else await this.makeMissingDays(session);
-    const untilRound = Math.max(0, this.nextRoundAt - this.now());
+    const untilRound = Math.max(0, this.nextRoundAt - this.clock.now());
     return { waitMs: Math.min(untilRound, MISSING_DAY_CHECK_MS), wakeable: true };
   }
 
   /** Between rounds: the days without a partition (a day removed by hand, a restore), made at once. */
   private async makeMissingDays(session: ConnectionSession): Promise<void> {
-    const missing = await findMissingDays(session, this.now());
+    const missing = await findMissingDays(session, this.clock.now());
     if (missing.length === 0) return;
     const { logger } = this.options;
     logger.warn({ missingDays: missing }, 'days of history without a partition; making them now');
-    const daysMade = await makeDays(session, this.now());
+    const daysMade = await makeDays(session, this.clock.now());
     logger.warn({ daysMade }, 'missing days of history made');
   }
 
@@ -136,14 +137,14 @@ export class PartitionMaintainer extends SingleActiveJob {
   dayMissing(): void {
     const { metrics, logger, databaseUrl } = this.options;
     metrics.missingPartitionWrites.inc();
-    if (this.makingMissingDays || this.now() - this.missingDayAt < MISSING_DAY_GAP_MS) return;
-    this.missingDayAt = this.now();
+    if (this.makingMissingDays || this.clock.now() - this.missingDayAt < MISSING_DAY_GAP_MS) return;
+    this.missingDayAt = this.clock.now();
     logger.warn('a write found its day of history without a partition; making the missing days now');
     if (this.isActive) {
       this.nextRoundAt = 0;
       this.wake();
     }
-    this.makingMissingDays = makeDaysOn(databaseUrl, this.now())
+    this.makingMissingDays = makeDaysOn(databaseUrl, this.clock.now())
       .then(
         (daysMade) => logger.warn({ daysMade }, 'missing days of history made; writes go on'),
         (error: unknown) =>
@@ -160,7 +161,7 @@ export class PartitionMaintainer extends SingleActiveJob {
     const { metrics, logger, historyRetentionMs, bodyRetentionMs, auditRetentionMs } = this.options;
     const started = performance.now();
     const done = await withWorkLock(session, async () => {
-      const now = this.now();
+      const now = this.clock.now();
       const daysMade = await makeDays(session, now);
       // Days about to go are not purged first.
       const removed = historyRetentionMs === null ? null : await removeDaysPast(session, historyRetentionMs, now);

@@ -2,6 +2,7 @@ import { ADVISORY_LOCKS } from '../database/advisoryLocks';
 import type { Db } from '../database/pool';
 import { SingleActiveJob, type NextStep } from '../jobs/singleActiveWorker';
 import { Retries } from '../domain/backoff';
+import type { Clock } from '../domain/clock';
 import type { Logger } from '../observability/logger';
 import type { CheckResult, ReconciliationMetrics } from '../observability/reconciliationMetrics';
 import { checkOrder, uncheckedOrder, type CheckDependencies, type OrderCheck } from './checkOrder';
@@ -50,7 +51,8 @@ export interface ReconcilerOptions {
   logger: Logger;
   /** Orders checked per round at most; a full round goes again at once (the API's limiter sets the pace). */
   batchSize?: number;
-  now?: () => Date;
+  /** The sweep's time and its waits (RECONCILE_INTERVAL, the back-off): the system's unless a test drives it. */
+  clock?: Clock;
 }
 
 /** What one round did. */
@@ -72,7 +74,6 @@ export interface SweepRound {
  */
 export class Reconciler extends SingleActiveJob {
   private readonly batchSize: number;
-  private readonly now: () => Date;
   /** Rounds the API was unavailable in, in a row, and the pause after each. */
   private readonly unavailableRounds: Retries;
   /** When the gauges were counted and old given-up rows dropped (housekeeping); 0: not yet. */
@@ -93,10 +94,14 @@ export class Reconciler extends SingleActiveJob {
       activeGauge: options.metrics.reconcilerActive,
       standbyMs: options.intervalMs,
       backoff: { firstMs: 250, maxMs: 30_000, jitter: 'none', atLeastMs: options.intervalMs },
+      clock: options.clock,
     });
     this.batchSize = options.batchSize ?? 50;
-    this.now = options.now ?? (() => new Date());
     this.unavailableRounds = new Retries(unavailableBackoff(options.intervalMs));
+  }
+
+  private now(): Date {
+    return new Date(this.clock.now());
   }
 
   /** Only the active reconciler reports the open orders: a former one must not keep its last figures. */

@@ -1,4 +1,5 @@
 import type { Db } from '../database/pool';
+import { systemClock, type Clock } from '../domain/clock';
 import type { Logger } from '../observability/logger';
 import type { PaymentApiMetrics, ReconciliationMetrics } from '../observability/reconciliationMetrics';
 import { createPaymentApi, type PaymentApi, type PaymentApiCredential } from '../paymentApi/paymentApi';
@@ -61,8 +62,11 @@ export interface Reconciliation {
    * once share one check; it is cancelled once every one of them has left (`clientLeft` aborted).
    */
   reconcileOrder(orderId: string, options?: ReconcileOptions): Promise<OrderCheck | { problem: PosProblem }>;
-  /** The background sweep (one active across replicas); `now` is its clock (tests run the schedule faster). */
-  createReconciler(databaseUrl: string, now?: () => Date): Reconciler;
+  /**
+   * The background sweep (one active across replicas), on the reconciliation's clock, or on a clock of its own where
+   * a test sets the time of each sweep by hand (and the API client's limiter keeps the real time).
+   */
+  createReconciler(databaseUrl: string, sweepClock?: Clock): Reconciler;
 }
 
 export interface ReconciliationDependencies {
@@ -72,14 +76,21 @@ export interface ReconciliationDependencies {
   store: NotificationStore;
   metrics: { paymentApi: PaymentApiMetrics; reconciliation: ReconciliationMetrics };
   logger: Logger;
+  /**
+   * The sweep's time and waits, and the API client's (its retries, Retry-After, the token's lifetime): the system's
+   * unless a test drives it.
+   */
+  clock?: Clock;
 }
 
 export function createReconciliation(
   settings: ReconciliationSettings,
   deps: ReconciliationDependencies,
 ): Reconciliation {
-  const { db, store, metrics, logger } = deps;
+  const { db, store, metrics, logger, clock = systemClock } = deps;
   const api = createPaymentApi({
+    now: () => clock.now(),
+    sleep: (ms) => new Promise((resolve) => clock.after(ms, resolve)),
     baseUrl: settings.paymentApiUrl,
     credentials: settings.credentials,
     timeoutMs: settings.timeoutMs,
@@ -114,9 +125,9 @@ export function createReconciliation(
         },
         clientLeft,
       ),
-    createReconciler: (databaseUrl, now) =>
+    createReconciler: (databaseUrl, sweepClock = clock) =>
       new Reconciler({
-        ...(now ? { now } : {}),
+        clock: sweepClock,
         databaseUrl,
         db,
         check,

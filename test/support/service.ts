@@ -3,6 +3,7 @@ import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { startService, type Service } from '../../src/service';
 import type { Admission } from '../../src/admin/adminListener';
+import type { Clock } from '../../src/domain/clock';
 import { AMQP_URL, deleteExchange, journalQueueOf, uniqueExchange } from './broker';
 import { contractAgent, type ContractAgent } from './contracts';
 import { createFromTemplate, testDatabase, type TestDatabase } from './database';
@@ -32,8 +33,8 @@ export interface TestServiceOptions {
   /** Reuse a database (restart scenarios); it is then not dropped by stop(). */
   database?: TestDatabase;
   databaseUrl?: string;
-  /** The admin port's clock, for a test that drives it (startService's ServiceOptions). */
-  now?: () => Date;
+  /** The admin port's and the jobs' clock, for a test that drives it (startService's ServiceOptions). */
+  clock?: Clock;
   /** The admin port's admission, for a test that drives its bucket's clock (startService's ServiceOptions). */
   adminAdmission?: Admission;
 }
@@ -62,7 +63,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(line) });
   await createFromTemplate(database);
   if (options.databaseUrl) await startDatabaseFor(database);
-  const service = await startService(config, logger, { now: options.now, adminAdmission: options.adminAdmission });
+  const service = await startService(config, logger, { clock: options.clock, adminAdmission: options.adminAdmission });
   const publicUrl = `http://127.0.0.1:${service.publicPort}`;
   const adminUrl = `http://127.0.0.1:${service.adminPort}`;
   const publicAgent = contractAgent(publicUrl, 'public');

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { Registry } from 'prom-client';
+import { systemClock } from '../../../src/domain/clock';
 import { createDb, createPool, type Db } from '../../../src/database/pool';
 import { PooledTransactions } from '../../../src/database/transaction';
 import { createLogger } from '../../../src/observability/logger';
@@ -59,6 +60,7 @@ async function clockedReconciler(databaseUrl: string, apiUrl: string, start: num
     logger,
   );
   const registry = new Registry();
+  let now = start;
   const reconciliation = createReconciliation(
     {
       paymentApiUrl: apiUrl,
@@ -77,8 +79,8 @@ async function clockedReconciler(databaseUrl: string, apiUrl: string, start: num
       logger,
     },
   );
-  let now = start;
-  const reconciler = reconciliation.createReconciler(databaseUrl, () => new Date(now));
+  // Swept by hand (sweepAt), never started: only its time is read.
+  const reconciler = reconciliation.createReconciler(databaseUrl, { ...systemClock, now: () => now });
   return {
     reconciler,
     registry,

@@ -3,6 +3,7 @@ import { PaymentServiceDouble, type DoubleClient, type DoubleFault } from '../..
 import { EventConsumer } from '../../support/broker';
 import { query, testDatabase, type TestDatabase } from '../../support/database';
 import { startTestService, type TestService } from '../../support/service';
+import { DrivenClock } from '../../support/drivenClock';
 import { sleep, waitUntil } from '../../support/wait';
 import {
   exactBytes,
@@ -35,9 +36,14 @@ const credentials = (...clients: DoubleClient[]): string =>
   clients.map((c) => `${c.posId}:${c.clientId}:${c.clientSecret}`).join(',');
 
 /** The service with reconciliation on; the sweep waits an hour unless the test says otherwise. */
-function startReconciling(env: Record<string, string> = {}, database?: TestDatabase): Promise<TestService> {
+function startReconciling(
+  env: Record<string, string> = {},
+  database?: TestDatabase,
+  clock?: DrivenClock,
+): Promise<TestService> {
   return startTestService({
     ...(database ? { database } : {}),
+    ...(clock ? { clock } : {}),
     env: {
       PAYMENT_API_URL: double.url,
       PAYMENT_API_CREDENTIALS: credentials(POS, OTHER),
@@ -374,11 +380,16 @@ describe('reconciliation against the payment API', () => {
   });
 
   it('When notifications were lost, then the sweep repairs every open order past RECONCILE_AFTER, and a POS with wrong credentials is counted while the others go on', async () => {
-    const svc = await startReconciling({
-      PAYMENT_API_CREDENTIALS: credentials(POS, { ...OTHER, clientSecret: 'wrong-secret' }),
-      RECONCILE_AFTER: '1s',
-      RECONCILE_INTERVAL: '200ms',
-    });
+    const clock = new DrivenClock();
+    const svc = await startReconciling(
+      {
+        PAYMENT_API_CREDENTIALS: credentials(POS, { ...OTHER, clientSecret: 'wrong-secret' }),
+        RECONCILE_AFTER: '1s',
+        RECONCILE_INTERVAL: '200ms',
+      },
+      undefined,
+      clock,
+    );
     const consumer = await new EventConsumer(svc.exchange).start();
     try {
       const mine = [uniqueId('SWEEP'), uniqueId('SWEEP')];
@@ -401,6 +412,7 @@ describe('reconciliation against the payment API', () => {
       await svc.post(refundBody({ orderId: refundOrder, refundId: `${refundOrder}R`, status: 'PENDING' })).expect(200);
       double.setOrder({ orderId: refundOrder, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '13' });
       double.setRefund(refundOrder, { refundId: `${refundOrder}R`, status: 'FINALIZED', amount: '5000' });
+      clock.advance(1000); // RECONCILE_AFTER, on the sweep's clock
 
       await waitUntil(
         'three statuses repaired by the sweep',
@@ -455,21 +467,24 @@ describe('reconciliation against the payment API', () => {
     'When the API %s, then the sweep backs off while the intake goes on answering, and repairs once it is back',
     async (_, fault, leastBackoffMs) => {
       double.injectFaults(fault);
-      const svc = await startReconciling({
-        RECONCILE_AFTER: '1s',
-        RECONCILE_INTERVAL: '100ms',
-        PAYMENT_API_TIMEOUT: '300ms',
-      });
+      // The sweep's clock is driven: RECONCILE_AFTER and the back-off pass when the test moves it on.
+      const clock = new DrivenClock();
+      const svc = await startReconciling(
+        { RECONCILE_AFTER: '1s', RECONCILE_INTERVAL: '100ms', PAYMENT_API_TIMEOUT: '300ms' },
+        undefined,
+        clock,
+      );
       try {
         const orderId = uniqueId('DOWN');
         await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
         double.setOrder({ orderId, merchantPosId: POS_ID, status: 'COMPLETED', paymentId: '1' });
+        clock.advance(1000);
 
-        await waitUntil(
-          'the sweep backing off',
-          async () => svc.logs.some((l) => l.includes('reconciliation backs off')),
-          30_000,
-        );
+        // A quarter of a second at each look, through the client's retries (Retry-After), not the sweep's back-off.
+        await waitUntil('the sweep backing off', async () => {
+          clock.advance(250);
+          return svc.logs.some((l) => l.includes('reconciliation backs off'));
+        });
         const backoff = svc.logs.find((l) => l.includes('reconciliation backs off')) as string;
         expect((JSON.parse(backoff) as { retryInMs: number }).retryInMs).toBeGreaterThanOrEqual(leastBackoffMs);
         expect(await metric(svc, 'reconciliation_checks_total', { result: 'unavailable' })).toBe(1);
@@ -480,11 +495,11 @@ describe('reconciliation against the payment API', () => {
         await svc.post(orderBody({ orderId: other, status: 'COMPLETED', paymentId: '2' })).expect(200);
 
         double.clearFaults();
-        await waitUntil(
-          'the order repaired once the API is back',
-          async () => (await metric(svc, 'reconciliation_repairs_total', { kind: 'order', status: 'COMPLETED' })) === 1,
-          30_000,
-        );
+        // A second of the sweep's time at each look, through the back-off and the order's next check.
+        await waitUntil('the order repaired once the API is back', async () => {
+          clock.advance(1000);
+          return (await metric(svc, 'reconciliation_repairs_total', { kind: 'order', status: 'COMPLETED' })) === 1;
+        });
         const [order] = await query<{ status: string }>(
           svc.database.url,
           'SELECT status FROM orders WHERE order_id = $1',
@@ -495,7 +510,6 @@ describe('reconciliation against the payment API', () => {
         await svc.stop();
       }
     },
-    60_000,
   );
 
   it.each(['999999999', '2147483'])(
@@ -505,15 +519,18 @@ describe('reconciliation against the payment API', () => {
       const onWarning = (warning: Error): void => void warnings.push(warning.name);
       process.on('warning', onWarning);
       double.injectFaults({ endpoint: 'order', status: 429, retryAfter, times: 1000 });
-      const svc = await startReconciling({ RECONCILE_AFTER: '1s', RECONCILE_INTERVAL: '100ms' });
+      const clock = new DrivenClock();
+      const svc = await startReconciling({ RECONCILE_AFTER: '1s', RECONCILE_INTERVAL: '100ms' }, undefined, clock);
       try {
         const orderId = uniqueId('ABSURD');
         await svc.post(orderBody({ orderId, status: 'PENDING' })).expect(200);
+        clock.advance(1000);
         await waitUntil('the sweep backing off', async () =>
           svc.logs.some((l) => l.includes('reconciliation backs off')),
         );
         const backoff = svc.logs.find((l) => l.includes('reconciliation backs off')) as string;
         expect((JSON.parse(backoff) as { retryInMs: number }).retryInMs).toBe(15 * 60_000);
+        expect(clock.waitsLeftMs.at(-1)).toBeGreaterThan(14 * 60_000);
         // A pause that checks nothing more happens (no second call, no busy loop, no overflow warning): three sweep
         // intervals, as long as a broken back-off would take to call again (an overflowed timer fires in 1 ms).
         await sleep(3 * 100);

@@ -11,24 +11,11 @@ import {
   VIEWER_TOKEN,
 } from '../../../support/console';
 import { query, testDatabase } from '../../../support/database';
+import { DrivenClock } from '../../../support/drivenClock';
 import { startTestService, type TestService } from '../../../support/service';
 import { orderBody, uniqueId } from '../../../support/signing';
 
 const ADMIN_TOKEN = 'admin-token-for-the-doors-0123';
-
-/**
- * The services' clock: the real one, moved on to the start of the next minute where a test needs the tries and
- * the checks in one minute (failures count per minute), rather than waiting for the real one to leave enough.
- */
-function minuteClock(): { now: () => Date; startNextMinute(): void } {
-  let aheadMs = 0;
-  return {
-    now: () => new Date(Date.now() + aheadMs),
-    startNextMinute() {
-      aheadMs += 60_000 - ((Date.now() + aheadMs) % 60_000);
-    },
-  };
-}
 
 describe('the admin port without tokens', () => {
   let svc: TestService | null = null;
@@ -177,9 +164,9 @@ async function fetchRaw(port: number, text: string): Promise<string> {
 
 describe('sign-in under guessing', () => {
   let svc: TestService;
-  const clock = minuteClock();
+  const clock = new DrivenClock();
   beforeAll(async () => {
-    svc = await startTestService({ env: { RELAY_ENABLED: 'false', ADMIN_TOKEN, ...CONSOLE_ENV }, now: clock.now });
+    svc = await startTestService({ env: { RELAY_ENABLED: 'false', ADMIN_TOKEN, ...CONSOLE_ENV }, clock });
   });
   afterAll(() => svc.stop());
 
@@ -299,12 +286,12 @@ describe('sign-in under a flood from many addresses, on two replicas', () => {
   const database = testDatabase();
   let a: TestService;
   let b: TestService;
-  const clock = minuteClock();
+  const clock = new DrivenClock();
   // The tests' sources are told by X-Forwarded-For from this machine's proxy: any IPv4 or IPv6 address.
   const env = { RELAY_ENABLED: 'false', ADMIN_TOKEN, ...CONSOLE_ENV, TRUST_PROXY: '127.0.0.1' };
   beforeAll(async () => {
-    a = await startTestService({ database, env, now: clock.now });
-    b = await startTestService({ database, env, now: clock.now });
+    a = await startTestService({ database, env, clock });
+    b = await startTestService({ database, env, clock });
   }, 60_000);
   afterAll(async () => {
     await a?.stop();
