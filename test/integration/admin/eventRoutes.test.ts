@@ -628,8 +628,9 @@ describe('a replay on the record whatever happens after', () => {
     await channel.assertQueue(queue, { autoDelete: true });
     let received = 0;
     await channel.consume(queue, () => void (received += 1), { noAck: true });
-    // Every round trip to the database takes a second: the failure below lands while the replay still runs.
-    proxy.latencyMs = 500;
+    // Every round trip to the database takes 400 ms: the failure below lands while the replay still publishes its
+    // first page, before it reads the next.
+    proxy.latencyMs = 200;
     const replay = svc.admin
       .post('/events/replay')
       .set(auth)
