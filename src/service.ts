@@ -1,5 +1,6 @@
 import http from 'node:http';
 import { hostname } from 'node:os';
+import { getHeapStatistics } from 'node:v8';
 import type pg from 'pg';
 import { createAdminApp } from './admin/adminApp';
 import { createAdminServer, type Admission } from './admin/adminListener';
@@ -8,6 +9,7 @@ import {
   adminTokens,
   brokerUrl,
   configurationWarnings,
+  keptStateWarning,
   consoleTokens,
   journalSettings,
   receivedPos,
@@ -153,6 +155,8 @@ function announceConfiguration(config: Config, logger: Logger): void {
     );
   }
   for (const warning of configurationWarnings(config)) logger.warn(warning);
+  const keptState = keptStateWarning(config, getHeapStatistics().heap_size_limit);
+  if (keptState) logger.warn(keptState);
   logger.info(
     {
       keys: config.secondKeys.map((k) => ({

@@ -14,7 +14,7 @@ export {
   recordingContext,
   writeLanes,
 } from './runtime';
-export { configurationWarnings } from './warnings';
+export { configurationWarnings, keptStateWarning } from './warnings';
 export { loadConfig, loadDotEnv } from './load';
 export {
   ConfigError,

@@ -1,5 +1,7 @@
 import { redundantEntries } from '../intake/sourceAddress';
 import type { PaymentApiCredential } from '../paymentApi/credentials';
+import { KEPT_ORDER_HEAP_BYTES } from '../recording/keptOrders';
+import { KNOWN_NOTIFICATION_HEAP_BYTES } from '../recording/knownNotifications';
 import { isPublicSandboxKey, PUBLIC_SANDBOX_KEY, type SecondKey } from '../verification/secondKeys';
 import { adminDoors, writeLanes } from './runtime';
 import { RETIRED_SETTINGS, type Config } from './settingsSchema';
@@ -102,4 +104,30 @@ export function configurationWarnings(config: Config): string[] {
     );
   }
   return warnings;
+}
+
+/** The share of the heap the recorder's kept state may take once full; the rest serves the requests. */
+const KEPT_STATE_HEAP_SHARE = 0.5;
+
+const megabytes = (bytes: number): string => `${Math.round(bytes / 1_048_576)} MB`;
+
+/**
+ * The recorder's kept state once full (RECORDER_KNOWN_NOTIFICATIONS and RECORDER_KEPT_ORDERS, at the heap each entry
+ * was measured to take), against the heap the process may use (V8's heap_size_limit: NODE_OPTIONS'
+ * --max-old-space-size, or what Node sized from the memory it was given): a warning when it is more than half of it,
+ * since a busy shop fills both within hours and the process would then run out of heap. Null when it fits.
+ */
+export function keptStateWarning(
+  config: Pick<Config, 'recorderKnownNotifications' | 'recorderKeptOrders'>,
+  heapLimitBytes: number,
+): string | null {
+  const known = config.recorderKnownNotifications * KNOWN_NOTIFICATION_HEAP_BYTES;
+  const kept = config.recorderKeptOrders * KEPT_ORDER_HEAP_BYTES;
+  if (known + kept <= KEPT_STATE_HEAP_SHARE * heapLimitBytes) return null;
+  return (
+    `RECORDER_KNOWN_NOTIFICATIONS=${config.recorderKnownNotifications} and ` +
+    `RECORDER_KEPT_ORDERS=${config.recorderKeptOrders} keep up to ${megabytes(known + kept)} of heap once full ` +
+    `(${megabytes(known)} and ${megabytes(kept)}), more than half of the ${megabytes(heapLimitBytes)} this process ` +
+    'may use: lower them, or give the process more memory (the chart: resources.limits.memory, heapLimitMb)'
+  );
 }

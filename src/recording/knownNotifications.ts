@@ -22,6 +22,13 @@ export interface KnownNotification {
  */
 export const KNOWN_FOR_MS = 72 * 3_600_000;
 
+/**
+ * The heap a known notification takes, its meaning, id and time included: 1,390 B in the memory mode (`npm run bench
+ * -- --memory`, 2026-12-04), of which the cache's own entry (the digest, the Map's and the ring's slots) is 486 B.
+ * The start's warning about the heap reads it (src/config/warnings.ts).
+ */
+export const KNOWN_NOTIFICATION_HEAP_BYTES = 1390;
+
 /** An exact repeat of a known record, and the key of its owner's POS that vouches for it. */
 export interface KnownRepeat {
   record: KnownNotification;

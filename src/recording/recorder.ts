@@ -33,7 +33,7 @@ export interface RecorderOptions {
   answerWithinMs: number;
   /**
    * Committed notifications remembered for the duplicate fast path (RECORDER_KNOWN_NOTIFICATIONS in the service;
-   * default 50,000, about 650 bytes each; 0 turns it off).
+   * default 50,000, about 1.4 kB each; 0 turns it off).
    */
   knownCapacity?: number;
   /**

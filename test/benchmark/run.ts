@@ -42,6 +42,9 @@
  * notification by statement, table, index and plan node; `--cores` the cores mode (cores.ts): throughput with the
  * receivers and Postgres on one core, then two. Both on a Postgres cluster of their own (benchCluster.ts).
  *
+ * `npm run bench -- --memory [<orders>]` runs the memory mode instead (memory.ts): the heap the recorder's kept state
+ * takes per entry, at its default and at its maximum, and how soon a busy shop's day fills it (25,000 orders).
+ *
  * The modules, by concern: options.ts (the environment and the chart's settings), receivers.ts (the
  * service, the reference, the receiver that does nothing, the consumer), load.ts (the workload and
  * the closed and open loops), resources.ts (memory cgroup, RSS, CPU by process), serviceMetrics.ts
@@ -73,6 +76,7 @@ import {
   waitForPort,
 } from './receivers';
 import { printReport } from './report';
+import { runMemory } from './memory';
 import { CGROUP_PREFIX, memoryCgroup, memoryMb, watchService, type MemoryCgroup } from './resources';
 import { sleep } from '../support/wait';
 
@@ -189,35 +193,49 @@ async function main(): Promise<void> {
   }
 }
 
-/** The history mode, for `--history <orders>`: at least a thousand orders, at most a hundred million. */
-function historyRun(orders: string | undefined): () => Promise<void> {
-  const count = Number(orders);
-  if (!Number.isInteger(count) || count < 1000 || count > 100_000_000) {
-    process.stderr.write('--history takes a number of orders to seed, from 1000 to 100000000\n');
-    process.exit(2);
-  }
-  return () => runHistory(count);
+/** What a mode counts (`--<mode> <count>`): the range it takes, and its default when it may be left out. */
+interface CountArgument {
+  what: string;
+  least: number;
+  most: number;
+  byDefault?: number;
 }
 
-/** The console mode, for `--console [<orders>]`: 2 million orders unless told otherwise. */
-function consoleRun(orders: string | undefined): () => Promise<void> {
-  const count = Number(orders ?? 2_000_000);
-  if (!Number.isInteger(count) || count < 1000 || count > 100_000_000) {
-    process.stderr.write('--console takes a number of orders to seed, from 1000 to 100000000 (default 2000000)\n');
-    process.exit(2);
-  }
-  return () => runConsole(count);
+/** A mode's count, or a usage error naming the mode, what it counts and the range (exit 2). */
+function countOf(mode: string, value: string | undefined, { what, least, most, byDefault }: CountArgument): number {
+  const count = Number(value ?? byDefault);
+  if (Number.isInteger(count) && count >= least && count <= most) return count;
+  const fallback = byDefault === undefined ? '' : ` (default ${byDefault})`;
+  process.stderr.write(`--${mode} takes a number of ${what}, from ${least} to ${most}${fallback}\n`);
+  return process.exit(2);
 }
 
-/** The failover mode, for `--failover [<notifications>]`: 10,000 unless told otherwise. */
-function failoverRun(notifications: string | undefined): () => Promise<void> {
-  const count = Number(notifications ?? 10_000);
-  if (!Number.isInteger(count) || count < 100 || count > 1_000_000) {
-    process.stderr.write('--failover takes a number of notifications to lose, from 100 to 1000000 (default 10000)\n');
-    process.exit(2);
-  }
-  return () => runFailover(count);
-}
+/** The history mode: at least a thousand orders to seed, at most a hundred million. */
+const historyRun = (value: string | undefined): (() => Promise<void>) => {
+  const orders = countOf('history', value, { what: 'orders to seed', least: 1000, most: 100_000_000 });
+  return () => runHistory(orders);
+};
+
+/** The console mode: 2 million orders to seed unless told otherwise. */
+const consoleRun = (value: string | undefined): (() => Promise<void>) => {
+  const range = { what: 'orders to seed', least: 1000, most: 100_000_000, byDefault: 2_000_000 };
+  const orders = countOf('console', value, range);
+  return () => runConsole(orders);
+};
+
+/** The memory mode: 25,000 orders to record unless told otherwise (both kept states filled). */
+const memoryRun = (value: string | undefined): (() => Promise<void>) => {
+  const range = { what: 'orders to record', least: 1000, most: 1_000_000, byDefault: 25_000 };
+  const orders = countOf('memory', value, range);
+  return () => runMemory(orders);
+};
+
+/** The failover mode: 10,000 notifications to lose unless told otherwise. */
+const failoverRun = (value: string | undefined): (() => Promise<void>) => {
+  const range = { what: 'notifications to lose', least: 100, most: 1_000_000, byDefault: 10_000 };
+  const notifications = countOf('failover', value, range);
+  return () => runFailover(notifications);
+};
 
 const USAGE = `usage: npm run bench [-- <mode>]
   (no mode)                 the service against the reference receiver (options: BENCH_* variables, docs/PERFORMANCE.md)
@@ -227,8 +245,19 @@ const USAGE = `usage: npm run bench [-- <mode>]
   --failover [<n>]          the recovery after a failover that lost n acknowledged notifications (default 10000)
   --profile                 Postgres's work per new notification: by statement, table, index and plan (its own cluster)
   --cores                   the service's and the reference's throughput with them and Postgres on 1 core, then 2
+  --memory [<orders>]       the heap the recorder's kept state takes, per entry and at its maximum (default 25000)
 `;
-const MODES = ['--history', '--console', '--failover', '--profile', '--cores', '--reference', '--bare', '--consumer'];
+const MODES = [
+  '--history',
+  '--console',
+  '--failover',
+  '--memory',
+  '--profile',
+  '--cores',
+  '--reference',
+  '--bare',
+  '--consumer',
+];
 
 if (process.argv[2] === '--help' || process.argv[2] === '-h') {
   process.stdout.write(USAGE);
@@ -251,11 +280,13 @@ if (process.argv[2] === '--help' || process.argv[2] === '-h') {
         ? consoleRun(process.argv[3])
         : process.argv[2] === '--failover'
           ? failoverRun(process.argv[3])
-          : process.argv[2] === '--profile'
-            ? runProfile
-            : process.argv[2] === '--cores'
-              ? runCores
-              : main;
+          : process.argv[2] === '--memory'
+            ? memoryRun(process.argv[3])
+            : process.argv[2] === '--profile'
+              ? runProfile
+              : process.argv[2] === '--cores'
+                ? runCores
+                : main;
   run().catch((error: unknown) => {
     process.stderr.write(`benchmark failed: ${(error as Error).stack ?? String(error)}\n`);
     process.exit(1);

@@ -1,4 +1,4 @@
-import { configurationWarnings, loadConfig } from '../../../src/config';
+import { configurationWarnings, keptStateWarning, loadConfig } from '../../../src/config';
 
 describe('configurationWarnings', () => {
   const warningsOf = (env: Record<string, string>) => configurationWarnings(loadConfig(env));
@@ -78,5 +78,31 @@ describe('configurationWarnings', () => {
     expect(warningsOf({ ...production, JOURNAL_AMQP_URL: 'amqp://u:p@mq:5672/journal' })).toEqual([]);
     expect(warningsOf({ ...production, JOURNAL_RETENTION: 'off' })).toEqual([]);
     expect(warningsOf({ SECOND_KEYS: '1:k0123456789abcdef' })).toEqual([]);
+  });
+});
+
+describe('keptStateWarning', () => {
+  const MB = 1_048_576;
+  const settings = (known: string, kept: string) =>
+    loadConfig({
+      SECOND_KEYS: '300746:b6ca15b0d1020e8094d9b5f8d163db54',
+      RECORDER_KNOWN_NOTIFICATIONS: known,
+      RECORDER_KEPT_ORDERS: kept,
+    });
+
+  it('When the defaults run in a heap of 192 MB, then nothing is said (81 MB once full)', () => {
+    expect(keptStateWarning(settings('50000', '20000'), 192 * MB)).toBeNull();
+  });
+
+  it('When both kept states at their maximum would take more than half the heap, then it names both settings, what they take and the heap', () => {
+    expect(keptStateWarning(settings('200000', '100000'), 192 * MB)).toBe(
+      'RECORDER_KNOWN_NOTIFICATIONS=200000 and RECORDER_KEPT_ORDERS=100000 keep up to 343 MB of heap once full ' +
+        '(265 MB and 78 MB), more than half of the 192 MB this process may use: lower them, or give the process more ' +
+        'memory (the chart: resources.limits.memory, heapLimitMb)',
+    );
+  });
+
+  it('When both are off, then nothing is said, whatever the heap', () => {
+    expect(keptStateWarning(settings('0', '0'), 1 * MB)).toBeNull();
   });
 });
