@@ -155,7 +155,7 @@ function announceConfiguration(config: Config, logger: Logger): void {
     );
   }
   for (const warning of configurationWarnings(config)) logger.warn(warning);
-  const keptState = keptStateWarning(config, getHeapStatistics().heap_size_limit);
+  const keptState = keptStateWarning(config, getHeapStatistics().heap_size_limit, process.constrainedMemory?.() ?? 0);
   if (keptState) logger.warn(keptState);
   logger.info(
     {

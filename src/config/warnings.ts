@@ -113,14 +113,18 @@ const megabytes = (bytes: number): string => `${Math.round(bytes / 1_048_576)} M
 
 /**
  * The recorder's kept state once full (RECORDER_KNOWN_NOTIFICATIONS and RECORDER_KEPT_ORDERS, at the heap each entry
- * was measured to take), against the heap the process may use (V8's heap_size_limit: NODE_OPTIONS'
- * --max-old-space-size, or what Node sized from the memory it was given): a warning when it is more than half of it,
- * since a busy shop fills both within hours and the process would then run out of heap. Null when it fits.
+ * was measured to take), against the heap the process may use (V8's heap_size_limit, from NODE_OPTIONS'
+ * --max-old-space-size or the machine, or the container's memory limit where less): a warning when it is more than
+ * half of it, since a busy shop fills both within hours and the process would then run out of memory. Null when it
+ * fits.
  */
 export function keptStateWarning(
   config: Pick<Config, 'recorderKnownNotifications' | 'recorderKeptOrders'>,
-  heapLimitBytes: number,
+  heapSizeLimitBytes: number,
+  /** process.constrainedMemory(): the container's memory limit; 0 where there is none. */
+  givenBytes: number,
 ): string | null {
+  const heapLimitBytes = givenBytes > 0 ? Math.min(heapSizeLimitBytes, givenBytes) : heapSizeLimitBytes;
   const known = config.recorderKnownNotifications * KNOWN_NOTIFICATION_HEAP_BYTES;
   const kept = config.recorderKeptOrders * KEPT_ORDER_HEAP_BYTES;
   if (known + kept <= KEPT_STATE_HEAP_SHARE * heapLimitBytes) return null;

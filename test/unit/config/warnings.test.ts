@@ -91,18 +91,25 @@ describe('keptStateWarning', () => {
     });
 
   it('When the defaults run in a heap of 192 MB, then nothing is said (81 MB once full)', () => {
-    expect(keptStateWarning(settings('50000', '20000'), 192 * MB)).toBeNull();
+    expect(keptStateWarning(settings('50000', '20000'), 192 * MB, 0)).toBeNull();
   });
 
   it('When both kept states at their maximum would take more than half the heap, then it names both settings, what they take and the heap', () => {
-    expect(keptStateWarning(settings('200000', '100000'), 192 * MB)).toBe(
+    expect(keptStateWarning(settings('200000', '100000'), 192 * MB, 0)).toBe(
       'RECORDER_KNOWN_NOTIFICATIONS=200000 and RECORDER_KEPT_ORDERS=100000 keep up to 343 MB of heap once full ' +
         '(265 MB and 78 MB), more than half of the 192 MB this process may use: lower them, or give the process more ' +
         'memory (the chart: resources.limits.memory, heapLimitMb)',
     );
   });
 
+  it('When the container was given less memory than V8 sized its heap for, then the container’s limit counts', () => {
+    expect(keptStateWarning(settings('50000', '20000'), 4096 * MB, 4096 * MB)).toBeNull();
+    expect(keptStateWarning(settings('50000', '20000'), 4096 * MB, 128 * MB)).toMatch(
+      /keep up to 82 MB of heap once full \(66 MB and 16 MB\), more than half of the 128 MB this process may use/,
+    );
+  });
+
   it('When both are off, then nothing is said, whatever the heap', () => {
-    expect(keptStateWarning(settings('0', '0'), 1 * MB)).toBeNull();
+    expect(keptStateWarning(settings('0', '0'), 1 * MB, 1 * MB)).toBeNull();
   });
 });
