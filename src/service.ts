@@ -89,8 +89,8 @@ const REQUEST_TIMEOUT_MS = 15_000;
 export interface ServiceOptions {
   /**
    * The clock of the admin port (the sign-in throttle's minutes, the console's sessions and trail), the reconciler
-   * and the history maintainer (their schedules and the waits between their steps): the system's unless a test
-   * drives it.
+   * and the history maintainer (their schedules and the waits between their steps) and the payment-API client (its
+   * retries): the system's unless a test drives it (src/domain/clock.ts).
    */
   clock?: Clock;
   /** The admin port's admission (ADMIN_ADMISSION on the real clock unless a test drives its bucket's clock). */

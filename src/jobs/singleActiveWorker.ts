@@ -178,6 +178,7 @@ export abstract class SingleActiveJob {
     this.clock = settings.clock ?? systemClock;
     this.worker = new SingleActiveWorker({
       ...settings,
+      clock: this.clock,
       lock: { ...settings.lock, onConnect: (client) => this.onConnect(client) },
       step: (connection) => this.step(connection),
       onStop: () => this.onStop(),

@@ -68,11 +68,12 @@ async function keptOrdersHeld(
 ): Promise<{ bytes: number; kept: number; perSecond: number }> {
   const database = `bench_memory_${process.pid}`;
   const url = `${PG}/${database}`;
-  await migrate(url);
   const config = loadConfig({ DATABASE_URL: url, SECOND_KEYS: `${POS_ID}:${KEY}` });
   const logger = createLogger('silent');
   const pool = createPool({ url, poolMax: 2, timeoutMs: 10_000, keyLookupsOnly: true }, logger);
   try {
+    // Inside: a migration that fails midway still has its database dropped.
+    await migrate(url);
     const recorder = new Recorder(
       new PooledTransactions(pool),
       recordingContext(config),

@@ -83,8 +83,7 @@ afterAll(() => db.drop());
 
 describe('history kept by the service itself', () => {
   it('When the service starts, then the days from yesterday to a week ahead exist, and the active maintainer says so', async () => {
-    const clock = new DrivenClock();
-    const svc = await startTestService({ database: db, env: { RELAY_ENABLED: 'false' }, clock });
+    const svc = await startTestService({ database: db, env: { RELAY_ENABLED: 'false' } });
     try {
       await waitUntil(
         'a maintenance round',
@@ -187,8 +186,7 @@ describe('history kept by the service itself', () => {
   });
 
   it("When a day's partition is missing, then the gauge says so, a notification gets 503 with Retry-After, and its retry 200 once the write had the day made", async () => {
-    const clock = new DrivenClock();
-    const svc = await startTestService({ database: db, env: { RELAY_ENABLED: 'false' }, clock });
+    const svc = await startTestService({ database: db, env: { RELAY_ENABLED: 'false' } });
     try {
       await waitUntil(
         'a maintenance round',
